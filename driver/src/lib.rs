@@ -1,0 +1,23 @@
+//! The driver: opens perf sampling events with perf_event_open, captures the
+//! kernel tracepoints that time the sampling handler, runs the workload and
+//! writes results.
+//!
+//! Layout: `perf/` is the kernel interface (the only unsafe code lives in
+//! `perf/sys.rs`); `handler` turns tracepoint records into handler intervals;
+//! `sampler` is one measurement session on top of both; `probe` reports what
+//! the host can measure. The sweep is split into `config` (options and
+//! experiment files), `plan` (which runs, in which order), `exec` (running
+//! them through a backend trait), `results` (the on-disk format) and `system`
+//! (settings changed on the host and their restoration).
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod exec;
+pub mod handler;
+pub mod perf;
+pub mod plan;
+pub mod probe;
+pub mod results;
+pub mod sampler;
+pub mod sweep;
+pub mod system;

@@ -1,0 +1,1 @@
+//! The kernel interface: perf_event_open, the ring buffer, records, tracefs.

@@ -1,0 +1,1 @@
+//! TODO(owner helper): see docs/results-format.md and the issue.
