@@ -1,4 +1,20 @@
 //! `driver probe`: what this host can measure and how.
+//!
+//! [`probe_host`] gathers the facts (stored by the sweep in manifest.json);
+//! [`self_test`] runs the chosen event at 1 kHz on one CPU for ~0.3 s with
+//! the handler tracepoints; [`cli`] prints both and exits 0 only when a sweep
+//! can run.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::perf::error::{MAX_RATE_PATH, PARANOID_PATH};
+use crate::perf::{PerfError, tracefs};
+use crate::sampler::{self, EventKind, Sampler, SamplerConfig};
 
 /// Arguments of `driver probe`.
 #[derive(Debug, clap::Args)]
@@ -6,9 +22,426 @@ pub struct ProbeArgs {
     /// Print one JSON object instead of the human-readable report.
     #[arg(long)]
     pub json: bool,
+    /// Skip the live self-test (facts only).
+    #[arg(long)]
+    pub no_self_test: bool,
+}
+
+/// What the host offers for the measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// `uname -r`.
+    pub kernel: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    /// `uname -m`.
+    pub machine: String,
+    /// Host name.
+    pub hostname: String,
+    /// /proc/cpuinfo `model name`.
+    pub cpu_model: String,
+    /// /proc/cpuinfo has the `hypervisor` flag.
+    pub hypervisor_flag: bool,
+    /// /sys/hypervisor/type or DMI vendor/product, when known.
+    pub hypervisor: Option<String>,
+    /// A hardware PMU event (cycles) opens.
+    pub pmu_present: bool,
+    /// Why cycles did not open.
+    pub pmu_error: Option<String>,
+    /// `cycles` or `cpu-clock`.
+    pub sampling_event: String,
+    /// Why that event.
+    pub sampling_event_reason: String,
+    /// `nmi` or `hrtimer`.
+    pub handler_source: String,
+    /// tracefs mount point.
+    pub tracefs: Option<String>,
+    /// Why tracefs is unusable.
+    pub tracefs_error: Option<String>,
+    /// The handler tracepoints exist (timer:hrtimer_expire_entry/exit or nmi:nmi_handler).
+    pub handler_tracepoints: bool,
+    /// The handler's kernel symbol address is readable in /proc/kallsyms.
+    pub handler_symbol_readable: bool,
+    /// /proc/sys/kernel/perf_event_paranoid.
+    pub perf_event_paranoid: Option<i64>,
+    /// /proc/sys/kernel/perf_event_max_sample_rate.
+    pub perf_event_max_sample_rate: Option<u64>,
+    /// /proc/sys/kernel/perf_cpu_time_max_percent.
+    pub perf_cpu_time_max_percent: Option<u64>,
+    /// Effective uid.
+    pub euid: u32,
+    /// CAP_PERFMON (bit 38) in CapEff of /proc/self/status.
+    pub cap_perfmon: Option<bool>,
+    /// Current clocksource.
+    pub clocksource: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// Online CPU list.
+    pub online_cpus: Vec<u32>,
+    /// /sys/devices/system/cpu/isolated.
+    pub isolated_cpus: Vec<u32>,
+    /// /sys/devices/system/cpu/smt/active.
+    pub smt_active: Option<bool>,
+}
+
+/// Result of the live self-test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelfTest {
+    /// Event used.
+    pub event: String,
+    /// sample_freq.
+    pub freq_hz: u64,
+    /// CPU measured.
+    pub cpu: u32,
+    /// Samples on that CPU.
+    pub samples: u64,
+    /// Handler intervals kept.
+    pub handler_intervals: u64,
+    /// Lost records.
+    pub lost: u64,
+    /// Median handler duration, ns.
+    pub median_handler_ns: Option<u64>,
+    /// Error, when it failed.
+    pub error: Option<String>,
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn cpuinfo() -> (String, bool) {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let flag = text
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"));
+    (model, flag)
+}
+
+fn hypervisor() -> Option<String> {
+    if let Some(t) = read_trim("/sys/hypervisor/type").filter(|s| !s.is_empty()) {
+        return Some(t);
+    }
+    let vendor = read_trim("/sys/class/dmi/id/sys_vendor").filter(|s| !s.is_empty());
+    let product = read_trim("/sys/class/dmi/id/product_name").filter(|s| !s.is_empty());
+    match (vendor, product) {
+        (Some(v), Some(p)) => Some(format!("{v} {p}")),
+        (Some(v), None) => Some(v),
+        (None, Some(p)) => Some(p),
+        (None, None) => None,
+    }
+}
+
+/// CAP_PERFMON (bit 38) of CapEff in a /proc/<pid>/status text.
+pub fn cap_perfmon_from_status(status: &str) -> Option<bool> {
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    let v = u64::from_str_radix(hex, 16).ok()?;
+    Some(v & (1 << 38) != 0)
+}
+
+/// Gathers the host facts (no sampling; opens cycles briefly to test the PMU).
+pub fn probe_host() -> HostFacts {
+    let un = rustix::system::uname();
+    let (cpu_model, hypervisor_flag) = cpuinfo();
+    let (pmu_present, pmu_error) = match sampler::resolve_event(EventKind::Cycles) {
+        Ok((EventKind::Cycles, _)) => (true, None),
+        Ok((_, warn)) => (false, warn),
+        Err(e) => (false, Some(e.to_string())),
+    };
+    let event = if pmu_present {
+        EventKind::Cycles
+    } else {
+        EventKind::CpuClock
+    };
+    let sampling_event_reason = if pmu_present {
+        "a hardware PMU is present: cycles opens".to_string()
+    } else {
+        "no hardware PMU (cycles does not open): falling back to the software cpu-clock event"
+            .to_string()
+    };
+    let (tracefs_path, tracefs_error) = match tracefs::find_or_mount() {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let handler_tracepoints = tracefs_path.as_ref().is_some_and(|root| {
+        if event.is_hardware() {
+            tracefs::tracepoint(root, "nmi", "nmi_handler").is_ok()
+        } else {
+            tracefs::tracepoint(root, "timer", "hrtimer_expire_entry").is_ok()
+                && tracefs::tracepoint(root, "timer", "hrtimer_expire_exit").is_ok()
+        }
+    });
+    let symbol = if event.is_hardware() {
+        sampler::NMI_HANDLER_SYMBOL
+    } else {
+        sampler::HRTIMER_SYMBOL
+    };
+    let online = sampler::online_cpus().unwrap_or_default();
+    HostFacts {
+        kernel: un.release().to_string_lossy().into_owned(),
+        kernel_version: un.version().to_string_lossy().into_owned(),
+        machine: un.machine().to_string_lossy().into_owned(),
+        hostname: un.nodename().to_string_lossy().into_owned(),
+        cpu_model,
+        hypervisor_flag,
+        hypervisor: hypervisor(),
+        pmu_present,
+        pmu_error,
+        sampling_event: event.name().into(),
+        sampling_event_reason,
+        handler_source: event.handler_source().as_str().into(),
+        tracefs: tracefs_path.map(|p| p.display().to_string()),
+        tracefs_error,
+        handler_tracepoints,
+        handler_symbol_readable: tracefs::kallsyms_address(symbol).is_ok(),
+        perf_event_paranoid: read_trim(PARANOID_PATH).and_then(|s| s.parse().ok()),
+        perf_event_max_sample_rate: read_trim(MAX_RATE_PATH).and_then(|s| s.parse().ok()),
+        perf_cpu_time_max_percent: read_trim("/proc/sys/kernel/perf_cpu_time_max_percent")
+            .and_then(|s| s.parse().ok()),
+        euid: rustix::process::geteuid().as_raw(),
+        cap_perfmon: std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| cap_perfmon_from_status(&s)),
+        clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_else(|| "unknown".into()),
+        cpus: online.len() as u32,
+        online_cpus: online,
+        isolated_cpus: read_trim("/sys/devices/system/cpu/isolated")
+            .and_then(|s| sampler::parse_cpu_list(&s))
+            .unwrap_or_default(),
+        smt_active: read_trim("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
+    }
+}
+
+/// Spins on `cpu` until `stop` is set (a busy workload for self-tests).
+pub fn spin_on_cpu(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu as usize);
+        let _ = rustix::thread::sched_setaffinity(None, &set);
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+        n
+    })
+}
+
+/// Runs `event` at `freq_hz` on `cpu` for `duration` with the handler
+/// tracepoints, a busy thread pinned to that CPU.
+pub fn self_test(
+    event: EventKind,
+    freq_hz: u64,
+    cpu: u32,
+    duration: Duration,
+) -> Result<SelfTest, PerfError> {
+    let mut cfg = SamplerConfig::new(event, freq_hz, cpu);
+    cfg.trace_handler = true;
+    cfg.ring_data_bytes = 1 << 20;
+    let s = Sampler::open(&cfg)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = spin_on_cpu(cpu, Arc::clone(&stop));
+    std::thread::sleep(Duration::from_millis(20));
+    let res = s.enable().and_then(|()| {
+        std::thread::sleep(duration);
+        s.disable()
+    });
+    stop.store(true, Ordering::Relaxed);
+    let _ = spinner.join();
+    res?;
+    let out = s.finish()?;
+    let mut durs: Vec<u64> = out.intervals.iter().map(|i| i.duration_ns).collect();
+    durs.sort_unstable();
+    Ok(SelfTest {
+        event: event.name().into(),
+        freq_hz,
+        cpu,
+        samples: out.samples,
+        handler_intervals: out.intervals.len() as u64,
+        lost: out.lost,
+        median_handler_ns: durs.get(durs.len() / 2).copied(),
+        error: None,
+    })
+}
+
+/// The things missing for a sweep, each with its fix.
+pub fn missing(facts: &HostFacts, test: Option<&SelfTest>) -> Vec<String> {
+    let mut m = Vec::new();
+    let privileged = facts.euid == 0 || facts.cap_perfmon == Some(true);
+    if !privileged {
+        m.push(format!(
+            "privileges: euid {} without CAP_PERFMON (perf_event_paranoid = {:?}). Fix: run as root, \
+             or `setcap cap_perfmon+ep` on the binary and give it read access to tracefs",
+            facts.euid, facts.perf_event_paranoid
+        ));
+    }
+    if let Some(e) = &facts.tracefs_error {
+        m.push(format!("tracefs: {e}"));
+    } else if !facts.handler_tracepoints {
+        m.push(format!(
+            "handler tracepoints for source `{}` are missing under {}. Fix: a kernel with \
+             CONFIG_TRACEPOINTS and the timer/nmi events",
+            facts.handler_source,
+            facts.tracefs.as_deref().unwrap_or("tracefs")
+        ));
+    }
+    if let Some(t) = test {
+        if let Some(e) = &t.error {
+            m.push(format!("self-test: {e}"));
+        } else {
+            if t.samples == 0 {
+                m.push(format!(
+                    "self-test: {} at {} Hz gave no samples on cpu {}",
+                    t.event, t.freq_hz, t.cpu
+                ));
+            }
+            if t.handler_intervals == 0 {
+                m.push(format!(
+                    "self-test: no handler intervals from the `{}` tracepoints (is the filter on \
+                     the handler address working? kallsyms readable: {})",
+                    facts.handler_source, facts.handler_symbol_readable
+                ));
+            }
+        }
+    }
+    m
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    facts: &'a HostFacts,
+    self_test: Option<&'a SelfTest>,
+    ready: bool,
+    missing: &'a [String],
 }
 
 /// Runs `driver probe`.
-pub fn cli(_args: &ProbeArgs) -> anyhow::Result<std::process::ExitCode> {
-    anyhow::bail!("driver probe is not implemented yet")
+pub fn cli(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
+    let facts = probe_host();
+    let test = if args.no_self_test {
+        None
+    } else {
+        let event: EventKind = facts.sampling_event.parse().map_err(anyhow::Error::msg)?;
+        let cpu = facts.online_cpus.last().copied().unwrap_or(0);
+        Some(
+            self_test(event, 1000, cpu, Duration::from_millis(300)).unwrap_or_else(|e| SelfTest {
+                event: event.name().into(),
+                freq_hz: 1000,
+                cpu,
+                samples: 0,
+                handler_intervals: 0,
+                lost: 0,
+                median_handler_ns: None,
+                error: Some(e.to_string()),
+            }),
+        )
+    };
+    let missing = missing(&facts, test.as_ref());
+    let ready = missing.is_empty();
+    let report = Report {
+        facts: &facts,
+        self_test: test.as_ref(),
+        ready,
+        missing: &missing,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_human(&facts, test.as_ref(), ready, &missing);
+    }
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "unknown".into(), |x| x.to_string())
+}
+
+fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[String]) {
+    println!("kernel                      {} ({})", f.kernel, f.machine);
+    println!("cpu model                   {}", f.cpu_model);
+    println!(
+        "hypervisor                  {} (cpuinfo flag: {})",
+        f.hypervisor.as_deref().unwrap_or("none found"),
+        f.hypervisor_flag
+    );
+    println!(
+        "hardware PMU                {}{}",
+        if f.pmu_present { "present" } else { "absent" },
+        f.pmu_error
+            .as_ref()
+            .map(|_| " (cycles does not open)")
+            .unwrap_or("")
+    );
+    println!(
+        "sampling_event              {} ({})",
+        f.sampling_event, f.sampling_event_reason
+    );
+    println!("handler_source              {}", f.handler_source);
+    println!(
+        "tracefs                     {}",
+        f.tracefs
+            .as_deref()
+            .or(f.tracefs_error.as_deref())
+            .unwrap_or("absent")
+    );
+    println!("handler tracepoints         {}", f.handler_tracepoints);
+    println!("handler symbol readable     {}", f.handler_symbol_readable);
+    println!(
+        "perf_event_paranoid         {}",
+        opt(&f.perf_event_paranoid)
+    );
+    println!(
+        "perf_event_max_sample_rate  {}",
+        opt(&f.perf_event_max_sample_rate)
+    );
+    println!(
+        "perf_cpu_time_max_percent   {}",
+        opt(&f.perf_cpu_time_max_percent)
+    );
+    println!(
+        "euid                        {} (CAP_PERFMON: {})",
+        f.euid,
+        opt(&f.cap_perfmon)
+    );
+    println!("clocksource                 {}", f.clocksource);
+    println!("cpus                        {} {:?}", f.cpus, f.online_cpus);
+    println!("isolated cpus               {:?}", f.isolated_cpus);
+    println!("smt active                  {}", opt(&f.smt_active));
+    if let Some(t) = t {
+        match &t.error {
+            Some(e) => println!("self_test                   FAILED: {e}"),
+            None => println!(
+                "self_test                   {} at {} Hz on cpu {} for 0.3 s: samples {}, handler_intervals {}, lost {}, median handler {} ns",
+                t.event,
+                t.freq_hz,
+                t.cpu,
+                t.samples,
+                t.handler_intervals,
+                t.lost,
+                opt(&t.median_handler_ns)
+            ),
+        }
+    }
+    println!("ready                       {ready}");
+    for m in missing {
+        println!("missing: {m}");
+    }
 }

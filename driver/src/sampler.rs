@@ -1,1 +1,878 @@
-//! TODO(owner helper): see docs/results-format.md and the issue.
+//! One measurement session: the sampling event(s), the handler tracepoints,
+//! their ring buffers and the thread that drains them.
+//!
+//! Layout: one ring per CPU the sampling event is opened on; the handler
+//! tracepoints (CPU-wide on `measured_cpu`) send their records into the
+//! measured CPU's ring with SET_OUTPUT (same CPU, same clockid
+//! CLOCK_MONOTONIC_RAW). Everything is opened DISABLED; [`Sampler::enable`]
+//! enables the sampling events AND the tracepoints, [`Sampler::disable`]
+//! disables both, so handler intervals only come from enabled phases.
+//!
+//! Scopes: `Cpu` opens the sampling event CPU-wide on `measured_cpu`;
+//! `System` on every online CPU (handler tracepoints still only on
+//! `measured_cpu`: the intervals describe the measured CPU); `Task(pid)`
+//! opens one per-task event per online CPU (pid, cpu) so each can have a
+//! ring and SET_OUTPUT works, tracepoints CPU-wide on `measured_cpu`.
+//!
+//! The drain thread is pinned to `drain_cpu` (default: the first online CPU
+//! other than `measured_cpu`) and polls every ring every 10 ms; pairing of
+//! handler intervals happens in [`Sampler::finish`], not in the thread.
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::handler::{self, HandlerInterval, TraceEvent, TraceKind, TraceLayout};
+use crate::perf::attr::{Attr, kind, read, sample};
+use crate::perf::error::OpenContext;
+use crate::perf::record::{Formats, Record};
+use crate::perf::ring::{DEFAULT_RING_DATA_BYTES, Ring};
+use crate::perf::{PerfError, sys, tracefs};
+
+/// Kernel symbol of perf's NMI handler (filter of `nmi:nmi_handler`).
+pub const NMI_HANDLER_SYMBOL: &str = "perf_event_nmi_handler";
+/// Kernel symbol of the cpu-clock/task-clock hrtimer callback.
+pub const HRTIMER_SYMBOL: &str = "perf_swevent_hrtimer";
+
+/// The sampling event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// Software `cpu-clock` (hrtimer driven).
+    #[default]
+    CpuClock,
+    /// Hardware `cycles` (PMU, NMI driven on x86).
+    Cycles,
+    /// Hardware `instructions`.
+    Instructions,
+    /// Software `task-clock` (hrtimer driven).
+    TaskClock,
+}
+
+impl EventKind {
+    /// All kinds.
+    pub const ALL: [EventKind; 4] = [
+        EventKind::CpuClock,
+        EventKind::Cycles,
+        EventKind::Instructions,
+        EventKind::TaskClock,
+    ];
+
+    /// perf's name: `cpu-clock`, `cycles`, `instructions`, `task-clock`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::CpuClock => "cpu-clock",
+            EventKind::Cycles => "cycles",
+            EventKind::Instructions => "instructions",
+            EventKind::TaskClock => "task-clock",
+        }
+    }
+
+    /// A hardware PMU event (sampled from the NMI handler).
+    pub fn is_hardware(&self) -> bool {
+        matches!(self, EventKind::Cycles | EventKind::Instructions)
+    }
+
+    /// Which tracepoints time this event's handler.
+    pub fn handler_source(&self) -> handler::HandlerSource {
+        if self.is_hardware() {
+            handler::HandlerSource::Nmi
+        } else {
+            handler::HandlerSource::Hrtimer
+        }
+    }
+
+    fn type_config(&self) -> (u32, u64) {
+        match self {
+            EventKind::CpuClock => (kind::SOFTWARE, kind::SW_CPU_CLOCK),
+            EventKind::TaskClock => (kind::SOFTWARE, kind::SW_TASK_CLOCK),
+            EventKind::Cycles => (kind::HARDWARE, kind::HW_CPU_CYCLES),
+            EventKind::Instructions => (kind::HARDWARE, kind::HW_INSTRUCTIONS),
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EventKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!("unknown event `{s}`; expected one of cpu-clock, cycles, instructions, task-clock")
+            })
+    }
+}
+
+/// Where the sampling event counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// CPU-wide on the measured CPU.
+    Cpu,
+    /// CPU-wide on every online CPU.
+    System,
+    /// One task (pid), on any CPU.
+    Task(i32),
+}
+
+impl Scope {
+    /// `cpu`, `system` or `task` (the `scope` column).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scope::Cpu => "cpu",
+            Scope::System => "system",
+            Scope::Task(_) => "task",
+        }
+    }
+}
+
+/// What to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerConfig {
+    /// Already resolved (no fallback inside the sampler; see [`resolve_event`]).
+    pub event: EventKind,
+    /// sample_freq, > 0.
+    pub freq_hz: u64,
+    /// Where the sampling event counts.
+    pub scope: Scope,
+    /// The CPU the workload is pinned to.
+    pub measured_cpu: u32,
+    /// Open the handler tracepoints (util runs).
+    pub trace_handler: bool,
+    /// Also `irq_vectors:local_timer_entry/exit` (only with cpu-clock/task-clock).
+    pub trace_irq: bool,
+    /// Ring data size per CPU, a power of two (default 16 MiB).
+    pub ring_data_bytes: usize,
+    /// CPU for the drain thread (not the measured one); None = first other online CPU.
+    pub drain_cpu: Option<u32>,
+}
+
+impl SamplerConfig {
+    /// A CPU-scope config without tracepoints and with the default ring.
+    pub fn new(event: EventKind, freq_hz: u64, measured_cpu: u32) -> SamplerConfig {
+        SamplerConfig {
+            event,
+            freq_hz,
+            scope: Scope::Cpu,
+            measured_cpu,
+            trace_handler: false,
+            trace_irq: false,
+            ring_data_bytes: DEFAULT_RING_DATA_BYTES,
+            drain_cpu: None,
+        }
+    }
+}
+
+/// Everything a finished session measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SamplerOutcome {
+    /// The sampling event.
+    pub event: EventKind,
+    /// Samples on the measured CPU (all CPUs for Task scope).
+    pub samples: u64,
+    /// Samples on all CPUs.
+    pub samples_all_cpus: u64,
+    /// CLOCK_MONOTONIC_RAW timestamps of samples on the measured CPU (sorted).
+    pub sample_times_ns: Vec<u64>,
+    /// Time the sampling event was enabled (read() time_enabled of the
+    /// measured CPU's event; own clock for Task scope).
+    pub enabled_ns: u64,
+    /// max(LOST records sum, PERF_FORMAT_LOST sum).
+    pub lost: u64,
+    /// Sum of PERF_RECORD_LOST_SAMPLES.
+    pub lost_samples: u64,
+    /// PERF_RECORD_THROTTLE records.
+    pub throttled: u64,
+    /// PERF_RECORD_UNTHROTTLE records.
+    pub unthrottled: u64,
+    /// Duplicated samples or tracepoint records dropped.
+    pub duplicates: u64,
+    /// Our handler intervals, sorted by entry.
+    pub intervals: Vec<HandlerInterval>,
+    /// Handler entries or exits that could not be paired.
+    pub unmatched: u64,
+    /// Handler intervals of other perf users (dropped).
+    pub foreign_intervals: u64,
+    /// CPU time of the drain thread.
+    pub drain_cpu_ns: u64,
+    /// LOST records sum alone.
+    pub lost_records: u64,
+    /// PERF_FORMAT_LOST sum alone.
+    pub lost_read: u64,
+    /// CPU the drain thread was pinned to (None: could not pin, single CPU).
+    pub drain_cpu: Option<u32>,
+    /// Drain passes that ran on the measured CPU (should be 0).
+    pub drain_passes_on_measured_cpu: u64,
+    /// Drain passes in total.
+    pub drain_passes: u64,
+    /// Bytes of records drained.
+    pub drained_bytes: u64,
+}
+
+fn now_raw_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
+pub fn online_cpus() -> Result<Vec<u32>, PerfError> {
+    let path = "/sys/devices/system/cpu/online";
+    let text = std::fs::read_to_string(path).map_err(|source| PerfError::Read {
+        path: path.into(),
+        source,
+    })?;
+    parse_cpu_list(&text).ok_or_else(|| PerfError::Format {
+        path: path.into(),
+        line: 1,
+        reason: format!("not a CPU list: `{}`", text.trim()),
+    })
+}
+
+/// Parses a kernel CPU list ("0-3,5"); empty text is an empty list.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);
+                if b < a {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+const SAMPLING_SAMPLE_TYPE: u64 =
+    sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
+const TRACE_SAMPLE_TYPE: u64 =
+    sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU | sample::RAW;
+const READ_FORMAT: u64 =
+    read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
+
+fn sampling_attr(event: EventKind, freq_hz: u64) -> Attr {
+    let (t, c) = event.type_config();
+    Attr::new()
+        .type_(t)
+        .config(c)
+        .sample_freq(freq_hz)
+        .sample_type(SAMPLING_SAMPLE_TYPE)
+        .read_format(READ_FORMAT)
+        .sample_id_all(true)
+        .disabled(true)
+}
+
+fn open(attr: &mut Attr, ctx: &OpenContext) -> Result<OwnedFd, PerfError> {
+    sys::perf_event_open(attr.raw_mut(), ctx.pid, ctx.cpu, None)
+        .map_err(|e| PerfError::from_open(e, ctx))
+}
+
+/// Opens `requested` briefly (counting, this process, any CPU). On
+/// ENOENT/EOPNOTSUPP for a hardware event returns (CpuClock, Some(warning)).
+pub fn resolve_event(requested: EventKind) -> Result<(EventKind, Option<String>), PerfError> {
+    let (t, c) = requested.type_config();
+    let mut attr = Attr::new().type_(t).config(c).read_format(READ_FORMAT);
+    let ctx = OpenContext {
+        event: requested.name().into(),
+        freq_hz: 0,
+        pid: 0,
+        cpu: -1,
+    };
+    match open(&mut attr, &ctx) {
+        Ok(_fd) => Ok((requested, None)),
+        Err(e) if e.is_no_such_event() && requested.is_hardware() => Ok((
+            EventKind::CpuClock,
+            Some(format!(
+                "WARNING: event `{}` is not available on this host ({e}). FALLING BACK to the \
+                 software event `cpu-clock`: its sampling interrupt is an hrtimer, not a PMU NMI, \
+                 so the measured overhead is that of cpu-clock, not of {}.",
+                requested.name(),
+                requested.name()
+            )),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Sampling,
+    Trace,
+}
+
+#[derive(Debug)]
+struct OpenEvent {
+    fd: OwnedFd,
+    cpu: u32,
+    role: Role,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    samples: AtomicU64,
+    requested: AtomicU64,
+    completed: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct DrainOutput {
+    sample_keys: Vec<(u32, u64)>,
+    samples_all: u64,
+    trace: Vec<TraceEvent>,
+    lost_records: u64,
+    lost_samples: u64,
+    throttled: u64,
+    unthrottled: u64,
+    cpu_ns: u64,
+    passes: u64,
+    passes_on_measured: u64,
+    bytes: u64,
+    first_error: Option<PerfError>,
+    bad_trace_records: u64,
+}
+
+#[derive(Debug, Clone)]
+enum IdRole {
+    Sampling,
+    Trace(TraceLayout),
+}
+
+struct Drainer {
+    rings: Vec<Ring>,
+    ids: HashMap<u64, IdRole>,
+    measured_cpu: u32,
+    all_cpu_samples: bool,
+    shared: Arc<Shared>,
+    out: DrainOutput,
+}
+
+impl Drainer {
+    fn pass(&mut self) {
+        let Drainer {
+            rings,
+            ids,
+            measured_cpu,
+            all_cpu_samples,
+            out,
+            ..
+        } = self;
+        for ring in rings.iter_mut() {
+            let ring_cpu = ring.cpu();
+            let r = ring.drain(|rec| match rec {
+                Record::Sample(s) => {
+                    let id = s.id.unwrap_or(0);
+                    let cpu = s.cpu.unwrap_or(ring_cpu);
+                    let time = s.time.unwrap_or(0);
+                    match ids.get(&id) {
+                        Some(IdRole::Sampling) => {
+                            out.samples_all += 1;
+                            if *all_cpu_samples || cpu == *measured_cpu {
+                                out.sample_keys.push((cpu, time));
+                            }
+                        }
+                        Some(IdRole::Trace(layout)) => {
+                            match s.raw.and_then(|raw| layout.decode(cpu, time, raw)) {
+                                Some(ev) => out.trace.push(ev),
+                                None => out.bad_trace_records += 1,
+                            }
+                        }
+                        None => out.bad_trace_records += 1,
+                    }
+                }
+                Record::Lost { lost, .. } => out.lost_records += lost,
+                Record::LostSamples { lost, .. } => out.lost_samples += lost,
+                Record::Throttle { .. } => out.throttled += 1,
+                Record::Unthrottle { .. } => out.unthrottled += 1,
+                Record::Other { .. } => {}
+            });
+            match r {
+                Ok(n) => out.bytes += n as u64,
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    out.first_error.get_or_insert(e);
+                }
+            }
+        }
+        out.passes += 1;
+        if rustix::thread::sched_getcpu() == *measured_cpu as usize {
+            out.passes_on_measured += 1;
+        }
+        self.shared
+            .samples
+            .store(out.sample_keys.len() as u64, Ordering::Release);
+    }
+
+    fn run(mut self, pin: Option<u32>) -> DrainOutput {
+        if let Some(cpu) = pin {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(cpu as usize);
+            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+                tracing::warn!("could not pin the drain thread to cpu {cpu}: {e}");
+            }
+        }
+        let start = thread_cpu_ns();
+        loop {
+            let req = self.shared.requested.load(Ordering::Acquire);
+            let stop = self.shared.stop.load(Ordering::Acquire);
+            self.pass();
+            self.shared.completed.store(req, Ordering::Release);
+            if stop {
+                break;
+            }
+            std::thread::park_timeout(Duration::from_millis(10));
+        }
+        self.out.cpu_ns = thread_cpu_ns().saturating_sub(start);
+        self.out
+    }
+}
+
+/// One measurement session (see the module docs).
+#[derive(Debug)]
+pub struct Sampler {
+    cfg: SamplerConfig,
+    events: Vec<OpenEvent>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<DrainOutput>>,
+    drain_cpu: Option<u32>,
+    nmi_handler: Option<u64>,
+    enabled_at: AtomicU64,
+    enabled_total: AtomicU64,
+}
+
+fn validate(cfg: &SamplerConfig, online: &[u32]) -> Result<(), PerfError> {
+    if cfg.freq_hz == 0 {
+        return Err(PerfError::Config {
+            field: "freq_hz",
+            value: "0".into(),
+            fix: "sample_freq must be > 0 (with 0 the kernel opens the event but never samples)"
+                .into(),
+        });
+    }
+    if !online.contains(&cfg.measured_cpu) {
+        return Err(PerfError::Config {
+            field: "measured_cpu",
+            value: cfg.measured_cpu.to_string(),
+            fix: format!("must be an online CPU ({online:?})"),
+        });
+    }
+    if let Some(d) = cfg.drain_cpu
+        && (d == cfg.measured_cpu || !online.contains(&d))
+    {
+        return Err(PerfError::Config {
+            field: "drain_cpu",
+            value: d.to_string(),
+            fix: format!(
+                "must be an online CPU other than the measured cpu {}",
+                cfg.measured_cpu
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl Sampler {
+    /// Opens everything DISABLED, maps the rings and starts the drain thread.
+    pub fn open(cfg: &SamplerConfig) -> Result<Sampler, PerfError> {
+        let online = online_cpus()?;
+        validate(cfg, &online)?;
+        let cpus: Vec<u32> = match cfg.scope {
+            Scope::Cpu => vec![cfg.measured_cpu],
+            Scope::System | Scope::Task(_) => online.clone(),
+        };
+        let pid = match cfg.scope {
+            Scope::Task(pid) => pid,
+            _ => -1,
+        };
+        let mut events = Vec::new();
+        let mut rings = Vec::new();
+        let mut ids = HashMap::new();
+        let mut measured_fd_index = None;
+        for &cpu in &cpus {
+            let mut attr = sampling_attr(cfg.event, cfg.freq_hz);
+            let ctx = OpenContext {
+                event: cfg.event.name().into(),
+                freq_hz: cfg.freq_hz,
+                pid,
+                cpu: cpu as i32,
+            };
+            let fd = open(&mut attr, &ctx)?;
+            let id = sys::id(fd.as_fd())
+                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", cfg.event.name(), e))?;
+            ids.insert(id, IdRole::Sampling);
+            if cpu == cfg.measured_cpu {
+                measured_fd_index = Some(events.len());
+            }
+            events.push(OpenEvent {
+                fd,
+                cpu,
+                role: Role::Sampling,
+            });
+        }
+        let measured_fd_index = measured_fd_index.ok_or_else(|| PerfError::Config {
+            field: "measured_cpu",
+            value: cfg.measured_cpu.to_string(),
+            fix: "the sampling event was not opened on it".into(),
+        })?;
+
+        let mut nmi_handler = None;
+        if cfg.trace_handler || cfg.trace_irq {
+            let root = tracefs::find_or_mount()?;
+            let mut kinds = Vec::new();
+            if cfg.trace_handler {
+                if cfg.event.is_hardware() {
+                    kinds.push(TraceKind::Nmi);
+                } else {
+                    kinds.push(TraceKind::HrtimerEntry);
+                    kinds.push(TraceKind::HrtimerExit);
+                }
+            }
+            if cfg.trace_irq {
+                kinds.push(TraceKind::LocalTimerEntry);
+                kinds.push(TraceKind::LocalTimerExit);
+            }
+            for k in kinds {
+                let (system, name) = k.tracepoint();
+                let full = format!("{system}:{name}");
+                let format = tracefs::tracepoint(&root, system, name)?;
+                let layout =
+                    TraceLayout::new(k, &format).map_err(|field| PerfError::MissingField {
+                        event: full.clone(),
+                        field,
+                        path: root.join("events").join(system).join(name).join("format"),
+                    })?;
+                let mut attr = Attr::new()
+                    .type_(kind::TRACEPOINT)
+                    .config(format.id)
+                    .sample_period(1)
+                    .sample_type(TRACE_SAMPLE_TYPE)
+                    .read_format(READ_FORMAT)
+                    .sample_id_all(true)
+                    .disabled(true);
+                let ctx = OpenContext {
+                    event: full.clone(),
+                    freq_hz: 0,
+                    pid: -1,
+                    cpu: cfg.measured_cpu as i32,
+                };
+                let fd = open(&mut attr, &ctx)?;
+                match k {
+                    TraceKind::HrtimerEntry => {
+                        let filter = match tracefs::kallsyms_address(HRTIMER_SYMBOL) {
+                            Ok(addr) => format!("function == 0x{addr:x}"),
+                            Err(e) => {
+                                tracing::debug!("{e}; filtering by symbol name instead");
+                                format!("function.function == {HRTIMER_SYMBOL}")
+                            }
+                        };
+                        set_filter(&fd, &full, &filter)?;
+                    }
+                    TraceKind::Nmi => {
+                        let addr = tracefs::kallsyms_address(NMI_HANDLER_SYMBOL)?;
+                        nmi_handler = Some(addr);
+                        set_filter(&fd, &full, &format!("handler == 0x{addr:x}"))?;
+                    }
+                    _ => {}
+                }
+                sys::set_output(fd.as_fd(), events[measured_fd_index].fd.as_fd()).map_err(|e| {
+                    PerfError::os("ioctl(PERF_EVENT_IOC_SET_OUTPUT)", full.clone(), e)
+                })?;
+                let id = sys::id(fd.as_fd())
+                    .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", full.clone(), e))?;
+                ids.insert(id, IdRole::Trace(layout));
+                events.push(OpenEvent {
+                    fd,
+                    cpu: cfg.measured_cpu,
+                    role: Role::Trace,
+                });
+            }
+        }
+
+        let id_types: Vec<(u64, u64)> = ids
+            .iter()
+            .map(|(&id, r)| {
+                let t = match r {
+                    IdRole::Sampling => SAMPLING_SAMPLE_TYPE,
+                    IdRole::Trace(_) => TRACE_SAMPLE_TYPE,
+                };
+                (id, t)
+            })
+            .collect();
+        let formats = Formats::by_id(&id_types, true).map_err(|source| PerfError::Decode {
+            cpu: cfg.measured_cpu,
+            source,
+        })?;
+        for ev in events.iter().filter(|e| matches!(e.role, Role::Sampling)) {
+            rings.push(Ring::new(
+                ev.fd.as_fd(),
+                ev.cpu,
+                cfg.ring_data_bytes,
+                formats.clone(),
+            )?);
+        }
+
+        let drain_cpu = cfg
+            .drain_cpu
+            .or_else(|| online.iter().copied().find(|&c| c != cfg.measured_cpu));
+        if drain_cpu.is_none() {
+            tracing::warn!("only one online CPU: the drain thread shares the measured CPU");
+        }
+        let shared = Arc::new(Shared::default());
+        let drainer = Drainer {
+            rings,
+            ids,
+            measured_cpu: cfg.measured_cpu,
+            all_cpu_samples: matches!(cfg.scope, Scope::Task(_)),
+            shared: Arc::clone(&shared),
+            out: DrainOutput::default(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("perf-drain".into())
+            .spawn(move || drainer.run(drain_cpu))
+            .map_err(|e| PerfError::Drain(format!("cannot start the drain thread: {e}")))?;
+        Ok(Sampler {
+            cfg: cfg.clone(),
+            events,
+            shared,
+            thread: Some(thread),
+            drain_cpu,
+            nmi_handler,
+            enabled_at: AtomicU64::new(0),
+            enabled_total: AtomicU64::new(0),
+        })
+    }
+
+    /// The config this session was opened with.
+    pub fn config(&self) -> &SamplerConfig {
+        &self.cfg
+    }
+
+    /// Enables the tracepoints, then the sampling event(s).
+    pub fn enable(&self) -> Result<(), PerfError> {
+        for ev in self.events.iter().filter(|e| matches!(e.role, Role::Trace)) {
+            sys::enable(ev.fd.as_fd())
+                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ENABLE)", "tracepoint", e))?;
+        }
+        self.enabled_at.store(now_raw_ns(), Ordering::Relaxed);
+        for ev in self
+            .events
+            .iter()
+            .filter(|e| matches!(e.role, Role::Sampling))
+        {
+            sys::enable(ev.fd.as_fd()).map_err(|e| {
+                PerfError::os("ioctl(PERF_EVENT_IOC_ENABLE)", self.cfg.event.name(), e)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Disables the sampling event(s), then the tracepoints.
+    pub fn disable(&self) -> Result<(), PerfError> {
+        for ev in self
+            .events
+            .iter()
+            .filter(|e| matches!(e.role, Role::Sampling))
+        {
+            sys::disable(ev.fd.as_fd()).map_err(|e| {
+                PerfError::os("ioctl(PERF_EVENT_IOC_DISABLE)", self.cfg.event.name(), e)
+            })?;
+        }
+        let since = self.enabled_at.swap(0, Ordering::Relaxed);
+        if since != 0 {
+            self.enabled_total
+                .fetch_add(now_raw_ns().saturating_sub(since), Ordering::Relaxed);
+        }
+        for ev in self.events.iter().filter(|e| matches!(e.role, Role::Trace)) {
+            sys::disable(ev.fd.as_fd())
+                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_DISABLE)", "tracepoint", e))?;
+        }
+        Ok(())
+    }
+
+    /// Samples counted by the drain thread so far (on the measured CPU; all
+    /// CPUs for Task scope). Lags by up to one poll (10 ms); see
+    /// [`Sampler::samples_synced`].
+    pub fn samples_so_far(&self) -> u64 {
+        self.shared.samples.load(Ordering::Acquire)
+    }
+
+    /// Asks the drain thread for a pass now, waits for it (at most ~1 s) and
+    /// returns the sample count, which then includes every sample written
+    /// before this call.
+    pub fn samples_synced(&self) -> u64 {
+        let want = self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+        let deadline = now_raw_ns() + 1_000_000_000;
+        while self.shared.completed.load(Ordering::Acquire) < want && now_raw_ns() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        self.samples_so_far()
+    }
+
+    /// The CPU the drain thread is pinned to.
+    pub fn drain_cpu(&self) -> Option<u32> {
+        self.drain_cpu
+    }
+
+    /// Disables everything, drains a last time, stops the thread and pairs
+    /// the handler intervals.
+    pub fn finish(mut self) -> Result<SamplerOutcome, PerfError> {
+        self.disable()?;
+        // Counts after disable: [value, time_enabled, time_running, id, lost].
+        let mut lost_read = 0;
+        let mut enabled_ns = self.enabled_total.load(Ordering::Relaxed);
+        for ev in &self.events {
+            let mut buf = [0u64; 5];
+            let n = sys::read_counts(ev.fd.as_fd(), &mut buf)
+                .map_err(|e| PerfError::os("read", "perf counts", e))?;
+            if n == 5 {
+                lost_read += buf[4];
+                if matches!(ev.role, Role::Sampling)
+                    && ev.cpu == self.cfg.measured_cpu
+                    && !matches!(self.cfg.scope, Scope::Task(_))
+                {
+                    enabled_ns = buf[1];
+                }
+            }
+        }
+        let out = self.stop_thread()?;
+        if let Some(e) = out.first_error {
+            return Err(e);
+        }
+        if out.bad_trace_records > 0 {
+            tracing::warn!(
+                "{} records with an unknown id or short raw data",
+                out.bad_trace_records
+            );
+        }
+        let mut keys = out.sample_keys;
+        keys.sort_unstable();
+        let before = keys.len();
+        keys.dedup();
+        let mut duplicates = (before - keys.len()) as u64;
+        let mut sample_times: Vec<u64> = keys.iter().map(|&(_, t)| t).collect();
+        sample_times.sort_unstable();
+
+        let mut intervals = Vec::new();
+        let mut unmatched = 0;
+        let mut foreign = 0;
+        let traced_keys: Vec<(u32, u64)> = keys
+            .iter()
+            .copied()
+            .filter(|&(c, _)| c == self.cfg.measured_cpu)
+            .collect();
+        if self.cfg.trace_handler || self.cfg.trace_irq {
+            let mut inner = Vec::new();
+            if self.cfg.event.is_hardware() {
+                if self.cfg.trace_handler {
+                    let p = handler::nmi_intervals(
+                        &out.trace,
+                        self.nmi_handler.unwrap_or(0),
+                        Some(&traced_keys),
+                    );
+                    duplicates += p.duplicates;
+                    unmatched += p.unmatched();
+                    foreign += p.foreign;
+                    inner = p.intervals;
+                }
+            } else {
+                let (p, _) = handler::hrtimer_intervals(&out.trace, &traced_keys);
+                duplicates += p.duplicates;
+                unmatched += p.unmatched();
+                foreign += p.foreign;
+                inner = p.intervals;
+            }
+            if self.cfg.trace_irq {
+                let p = handler::local_timer_intervals(&out.trace, &inner);
+                duplicates += p.duplicates;
+                unmatched += p.unmatched();
+                intervals.extend(p.intervals);
+            }
+            if self.cfg.trace_handler {
+                intervals.extend(inner);
+            }
+            intervals.sort_by_key(|i| (i.entry_ns, i.cpu, i.source));
+        }
+        let samples = keys.len() as u64;
+        Ok(SamplerOutcome {
+            event: self.cfg.event,
+            samples,
+            samples_all_cpus: out.samples_all,
+            sample_times_ns: sample_times,
+            enabled_ns,
+            lost: out.lost_records.max(lost_read),
+            lost_samples: out.lost_samples,
+            throttled: out.throttled,
+            unthrottled: out.unthrottled,
+            duplicates,
+            intervals,
+            unmatched,
+            foreign_intervals: foreign,
+            drain_cpu_ns: out.cpu_ns,
+            lost_records: out.lost_records,
+            lost_read,
+            drain_cpu: self.drain_cpu,
+            drain_passes_on_measured_cpu: out.passes_on_measured,
+            drain_passes: out.passes,
+            drained_bytes: out.bytes,
+        })
+    }
+
+    fn stop_thread(&mut self) -> Result<DrainOutput, PerfError> {
+        self.shared.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(t) => {
+                t.thread().unpark();
+                t.join()
+                    .map_err(|_| PerfError::Drain("the drain thread panicked".into()))
+            }
+            None => Err(PerfError::Drain(
+                "the drain thread was already stopped".into(),
+            )),
+        }
+    }
+}
+
+fn set_filter(fd: &OwnedFd, event: &str, filter: &str) -> Result<(), PerfError> {
+    let c = std::ffi::CString::new(filter).map_err(|_| PerfError::Config {
+        field: "tracepoint filter",
+        value: filter.into(),
+        fix: "no NUL bytes".into(),
+    })?;
+    sys::set_filter(fd.as_fd(), &c).map_err(|source| PerfError::Filter {
+        event: event.into(),
+        filter: filter.into(),
+        source,
+    })
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.stop_thread();
+        }
+    }
+}

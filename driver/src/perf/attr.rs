@@ -1,0 +1,213 @@
+//! Every `perf_event_attr` field write of the driver, in one place.
+//!
+//! [`Attr`] is a builder whose setters mirror the fields of
+//! `struct perf_event_attr` (perf_event_open(2)) one to one.
+
+use perf_event_open_sys::bindings as b;
+
+pub use b::perf_event_attr as RawAttr;
+
+/// `sample_type` bits used by the driver.
+pub mod sample {
+    use perf_event_open_sys::bindings as b;
+    /// PERF_SAMPLE_TID.
+    pub const TID: u64 = b::PERF_SAMPLE_TID as u64;
+    /// PERF_SAMPLE_TIME.
+    pub const TIME: u64 = b::PERF_SAMPLE_TIME as u64;
+    /// PERF_SAMPLE_ID.
+    pub const ID: u64 = b::PERF_SAMPLE_ID as u64;
+    /// PERF_SAMPLE_STREAM_ID.
+    pub const STREAM_ID: u64 = b::PERF_SAMPLE_STREAM_ID as u64;
+    /// PERF_SAMPLE_CPU.
+    pub const CPU: u64 = b::PERF_SAMPLE_CPU as u64;
+    /// PERF_SAMPLE_PERIOD.
+    pub const PERIOD: u64 = b::PERF_SAMPLE_PERIOD as u64;
+    /// PERF_SAMPLE_RAW.
+    pub const RAW: u64 = b::PERF_SAMPLE_RAW as u64;
+    /// PERF_SAMPLE_IDENTIFIER.
+    pub const IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
+}
+
+/// `read_format` bits used by the driver.
+pub mod read {
+    use perf_event_open_sys::bindings as b;
+    /// PERF_FORMAT_TOTAL_TIME_ENABLED.
+    pub const TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
+    /// PERF_FORMAT_TOTAL_TIME_RUNNING.
+    pub const TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
+    /// PERF_FORMAT_ID.
+    pub const ID: u64 = b::PERF_FORMAT_ID as u64;
+    /// PERF_FORMAT_LOST.
+    pub const LOST: u64 = b::PERF_FORMAT_LOST as u64;
+}
+
+/// perf event types (`type`).
+pub mod kind {
+    use perf_event_open_sys::bindings as b;
+    /// PERF_TYPE_HARDWARE.
+    pub const HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
+    /// PERF_TYPE_SOFTWARE.
+    pub const SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
+    /// PERF_TYPE_TRACEPOINT.
+    pub const TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
+    /// PERF_COUNT_HW_CPU_CYCLES.
+    pub const HW_CPU_CYCLES: u64 = b::PERF_COUNT_HW_CPU_CYCLES as u64;
+    /// PERF_COUNT_HW_INSTRUCTIONS.
+    pub const HW_INSTRUCTIONS: u64 = b::PERF_COUNT_HW_INSTRUCTIONS as u64;
+    /// PERF_COUNT_SW_CPU_CLOCK.
+    pub const SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
+    /// PERF_COUNT_SW_TASK_CLOCK.
+    pub const SW_TASK_CLOCK: u64 = b::PERF_COUNT_SW_TASK_CLOCK as u64;
+}
+
+/// A `perf_event_attr` under construction. Starts zeroed with `size` set,
+/// `disabled = 1`, `use_clockid = 1` and `clockid = CLOCK_MONOTONIC_RAW`
+/// (every event of the driver shares that clock, so SET_OUTPUT works and
+/// timestamps compare with clock_gettime(CLOCK_MONOTONIC_RAW)).
+#[derive(Clone)]
+pub struct Attr {
+    raw: RawAttr,
+}
+
+impl std::fmt::Debug for Attr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attr")
+            .field("type", &self.raw.type_)
+            .field("config", &self.raw.config)
+            .field("sample_type", &self.raw.sample_type)
+            .field("read_format", &self.raw.read_format)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Attr {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Attr {
+    /// A zeroed attr with the driver's defaults (see the type docs).
+    pub fn new() -> Attr {
+        let mut raw = RawAttr {
+            size: std::mem::size_of::<RawAttr>() as u32,
+            ..RawAttr::default()
+        };
+        raw.set_disabled(1);
+        raw.set_use_clockid(1);
+        raw.clockid = libc::CLOCK_MONOTONIC_RAW;
+        Attr { raw }
+    }
+
+    /// `type`.
+    pub fn type_(mut self, t: u32) -> Self {
+        self.raw.type_ = t;
+        self
+    }
+    /// `config`.
+    pub fn config(mut self, c: u64) -> Self {
+        self.raw.config = c;
+        self
+    }
+    /// `sample_freq` and the `freq` bit.
+    pub fn sample_freq(mut self, hz: u64) -> Self {
+        self.raw.sample_freq = hz;
+        self.raw.set_freq(1);
+        self
+    }
+    /// `sample_period` (clears the `freq` bit).
+    pub fn sample_period(mut self, period: u64) -> Self {
+        self.raw.sample_period = period;
+        self.raw.set_freq(0);
+        self
+    }
+    /// `sample_type` (PERF_SAMPLE_* bits, see [`sample`]).
+    pub fn sample_type(mut self, bits: u64) -> Self {
+        self.raw.sample_type = bits;
+        self
+    }
+    /// `read_format` (PERF_FORMAT_* bits, see [`read`]).
+    pub fn read_format(mut self, bits: u64) -> Self {
+        self.raw.read_format = bits;
+        self
+    }
+    /// `disabled`.
+    pub fn disabled(mut self, yes: bool) -> Self {
+        self.raw.set_disabled(u64::from(yes));
+        self
+    }
+    /// `exclude_user`.
+    pub fn exclude_user(mut self, yes: bool) -> Self {
+        self.raw.set_exclude_user(u64::from(yes));
+        self
+    }
+    /// `exclude_kernel`.
+    pub fn exclude_kernel(mut self, yes: bool) -> Self {
+        self.raw.set_exclude_kernel(u64::from(yes));
+        self
+    }
+    /// `exclude_hv`.
+    pub fn exclude_hv(mut self, yes: bool) -> Self {
+        self.raw.set_exclude_hv(u64::from(yes));
+        self
+    }
+    /// `exclude_idle`.
+    pub fn exclude_idle(mut self, yes: bool) -> Self {
+        self.raw.set_exclude_idle(u64::from(yes));
+        self
+    }
+    /// `use_clockid` + `clockid`.
+    pub fn clockid(mut self, clock: Option<libc::clockid_t>) -> Self {
+        match clock {
+            Some(c) => {
+                self.raw.set_use_clockid(1);
+                self.raw.clockid = c;
+            }
+            None => {
+                self.raw.set_use_clockid(0);
+                self.raw.clockid = 0;
+            }
+        }
+        self
+    }
+    /// `sample_id_all`: LOST/THROTTLE/... records carry the sample id trailer.
+    pub fn sample_id_all(mut self, yes: bool) -> Self {
+        self.raw.set_sample_id_all(u64::from(yes));
+        self
+    }
+    /// `wakeup_events` (clears `watermark`).
+    pub fn wakeup_events(mut self, n: u32) -> Self {
+        self.raw.set_watermark(0);
+        self.raw.wakeup_events = n;
+        self
+    }
+    /// `wakeup_watermark` (sets `watermark`).
+    pub fn wakeup_watermark(mut self, bytes: u32) -> Self {
+        self.raw.set_watermark(1);
+        self.raw.wakeup_watermark = bytes;
+        self
+    }
+    /// `precise_ip` (0-3).
+    pub fn precise_ip(mut self, level: u8) -> Self {
+        self.raw.set_precise_ip(u64::from(level.min(3)));
+        self
+    }
+    /// `inherit`.
+    pub fn inherit(mut self, yes: bool) -> Self {
+        self.raw.set_inherit(u64::from(yes));
+        self
+    }
+
+    /// The `sample_type` set so far.
+    pub fn get_sample_type(&self) -> u64 {
+        self.raw.sample_type
+    }
+    /// The `read_format` set so far.
+    pub fn get_read_format(&self) -> u64 {
+        self.raw.read_format
+    }
+    /// The raw struct, for [`super::sys::perf_event_open`].
+    pub fn raw_mut(&mut self) -> &mut RawAttr {
+        &mut self.raw
+    }
+}

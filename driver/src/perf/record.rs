@@ -1,0 +1,739 @@
+//! Decoding of perf ring buffer records: safe code over byte slices.
+//!
+//! Layouts are those of `enum perf_event_type` in `<linux/perf_event.h>`.
+//! Malformed or truncated input gives a [`DecodeError`], never a panic.
+//! A record that wraps around the end of the ring arrives as two slices;
+//! [`for_each_record`] copies just that record into a small scratch buffer.
+
+use super::attr::sample as st;
+
+/// PERF_RECORD_LOST.
+pub const RECORD_LOST: u32 = 2;
+/// PERF_RECORD_THROTTLE.
+pub const RECORD_THROTTLE: u32 = 5;
+/// PERF_RECORD_UNTHROTTLE.
+pub const RECORD_UNTHROTTLE: u32 = 6;
+/// PERF_RECORD_SAMPLE.
+pub const RECORD_SAMPLE: u32 = 9;
+/// PERF_RECORD_LOST_SAMPLES.
+pub const RECORD_LOST_SAMPLES: u32 = 13;
+
+/// PERF_SAMPLE_IP (skipped when present).
+const SAMPLE_IP: u64 = 1;
+/// PERF_SAMPLE_ADDR (skipped when present).
+const SAMPLE_ADDR: u64 = 8;
+
+/// The sample_type bits this decoder understands.
+pub const SUPPORTED_SAMPLE_TYPE: u64 = st::IDENTIFIER
+    | SAMPLE_IP
+    | st::TID
+    | st::TIME
+    | SAMPLE_ADDR
+    | st::ID
+    | st::STREAM_ID
+    | st::CPU
+    | st::PERIOD
+    | st::RAW;
+
+/// Why a record did not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The record is shorter than its fields.
+    #[error("record at byte {offset} is truncated: needs {need} bytes, has {have}")]
+    Truncated {
+        /// Offset of the record in the input.
+        offset: usize,
+        /// Bytes needed.
+        need: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// header.size is impossible (< 8 or not a multiple of 8).
+    #[error("record at byte {offset} has an impossible size {size}")]
+    BadSize {
+        /// Offset of the record in the input.
+        offset: usize,
+        /// The size field.
+        size: u16,
+    },
+    /// A sample carries an id that no opened event has.
+    #[error("sample id {id} belongs to no event opened on this ring")]
+    UnknownId {
+        /// The id.
+        id: u64,
+    },
+    /// A sample_type this decoder cannot parse.
+    #[error("sample_type {sample_type:#x} has bits this decoder does not parse ({extra:#x})")]
+    Unsupported {
+        /// The sample_type.
+        sample_type: u64,
+        /// The unknown bits.
+        extra: u64,
+    },
+}
+
+/// How the records of one ring are laid out: the sample_type of each event
+/// (looked up by PERF_SAMPLE_IDENTIFIER when several events share the ring)
+/// and whether sample_id_all is set.
+#[derive(Debug, Clone)]
+pub struct Formats {
+    default: u64,
+    by_id: Vec<(u64, u64)>,
+    sample_id_all: bool,
+}
+
+impl Formats {
+    /// One event (or several with the same sample_type) on the ring.
+    pub fn single(sample_type: u64, sample_id_all: bool) -> Result<Formats, DecodeError> {
+        check_supported(sample_type)?;
+        Ok(Formats {
+            default: sample_type,
+            by_id: Vec::new(),
+            sample_id_all,
+        })
+    }
+
+    /// Several events with different sample_types; every one must include
+    /// PERF_SAMPLE_IDENTIFIER so the id can be read before the layout is known.
+    pub fn by_id(events: &[(u64, u64)], sample_id_all: bool) -> Result<Formats, DecodeError> {
+        let mut default = 0;
+        for &(_, sample_type) in events {
+            check_supported(sample_type)?;
+            if sample_type & st::IDENTIFIER == 0 {
+                return Err(DecodeError::Unsupported {
+                    sample_type,
+                    extra: 0,
+                });
+            }
+            default = sample_type;
+        }
+        Ok(Formats {
+            default,
+            by_id: events.to_vec(),
+            sample_id_all,
+        })
+    }
+
+    fn lookup(&self, id: u64) -> Result<u64, DecodeError> {
+        if self.by_id.is_empty() {
+            return Ok(self.default);
+        }
+        self.by_id
+            .iter()
+            .find(|&&(i, _)| i == id)
+            .map(|&(_, t)| t)
+            .ok_or(DecodeError::UnknownId { id })
+    }
+
+    fn has_identifier(&self) -> bool {
+        self.default & st::IDENTIFIER != 0
+    }
+}
+
+fn check_supported(sample_type: u64) -> Result<(), DecodeError> {
+    let extra = sample_type & !SUPPORTED_SAMPLE_TYPE;
+    if extra != 0 {
+        return Err(DecodeError::Unsupported { sample_type, extra });
+    }
+    Ok(())
+}
+
+/// The sample_id trailer of non-sample records (sample_id_all).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleId {
+    /// PERF_SAMPLE_TID: pid, tid.
+    pub tid: Option<(u32, u32)>,
+    /// PERF_SAMPLE_TIME.
+    pub time: Option<u64>,
+    /// PERF_SAMPLE_ID.
+    pub id: Option<u64>,
+    /// PERF_SAMPLE_STREAM_ID.
+    pub stream_id: Option<u64>,
+    /// PERF_SAMPLE_CPU.
+    pub cpu: Option<u32>,
+    /// PERF_SAMPLE_IDENTIFIER.
+    pub identifier: Option<u64>,
+}
+
+/// A PERF_RECORD_SAMPLE.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sample<'a> {
+    /// PERF_SAMPLE_IDENTIFIER (or PERF_SAMPLE_ID when that is the only id).
+    pub id: Option<u64>,
+    /// PERF_SAMPLE_TID: pid, tid.
+    pub tid: Option<(u32, u32)>,
+    /// PERF_SAMPLE_TIME.
+    pub time: Option<u64>,
+    /// PERF_SAMPLE_CPU.
+    pub cpu: Option<u32>,
+    /// PERF_SAMPLE_PERIOD.
+    pub period: Option<u64>,
+    /// PERF_SAMPLE_RAW (tracepoint data, without its u32 size).
+    pub raw: Option<&'a [u8]>,
+}
+
+/// One decoded record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// PERF_RECORD_SAMPLE.
+    Sample(Sample<'a>),
+    /// PERF_RECORD_LOST: the kernel dropped `lost` records of event `id`.
+    Lost {
+        /// Event id.
+        id: u64,
+        /// Records lost.
+        lost: u64,
+        /// Trailer.
+        sid: SampleId,
+    },
+    /// PERF_RECORD_LOST_SAMPLES.
+    LostSamples {
+        /// Samples lost.
+        lost: u64,
+        /// Trailer.
+        sid: SampleId,
+    },
+    /// PERF_RECORD_THROTTLE.
+    Throttle {
+        /// Time of throttling.
+        time: u64,
+        /// Event id.
+        id: u64,
+        /// Stream id.
+        stream_id: u64,
+        /// Trailer.
+        sid: SampleId,
+    },
+    /// PERF_RECORD_UNTHROTTLE.
+    Unthrottle {
+        /// Time of unthrottling.
+        time: u64,
+        /// Event id.
+        id: u64,
+        /// Stream id.
+        stream_id: u64,
+        /// Trailer.
+        sid: SampleId,
+    },
+    /// Any other record type (skipped by its size).
+    Other {
+        /// header.type.
+        kind: u32,
+    },
+}
+
+#[inline]
+fn rd_u64(b: &[u8], at: usize) -> Option<u64> {
+    let s = b.get(at..at.checked_add(8)?)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(s);
+    Some(u64::from_ne_bytes(a))
+}
+
+#[inline]
+fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at.checked_add(4)?)?;
+    let mut a = [0u8; 4];
+    a.copy_from_slice(s);
+    Some(u32::from_ne_bytes(a))
+}
+
+/// Reads fields in order, failing with Truncated at the record's offset.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+    base: usize,
+}
+
+impl<'a> Cur<'a> {
+    #[inline]
+    fn trunc(&self, need: usize) -> DecodeError {
+        DecodeError::Truncated {
+            offset: self.base,
+            need: self.at + need,
+            have: self.b.len(),
+        }
+    }
+    #[inline]
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let v = rd_u64(self.b, self.at).ok_or_else(|| self.trunc(8))?;
+        self.at += 8;
+        Ok(v)
+    }
+    #[inline]
+    fn pair_u32(&mut self) -> Result<(u32, u32), DecodeError> {
+        let a = rd_u32(self.b, self.at).ok_or_else(|| self.trunc(8))?;
+        let b = rd_u32(self.b, self.at + 4).ok_or_else(|| self.trunc(8))?;
+        self.at += 8;
+        Ok((a, b))
+    }
+    #[inline]
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self.at.checked_add(n).ok_or_else(|| self.trunc(n))?;
+        let s = self.b.get(self.at..end).ok_or_else(|| self.trunc(n))?;
+        self.at = end;
+        Ok(s)
+    }
+}
+
+/// The sample_id trailer size for a sample_type.
+fn trailer_len(sample_type: u64) -> usize {
+    [
+        st::TID,
+        st::TIME,
+        st::ID,
+        st::STREAM_ID,
+        st::CPU,
+        st::IDENTIFIER,
+    ]
+    .iter()
+    .filter(|&&bit| sample_type & bit != 0)
+    .count()
+        * 8
+}
+
+fn parse_sample_id(
+    rec: &[u8],
+    body_end: usize,
+    formats: &Formats,
+    base: usize,
+) -> Result<(SampleId, usize), DecodeError> {
+    if !formats.sample_id_all {
+        return Ok((SampleId::default(), rec.len()));
+    }
+    let sample_type = if formats.has_identifier() && !formats.by_id.is_empty() {
+        let len = rec.len();
+        let id = rd_u64(rec, len.wrapping_sub(8)).ok_or(DecodeError::Truncated {
+            offset: base,
+            need: 8,
+            have: len,
+        })?;
+        formats.lookup(id)?
+    } else {
+        formats.default
+    };
+    let tl = trailer_len(sample_type);
+    let start =
+        rec.len()
+            .checked_sub(tl)
+            .filter(|&s| s >= body_end)
+            .ok_or(DecodeError::Truncated {
+                offset: base,
+                need: body_end + tl,
+                have: rec.len(),
+            })?;
+    let mut c = Cur {
+        b: rec,
+        at: start,
+        base,
+    };
+    let mut sid = SampleId::default();
+    if sample_type & st::TID != 0 {
+        sid.tid = Some(c.pair_u32()?);
+    }
+    if sample_type & st::TIME != 0 {
+        sid.time = Some(c.u64()?);
+    }
+    if sample_type & st::ID != 0 {
+        sid.id = Some(c.u64()?);
+    }
+    if sample_type & st::STREAM_ID != 0 {
+        sid.stream_id = Some(c.u64()?);
+    }
+    if sample_type & st::CPU != 0 {
+        sid.cpu = Some(c.pair_u32()?.0);
+    }
+    if sample_type & st::IDENTIFIER != 0 {
+        sid.identifier = Some(c.u64()?);
+    }
+    Ok((sid, start))
+}
+
+/// Decodes one complete record (`rec.len()` == header.size). `base` is its
+/// offset in the input, for error messages.
+pub fn parse_record<'a>(
+    rec: &'a [u8],
+    formats: &Formats,
+    base: usize,
+) -> Result<Record<'a>, DecodeError> {
+    let kind = rd_u32(rec, 0).ok_or(DecodeError::Truncated {
+        offset: base,
+        need: 8,
+        have: rec.len(),
+    })?;
+    let mut c = Cur {
+        b: rec,
+        at: 8,
+        base,
+    };
+    match kind {
+        RECORD_SAMPLE => {
+            let mut s = Sample::default();
+            let sample_type = if formats.has_identifier() {
+                let id = c.u64()?;
+                s.id = Some(id);
+                formats.lookup(id)?
+            } else {
+                formats.default
+            };
+            if sample_type & SAMPLE_IP != 0 {
+                c.u64()?;
+            }
+            if sample_type & st::TID != 0 {
+                s.tid = Some(c.pair_u32()?);
+            }
+            if sample_type & st::TIME != 0 {
+                s.time = Some(c.u64()?);
+            }
+            if sample_type & SAMPLE_ADDR != 0 {
+                c.u64()?;
+            }
+            if sample_type & st::ID != 0 {
+                let id = c.u64()?;
+                s.id.get_or_insert(id);
+            }
+            if sample_type & st::STREAM_ID != 0 {
+                c.u64()?;
+            }
+            if sample_type & st::CPU != 0 {
+                s.cpu = Some(c.pair_u32()?.0);
+            }
+            if sample_type & st::PERIOD != 0 {
+                s.period = Some(c.u64()?);
+            }
+            if sample_type & st::RAW != 0 {
+                let size = rd_u32(rec, c.at).ok_or_else(|| c.trunc(4))? as usize;
+                c.at += 4;
+                s.raw = Some(c.bytes(size)?);
+            }
+            Ok(Record::Sample(s))
+        }
+        RECORD_LOST => {
+            let id = c.u64()?;
+            let lost = c.u64()?;
+            let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
+            Ok(Record::Lost { id, lost, sid })
+        }
+        RECORD_LOST_SAMPLES => {
+            let lost = c.u64()?;
+            let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
+            Ok(Record::LostSamples { lost, sid })
+        }
+        RECORD_THROTTLE | RECORD_UNTHROTTLE => {
+            let time = c.u64()?;
+            let id = c.u64()?;
+            let stream_id = c.u64()?;
+            let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
+            Ok(if kind == RECORD_THROTTLE {
+                Record::Throttle {
+                    time,
+                    id,
+                    stream_id,
+                    sid,
+                }
+            } else {
+                Record::Unthrottle {
+                    time,
+                    id,
+                    stream_id,
+                    sid,
+                }
+            })
+        }
+        kind => Ok(Record::Other { kind }),
+    }
+}
+
+/// header.size of the record at `at`, validated.
+#[inline]
+fn record_size(b: &[u8], at: usize) -> Result<usize, DecodeError> {
+    let hdr = rd_u64(b, at).ok_or(DecodeError::Truncated {
+        offset: at,
+        need: 8,
+        have: b.len().saturating_sub(at),
+    })?;
+    let size = (hdr >> 48) as u16;
+    if size < 8 || !size.is_multiple_of(8) {
+        return Err(DecodeError::BadSize { offset: at, size });
+    }
+    Ok(usize::from(size))
+}
+
+/// Iterates the records of one contiguous byte slice; stops after the first
+/// error.
+#[derive(Debug)]
+pub struct RecordIter<'a, 'f> {
+    buf: &'a [u8],
+    at: usize,
+    formats: &'f Formats,
+    failed: bool,
+}
+
+impl<'a, 'f> RecordIter<'a, 'f> {
+    /// Records of `buf`, laid out as `formats` says.
+    pub fn new(buf: &'a [u8], formats: &'f Formats) -> Self {
+        RecordIter {
+            buf,
+            at: 0,
+            formats,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a, '_> {
+    type Item = Result<Record<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.at >= self.buf.len() {
+            return None;
+        }
+        let at = self.at;
+        let r = record_size(self.buf, at).and_then(|size| {
+            let rec = self.buf.get(at..at + size).ok_or(DecodeError::Truncated {
+                offset: at,
+                need: size,
+                have: self.buf.len() - at,
+            })?;
+            self.at = at + size;
+            parse_record(rec, self.formats, at)
+        });
+        if r.is_err() {
+            self.failed = true;
+        }
+        Some(r)
+    }
+}
+
+/// Decodes every complete record of the concatenation `a ++ b` (the two
+/// slices of a ring region that wraps), calling `f` on each. A record that
+/// straddles the two slices is copied into `scratch`. Returns the bytes
+/// consumed (always whole records); on error, the error and the bytes
+/// consumed before the bad record.
+pub fn for_each_record<F>(
+    a: &[u8],
+    b: &[u8],
+    formats: &Formats,
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, (DecodeError, usize)>
+where
+    F: FnMut(Record<'_>),
+{
+    let total = a.len() + b.len();
+    let mut at = 0usize;
+    // Records wholly inside `a`.
+    while at < a.len() {
+        if a.len() - at < 8 {
+            break;
+        }
+        let size = record_size(a, at).map_err(|e| (e, at))?;
+        if at + size > a.len() {
+            break;
+        }
+        let rec = parse_record(&a[at..at + size], formats, at).map_err(|e| (e, at))?;
+        f(rec);
+        at += size;
+    }
+    // At most one record straddles the boundary.
+    if at < a.len() {
+        let mut hdr = [0u8; 8];
+        let head_a = a.len() - at;
+        if total - at < 8 {
+            return Err((
+                DecodeError::Truncated {
+                    offset: at,
+                    need: 8,
+                    have: total - at,
+                },
+                at,
+            ));
+        }
+        hdr[..head_a.min(8)].copy_from_slice(&a[at..at + head_a.min(8)]);
+        if head_a < 8 {
+            hdr[head_a..].copy_from_slice(&b[..8 - head_a]);
+        }
+        let size = record_size(&hdr, 0).map_err(|e| (e, at))?;
+        if at + size > total {
+            return Err((
+                DecodeError::Truncated {
+                    offset: at,
+                    need: size,
+                    have: total - at,
+                },
+                at,
+            ));
+        }
+        scratch.clear();
+        scratch.extend_from_slice(&a[at..]);
+        scratch.extend_from_slice(&b[..size - head_a]);
+        let rec = parse_record(scratch, formats, at).map_err(|e| (e, at))?;
+        f(rec);
+        at += size;
+    }
+    // Records wholly inside `b`.
+    let off = a.len();
+    while at < total {
+        let bat = at - off;
+        let size = record_size(b, bat).map_err(|e| (e, at))?;
+        let rec = b.get(bat..bat + size).ok_or((
+            DecodeError::Truncated {
+                offset: at,
+                need: size,
+                have: total - at,
+            },
+            at,
+        ))?;
+        let rec = parse_record(rec, formats, at).map_err(|e| (e, at))?;
+        f(rec);
+        at += size;
+    }
+    Ok(at)
+}
+
+/// An encoder of records, for tests, fixtures and benchmarks.
+pub mod encode {
+    use super::*;
+
+    fn header(kind: u32, size: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(size);
+        v.extend_from_slice(&kind.to_ne_bytes());
+        v.extend_from_slice(&0u16.to_ne_bytes());
+        v.extend_from_slice(&(size as u16).to_ne_bytes());
+        v
+    }
+
+    fn put_pair(v: &mut Vec<u8>, a: u32, b: u32) {
+        v.extend_from_slice(&a.to_ne_bytes());
+        v.extend_from_slice(&b.to_ne_bytes());
+    }
+
+    fn finish(mut v: Vec<u8>) -> Vec<u8> {
+        while !v.len().is_multiple_of(8) {
+            v.push(0);
+        }
+        let size = v.len() as u16;
+        v[6..8].copy_from_slice(&size.to_ne_bytes());
+        v
+    }
+
+    /// A PERF_RECORD_SAMPLE with the fields `sample_type` names (absent
+    /// values are written as 0; IP/ADDR/STREAM_ID as 0).
+    pub fn sample(sample_type: u64, s: &Sample<'_>) -> Vec<u8> {
+        let mut v = header(RECORD_SAMPLE, 0);
+        let w = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_ne_bytes());
+        if sample_type & st::IDENTIFIER != 0 {
+            w(&mut v, s.id.unwrap_or(0));
+        }
+        if sample_type & SAMPLE_IP != 0 {
+            w(&mut v, 0);
+        }
+        if sample_type & st::TID != 0 {
+            let (p, t) = s.tid.unwrap_or((0, 0));
+            put_pair(&mut v, p, t);
+        }
+        if sample_type & st::TIME != 0 {
+            w(&mut v, s.time.unwrap_or(0));
+        }
+        if sample_type & SAMPLE_ADDR != 0 {
+            w(&mut v, 0);
+        }
+        if sample_type & st::ID != 0 {
+            w(&mut v, s.id.unwrap_or(0));
+        }
+        if sample_type & st::STREAM_ID != 0 {
+            w(&mut v, 0);
+        }
+        if sample_type & st::CPU != 0 {
+            put_pair(&mut v, s.cpu.unwrap_or(0), 0);
+        }
+        if sample_type & st::PERIOD != 0 {
+            w(&mut v, s.period.unwrap_or(0));
+        }
+        if sample_type & st::RAW != 0 {
+            let raw = s.raw.unwrap_or(&[]);
+            v.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+            v.extend_from_slice(raw);
+        }
+        finish(v)
+    }
+
+    /// The sample_id trailer for `sample_type`.
+    pub fn sample_id(sample_type: u64, sid: &SampleId) -> Vec<u8> {
+        let mut v = Vec::new();
+        let w = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_ne_bytes());
+        if sample_type & st::TID != 0 {
+            let (p, t) = sid.tid.unwrap_or((0, 0));
+            put_pair(&mut v, p, t);
+        }
+        if sample_type & st::TIME != 0 {
+            w(&mut v, sid.time.unwrap_or(0));
+        }
+        if sample_type & st::ID != 0 {
+            w(&mut v, sid.id.unwrap_or(0));
+        }
+        if sample_type & st::STREAM_ID != 0 {
+            w(&mut v, sid.stream_id.unwrap_or(0));
+        }
+        if sample_type & st::CPU != 0 {
+            put_pair(&mut v, sid.cpu.unwrap_or(0), 0);
+        }
+        if sample_type & st::IDENTIFIER != 0 {
+            w(&mut v, sid.identifier.unwrap_or(0));
+        }
+        v
+    }
+
+    /// Any record; non-sample records get a trailer when `sample_id_all`.
+    pub fn record(sample_type: u64, sample_id_all: bool, r: &Record<'_>) -> Vec<u8> {
+        let trailer = |sid: &SampleId| {
+            if sample_id_all {
+                sample_id(sample_type, sid)
+            } else {
+                Vec::new()
+            }
+        };
+        let w = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_ne_bytes());
+        match r {
+            Record::Sample(s) => sample(sample_type, s),
+            Record::Lost { id, lost, sid } => {
+                let mut v = header(RECORD_LOST, 0);
+                w(&mut v, *id);
+                w(&mut v, *lost);
+                v.extend(trailer(sid));
+                finish(v)
+            }
+            Record::LostSamples { lost, sid } => {
+                let mut v = header(RECORD_LOST_SAMPLES, 0);
+                w(&mut v, *lost);
+                v.extend(trailer(sid));
+                finish(v)
+            }
+            Record::Throttle {
+                time,
+                id,
+                stream_id,
+                sid,
+            }
+            | Record::Unthrottle {
+                time,
+                id,
+                stream_id,
+                sid,
+            } => {
+                let kind = if matches!(r, Record::Throttle { .. }) {
+                    RECORD_THROTTLE
+                } else {
+                    RECORD_UNTHROTTLE
+                };
+                let mut v = header(kind, 0);
+                w(&mut v, *time);
+                w(&mut v, *id);
+                w(&mut v, *stream_id);
+                v.extend(trailer(sid));
+                finish(v)
+            }
+            Record::Other { kind } => finish(header(*kind, 0)),
+        }
+    }
+}
