@@ -264,10 +264,11 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-const SAMPLING_SAMPLE_TYPE: u64 =
-    sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
-const TRACE_SAMPLE_TYPE: u64 =
-    sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU | sample::RAW;
+// Small records keep the drain cheap at 100 kHz (the drain thread's cost is
+// mostly pulling the ring's cache lines from the measured CPU): 40-byte
+// samples; tracepoints without TID (the raw data has common_pid).
+const SAMPLING_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU;
+const TRACE_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TIME | sample::CPU | sample::RAW;
 const READ_FORMAT: u64 =
     read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
 
@@ -361,11 +362,12 @@ enum IdRole {
 
 struct Drainer {
     rings: Vec<Ring>,
-    ids: HashMap<u64, IdRole>,
+    ids: Vec<(u64, IdRole)>,
     measured_cpu: u32,
     all_cpu_samples: bool,
     shared: Arc<Shared>,
     out: DrainOutput,
+    interval: Duration,
 }
 
 impl Drainer {
@@ -385,7 +387,7 @@ impl Drainer {
                     let id = s.id.unwrap_or(0);
                     let cpu = s.cpu.unwrap_or(ring_cpu);
                     let time = s.time.unwrap_or(0);
-                    match ids.get(&id) {
+                    match ids.iter().find(|e| e.0 == id).map(|e| &e.1) {
                         Some(IdRole::Sampling) => {
                             out.samples_all += 1;
                             if *all_cpu_samples || cpu == *measured_cpu {
@@ -441,7 +443,7 @@ impl Drainer {
             if stop {
                 break;
             }
-            std::thread::park_timeout(Duration::from_millis(10));
+            std::thread::park_timeout(self.interval);
         }
         self.out.cpu_ns = thread_cpu_ns().saturating_sub(start);
         self.out
@@ -536,6 +538,21 @@ impl Sampler {
             fix: "the sampling event was not opened on it".into(),
         })?;
 
+        // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
+        let initial =
+            Formats::single(SAMPLING_SAMPLE_TYPE, true).map_err(|source| PerfError::Decode {
+                cpu: cfg.measured_cpu,
+                source,
+            })?;
+        for ev in &events {
+            rings.push(Ring::new(
+                ev.fd.as_fd(),
+                ev.cpu,
+                cfg.ring_data_bytes,
+                initial.clone(),
+            )?);
+        }
+
         let mut nmi_handler = None;
         if cfg.trace_handler || cfg.trace_irq {
             let root = tracefs::find_or_mount()?;
@@ -623,13 +640,8 @@ impl Sampler {
             cpu: cfg.measured_cpu,
             source,
         })?;
-        for ev in events.iter().filter(|e| matches!(e.role, Role::Sampling)) {
-            rings.push(Ring::new(
-                ev.fd.as_fd(),
-                ev.cpu,
-                cfg.ring_data_bytes,
-                formats.clone(),
-            )?);
+        for ring in &mut rings {
+            ring.set_formats(formats.clone());
         }
 
         let drain_cpu = cfg
@@ -641,11 +653,17 @@ impl Sampler {
         let shared = Arc::new(Shared::default());
         let drainer = Drainer {
             rings,
-            ids,
+            ids: ids.into_iter().collect(),
             measured_cpu: cfg.measured_cpu,
             all_cpu_samples: matches!(cfg.scope, Scope::Task(_)),
             shared: Arc::clone(&shared),
             out: DrainOutput::default(),
+            interval: Duration::from_millis(
+                std::env::var("PERF_DRAIN_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(10),
+            ),
         };
         let thread = std::thread::Builder::new()
             .name("perf-drain".into())

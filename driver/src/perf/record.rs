@@ -78,8 +78,57 @@ pub enum DecodeError {
 #[derive(Debug, Clone)]
 pub struct Formats {
     default: u64,
-    by_id: Vec<(u64, u64)>,
+    default_layout: SampleLayout,
+    by_id: Vec<(u64, u64, SampleLayout)>,
     sample_id_all: bool,
+}
+
+/// Byte offsets of a sample's fixed fields (0 = absent: offset 0 is the
+/// header), computed once per sample_type so decoding a sample is one bounds
+/// check plus direct reads.
+#[derive(Debug, Clone, Copy, Default)]
+struct SampleLayout {
+    tid: u16,
+    time: u16,
+    id: u16,
+    cpu: u16,
+    period: u16,
+    raw: u16,
+    /// Bytes up to the raw size field (or the end of the fixed fields).
+    fixed_len: u16,
+}
+
+impl SampleLayout {
+    fn new(sample_type: u64) -> SampleLayout {
+        let mut l = SampleLayout::default();
+        let mut at: u16 = 8;
+        let mut take = |bit: u64, slot: Option<&mut u16>| {
+            if sample_type & bit != 0 {
+                if let Some(slot) = slot {
+                    *slot = at;
+                }
+                at += 8;
+            }
+        };
+        let mut ident = 0u16;
+        take(st::IDENTIFIER, Some(&mut ident));
+        take(SAMPLE_IP, None);
+        take(st::TID, Some(&mut l.tid));
+        take(st::TIME, Some(&mut l.time));
+        take(SAMPLE_ADDR, None);
+        let mut id = 0u16;
+        take(st::ID, Some(&mut id));
+        take(st::STREAM_ID, None);
+        take(st::CPU, Some(&mut l.cpu));
+        take(st::PERIOD, Some(&mut l.period));
+        l.id = if ident != 0 { ident } else { id };
+        if sample_type & st::RAW != 0 {
+            l.raw = at;
+            at += 4;
+        }
+        l.fixed_len = at;
+        l
+    }
 }
 
 impl Formats {
@@ -88,6 +137,7 @@ impl Formats {
         check_supported(sample_type)?;
         Ok(Formats {
             default: sample_type,
+            default_layout: SampleLayout::new(sample_type),
             by_id: Vec::new(),
             sample_id_all,
         })
@@ -109,7 +159,11 @@ impl Formats {
         }
         Ok(Formats {
             default,
-            by_id: events.to_vec(),
+            default_layout: SampleLayout::new(default),
+            by_id: events
+                .iter()
+                .map(|&(id, t)| (id, t, SampleLayout::new(t)))
+                .collect(),
             sample_id_all,
         })
     }
@@ -120,8 +174,20 @@ impl Formats {
         }
         self.by_id
             .iter()
-            .find(|&&(i, _)| i == id)
-            .map(|&(_, t)| t)
+            .find(|e| e.0 == id)
+            .map(|e| e.1)
+            .ok_or(DecodeError::UnknownId { id })
+    }
+
+    #[inline]
+    fn layout(&self, id: u64) -> Result<&SampleLayout, DecodeError> {
+        if self.by_id.is_empty() {
+            return Ok(&self.default_layout);
+        }
+        self.by_id
+            .iter()
+            .find(|e| e.0 == id)
+            .map(|e| &e.2)
             .ok_or(DecodeError::UnknownId { id })
     }
 
@@ -267,13 +333,6 @@ impl<'a> Cur<'a> {
         self.at += 8;
         Ok((a, b))
     }
-    #[inline]
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.at.checked_add(n).ok_or_else(|| self.trunc(n))?;
-        let s = self.b.get(self.at..end).ok_or_else(|| self.trunc(n))?;
-        self.at = end;
-        Ok(s)
-    }
 }
 
 /// The sample_id trailer size for a sample_type.
@@ -367,47 +426,7 @@ pub fn parse_record<'a>(
         base,
     };
     match kind {
-        RECORD_SAMPLE => {
-            let mut s = Sample::default();
-            let sample_type = if formats.has_identifier() {
-                let id = c.u64()?;
-                s.id = Some(id);
-                formats.lookup(id)?
-            } else {
-                formats.default
-            };
-            if sample_type & SAMPLE_IP != 0 {
-                c.u64()?;
-            }
-            if sample_type & st::TID != 0 {
-                s.tid = Some(c.pair_u32()?);
-            }
-            if sample_type & st::TIME != 0 {
-                s.time = Some(c.u64()?);
-            }
-            if sample_type & SAMPLE_ADDR != 0 {
-                c.u64()?;
-            }
-            if sample_type & st::ID != 0 {
-                let id = c.u64()?;
-                s.id.get_or_insert(id);
-            }
-            if sample_type & st::STREAM_ID != 0 {
-                c.u64()?;
-            }
-            if sample_type & st::CPU != 0 {
-                s.cpu = Some(c.pair_u32()?.0);
-            }
-            if sample_type & st::PERIOD != 0 {
-                s.period = Some(c.u64()?);
-            }
-            if sample_type & st::RAW != 0 {
-                let size = rd_u32(rec, c.at).ok_or_else(|| c.trunc(4))? as usize;
-                c.at += 4;
-                s.raw = Some(c.bytes(size)?);
-            }
-            Ok(Record::Sample(s))
-        }
+        RECORD_SAMPLE => parse_sample(rec, formats, base).map(Record::Sample),
         RECORD_LOST => {
             let id = c.u64()?;
             let lost = c.u64()?;
@@ -442,6 +461,58 @@ pub fn parse_record<'a>(
         }
         kind => Ok(Record::Other { kind }),
     }
+}
+
+#[inline]
+fn parse_sample<'a>(
+    rec: &'a [u8],
+    formats: &Formats,
+    base: usize,
+) -> Result<Sample<'a>, DecodeError> {
+    let layout = if formats.has_identifier() {
+        let id = rd_u64(rec, 8).ok_or(DecodeError::Truncated {
+            offset: base,
+            need: 16,
+            have: rec.len(),
+        })?;
+        formats.layout(id)?
+    } else {
+        &formats.default_layout
+    };
+    let fixed = usize::from(layout.fixed_len);
+    if rec.len() < fixed {
+        return Err(DecodeError::Truncated {
+            offset: base,
+            need: fixed,
+            have: rec.len(),
+        });
+    }
+    // In bounds: every offset below is < fixed_len <= rec.len().
+    let u64_at = |off: u16| (off != 0).then(|| rd_u64(rec, usize::from(off))).flatten();
+    let u32_at = |off: u16| (off != 0).then(|| rd_u32(rec, usize::from(off))).flatten();
+    let mut s = Sample {
+        id: u64_at(layout.id),
+        tid: None,
+        time: u64_at(layout.time),
+        cpu: u32_at(layout.cpu),
+        period: u64_at(layout.period),
+        raw: None,
+    };
+    if layout.tid != 0 {
+        let o = usize::from(layout.tid);
+        s.tid = rd_u32(rec, o).zip(rd_u32(rec, o + 4));
+    }
+    if layout.raw != 0 {
+        let o = usize::from(layout.raw);
+        let size = rd_u32(rec, o).unwrap_or(0) as usize;
+        let data = rec.get(o + 4..o + 4 + size).ok_or(DecodeError::Truncated {
+            offset: base,
+            need: o + 4 + size,
+            have: rec.len(),
+        })?;
+        s.raw = Some(data);
+    }
+    Ok(s)
 }
 
 /// header.size of the record at `at`, validated.

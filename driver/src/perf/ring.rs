@@ -54,6 +54,12 @@ impl Ring {
         })
     }
 
+    /// Replaces the record layout (after more events were redirected here
+    /// with SET_OUTPUT, which needs the ring mapped first).
+    pub fn set_formats(&mut self, formats: Formats) {
+        self.formats = formats;
+    }
+
     /// The CPU whose events write here.
     pub fn cpu(&self) -> u32 {
         self.cpu

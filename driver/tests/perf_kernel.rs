@@ -1,0 +1,180 @@
+//! The sampler against the real kernel. With PERF_TESTS=require these fail
+//! when perf is unavailable; otherwise they skip with a printed reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use driver::handler::HandlerSource;
+use driver::perf::PerfError;
+use driver::probe::spin_on_cpu;
+use driver::sampler::{self, EventKind, Sampler, SamplerConfig, SamplerOutcome};
+
+/// One session at a time: they share the CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn perf_ready() -> bool {
+    let why = if !rustix::process::geteuid().is_root() {
+        Some("not root".to_string())
+    } else if driver::perf::tracefs::find_or_mount().is_err() {
+        Some("no tracefs".to_string())
+    } else {
+        None
+    };
+    match why {
+        None => true,
+        Some(w) if std::env::var("PERF_TESTS").as_deref() == Ok("require") => {
+            panic!("PERF_TESTS=require but perf is unavailable: {w}")
+        }
+        Some(w) => {
+            eprintln!("skipping: perf unavailable ({w}); set PERF_TESTS=require to fail instead");
+            false
+        }
+    }
+}
+
+fn measured_cpu() -> u32 {
+    *sampler::online_cpus().unwrap().last().unwrap()
+}
+
+fn run(cfg: &SamplerConfig, secs: f64) -> SamplerOutcome {
+    let s = Sampler::open(cfg).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = spin_on_cpu(cfg.measured_cpu, Arc::clone(&stop));
+    std::thread::sleep(Duration::from_millis(30));
+    s.enable().unwrap();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    s.disable().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    s.finish().unwrap()
+}
+
+#[test]
+fn cpu_clock_1khz_samples_and_handler_intervals() {
+    if !perf_ready() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cpu = measured_cpu();
+    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 1000, cpu);
+    cfg.trace_handler = true;
+    let o = run(&cfg, 0.5);
+    let expected = 1000.0 * o.enabled_ns as f64 / 1e9;
+    assert!(
+        o.enabled_ns > 450_000_000 && o.enabled_ns < 800_000_000,
+        "{}",
+        o.enabled_ns
+    );
+    assert!(
+        o.samples as f64 >= 0.9 * expected,
+        "samples {} expected {expected}",
+        o.samples
+    );
+    // Each sample lies inside one of our handler intervals.
+    let matched = o
+        .sample_times_ns
+        .iter()
+        .filter(|&&t| {
+            let i = o.intervals.partition_point(|iv| iv.entry_ns <= t);
+            i > 0 && t <= o.intervals[i - 1].exit_ns()
+        })
+        .count();
+    assert!(
+        matched as f64 >= 0.95 * o.samples as f64,
+        "matched {matched} of {}",
+        o.samples
+    );
+    assert!(
+        o.intervals
+            .iter()
+            .all(|i| i.source == HandlerSource::Hrtimer && i.cpu == cpu)
+    );
+    assert!(
+        o.intervals
+            .iter()
+            .all(|i| i.duration_ns > 0 && i.duration_ns < 1_000_000)
+    );
+    assert_eq!(o.lost, 0);
+    assert_eq!(o.drain_passes_on_measured_cpu, 0);
+    assert!(o.sample_times_ns.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
+    if !perf_ready() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 100_000, measured_cpu());
+    cfg.trace_handler = true;
+    cfg.trace_irq = true;
+    let o = run(&cfg, 1.0);
+    assert_eq!(o.lost, 0, "lost {} records", o.lost);
+    assert_eq!(o.lost_samples, 0);
+    assert!(o.samples > 50_000, "samples {}", o.samples);
+    let lt = o
+        .intervals
+        .iter()
+        .filter(|i| i.source == HandlerSource::LocalTimer)
+        .count();
+    assert!(
+        lt as f64 > 0.5 * o.samples as f64,
+        "local_timer intervals {lt}"
+    );
+}
+
+#[test]
+fn sample_freq_above_the_max_names_the_sysctl() {
+    if !perf_ready() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let cfg = SamplerConfig::new(EventKind::CpuClock, max + 1, measured_cpu());
+    let err = Sampler::open(&cfg).unwrap_err();
+    assert!(
+        matches!(err, PerfError::SampleRateTooHigh { .. }),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("kernel.perf_event_max_sample_rate"), "{msg}");
+    assert!(
+        msg.contains(&max.to_string()) && msg.contains("--raise-max-rate"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn cycles_resolves_to_itself_or_falls_back_loudly() {
+    if !perf_ready() {
+        return;
+    }
+    match sampler::resolve_event(EventKind::Cycles).unwrap() {
+        (EventKind::Cycles, None) => {}
+        (EventKind::CpuClock, Some(w)) => {
+            assert!(w.contains("cpu-clock") && w.contains("cycles"), "{w}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        sampler::resolve_event(EventKind::CpuClock).unwrap(),
+        (EventKind::CpuClock, None)
+    );
+}
+
+#[test]
+fn bad_config_is_refused_before_opening() {
+    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 0, 0);
+    let e = Sampler::open(&cfg).unwrap_err().to_string();
+    assert!(e.contains("freq_hz"), "{e}");
+    cfg.freq_hz = 1000;
+    cfg.measured_cpu = 4096;
+    let e = Sampler::open(&cfg).unwrap_err().to_string();
+    assert!(e.contains("measured_cpu") && e.contains("4096"), "{e}");
+}
