@@ -237,20 +237,41 @@ fn header<DB: DrawingBackend>(
     notes: &[String],
 ) -> Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let height = 44 + 20 * notes.len() as u32;
+    let width = root.dim_in_pixel().0;
+    let note_style = font(SUBTITLE_PX).color(&RGBColor(80, 80, 80));
+    // Wrap each note at word boundaries to the canvas width less a margin.
+    let mut lines: Vec<String> = Vec::new();
+    for note in notes {
+        let mut line = String::new();
+        for word in note.split(' ') {
+            let candidate = if line.is_empty() {
+                word.to_string()
+            } else {
+                format!("{line} {word}")
+            };
+            let (w, _) = root.estimate_text_size(&candidate, &note_style)?;
+            if w + 40 > width && !line.is_empty() {
+                lines.push(std::mem::replace(&mut line, word.to_string()));
+            } else {
+                line = candidate;
+            }
+        }
+        lines.push(line);
+    }
+    let height = 44 + 20 * lines.len() as u32;
     let (top, rest) = root.split_vertically(height);
-    let centre = (top.dim_in_pixel().0 / 2) as i32;
+    let centre = (width / 2) as i32;
     let centred = Pos::new(HPos::Center, VPos::Top);
     top.draw(&Text::new(
         title.to_string(),
         (centre, 10),
         font(TITLE_PX).pos(centred),
     ))?;
-    for (i, note) in notes.iter().enumerate() {
+    for (i, line) in lines.into_iter().enumerate() {
         top.draw(&Text::new(
-            note.clone(),
+            line,
             (centre, 42 + 20 * i as i32),
-            font(SUBTITLE_PX).color(&RGBColor(80, 80, 80)).pos(centred),
+            note_style.clone().pos(centred),
         ))?;
     }
     Ok(rest)
@@ -386,14 +407,24 @@ impl TickFmt {
     }
     fn fmt(&self, v: f64) -> String {
         let s = format!("{:.*}", self.decimals, v / self.scale);
-        // "-0" and "-0.00" read as noise.
-        let s = if s.trim_start_matches(['-', '0', '.']).is_empty() {
-            s.trim_start_matches('-').to_string()
-        } else {
-            s
-        };
+        // "-0" reads as noise and "0k" as a typo: zero is plain "0".
+        if s.trim_start_matches(['-', '0', '.']).is_empty() {
+            return s.trim_start_matches('-').to_string();
+        }
         format!("{s}{}", self.suffix)
     }
+}
+
+/// Width of the y label area: room for the widest tick label plus the
+/// rotated axis description, so the two never overlap.
+fn y_label_area(fmt: &TickFmt, (lo, hi): (f64, f64)) -> u32 {
+    let widest = [lo, hi, (lo + hi) / 2.0]
+        .iter()
+        .map(|v| fmt.fmt(*v).chars().count())
+        .max()
+        .unwrap_or(1);
+    // Tick digits are ~10 px wide at TICK_PX; the description needs ~35 px.
+    40 + 10 * widest as u32
 }
 
 /// Compact label for a log-axis tick: 100, 2k, 10k, 1.5M.
@@ -477,6 +508,28 @@ fn legend_corner(points: &[(f64, f64)], legend_h_frac: f64) -> SeriesLabelPositi
         2 => SeriesLabelPosition::LowerRight,
         _ => SeriesLabelPosition::LowerLeft,
     }
+}
+
+/// A band given at a few x values is drawn with straight edges between them;
+/// on a log x axis those edges would cut across the fitted curve. Insert
+/// points spaced evenly in log x, interpolating linearly in x (exact for a
+/// band that is linear in x between its given points).
+fn densify_log(band: &[(f64, f64, f64)]) -> Vec<(f64, f64, f64)> {
+    const STEPS: u32 = 16;
+    let mut out = Vec::with_capacity(band.len() * STEPS as usize + 1);
+    for pair in band.windows(2) {
+        let ((x0, lo0, hi0), (x1, lo1, hi1)) = (pair[0], pair[1]);
+        for k in 0..STEPS {
+            let t = f64::from(k) / f64::from(STEPS);
+            let x = 10f64.powf(x0.log10() + t * (x1.log10() - x0.log10()));
+            let u = if x1 > x0 { (x - x0) / (x1 - x0) } else { 0.0 };
+            out.push((x, lo0 + u * (lo1 - lo0), hi0 + u * (hi1 - hi0)));
+        }
+    }
+    if let Some(last) = band.last() {
+        out.push(*last);
+    }
+    out
 }
 
 fn frac(v: f64, lo: f64, hi: f64) -> f64 {
@@ -622,9 +675,12 @@ impl VsFreq {
         // smooth on either axis type.
         let mut prepared_fits = Vec::new();
         for f in fits {
-            let pts: Vec<(f64, f64)> = (0..=200)
+            // A straight line needs two points; on a log axis it is a curve,
+            // and 80 segments keep it smooth without pixel-step jaggies.
+            let segments: u32 = if log_x { 80 } else { 1 };
+            let pts: Vec<(f64, f64)> = (0..=segments)
                 .map(|i| {
-                    let t = f64::from(i) / 200.0;
+                    let t = f64::from(i) / f64::from(segments);
                     let x = if log_x {
                         10f64.powf(xe.lo.log10() + t * (xe.hi.log10() - xe.lo.log10()))
                     } else {
@@ -641,6 +697,9 @@ impl VsFreq {
                 .map(|i| (f.band_x[i], f.band_lo[i], f.band_hi[i]))
                 .collect();
             band.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if log_x {
+                band = densify_log(&band);
+            }
             let mut fit = f.clone();
             fit.band_x = band.iter().map(|b| b.0).collect();
             fit.band_lo = band.iter().map(|b| b.1).collect();
@@ -687,16 +746,17 @@ impl VsFreq {
         XS: AsRangedCoord<Value = f64>,
         XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
+        let y_fmt = TickFmt::new(self.y.0, self.y.1, false);
+        let y_area = y_label_area(&y_fmt, self.y);
         let mut chart = ChartBuilder::on(area)
             .margin_left(10)
             .margin_right(30)
             .margin_bottom(10)
             .x_label_area_size(55)
-            .y_label_area_size(80)
+            .y_label_area_size(y_area)
             .build_cartesian_2d(x_spec, self.y.0..self.y.1)?;
         let log_x = self.log_x;
         let x_fmt = TickFmt::new(self.x.0, self.x.1, true);
-        let y_fmt = TickFmt::new(self.y.0, self.y.1, false);
         let x_formatter = move |v: &f64| {
             if log_x {
                 fmt_log_tick(*v)
@@ -717,6 +777,7 @@ impl VsFreq {
             .light_line_style(RGBColor(240, 240, 240))
             .x_labels(10)
             .y_labels(10)
+            .max_light_lines(1)
             .draw()?;
 
         let mut legend_points = Vec::new();
@@ -727,39 +788,17 @@ impl VsFreq {
                 continue;
             }
             let colour = PALETTE[(self.series.len() + i) % PALETTE.len()];
-            let mut poly: Vec<(f64, f64)> = fit
-                .band_x
-                .iter()
-                .zip(&fit.band_hi)
-                .map(|(x, y)| (*x, *y))
-                .collect();
-            poly.extend(
-                fit.band_x
-                    .iter()
-                    .zip(&fit.band_lo)
-                    .rev()
-                    .map(|(x, y)| (*x, *y)),
-            );
-            chart
-                .draw_series(std::iter::once(Polygon::new(
-                    poly,
-                    colour.mix(0.18).filled(),
-                )))?
-                .label(format!("{} (confidence band)", fit.label))
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 20, y + 6)], colour.mix(0.18).filled())
-                });
-            entries += 1;
+            let upper = fit.band_x.iter().zip(&fit.band_hi);
+            let lower = fit.band_x.iter().zip(&fit.band_lo).rev();
+            let poly: Vec<(f64, f64)> = upper.chain(lower).map(|(x, y)| (*x, *y)).collect();
+            chart.draw_series(std::iter::once(Polygon::new(
+                poly,
+                colour.mix(0.18).filled(),
+            )))?;
         }
-        for (i, (fit, pts)) in self.fits.iter().enumerate() {
+        for (i, (_, pts)) in self.fits.iter().enumerate() {
             let colour = PALETTE[(self.series.len() + i) % PALETTE.len()];
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))?
-                .label(fit.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
-            entries += 1;
+            chart.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))?;
             legend_points.extend(
                 pts.iter()
                     .map(|p| (self.x_frac(p.0), frac(p.1, self.y.0, self.y.1))),
@@ -802,6 +841,32 @@ impl VsFreq {
                 legend_points.push((xf, frac(s.y_lo[j], self.y.0, self.y.1)));
                 legend_points.push((xf, frac(s.y_hi[j], self.y.0, self.y.1)));
             }
+        }
+        // Legend entries for fits and bands come after the series'; the
+        // shapes themselves were drawn first so the points stay on top.
+        let nothing = || std::iter::empty::<PathElement<(f64, f64)>>();
+        for (i, (fit, _)) in self.fits.iter().enumerate() {
+            let colour = PALETTE[(self.series.len() + i) % PALETTE.len()];
+            chart
+                .draw_series(nothing())?
+                .label(fit.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            entries += 1;
+        }
+        for (i, (fit, _)) in self.fits.iter().enumerate() {
+            if fit.band_x.len() < 2 {
+                continue;
+            }
+            let colour = PALETTE[(self.series.len() + i) % PALETTE.len()];
+            chart
+                .draw_series(nothing())?
+                .label(format!("{}: confidence band", fit.label))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 20, y + 6)], colour.mix(0.18).filled())
+                });
+            entries += 1;
         }
         let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
         let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
@@ -931,7 +996,6 @@ impl Durations {
         let width = nice_step(span / DURATION_BINS);
         let lo = (min / width).floor() * width;
         let nbins = (((top - lo) / width).floor() as usize + 1).max(1);
-        let hi = lo + nbins as f64 * width;
 
         let mut hists = Vec::new();
         let mut beyond_total = 0usize;
@@ -961,16 +1025,19 @@ impl Durations {
                 pct,
             });
         }
-        let notes = vec![format!(
-            "x axis ends at the largest per-group 99.5th percentile ({} ns); \
-             {} of {} durations ({:.2}%) lie beyond and are not drawn; bin width {} ns",
-            TickFmt::new(0.0, top, false).fmt(top),
-            fmt_count(beyond_total),
-            fmt_count(total),
-            100.0 * beyond_total as f64 / total as f64,
-            fmt_log_tick(width).replace('k', "000"),
-        )];
-        let _ = hi;
+        let notes = vec![
+            format!(
+                "x axis clipped at the largest per-group 99.5th percentile ({} ns)",
+                TickFmt::new(0.0, top, false).fmt(top),
+            ),
+            format!(
+                "{} of {} durations ({:.2}%) lie beyond it and are not drawn; bin width {} ns",
+                fmt_count(beyond_total),
+                fmt_count(total),
+                100.0 * beyond_total as f64 / total as f64,
+                TickFmt::new(0.0, 10.0 * width, false).fmt(width),
+            ),
+        ];
         Ok(Self {
             title: title.to_string(),
             hists,
@@ -990,15 +1057,16 @@ impl Figure for Durations {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &self.notes)?;
         let (lo, hi) = (self.lo, self.hi());
+        let y_fmt = TickFmt::new(0.0, self.y_max, false);
+        let y_area = y_label_area(&y_fmt, (0.0, self.y_max));
         let mut chart = ChartBuilder::on(&area)
             .margin_left(10)
             .margin_right(30)
             .margin_bottom(10)
             .x_label_area_size(55)
-            .y_label_area_size(80)
+            .y_label_area_size(y_area)
             .build_cartesian_2d(lo..hi, 0.0..self.y_max)?;
         let x_fmt = TickFmt::new(lo, hi, false);
-        let y_fmt = TickFmt::new(0.0, self.y_max, false);
         let xf = move |v: &f64| x_fmt.fmt(*v);
         let yf = move |v: &f64| y_fmt.fmt(*v);
         chart
@@ -1013,6 +1081,7 @@ impl Figure for Durations {
             .light_line_style(RGBColor(240, 240, 240))
             .x_labels(10)
             .y_labels(8)
+            .max_light_lines(1)
             .draw()?;
         let mut legend_points = Vec::new();
         for (i, h) in self.hists.iter().enumerate() {
@@ -1112,15 +1181,16 @@ impl Paired {
 impl Figure for Paired {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &[])?;
+        let y_fmt = TickFmt::new(self.y.0, self.y.1, true);
+        let y_area = y_label_area(&y_fmt, self.y);
         let mut chart = ChartBuilder::on(&area)
             .margin_left(10)
             .margin_right(30)
             .margin_bottom(10)
             .x_label_area_size(55)
-            .y_label_area_size(80)
+            .y_label_area_size(y_area)
             .build_cartesian_2d(self.x.0..self.x.1, self.y.0..self.y.1)?;
         let x_fmt = TickFmt::new(self.x.0, self.x.1, false);
-        let y_fmt = TickFmt::new(self.y.0, self.y.1, true);
         let xf = move |v: &f64| x_fmt.fmt(*v);
         let yf = move |v: &f64| y_fmt.fmt(*v);
         chart
@@ -1135,6 +1205,7 @@ impl Figure for Paired {
             .light_line_style(RGBColor(240, 240, 240))
             .x_labels(10)
             .y_labels(8)
+            .max_light_lines(1)
             .draw()?;
         let mut legend_points = Vec::new();
         let mut entries = 0;
