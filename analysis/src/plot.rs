@@ -1156,9 +1156,8 @@ impl Paired {
         }
         let x = xe.padded_linear(0.03, 0.03);
         // Rates are far from zero: keep the axis tight so drift is visible.
-        let span = (ye.hi - ye.lo)
-            .max(ye.hi.abs() * 1e-3)
-            .max(f64::MIN_POSITIVE);
+        let span = (ye.hi - ye.lo).max(ye.hi.abs() * 1e-3);
+        let span = if span > 0.0 { span } else { 1.0 };
         let y = (ye.lo - 0.08 * span, ye.hi + 0.25 * span);
         Ok(Self {
             title: title.to_string(),
