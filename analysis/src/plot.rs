@@ -552,7 +552,9 @@ fn legend_style<'a, 'b, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTrans
 
 /// Approximate legend height as a fraction of the plot area height.
 fn legend_h_frac(entries: usize, plot_h_px: f64) -> f64 {
-    (entries as f64 * 20.0 + 20.0) / plot_h_px
+    // Measured on the PNG: ~24 px per legend row at LEGEND_PX plus ~16 px of
+    // padding, and the legend sits 12 px inside the plot area.
+    (entries as f64 * 24.0 + 16.0 + 12.0) / plot_h_px
 }
 
 // ---------------------------------------------------------------- y vs frequency
@@ -1158,7 +1160,22 @@ impl Paired {
         // Rates are far from zero: keep the axis tight so drift is visible.
         let span = (ye.hi - ye.lo).max(ye.hi.abs() * 1e-3);
         let span = if span > 0.0 { span } else { 1.0 };
-        let y = (ye.lo - 0.08 * span, ye.hi + 0.25 * span);
+        // Keep the top of the plot free for the legend: with `f` the legend's
+        // share of the plot height, a top pad of 1.08 f / (1 - f) spans leaves
+        // that share above the highest point (plot ~540 px high); 0.08 more
+        // keeps a gap.
+        let entries: usize = kept
+            .iter()
+            .map(|t| {
+                usize::from(t.sampling.iter().any(|&s| s))
+                    + usize::from(t.sampling.iter().any(|&s| !s))
+            })
+            .sum();
+        let f = (legend_h_frac(entries, 540.0) + 0.03).min(0.6);
+        let y = (
+            ye.lo - 0.08 * span,
+            ye.hi + (0.08 + 1.08 * f / (1.0 - f)) * span,
+        );
         Ok(Self {
             title: title.to_string(),
             traces: kept,
