@@ -1,9 +1,142 @@
 //! Command-line entry shared by the `workload` binary and `driver workload`.
+//!
+//! `workload --duration 10s [--cpu N] [--json] [--counter PATH [--wait-go]]`
+//! runs the timed loop and prints the loop count (or a [`RunReport`] as one
+//! JSON object); `workload clocks [--json]` measures the host's clocks.
+//!
+//! [`RunReport`]: crate::report::RunReport
 use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::clocks;
+use crate::duration::parse_duration;
+use crate::run::{self, RunOptions};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "workload",
+    version,
+    about = "Fixed-duration counting loop on one CPU (prints the loop count), and host clock calibration",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// How long the loop runs: 10s, 500ms, 2.5s, 250us, or a bare number of seconds.
+    #[arg(long, value_parser = parse_positive_duration, required = true)]
+    duration: Option<Duration>,
+
+    /// Pin to this CPU (sched_setaffinity) before the loop. Default: no pinning.
+    #[arg(long, value_name = "N")]
+    cpu: Option<u32>,
+
+    /// Print one JSON object (RunReport) instead of the bare loop count.
+    #[arg(long)]
+    json: bool,
+
+    /// Publish the running loop count in this shared-memory file (created, replacing any file there).
+    #[arg(long, value_name = "PATH")]
+    counter: Option<PathBuf>,
+
+    /// After setup, set state=ready in the counter file and wait until a reader sets go.
+    #[arg(long, requires = "counter")]
+    wait_go: bool,
+
+    /// Longest wait for go with --wait-go.
+    #[arg(long, value_parser = parse_positive_duration, default_value = "60s", value_name = "DURATION")]
+    go_timeout: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Measure the cost, granularity and monotonicity of every way to read time here.
+    Clocks {
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err(format!(
+            "duration '{s}' is zero: give a positive duration, e.g. 10s"
+        ));
+    }
+    Ok(d)
+}
 
 /// Parses `args` (program name first) and runs the workload; returns the exit code.
-pub fn main_from<I: IntoIterator<Item = OsString>>(_args: I) -> ExitCode {
-    eprintln!("workload: not implemented yet");
-    ExitCode::FAILURE
+pub fn main_from<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with status 0, errors to stderr with 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let usage = e
+                .downcast_ref::<run::RunError>()
+                .is_some_and(run::RunError::is_usage);
+            eprintln!("error: {e:#}");
+            if usage {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if let Some(Command::Clocks { json }) = cli.command {
+        let report = clocks::measure_all(clocks::Budget::default());
+        if json {
+            serde_json::to_writer(&mut out, &report)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(clocks::format_table(&report).as_bytes())?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let duration = cli
+        .duration
+        .context("--duration is required: give e.g. --duration 10s")?;
+    let opts = RunOptions {
+        duration,
+        cpu: cli.cpu,
+        counter: cli.counter,
+        wait_go: cli.wait_go,
+        go_timeout: cli.go_timeout,
+    };
+    let report = run::run(&opts)?;
+    tracing::info!(
+        iterations = report.iterations,
+        overrun_ns = report.overrun_ns,
+        chunk = report.chunk_iterations,
+        "run done"
+    );
+    if cli.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", report.iterations)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

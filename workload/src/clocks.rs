@@ -1,0 +1,563 @@
+//! `workload clocks`: what reading a clock costs on this host, how fine its
+//! steps are, and whether it ever goes backwards; plus the TSC frequency and
+//! the kernel clocksource.
+//!
+//! Cost: each method is called in batches (sized to ~20 us) timed with
+//! CLOCK_MONOTONIC_RAW and `lfence; rdtsc`; the per-call cost of a batch is
+//! its time divided by the calls (the two timer reads are amortised over the
+//! batch). Minimum and median over the batches are reported. Granularity: the
+//! smallest non-zero difference between successive reads over ~60 ms of
+//! back-to-back reads, converted to ns; `backwards` is whether any read was
+//! smaller than the one before. The whole run takes ~2-3 s.
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::monotonic_raw_ns;
+use crate::sys;
+
+/// Results of `workload clocks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockReport {
+    /// TSC frequency calibrated against CLOCK_MONOTONIC_RAW (x86_64), Hz.
+    pub tsc_hz: Option<f64>,
+    /// `tsc_hz` in ticks per microsecond.
+    pub tsc_ticks_per_us: Option<f64>,
+    /// Whether the TSC is invariant, by `invariant_tsc_source`.
+    pub invariant_tsc: Option<bool>,
+    /// Which evidence `invariant_tsc` rests on.
+    pub invariant_tsc_source: String,
+    /// cpuid 0x80000007 EDX bit 8 (null when the leaf is absent / not x86_64).
+    pub invariant_tsc_cpuid: Option<bool>,
+    /// /proc/cpuinfo has both constant_tsc and nonstop_tsc (null if unreadable).
+    pub invariant_tsc_cpuinfo: Option<bool>,
+    /// /sys/devices/system/clocksource/clocksource0/current_clocksource.
+    pub clocksource: Option<String>,
+    /// available_clocksource from the same directory.
+    pub available_clocksources: Option<String>,
+    /// One entry per method.
+    pub methods: Vec<MethodReport>,
+}
+
+/// One way of reading time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodReport {
+    /// e.g. `clock_gettime(CLOCK_MONOTONIC)`.
+    pub name: String,
+    /// Whether it works here (x86 instructions elsewhere: false).
+    pub available: bool,
+    /// Minimum per-call cost over batches, ns.
+    pub cost_ns_min: Option<f64>,
+    /// Median per-call cost over batches, ns.
+    pub cost_ns_median: Option<f64>,
+    /// Minimum per-call cost in TSC ticks (x86_64).
+    pub cost_ticks_min: Option<f64>,
+    /// Median per-call cost in TSC ticks (x86_64).
+    pub cost_ticks_median: Option<f64>,
+    /// Smallest non-zero step seen between successive reads, ns.
+    pub granularity_ns: Option<f64>,
+    /// clock_getres for clock_gettime clocks, else null.
+    pub resolution_ns: Option<u64>,
+    /// Whether a read was ever smaller than the previous one.
+    pub backwards: bool,
+    /// Unit of the raw reading (`ns`, `us`, `ticks`, `tsc`).
+    pub unit: String,
+    /// Reads made for the granularity pass.
+    pub reads: u64,
+}
+
+/// Time budgets.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Cost batches per method.
+    pub cost: Duration,
+    /// Back-to-back reads per method.
+    pub granularity: Duration,
+    /// TSC calibration interval.
+    pub tsc_calibration: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            cost: Duration::from_millis(40),
+            granularity: Duration::from_millis(60),
+            tsc_calibration: Duration::from_millis(200),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn ticks() -> Option<u64> {
+    Some(sys::rdtsc_lfence())
+}
+#[cfg(not(target_arch = "x86_64"))]
+fn ticks() -> Option<u64> {
+    None
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn min(v: &[f64]) -> Option<f64> {
+    v.iter().copied().reduce(f64::min)
+}
+
+/// Measures one method. `read` returns the raw reading; `ns_per_unit`
+/// converts reading differences to ns (None: granularity not convertible).
+fn measure<F: FnMut() -> Option<u64>>(
+    name: &str,
+    mut read: F,
+    unit: &str,
+    ns_per_unit: Option<f64>,
+    resolution_ns: Option<u64>,
+    budget: Budget,
+) -> MethodReport {
+    let mut report = MethodReport {
+        name: name.to_string(),
+        available: false,
+        cost_ns_min: None,
+        cost_ns_median: None,
+        cost_ticks_min: None,
+        cost_ticks_median: None,
+        granularity_ns: None,
+        resolution_ns,
+        backwards: false,
+        unit: unit.to_string(),
+        reads: 0,
+    };
+    if read().is_none() {
+        return report;
+    }
+    report.available = true;
+
+    // Size batches to ~20 us.
+    let t0 = monotonic_raw_ns();
+    for _ in 0..16 {
+        black_box(read());
+    }
+    let per_call = (monotonic_raw_ns().saturating_sub(t0) as f64 / 16.0).max(1.0);
+    let batch = ((20_000.0 / per_call) as u64).clamp(16, 20_000);
+
+    let mut ns_costs = Vec::new();
+    let mut tick_costs = Vec::new();
+    let started = Instant::now();
+    while started.elapsed() < budget.cost || ns_costs.len() < 10 {
+        let k0 = ticks();
+        let n0 = monotonic_raw_ns();
+        for _ in 0..batch {
+            black_box(read());
+        }
+        let n1 = monotonic_raw_ns();
+        let k1 = ticks();
+        ns_costs.push(n1.saturating_sub(n0) as f64 / batch as f64);
+        if let (Some(a), Some(b)) = (k0, k1) {
+            tick_costs.push(b.wrapping_sub(a) as f64 / batch as f64);
+        }
+    }
+    report.cost_ns_min = min(&ns_costs);
+    report.cost_ns_median = median(&mut ns_costs);
+    report.cost_ticks_min = min(&tick_costs);
+    report.cost_ticks_median = median(&mut tick_costs);
+
+    // Granularity and monotonicity: back-to-back reads.
+    let mut prev = read().unwrap_or(0);
+    let mut smallest_step = u64::MAX;
+    let mut backwards = false;
+    let mut reads = 0u64;
+    let started = Instant::now();
+    'outer: loop {
+        for _ in 0..256 {
+            let v = read().unwrap_or(prev);
+            reads += 1;
+            if v < prev {
+                backwards = true;
+            } else if v > prev {
+                smallest_step = smallest_step.min(v - prev);
+            }
+            prev = v;
+        }
+        if started.elapsed() >= budget.granularity {
+            break 'outer;
+        }
+    }
+    report.backwards = backwards;
+    report.reads = reads;
+    if smallest_step != u64::MAX {
+        report.granularity_ns = ns_per_unit.map(|f| smallest_step as f64 * f);
+    }
+    report
+}
+
+/// Calibrates the TSC against CLOCK_MONOTONIC_RAW over `interval`.
+#[cfg(target_arch = "x86_64")]
+pub fn calibrate_tsc(interval: Duration) -> Option<f64> {
+    // A (tsc, ns) pair read as close together as possible: the clock read
+    // bracketed by two TSC reads, keeping the tightest of several tries.
+    fn pair() -> (f64, f64) {
+        let mut best = (u64::MAX, 0.0, 0.0);
+        for _ in 0..16 {
+            let a = sys::rdtsc_lfence();
+            let ns = monotonic_raw_ns();
+            let b = sys::rdtsc_lfence();
+            let width = b.wrapping_sub(a);
+            if width < best.0 {
+                best = (width, (a as f64 + b as f64) / 2.0, ns as f64);
+            }
+        }
+        (best.1, best.2)
+    }
+    let (k0, n0) = pair();
+    std::thread::sleep(interval);
+    let (k1, n1) = pair();
+    let dns = n1 - n0;
+    (dns > 0.0).then(|| (k1 - k0) * 1e9 / dns)
+}
+
+/// Not x86_64: no TSC.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn calibrate_tsc(_interval: Duration) -> Option<f64> {
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc_cpuid() -> Option<bool> {
+    let (max_ext, ..) = sys::cpuid(0x8000_0000);
+    (max_ext >= 0x8000_0007).then(|| (sys::cpuid(0x8000_0007).3 >> 8) & 1 == 1)
+}
+#[cfg(not(target_arch = "x86_64"))]
+fn invariant_tsc_cpuid() -> Option<bool> {
+    None
+}
+
+fn invariant_tsc_cpuinfo() -> Option<bool> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let flags = text.lines().find(|l| l.starts_with("flags"))?;
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    Some(has("constant_tsc") && has("nonstop_tsc"))
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn clock_method(name: &str, clock: libc::clockid_t, budget: Budget, out: &mut Vec<MethodReport>) {
+    out.push(measure(
+        name,
+        || sys::clock_gettime_ns(clock),
+        "ns",
+        Some(1.0),
+        sys::clock_getres_ns(clock),
+        budget,
+    ));
+}
+
+/// Runs every measurement.
+pub fn measure_all(budget: Budget) -> ClockReport {
+    let tsc_hz = calibrate_tsc(budget.tsc_calibration);
+    let ns_per_tick = tsc_hz.map(|hz| 1e9 / hz);
+    let mut methods = Vec::new();
+
+    #[cfg(target_arch = "x86_64")]
+    {
+        methods.push(measure(
+            "rdtsc",
+            || Some(sys::rdtsc()),
+            "tsc",
+            ns_per_tick,
+            None,
+            budget,
+        ));
+        methods.push(measure(
+            "lfence; rdtsc",
+            || Some(sys::rdtsc_lfence()),
+            "tsc",
+            ns_per_tick,
+            None,
+            budget,
+        ));
+        if sys::has_rdtscp() {
+            methods.push(measure(
+                "rdtscp",
+                || Some(sys::rdtscp().0),
+                "tsc",
+                ns_per_tick,
+                None,
+                budget,
+            ));
+        } else {
+            methods.push(unavailable("rdtscp", "tsc"));
+        }
+        methods.push(measure(
+            "mfence; lfence; rdtsc",
+            || Some(sys::rdtsc_mfence_lfence()),
+            "tsc",
+            ns_per_tick,
+            None,
+            budget,
+        ));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ns_per_tick;
+        for name in ["rdtsc", "lfence; rdtsc", "rdtscp", "mfence; lfence; rdtsc"] {
+            methods.push(unavailable(name, "tsc"));
+        }
+    }
+
+    for (name, clock) in [
+        ("clock_gettime(CLOCK_MONOTONIC)", libc::CLOCK_MONOTONIC),
+        (
+            "clock_gettime(CLOCK_MONOTONIC_RAW)",
+            libc::CLOCK_MONOTONIC_RAW,
+        ),
+        (
+            "clock_gettime(CLOCK_MONOTONIC_COARSE)",
+            libc::CLOCK_MONOTONIC_COARSE,
+        ),
+        ("clock_gettime(CLOCK_REALTIME)", libc::CLOCK_REALTIME),
+        ("clock_gettime(CLOCK_BOOTTIME)", libc::CLOCK_BOOTTIME),
+        (
+            "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)",
+            libc::CLOCK_PROCESS_CPUTIME_ID,
+        ),
+        (
+            "clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
+            libc::CLOCK_THREAD_CPUTIME_ID,
+        ),
+    ] {
+        clock_method(name, clock, budget, &mut methods);
+    }
+    methods.push(measure(
+        "syscall(SYS_clock_gettime, CLOCK_MONOTONIC)",
+        || sys::clock_gettime_syscall_ns(libc::CLOCK_MONOTONIC),
+        "ns",
+        Some(1.0),
+        sys::clock_getres_ns(libc::CLOCK_MONOTONIC),
+        budget,
+    ));
+    methods.push(measure(
+        "gettimeofday",
+        sys::gettimeofday_ns,
+        "ns",
+        Some(1.0),
+        None,
+        budget,
+    ));
+    methods.push(measure(
+        "getrusage(RUSAGE_SELF)",
+        || sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns)),
+        "ns",
+        Some(1.0),
+        None,
+        budget,
+    ));
+    let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
+    methods.push(measure(
+        "times",
+        sys::times_ticks,
+        "clock ticks",
+        tick_ns,
+        None,
+        budget,
+    ));
+    // POSIX fixes CLOCKS_PER_SEC at 1e6.
+    methods.push(measure(
+        "clock",
+        sys::clock_cpu,
+        "us",
+        Some(1000.0),
+        None,
+        budget,
+    ));
+
+    let cpuid = invariant_tsc_cpuid();
+    let cpuinfo = invariant_tsc_cpuinfo();
+    let (invariant_tsc, invariant_tsc_source) = match (cpuid, cpuinfo) {
+        (Some(true), Some(true)) => (
+            Some(true),
+            "cpuid 0x80000007 EDX[8] and /proc/cpuinfo constant_tsc+nonstop_tsc",
+        ),
+        (Some(true), _) => (Some(true), "cpuid 0x80000007 EDX[8]"),
+        (_, Some(true)) => (
+            Some(true),
+            "/proc/cpuinfo constant_tsc+nonstop_tsc (cpuid 0x80000007 EDX[8] not set or absent)",
+        ),
+        (Some(false), _) | (_, Some(false)) => (
+            Some(false),
+            "neither cpuid 0x80000007 EDX[8] nor /proc/cpuinfo constant_tsc+nonstop_tsc",
+        ),
+        (None, None) => (None, "no cpuid leaf 0x80000007 and no /proc/cpuinfo flags"),
+    };
+    ClockReport {
+        tsc_hz,
+        tsc_ticks_per_us: tsc_hz.map(|hz| hz / 1e6),
+        invariant_tsc,
+        invariant_tsc_source: invariant_tsc_source.to_string(),
+        invariant_tsc_cpuid: cpuid,
+        invariant_tsc_cpuinfo: cpuinfo,
+        clocksource: read_trimmed(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        ),
+        available_clocksources: read_trimmed(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+        ),
+        methods,
+    }
+}
+
+fn unavailable(name: &str, unit: &str) -> MethodReport {
+    MethodReport {
+        name: name.to_string(),
+        available: false,
+        cost_ns_min: None,
+        cost_ns_median: None,
+        cost_ticks_min: None,
+        cost_ticks_median: None,
+        granularity_ns: None,
+        resolution_ns: None,
+        backwards: false,
+        unit: unit.to_string(),
+        reads: 0,
+    }
+}
+
+fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// The human-readable table.
+pub fn format_table(r: &ClockReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "tsc_hz: {}  ({} ticks/us)\ninvariant_tsc: {}  ({})\nclocksource: {}  (available: {})\n\n",
+        opt(r.tsc_hz, 0),
+        opt(r.tsc_ticks_per_us, 3),
+        r.invariant_tsc
+            .map_or("unknown".to_string(), |b| b.to_string()),
+        r.invariant_tsc_source,
+        r.clocksource.as_deref().unwrap_or("unknown"),
+        r.available_clocksources.as_deref().unwrap_or("unknown"),
+    ));
+    let header = [
+        "method",
+        "avail",
+        "ns min",
+        "ns median",
+        "ticks min",
+        "ticks med",
+        "granularity ns",
+        "getres ns",
+        "backwards",
+    ];
+    let rows: Vec<[String; 9]> = r
+        .methods
+        .iter()
+        .map(|m| {
+            [
+                m.name.clone(),
+                if m.available { "yes" } else { "no" }.to_string(),
+                opt(m.cost_ns_min, 1),
+                opt(m.cost_ns_median, 1),
+                opt(m.cost_ticks_min, 1),
+                opt(m.cost_ticks_median, 1),
+                opt(m.granularity_ns, 1),
+                m.resolution_ns.map_or("-".to_string(), |v| v.to_string()),
+                if m.available {
+                    if m.backwards { "YES" } else { "no" }.to_string()
+                } else {
+                    "-".to_string()
+                },
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i == 0 {
+                s.push_str(&format!("{cell:<w$}"));
+            } else {
+                s.push_str(&format!("  {cell:>w$}"));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(&header.map(String::from)));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_min() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+        assert_eq!(min(&[3.0, 1.5, 2.0]), Some(1.5));
+    }
+
+    #[test]
+    fn coarse_clock_has_coarse_granularity() {
+        let b = Budget {
+            cost: Duration::from_millis(2),
+            granularity: Duration::from_millis(30),
+            tsc_calibration: Duration::from_millis(10),
+        };
+        let fine = measure(
+            "raw",
+            || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_RAW),
+            "ns",
+            Some(1.0),
+            None,
+            b,
+        );
+        let coarse = measure(
+            "coarse",
+            || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_COARSE),
+            "ns",
+            Some(1.0),
+            sys::clock_getres_ns(libc::CLOCK_MONOTONIC_COARSE),
+            b,
+        );
+        assert!(fine.available && coarse.available);
+        assert!(!fine.backwards && !coarse.backwards);
+        let (f, c) = (fine.granularity_ns.unwrap(), coarse.granularity_ns.unwrap());
+        // Coarse ticks with the scheduler tick (>= 1 ms); the raw clock has
+        // sub-microsecond steps.
+        assert!(c >= 900_000.0, "coarse granularity {c}");
+        assert!(f < 10_000.0, "raw granularity {f}");
+        assert!(coarse.resolution_ns.unwrap() >= 1_000_000);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tsc_frequency_is_plausible() {
+        let hz = calibrate_tsc(Duration::from_millis(50)).unwrap();
+        assert!((1e8..1e10).contains(&hz), "tsc_hz {hz}");
+    }
+}

@@ -1,0 +1,389 @@
+//! The timed counting loop.
+//!
+//! # Loop
+//!
+//! [`count_chunk`] adds one to a counter `n` times, passing it through
+//! [`std::hint::black_box`] each time so the compiler can neither fold the loop
+//! into one addition nor vectorise it; each iteration is an add plus a store and
+//! reload through the stack, a fixed dependency chain whose cost per iteration
+//! is stable. [`run_until`] calls it in chunks of `chunk` iterations (a power
+//! of two calibrated to ~5 us) and, between chunks only, publishes the count
+//! (one Release store, when a counter file is used) and checks a stop flag (one
+//! Relaxed load). Nothing touches a clock inside a chunk.
+//!
+//! # Stop mechanism (see [`STOP_METHOD`])
+//!
+//! A POSIX timer (`timer_create(CLOCK_MONOTONIC)`, SIGEV_THREAD_ID, SIGALRM to
+//! the loop thread, handler stores an `AtomicBool`) fires `margin` before the
+//! deadline; it needs no helper thread (which would inherit the CPU pinning)
+//! and costs one signal per run. POSIX timers cannot use CLOCK_MONOTONIC_RAW,
+//! and CLOCK_MONOTONIC may be slewed by NTP by up to 500 ppm, so the timer is
+//! only the coarse stop: after it, the loop reads CLOCK_MONOTONIC_RAW once per
+//! chunk until the exact deadline. The margin is 2 ms + 0.1% of the duration,
+//! so clock reads happen in about 0.1% of the run; at a ~30 ns clock read per
+//! ~5 us chunk that is ~0.6% of ~0.1% of the run. The loop thus stops at most
+//! one chunk (~5 us) late, plus any preemption.
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::counter::{CounterError, CounterWriter, State};
+use crate::report::{CLOCK_NAME, RunReport};
+use crate::sys;
+
+/// Value of `stop_method` in the report.
+pub const STOP_METHOD: &str = "timer_signal+clock_check: timer_create(CLOCK_MONOTONIC) SIGALRM to the loop thread sets an AtomicBool checked every chunk, armed margin before the deadline; then CLOCK_MONOTONIC_RAW read every chunk until the deadline";
+
+/// Target time of one chunk between stop checks.
+pub const TARGET_CHUNK_NS: f64 = 5_000.0;
+
+/// How long `--wait-go` waits for the reader by default.
+pub const DEFAULT_GO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Wall-clock duration of the timed loop (> 0).
+    pub duration: Duration,
+    /// Pin to this CPU before anything else.
+    pub cpu: Option<u32>,
+    /// Publish the count in this counter file.
+    pub counter: Option<PathBuf>,
+    /// Wait for the reader's go before the loop (needs `counter`).
+    pub wait_go: bool,
+    /// Longest wait for go.
+    pub go_timeout: Duration,
+}
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// `--cpu` names a CPU we may not run on.
+    #[error(
+        "--cpu {cpu}: CPU {cpu} is not in this process's allowed CPU set ({allowed}); pick one of those"
+    )]
+    CpuNotAllowed {
+        /// requested CPU
+        cpu: u32,
+        /// allowed CPUs, e.g. "0-1"
+        allowed: String,
+    },
+    /// sched_setaffinity failed.
+    #[error("--cpu {cpu}: sched_setaffinity failed: {source}")]
+    Pin {
+        /// requested CPU
+        cpu: u32,
+        /// errno
+        source: std::io::Error,
+    },
+    /// `--duration 0`.
+    #[error("--duration must be greater than 0: give e.g. --duration 10s")]
+    ZeroDuration,
+    /// `--wait-go` without `--counter`.
+    #[error(
+        "--wait-go needs --counter PATH: the reader releases the loop through the counter file"
+    )]
+    WaitGoWithoutCounter,
+    /// Counter file problems.
+    #[error(transparent)]
+    Counter(#[from] CounterError),
+    /// Arming the stop timer failed.
+    #[error("cannot arm the stop timer (timer_create/timer_settime): {0}")]
+    Timer(std::io::Error),
+    /// getrusage failed (it cannot on Linux; reported rather than hidden).
+    #[error("getrusage(RUSAGE_SELF) failed")]
+    Rusage,
+    /// sched_getaffinity failed.
+    #[error("sched_getaffinity failed: {0}")]
+    Affinity(std::io::Error),
+}
+
+impl RunError {
+    /// Whether this is bad user input (exit status 2) rather than a failure.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            RunError::CpuNotAllowed { .. }
+                | RunError::ZeroDuration
+                | RunError::WaitGoWithoutCounter
+        )
+    }
+}
+
+/// Adds one to `count` `n` times through `black_box`; returns the new count.
+#[inline(never)]
+pub fn count_chunk(count: u64, n: u64) -> u64 {
+    let mut c = count;
+    for _ in 0..n {
+        c = black_box(c.wrapping_add(1));
+    }
+    c
+}
+
+/// Runs chunks of `chunk` iterations until `stop` is set or the count reaches
+/// `max_count`, publishing the count after each chunk if `publish` is given.
+/// Returns the final count (which is also the last value published).
+#[inline(never)]
+pub fn run_until(
+    stop: &AtomicBool,
+    publish: Option<&AtomicU64>,
+    chunk: u64,
+    start_count: u64,
+    max_count: u64,
+) -> u64 {
+    let mut count = start_count;
+    loop {
+        count = count_chunk(count, chunk);
+        if let Some(p) = publish {
+            p.store(count, Ordering::Release);
+        }
+        if stop.load(Ordering::Relaxed) || count >= max_count {
+            return count;
+        }
+    }
+}
+
+/// Runs chunks until CLOCK_MONOTONIC_RAW reaches `deadline_ns`; returns the
+/// count and the clock reading that ended the loop.
+#[inline(never)]
+pub fn run_until_clock(
+    publish: Option<&AtomicU64>,
+    chunk: u64,
+    start_count: u64,
+    deadline_ns: u64,
+) -> (u64, u64) {
+    let mut count = start_count;
+    loop {
+        count = count_chunk(count, chunk);
+        if let Some(p) = publish {
+            p.store(count, Ordering::Release);
+        }
+        let now = monotonic_raw_ns();
+        if now >= deadline_ns {
+            return (count, now);
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC_RAW in ns (vDSO).
+#[inline]
+pub fn monotonic_raw_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Calibrates the chunk: the largest power of two whose run takes at most
+/// [`TARGET_CHUNK_NS`] (clamped to 2^8..=2^24). Returns (chunk, ns per chunk).
+pub fn calibrate_chunk() -> (u64, f64) {
+    const PROBE: u64 = 1 << 16;
+    let mut best = u64::MAX;
+    for _ in 0..8 {
+        let t0 = monotonic_raw_ns();
+        black_box(count_chunk(0, PROBE));
+        let dt = monotonic_raw_ns().saturating_sub(t0);
+        best = best.min(dt.max(1));
+    }
+    let ns_per_iter = best as f64 / PROBE as f64;
+    let fit = (TARGET_CHUNK_NS / ns_per_iter).max(1.0);
+    let k = (fit.log2().floor() as u32).clamp(8, 24);
+    let chunk = 1u64 << k;
+    (chunk, chunk as f64 * ns_per_iter)
+}
+
+/// Timer margin for a duration: 2 ms + 0.1% of it.
+pub fn timer_margin(duration: Duration) -> Duration {
+    Duration::from_millis(2) + duration / 1000
+}
+
+/// Formats a CPU set as ranges, e.g. "0-1,4".
+fn format_cpus(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// CPUs this process may run on.
+pub fn allowed_cpus() -> Result<Vec<usize>, RunError> {
+    let set = rustix::thread::sched_getaffinity(None).map_err(|e| RunError::Affinity(e.into()))?;
+    Ok((0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .collect())
+}
+
+/// Pins the calling thread to `cpu`, checking first that it is allowed.
+pub fn pin_to_cpu(cpu: u32) -> Result<(), RunError> {
+    let allowed = allowed_cpus()?;
+    if !allowed.contains(&(cpu as usize)) {
+        return Err(RunError::CpuNotAllowed {
+            cpu,
+            allowed: format_cpus(&allowed),
+        });
+    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu as usize);
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| RunError::Pin {
+        cpu,
+        source: e.into(),
+    })
+}
+
+/// Validates, pins, sets up the counter, optionally waits for go, runs the
+/// timed loop and reports.
+pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
+    if opts.duration.is_zero() {
+        return Err(RunError::ZeroDuration);
+    }
+    if opts.wait_go && opts.counter.is_none() {
+        return Err(RunError::WaitGoWithoutCounter);
+    }
+    if let Some(cpu) = opts.cpu {
+        pin_to_cpu(cpu)?;
+        tracing::debug!(cpu, "pinned");
+    }
+    let writer = match &opts.counter {
+        Some(path) => Some(CounterWriter::create(path)?),
+        None => None,
+    };
+    let publish = writer.as_ref().map(CounterWriter::iterations_slot);
+
+    let (chunk, chunk_ns) = calibrate_chunk();
+    tracing::debug!(chunk, chunk_ns, "calibrated chunk");
+
+    let waited_go_ns = match (&writer, opts.wait_go) {
+        (Some(w), true) => {
+            let waited = w.wait_go(opts.go_timeout)?;
+            Some(waited.as_nanos() as u64)
+        }
+        (Some(w), false) => {
+            w.set_state(State::Ready);
+            None
+        }
+        _ => None,
+    };
+
+    let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
+    let margin = timer_margin(opts.duration);
+    let stop = sys::stop_flag();
+
+    let usage0 = sys::getrusage_self().ok_or(RunError::Rusage)?;
+    let cpu_start = rustix::thread::sched_getcpu() as u32;
+    #[cfg(target_arch = "x86_64")]
+    let tsc0 = sys::rdtsc_lfence();
+    let start_ns = monotonic_raw_ns();
+    let deadline_ns = start_ns.saturating_add(duration_ns);
+    if let Some(w) = &writer {
+        w.set_start_ns(start_ns);
+        w.set_state(State::Running);
+    }
+
+    let mut signal_seen_ns = None;
+    let mut count = 0u64;
+    let timer = if opts.duration > margin {
+        Some(sys::StopTimer::arm(opts.duration - margin).map_err(RunError::Timer)?)
+    } else {
+        None
+    };
+    if timer.is_some() {
+        count = run_until(stop, publish, chunk, count, u64::MAX);
+        signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
+    }
+    let (count, end_ns) = run_until_clock(publish, chunk, count, deadline_ns);
+    #[cfg(target_arch = "x86_64")]
+    let tsc_ticks = Some(sys::rdtsc_lfence().wrapping_sub(tsc0));
+    #[cfg(not(target_arch = "x86_64"))]
+    let tsc_ticks = None;
+    drop(timer);
+
+    if let Some(w) = &writer {
+        w.iterations_slot().store(count, Ordering::Release);
+        w.set_end_ns(end_ns);
+        w.set_state(State::Done);
+    }
+    let cpu_end = rustix::thread::sched_getcpu() as u32;
+    let usage1 = sys::getrusage_self().ok_or(RunError::Rusage)?;
+
+    let wall_ns = end_ns.saturating_sub(start_ns);
+    let overrun_ns = wall_ns as i64 - duration_ns as i64;
+    if overrun_ns > 1_000_000 {
+        tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
+    }
+    Ok(RunReport {
+        iterations: count,
+        duration_ns,
+        wall_ns,
+        overrun_ns,
+        tsc_ticks,
+        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
+        sys_ns: usage1.sys_ns.saturating_sub(usage0.sys_ns),
+        nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
+        nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
+        minflt: usage1.minflt.saturating_sub(usage0.minflt),
+        cpu_start,
+        cpu_end,
+        start_ns,
+        end_ns,
+        clock: CLOCK_NAME.to_string(),
+        stop_method: STOP_METHOD.to_string(),
+        pinned_cpu: opts.cpu,
+        chunk_iterations: chunk,
+        chunk_ns,
+        timer_margin_ns: margin.as_nanos() as u64,
+        signal_seen_ns,
+        waited_go_ns,
+        counter: opts.counter.as_ref().map(|p| p.display().to_string()),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_chunk_counts() {
+        assert_eq!(count_chunk(5, 1000), 1005);
+        assert_eq!(count_chunk(0, 0), 0);
+    }
+
+    #[test]
+    fn run_until_stops_at_max_and_publishes() {
+        let stop = AtomicBool::new(false);
+        let p = AtomicU64::new(0);
+        let n = run_until(&stop, Some(&p), 256, 0, 1000);
+        assert_eq!(n, 1024);
+        assert_eq!(p.load(Ordering::Relaxed), 1024);
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(run_until(&stop, None, 256, 0, u64::MAX), 256);
+    }
+
+    #[test]
+    fn cpu_ranges() {
+        assert_eq!(format_cpus(&[0, 1]), "0-1");
+        assert_eq!(format_cpus(&[0, 2, 3, 4, 7]), "0,2-4,7");
+        assert_eq!(format_cpus(&[]), "");
+    }
+
+    #[test]
+    fn calibration_is_a_power_of_two_in_range() {
+        let (chunk, ns) = calibrate_chunk();
+        assert!(chunk.is_power_of_two() && (256..=1 << 24).contains(&chunk));
+        assert!(ns > 0.0);
+    }
+}
