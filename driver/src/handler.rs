@@ -16,7 +16,7 @@
 //! of those pointers is kept (also those whose sample was lost or
 //! throttled); intervals of other pointers are counted as foreign.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -327,10 +327,184 @@ pub fn nmi_intervals(
     p
 }
 
-/// hrtimer source: pairs `hrtimer_expire_entry` (already filtered to
+/// An entry/exit pair before telling ours from foreign: 24 bytes, so the
+/// drain thread can keep hundreds of thousands per second cheaply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawInterval {
+    /// hrtimer pointer (0 for local_timer).
+    pub hrtimer: u64,
+    /// Entry time.
+    pub entry_ns: u64,
+    /// Exit - entry (saturated at u32::MAX ns).
+    pub duration_ns: u32,
+    /// CPU.
+    pub cpu: u32,
+}
+
+impl RawInterval {
+    fn exit_ns(&self) -> u64 {
+        self.entry_ns + u64::from(self.duration_ns)
+    }
+    fn interval(&self, source: HandlerSource) -> HandlerInterval {
+        HandlerInterval {
+            cpu: self.cpu,
+            entry_ns: self.entry_ns,
+            duration_ns: u64::from(self.duration_ns),
+            source,
+        }
+    }
+}
+
+/// Online pairing of entry/exit records in the order a ring delivers them:
+/// hrtimer records by (cpu, hrtimer pointer), local_timer records by cpu.
+#[derive(Debug, Default)]
+pub struct Pairer {
+    open: Vec<(u32, u64, u64)>,
+    known: Vec<(u32, u64)>,
+    /// Completed hrtimer pairs.
+    pub hrtimer: Vec<RawInterval>,
+    /// Completed local_timer pairs.
+    pub local_timer: Vec<RawInterval>,
+    /// hrtimer entries without exit.
+    pub hrtimer_unmatched_entries: u64,
+    /// hrtimer exits without entry, for pointers already seen at an entry
+    /// (other timers' exits are not filtered by the kernel and are ignored).
+    pub hrtimer_unmatched_exits: u64,
+    /// local_timer entries without exit.
+    pub local_unmatched_entries: u64,
+    /// local_timer exits without entry.
+    pub local_unmatched_exits: u64,
+}
+
+/// Key of an open local_timer entry (no hrtimer has this pointer).
+const LOCAL: u64 = u64::MAX;
+
+impl Pairer {
+    /// Feeds one record; NMI records are ignored.
+    #[inline]
+    pub fn push(&mut self, ev: &TraceEvent) {
+        match *ev {
+            TraceEvent::HrtimerEntry {
+                cpu,
+                time_ns,
+                hrtimer,
+            } => {
+                if self.open_entry(cpu, hrtimer, time_ns) {
+                    self.hrtimer_unmatched_entries += 1;
+                }
+                if !self.known.contains(&(cpu, hrtimer)) {
+                    self.known.push((cpu, hrtimer));
+                }
+            }
+            TraceEvent::HrtimerExit {
+                cpu,
+                time_ns,
+                hrtimer,
+            } => match self.close(cpu, hrtimer) {
+                Some(entry) => self.hrtimer.push(raw(hrtimer, cpu, entry, time_ns)),
+                None if self.known.contains(&(cpu, hrtimer)) => self.hrtimer_unmatched_exits += 1,
+                None => {}
+            },
+            TraceEvent::LocalTimerEntry { cpu, time_ns } => {
+                if self.open_entry(cpu, LOCAL, time_ns) {
+                    self.local_unmatched_entries += 1;
+                }
+            }
+            TraceEvent::LocalTimerExit { cpu, time_ns } => match self.close(cpu, LOCAL) {
+                Some(entry) => self.local_timer.push(raw(0, cpu, entry, time_ns)),
+                None => self.local_unmatched_exits += 1,
+            },
+            TraceEvent::Nmi { .. } => {}
+        }
+    }
+
+    /// Records an entry; true when one was already open for the key.
+    #[inline]
+    fn open_entry(&mut self, cpu: u32, key: u64, time: u64) -> bool {
+        if let Some(e) = self.open.iter_mut().find(|e| e.0 == cpu && e.1 == key) {
+            e.2 = time;
+            true
+        } else {
+            self.open.push((cpu, key, time));
+            false
+        }
+    }
+
+    #[inline]
+    fn close(&mut self, cpu: u32, key: u64) -> Option<u64> {
+        let i = self.open.iter().position(|e| e.0 == cpu && e.1 == key)?;
+        Some(self.open.swap_remove(i).2)
+    }
+
+    /// Counts the entries still open as unmatched.
+    pub fn finish(&mut self) {
+        for &(_, key, _) in &self.open {
+            if key == LOCAL {
+                self.local_unmatched_entries += 1;
+            } else {
+                self.hrtimer_unmatched_entries += 1;
+            }
+        }
+        self.open.clear();
+    }
+}
+
+fn raw(hrtimer: u64, cpu: u32, entry: u64, exit: u64) -> RawInterval {
+    RawInterval {
+        hrtimer,
+        entry_ns: entry,
+        duration_ns: u32::try_from(exit.saturating_sub(entry)).unwrap_or(u32::MAX),
+        cpu,
+    }
+}
+
+/// Keeps the hrtimer pairs of our pointers: those with at least one pair
+/// containing one of `samples` (sorted (cpu, time)). Returns our intervals
+/// (sorted by entry), the number of foreign pairs and our pointers.
+pub fn select_hrtimer(
+    pairs: &[RawInterval],
+    samples: &[(u32, u64)],
+) -> (Vec<HandlerInterval>, u64, HashSet<(u32, u64)>) {
+    let ours: HashSet<(u32, u64)> = pairs
+        .iter()
+        .filter(|i| contains_sample(samples, i.cpu, i.entry_ns, i.exit_ns()))
+        .map(|i| (i.cpu, i.hrtimer))
+        .collect();
+    let mut out = Vec::with_capacity(pairs.len());
+    let mut foreign = 0;
+    for p in pairs {
+        if ours.contains(&(p.cpu, p.hrtimer)) {
+            out.push(p.interval(HandlerSource::Hrtimer));
+        } else {
+            foreign += 1;
+        }
+    }
+    out.sort_by_key(|i| (i.entry_ns, i.cpu));
+    (out, foreign, ours)
+}
+
+/// Keeps the local_timer pairs that contain the entry of one of `inner`
+/// (our handler intervals); the others (ticks, other timers) are dropped
+/// without being counted.
+pub fn select_local_timer(
+    pairs: &[RawInterval],
+    inner: &[HandlerInterval],
+) -> Vec<HandlerInterval> {
+    let mut keys: Vec<(u32, u64)> = inner.iter().map(|i| (i.cpu, i.entry_ns)).collect();
+    keys.sort_unstable();
+    let mut out: Vec<HandlerInterval> = pairs
+        .iter()
+        .filter(|p| contains_sample(&keys, p.cpu, p.entry_ns, p.exit_ns()))
+        .map(|p| p.interval(HandlerSource::LocalTimer))
+        .collect();
+    out.sort_by_key(|i| (i.entry_ns, i.cpu));
+    out
+}
+
+/// hrtimer source over a batch of records: sorts them per CPU by time,
+/// drops exact duplicates, pairs `hrtimer_expire_entry` (already filtered to
 /// perf_swevent_hrtimer) with the next `hrtimer_expire_exit` of the same
-/// hrtimer pointer on the same CPU, then keeps the pointers that contain one
-/// of `samples` (sorted (cpu, time)); see the module docs.
+/// pointer on the same CPU, and keeps our pointers (see [`select_hrtimer`]).
 pub fn hrtimer_intervals(
     events: &[TraceEvent],
     samples: &[(u32, u64)],
@@ -345,68 +519,28 @@ pub fn hrtimer_intervals(
         })
         .copied()
         .collect();
-    let mut p = Pairing {
-        duplicates: sort_dedup(&mut evs),
-        ..Pairing::default()
-    };
-    let known: HashSet<(u32, u64)> = evs
-        .iter()
-        .filter_map(|e| match *e {
-            TraceEvent::HrtimerEntry { cpu, hrtimer, .. } => Some((cpu, hrtimer)),
-            _ => None,
-        })
-        .collect();
-    let mut open: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut all: Vec<(u64, HandlerInterval)> = Vec::new();
-    for e in evs {
-        match e {
-            TraceEvent::HrtimerEntry {
-                cpu,
-                time_ns,
-                hrtimer,
-            } if open.insert((cpu, hrtimer), time_ns).is_some() => {
-                p.unmatched_entries += 1;
-            }
-            TraceEvent::HrtimerExit {
-                cpu,
-                time_ns,
-                hrtimer,
-            } => match open.remove(&(cpu, hrtimer)) {
-                Some(entry) => all.push((
-                    hrtimer,
-                    HandlerInterval {
-                        cpu,
-                        entry_ns: entry,
-                        duration_ns: time_ns - entry,
-                        source: HandlerSource::Hrtimer,
-                    },
-                )),
-                None if known.contains(&(cpu, hrtimer)) => p.unmatched_exits += 1,
-                None => {}
-            },
-            _ => {}
-        }
+    let duplicates = sort_dedup(&mut evs);
+    let mut pairer = Pairer::default();
+    for e in &evs {
+        pairer.push(e);
     }
-    p.unmatched_entries += open.len() as u64;
-    let ours: HashSet<(u32, u64)> = all
-        .iter()
-        .filter(|(_, i)| contains_sample(samples, i.cpu, i.entry_ns, i.exit_ns()))
-        .map(|(ptr, i)| (i.cpu, *ptr))
-        .collect();
-    for (ptr, i) in all {
-        if ours.contains(&(i.cpu, ptr)) {
-            p.intervals.push(i);
-        } else {
-            p.foreign += 1;
-        }
-    }
-    p.intervals.sort_by_key(|i| (i.entry_ns, i.cpu));
-    (p, ours)
+    pairer.finish();
+    let (intervals, foreign, ours) = select_hrtimer(&pairer.hrtimer, samples);
+    (
+        Pairing {
+            intervals,
+            unmatched_entries: pairer.hrtimer_unmatched_entries,
+            unmatched_exits: pairer.hrtimer_unmatched_exits,
+            duplicates,
+            foreign,
+        },
+        ours,
+    )
 }
 
-/// local_timer source: pairs entry/exit per CPU in order and keeps the
-/// interrupts that contain one of `inner` (our handler intervals); the
-/// others (ticks, other timers) are dropped without being counted.
+/// local_timer source over a batch of records: pairs entry/exit per CPU in
+/// time order and keeps the interrupts around one of `inner` (see
+/// [`select_local_timer`]).
 pub fn local_timer_intervals(events: &[TraceEvent], inner: &[HandlerInterval]) -> Pairing {
     let mut evs: Vec<TraceEvent> = events
         .iter()
@@ -418,35 +552,17 @@ pub fn local_timer_intervals(events: &[TraceEvent], inner: &[HandlerInterval]) -
         })
         .copied()
         .collect();
-    let mut p = Pairing {
-        duplicates: sort_dedup(&mut evs),
-        ..Pairing::default()
-    };
-    let mut inner_keys: Vec<(u32, u64)> = inner.iter().map(|i| (i.cpu, i.entry_ns)).collect();
-    inner_keys.sort_unstable();
-    let mut open: HashMap<u32, u64> = HashMap::new();
-    for e in evs {
-        match e {
-            TraceEvent::LocalTimerEntry { cpu, time_ns } if open.insert(cpu, time_ns).is_some() => {
-                p.unmatched_entries += 1;
-            }
-            TraceEvent::LocalTimerExit { cpu, time_ns } => match open.remove(&cpu) {
-                Some(entry) => {
-                    if contains_sample(&inner_keys, cpu, entry, time_ns) {
-                        p.intervals.push(HandlerInterval {
-                            cpu,
-                            entry_ns: entry,
-                            duration_ns: time_ns - entry,
-                            source: HandlerSource::LocalTimer,
-                        });
-                    }
-                }
-                None => p.unmatched_exits += 1,
-            },
-            _ => {}
-        }
+    let duplicates = sort_dedup(&mut evs);
+    let mut pairer = Pairer::default();
+    for e in &evs {
+        pairer.push(e);
     }
-    p.unmatched_entries += open.len() as u64;
-    p.intervals.sort_by_key(|i| (i.entry_ns, i.cpu));
-    p
+    pairer.finish();
+    Pairing {
+        intervals: select_local_timer(&pairer.local_timer, inner),
+        unmatched_entries: pairer.local_unmatched_entries,
+        unmatched_exits: pairer.local_unmatched_exits,
+        duplicates,
+        foreign: 0,
+    }
 }

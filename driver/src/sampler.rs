@@ -15,7 +15,7 @@
 //! ring and SET_OUTPUT works, tracepoints CPU-wide on `measured_cpu`.
 //!
 //! The drain thread is pinned to `drain_cpu` (default: the first online CPU
-//! other than `measured_cpu`) and polls every ring every 10 ms; pairing of
+//! other than `measured_cpu`) and polls every ring every [`DRAIN_INTERVAL`] (50 ms); pairing of
 //! handler intervals happens in [`Sampler::finish`], not in the thread.
 
 use std::collections::HashMap;
@@ -264,21 +264,35 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-// Small records keep the drain cheap at 100 kHz (the drain thread's cost is
-// mostly pulling the ring's cache lines from the measured CPU): 40-byte
-// samples; tracepoints without TID (the raw data has common_pid).
-const SAMPLING_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU;
-const TRACE_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TIME | sample::CPU | sample::RAW;
+// Small records keep the drain cheap at 100 kHz: its cost is mostly pulling
+// the ring's cache lines over from the measured CPU. No PERF_SAMPLE_CPU (each
+// ring belongs to one CPU: the ring's CPU is the record's CPU), no TID on
+// tracepoints (their raw data has common_pid): 24-byte samples (32 with the
+// TID of Task scope), 64-byte hrtimer entries, 48-byte exits.
+const SAMPLING_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TIME;
+const TASK_SAMPLING_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TID | sample::TIME;
+const TRACE_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TIME | sample::RAW;
+/// How often the drain thread empties the rings. At 100 kHz with four
+/// tracepoints (~25 MB/s) a pass reads ~1.3 MB; the 16 MiB ring leaves over
+/// half a second of margin for a descheduled drain thread.
+pub const DRAIN_INTERVAL: Duration = Duration::from_millis(50);
 const READ_FORMAT: u64 =
     read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
 
-fn sampling_attr(event: EventKind, freq_hz: u64) -> Attr {
+fn sampling_sample_type(scope: Scope) -> u64 {
+    match scope {
+        Scope::Task(_) => TASK_SAMPLING_SAMPLE_TYPE,
+        _ => SAMPLING_SAMPLE_TYPE,
+    }
+}
+
+fn sampling_attr(event: EventKind, freq_hz: u64, sample_type: u64) -> Attr {
     let (t, c) = event.type_config();
     Attr::new()
         .type_(t)
         .config(c)
         .sample_freq(freq_hz)
-        .sample_type(SAMPLING_SAMPLE_TYPE)
+        .sample_type(sample_type)
         .read_format(READ_FORMAT)
         .sample_id_all(true)
         .disabled(true)
@@ -341,7 +355,8 @@ struct Shared {
 struct DrainOutput {
     sample_keys: Vec<(u32, u64)>,
     samples_all: u64,
-    trace: Vec<TraceEvent>,
+    pairer: handler::Pairer,
+    nmi: Vec<TraceEvent>,
     lost_records: u64,
     lost_samples: u64,
     throttled: u64,
@@ -396,7 +411,8 @@ impl Drainer {
                         }
                         Some(IdRole::Trace(layout)) => {
                             match s.raw.and_then(|raw| layout.decode(cpu, time, raw)) {
-                                Some(ev) => out.trace.push(ev),
+                                Some(ev @ TraceEvent::Nmi { .. }) => out.nmi.push(ev),
+                                Some(ev) => out.pairer.push(&ev),
                                 None => out.bad_trace_records += 1,
                             }
                         }
@@ -512,7 +528,7 @@ impl Sampler {
         let mut ids = HashMap::new();
         let mut measured_fd_index = None;
         for &cpu in &cpus {
-            let mut attr = sampling_attr(cfg.event, cfg.freq_hz);
+            let mut attr = sampling_attr(cfg.event, cfg.freq_hz, sampling_sample_type(cfg.scope));
             let ctx = OpenContext {
                 event: cfg.event.name().into(),
                 freq_hz: cfg.freq_hz,
@@ -539,11 +555,12 @@ impl Sampler {
         })?;
 
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
-        let initial =
-            Formats::single(SAMPLING_SAMPLE_TYPE, true).map_err(|source| PerfError::Decode {
+        let initial = Formats::single(sampling_sample_type(cfg.scope), true).map_err(|source| {
+            PerfError::Decode {
                 cpu: cfg.measured_cpu,
                 source,
-            })?;
+            }
+        })?;
         for ev in &events {
             rings.push(Ring::new(
                 ev.fd.as_fd(),
@@ -630,7 +647,7 @@ impl Sampler {
             .iter()
             .map(|(&id, r)| {
                 let t = match r {
-                    IdRole::Sampling => SAMPLING_SAMPLE_TYPE,
+                    IdRole::Sampling => sampling_sample_type(cfg.scope),
                     IdRole::Trace(_) => TRACE_SAMPLE_TYPE,
                 };
                 (id, t)
@@ -729,7 +746,7 @@ impl Sampler {
     }
 
     /// Samples counted by the drain thread so far (on the measured CPU; all
-    /// CPUs for Task scope). Lags by up to one poll (10 ms); see
+    /// CPUs for Task scope). Lags by up to one poll ([`DRAIN_INTERVAL`]); see
     /// [`Sampler::samples_synced`].
     pub fn samples_so_far(&self) -> u64 {
         self.shared.samples.load(Ordering::Acquire)
@@ -802,12 +819,14 @@ impl Sampler {
             .copied()
             .filter(|&(c, _)| c == self.cfg.measured_cpu)
             .collect();
+        let mut pairer = out.pairer;
+        pairer.finish();
         if self.cfg.trace_handler || self.cfg.trace_irq {
             let mut inner = Vec::new();
             if self.cfg.event.is_hardware() {
                 if self.cfg.trace_handler {
                     let p = handler::nmi_intervals(
-                        &out.trace,
+                        &out.nmi,
                         self.nmi_handler.unwrap_or(0),
                         Some(&traced_keys),
                     );
@@ -817,17 +836,14 @@ impl Sampler {
                     inner = p.intervals;
                 }
             } else {
-                let (p, _) = handler::hrtimer_intervals(&out.trace, &traced_keys);
-                duplicates += p.duplicates;
-                unmatched += p.unmatched();
-                foreign += p.foreign;
-                inner = p.intervals;
+                let (ours, f, _) = handler::select_hrtimer(&pairer.hrtimer, &traced_keys);
+                unmatched += pairer.hrtimer_unmatched_entries + pairer.hrtimer_unmatched_exits;
+                foreign += f;
+                inner = ours;
             }
             if self.cfg.trace_irq {
-                let p = handler::local_timer_intervals(&out.trace, &inner);
-                duplicates += p.duplicates;
-                unmatched += p.unmatched();
-                intervals.extend(p.intervals);
+                intervals.extend(handler::select_local_timer(&pairer.local_timer, &inner));
+                unmatched += pairer.local_unmatched_entries + pairer.local_unmatched_exits;
             }
             if self.cfg.trace_handler {
                 intervals.extend(inner);

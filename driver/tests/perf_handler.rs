@@ -110,13 +110,16 @@ fn hrtimer_pairs_by_pointer_and_keeps_only_our_timer() {
     let ours = 0xaaaa;
     let theirs = 0xbbbb;
     let events = vec![
-        exit(1, 500, ours), // exit before the first entry (tracing started mid-handler)
+        // Exit before any entry of that pointer (tracing started mid-handler):
+        // not yet known as a perf timer, so not counted.
+        exit(1, 500, ours),
         entry(1, 1_000, ours),
         exit(1, 2_300, ours),
         entry(1, 3_000, theirs), // another process's perf timer
         exit(1, 3_400, theirs),
         entry(1, 11_000, ours),
         exit(1, 12_000, ours), // our sample lost here: kept by pointer
+        exit(1, 12_500, ours), // a second exit: unmatched
         entry(1, 21_000, ours),
         exit(1, 21_900, ours),
         exit(1, 22_000, 0xcccc), // an unrelated timer's exit: not counted
