@@ -1,2 +1,24 @@
 //! Results directory -> utilisation and loss tables, fitted factors, plots,
 //! report, safe-rate recommendation and cross-host comparison.
+//!
+//! Layering (after criterion): `stats` and `fit` (pure numerics) ->
+//! `load` / `events` (the results format) -> `tables` (analysis) ->
+//! `report`, `recommend`, `compare` (outputs) -> `plots`.
+
+#![forbid(unsafe_code)]
+
+pub mod compare;
+pub mod error;
+pub mod events;
+pub mod fit;
+pub mod load;
+mod plots;
+pub mod recommend;
+pub mod reference;
+pub mod report;
+pub mod stats;
+pub mod tables;
+
+pub use error::AnalysisError;
+pub use events::write_intervals_parquet;
+pub use report::write_report;

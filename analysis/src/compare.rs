@@ -1,0 +1,201 @@
+//! `analysis compare DIR DIR...`: result sets side by side, always with the
+//! 2014 reference as one column.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::error::AnalysisError;
+use crate::load::load;
+use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
+use crate::report::fmt_est;
+use crate::tables::{Analysis, analyse};
+
+/// A comparison table: a header and rows of cells (first cell = quantity).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+struct Column {
+    label: String,
+    cpu: String,
+    a: Analysis,
+}
+
+fn opt(v: Option<f64>, d: usize) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.d$}"),
+        _ => String::new(),
+    }
+}
+
+/// Build the comparison of `dirs` (each a results directory).
+pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
+    let reference = Reference::article_2014()?;
+    let mut cols = Vec::new();
+    for dir in dirs {
+        let rs = load(dir)?;
+        let a = analyse(&rs)?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string());
+        let host = rs.manifest.host_label(dir);
+        let label = if name.contains(&host) {
+            name
+        } else {
+            format!("{host} ({name})")
+        };
+        cols.push(Column {
+            label,
+            cpu: rs.manifest.host_str("cpu_model").unwrap_or_default(),
+            a,
+        });
+    }
+    let mut header = vec!["quantity".to_string()];
+    header.extend(cols.iter().map(|c| c.label.clone()));
+    header.push("2014 reference".to_string());
+
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut push = |name: String, cells: Vec<String>, reference: String| {
+        let mut row = vec![name];
+        row.extend(cells);
+        row.push(reference);
+        rows.push(row);
+    };
+    push(
+        "cpu".to_string(),
+        cols.iter().map(|c| c.cpu.clone()).collect(),
+        "Intel Xeon E5530 @ 2.40GHz".to_string(),
+    );
+    push(
+        "sampling event".to_string(),
+        cols.iter().map(|c| c.a.events.join(", ")).collect(),
+        "cycles (PMU NMI)".to_string(),
+    );
+    push(
+        "scope".to_string(),
+        cols.iter().map(|c| c.a.scopes.join(", ")).collect(),
+        "system (-a)".to_string(),
+    );
+    push(
+        "delta util %/kHz (fit through origin)".to_string(),
+        cols.iter()
+            .map(|c| {
+                c.a.fits.util_origin.map_or(String::new(), |f| {
+                    let (lo, hi) = f.slope_ci();
+                    format!("{:.4} [{lo:.4}, {hi:.4}]", f.slope)
+                })
+            })
+            .collect(),
+        format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
+    );
+    push(
+        "delta, mean of util/kHz (article's estimator)".to_string(),
+        cols.iter()
+            .map(|c| opt(c.a.fits.delta_mean_ratio, 4))
+            .collect(),
+        format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
+    );
+    push(
+        "handler ns per sample".to_string(),
+        cols.iter()
+            .map(|c| opt(c.a.fits.cost_per_sample_ns, 0))
+            .collect(),
+        format!("{:.0}", ARTICLE_DELTA_PCT_PER_KHZ * 1e4),
+    );
+    push(
+        "loss % = a + b f: a (%)".to_string(),
+        cols.iter()
+            .map(|c| opt(c.a.fits.loss_line.map(|f| f.intercept), 3))
+            .collect(),
+        String::new(),
+    );
+    push(
+        "loss % = a + b f: b (%/kHz)".to_string(),
+        cols.iter()
+            .map(|c| opt(c.a.fits.loss_line.map(|f| f.slope), 4))
+            .collect(),
+        String::new(),
+    );
+    push(
+        "loss slope / util slope".to_string(),
+        cols.iter()
+            .map(|c| opt(c.a.fits.loss_to_util_slope_ratio, 2))
+            .collect(),
+        String::new(),
+    );
+
+    let mut freqs: BTreeSet<u64> = reference.util.iter().map(|(f, _)| *f).collect();
+    for c in &cols {
+        freqs.extend(c.a.util.iter().map(|r| r.freq_hz));
+        freqs.extend(c.a.loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
+    }
+    for &f in &freqs {
+        push(
+            format!("util % at {f} Hz"),
+            cols.iter()
+                .map(|c| {
+                    c.a.util
+                        .iter()
+                        .find(|r| r.freq_hz == f)
+                        .map_or(String::new(), |r| fmt_est(&r.util_pct, 4))
+                })
+                .collect(),
+            opt(reference.util_at(f), 4),
+        );
+    }
+    for &f in &freqs {
+        push(
+            format!("loss % at {f} Hz"),
+            cols.iter()
+                .map(|c| {
+                    c.a.primary_loss()
+                        .into_iter()
+                        .find(|r| r.freq_hz == f)
+                        .map_or(String::new(), |r| fmt_est(&r.loss_pct, 3))
+                })
+                .collect(),
+            opt(reference.loss_at(f), 2),
+        );
+    }
+    Ok(Comparison { header, rows })
+}
+
+impl Comparison {
+    /// Markdown table.
+    pub fn to_markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut s = format!(
+            "| {} |\n|{}\n",
+            self.header
+                .iter()
+                .map(|h| esc(h))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            "---|".repeat(self.header.len())
+        );
+        for row in &self.rows {
+            s.push_str(&format!(
+                "| {} |\n",
+                row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        s
+    }
+
+    /// CSV.
+    pub fn to_csv(&self) -> Result<String, AnalysisError> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let err = |e: csv::Error| AnalysisError::Invalid(format!("CSV output: {e}"));
+        w.write_record(&self.header).map_err(err)?;
+        for row in &self.rows {
+            w.write_record(row).map_err(err)?;
+        }
+        let bytes = w
+            .into_inner()
+            .map_err(|e| AnalysisError::Invalid(format!("CSV output: {e}")))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}

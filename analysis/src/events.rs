@@ -1,0 +1,213 @@
+//! `events/run-<id>.parquet`: writing the handler intervals (called by the
+//! driver) and aggregating them per run (the hot path of a report).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use crate::error::AnalysisError;
+
+/// Handler interval sources, as written in the `source` column.
+pub const SOURCE_NMI: &str = "nmi";
+/// perf_swevent_hrtimer expire entry/exit.
+pub const SOURCE_HRTIMER: &str = "hrtimer";
+/// irq_vectors:local_timer_entry/exit: the whole timer interrupt.
+pub const SOURCE_LOCAL_TIMER: &str = "local_timer";
+
+/// Most handler durations kept per run for the duration plot.
+const PLOT_SAMPLE_PER_RUN: usize = 20_000;
+
+/// Write the handler intervals of one util run as `events/run-<id>.parquet`
+/// (docs/results-format.md). The file appears atomically: it is written
+/// under a temporary name and renamed, so a reader never sees half a file.
+pub fn write_intervals_parquet(
+    path: &Path,
+    cpu: &[u32],
+    entry_ns: &[u64],
+    duration_ns: &[u64],
+    source: &[&str],
+) -> Result<(), AnalysisError> {
+    let n = cpu.len();
+    if entry_ns.len() != n || duration_ns.len() != n || source.len() != n {
+        return Err(AnalysisError::LengthMismatch {
+            path: path.to_path_buf(),
+            cpu: n,
+            entry: entry_ns.len(),
+            duration: duration_ns.len(),
+            source_len: source.len(),
+        });
+    }
+    let mut df = DataFrame::new(
+        n,
+        vec![
+            Column::new("cpu".into(), cpu),
+            Column::new("entry_ns".into(), entry_ns),
+            Column::new("duration_ns".into(), duration_ns),
+            Column::new("source".into(), source),
+        ],
+    )
+    .map_err(|e| AnalysisError::corrupt(path, format!("building the interval table: {e}")))?;
+
+    let tmp = tmp_path(path);
+    let file = File::create(&tmp).map_err(|e| AnalysisError::write(&tmp, e))?;
+    ParquetWriter::new(file)
+        .with_compression(ParquetCompression::Lz4Raw)
+        .finish(&mut df)
+        .map_err(|e| AnalysisError::write(&tmp, std::io::Error::other(e.to_string())))?;
+    std::fs::rename(&tmp, path).map_err(|e| AnalysisError::write(path, e))?;
+    Ok(())
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// Summary of a set of interval durations (ns).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct IntervalStats {
+    pub count: u64,
+    pub sum_ns: u64,
+    pub mean_ns: f64,
+    /// Quantiles interpolate linearly between order statistics (numpy's
+    /// default, "type 7").
+    pub median_ns: f64,
+    pub p99_ns: f64,
+    pub max_ns: u64,
+}
+
+impl IntervalStats {
+    /// Summarise `durations` (reordered in place).
+    pub fn from_durations(durations: &mut [u64]) -> Self {
+        let count = durations.len() as u64;
+        if durations.is_empty() {
+            return Self::default();
+        }
+        let sum_ns: u64 = durations.iter().sum();
+        let max_ns = durations.iter().copied().max().unwrap_or(0);
+        let median_ns = quantile_select(durations, 0.5);
+        let p99_ns = quantile_select(durations, 0.99);
+        Self {
+            count,
+            sum_ns,
+            mean_ns: sum_ns as f64 / count as f64,
+            median_ns,
+            p99_ns,
+            max_ns,
+        }
+    }
+}
+
+/// Type-7 quantile by selection (O(n)), reordering `v`.
+fn quantile_select(v: &mut [u64], q: f64) -> f64 {
+    let n = v.len();
+    if n == 1 {
+        return v[0] as f64;
+    }
+    let pos = q * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let frac = pos - lo as f64;
+    let (_, lo_val, upper) = v.select_nth_unstable(lo);
+    let lo_val = *lo_val;
+    if frac == 0.0 || upper.is_empty() {
+        return lo_val as f64;
+    }
+    let hi_val = upper.iter().copied().min().unwrap_or(lo_val);
+    lo_val as f64 + frac * (hi_val as f64 - lo_val as f64)
+}
+
+/// Per-run aggregate of the handler intervals on the measured CPU.
+#[derive(Debug, Clone, Default)]
+pub struct RunIntervals {
+    /// Sampling handler (`hrtimer` or `nmi`) on the measured CPU.
+    pub handler: IntervalStats,
+    /// Whole timer interrupt (`local_timer`) on the measured CPU, if captured.
+    pub local_timer: Option<IntervalStats>,
+    /// Which handler sources were seen (on any CPU).
+    pub handler_sources: Vec<String>,
+    /// Intervals on other CPUs (not counted).
+    pub other_cpu: u64,
+    /// A strided sample of handler durations (ns) for plots.
+    pub sample_ns: Vec<u64>,
+}
+
+/// Aggregate an interval table (columns `cpu`, `duration_ns`, `source`) for
+/// the measured CPU `cpu`. Other columns are ignored.
+pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunIntervals> {
+    if df.should_rechunk() {
+        df.rechunk_mut_par();
+    }
+    let cpus = df.column("cpu")?.cast(&DataType::UInt32)?;
+    let durs = df.column("duration_ns")?.cast(&DataType::UInt64)?;
+    let cpus = cpus.u32()?.rechunk();
+    let durs = durs.u64()?.rechunk();
+    let cpus = cpus.cont_slice()?;
+    let durs = durs.cont_slice()?;
+    let sources = df.column("source")?.str()?.rechunk();
+
+    let mut handler: Vec<u64> = Vec::with_capacity(durs.len());
+    let mut local: Vec<u64> = Vec::new();
+    let mut other_cpu = 0u64;
+    let (mut seen_nmi, mut seen_hrtimer) = (false, false);
+    let mut offset = 0usize;
+    for arr in sources.downcast_iter() {
+        let len = arr.len();
+        let c = &cpus[offset..offset + len];
+        let d = &durs[offset..offset + len];
+        for ((src, &cpu_i), &dur) in arr.values_iter().zip(c).zip(d) {
+            let is_nmi = src == SOURCE_NMI;
+            let is_hr = src == SOURCE_HRTIMER;
+            seen_nmi |= is_nmi;
+            seen_hrtimer |= is_hr;
+            if cpu_i != cpu {
+                other_cpu += 1;
+            } else if is_nmi || is_hr {
+                handler.push(dur);
+            } else if src == SOURCE_LOCAL_TIMER {
+                local.push(dur);
+            }
+        }
+        offset += len;
+    }
+
+    let step = handler.len().div_ceil(PLOT_SAMPLE_PER_RUN).max(1);
+    let sample_ns: Vec<u64> = handler.iter().step_by(step).copied().collect();
+    let mut handler_sources = Vec::new();
+    if seen_hrtimer {
+        handler_sources.push(SOURCE_HRTIMER.to_string());
+    }
+    if seen_nmi {
+        handler_sources.push(SOURCE_NMI.to_string());
+    }
+    Ok(RunIntervals {
+        handler: IntervalStats::from_durations(&mut handler),
+        local_timer: (!local.is_empty()).then(|| IntervalStats::from_durations(&mut local)),
+        handler_sources,
+        other_cpu,
+        sample_ns,
+    })
+}
+
+/// Lazily scan one run's parquet file (projection: cpu, duration_ns,
+/// source) and aggregate it for the measured CPU.
+pub fn read_run_intervals(path: &Path, cpu: u32) -> Result<RunIntervals, AnalysisError> {
+    if !path.exists() {
+        return Err(AnalysisError::Missing {
+            path: path.to_path_buf(),
+            what: "handler intervals of a util run",
+        });
+    }
+    let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
+    let pl_path = PlRefPath::try_from_path(path).map_err(corrupt)?;
+    let mut df = LazyFrame::scan_parquet(pl_path, ScanArgsParquet::default())
+        .map_err(corrupt)?
+        .select([col("cpu"), col("duration_ns"), col("source")])
+        .collect()
+        .map_err(corrupt)?;
+    aggregate_intervals(&mut df, cpu).map_err(corrupt)
+}

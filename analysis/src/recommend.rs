@@ -1,0 +1,225 @@
+//! `analysis recommend DIR --budget 1%`: the highest sampling frequency
+//! whose loss stays within a budget at the upper end of its 95 % interval.
+
+use crate::error::AnalysisError;
+use crate::tables::Analysis;
+
+/// Budget used in the report's summary.
+pub const DEFAULT_BUDGET_PCT: f64 = 1.0;
+
+/// A recommendation and its reasoning.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Recommendation {
+    pub budget_pct: f64,
+    /// Highest frequency (Hz) within budget; None when no measured rate is.
+    pub max_hz: Option<f64>,
+    /// Whether `max_hz` lies between measured frequencies, read off the
+    /// fitted loss line's upper 95 % band.
+    pub interpolated: bool,
+    /// Highest measured frequency within budget.
+    pub measured_hz: Option<u64>,
+    /// Loss upper bound (%) at `measured_hz`.
+    pub measured_upper_pct: Option<f64>,
+    /// A prime just below max_hz (rounded to 2 significant figures).
+    pub suggested_hz: Option<u64>,
+    /// False when the data cannot resolve the budget (interval too wide).
+    pub resolvable: bool,
+    /// Two lines of reasoning.
+    pub reasoning: Vec<String>,
+}
+
+impl Recommendation {
+    /// One-line answer.
+    pub fn headline(&self) -> String {
+        match (self.suggested_hz, self.max_hz) {
+            (Some(s), Some(m)) => {
+                format!("sample at {s} Hz (highest rate within budget: {m:.0} Hz)")
+            }
+            (None, Some(m)) => format!("highest rate within budget: {m:.0} Hz"),
+            _ if !self.resolvable => {
+                "budget below what the data can resolve; no rate recommended".to_string()
+            }
+            _ => "no measured rate stays within the budget".to_string(),
+        }
+    }
+}
+
+/// Parse `1%`, `1`, `0.5 %` as a budget in percent.
+pub fn parse_budget(s: &str) -> Result<f64, AnalysisError> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 100.0 && v.is_finite() => Ok(v),
+        _ => Err(AnalysisError::Invalid(format!(
+            "--budget `{s}`: expected a loss budget in percent between 0 and 100, e.g. `--budget 1%`"
+        ))),
+    }
+}
+
+fn is_prime(n: u64) -> bool {
+    if n < 2 {
+        return false;
+    }
+    let mut d = 2;
+    while d * d <= n {
+        if n.is_multiple_of(d) {
+            return false;
+        }
+        d += 1;
+    }
+    true
+}
+
+/// The largest prime <= `hz` rounded down to two significant figures
+/// (1000 -> 997, 100 -> 97, 4000 -> 3989): profilers use such rates so that
+/// sampling does not fall into lock-step with periodic work.
+pub fn nice_prime_below(hz: f64) -> Option<u64> {
+    if hz.is_nan() || hz < 2.0 {
+        return None;
+    }
+    let h = hz.floor() as u64;
+    let digits = h.to_string().len() as u32;
+    let scale = 10u64.pow(digits.saturating_sub(2));
+    let nice = (h / scale) * scale;
+    (2..=nice).rev().find(|&n| is_prime(n))
+}
+
+/// Recommend a rate for `budget_pct` from the analysis' primary loss rows
+/// (paired design where present) and the fitted loss line.
+pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
+    let pts = a.primary_loss();
+    let pts: Vec<_> = pts
+        .into_iter()
+        .filter(|r| r.loss_pct.hi.is_finite())
+        .collect();
+    if pts.is_empty() {
+        return Err(AnalysisError::Insufficient(
+            "no loss measurement with a 95% interval (need loss runs at 0 Hz and at least one \
+             frequency, two or more repetitions each, or paired runs)"
+                .to_string(),
+        ));
+    }
+    let mut rec = Recommendation {
+        budget_pct,
+        max_hz: None,
+        interpolated: false,
+        measured_hz: None,
+        measured_upper_pct: None,
+        suggested_hz: None,
+        resolvable: true,
+        reasoning: Vec::new(),
+    };
+    let lowest = pts[0];
+    let hw = lowest.loss_pct.half_width();
+    if hw > budget_pct {
+        rec.resolvable = false;
+        rec.reasoning = vec![
+            format!(
+                "The 95% interval of the loss at the lowest measured rate, {} Hz, is +-{:.2} percentage points wide, more than the {budget_pct}% budget.",
+                lowest.freq_hz, hw
+            ),
+            "The data cannot tell whether any rate stays within this budget: measure more repetitions (or the paired design) or give a larger budget.".to_string(),
+        ];
+        return Ok(rec);
+    }
+    // Highest measured frequency below which every measured one is within
+    // budget (conservative against a noisy dip).
+    let mut safe = None;
+    let mut next = None;
+    for r in &pts {
+        if r.loss_pct.hi <= budget_pct {
+            safe = Some(*r);
+        } else {
+            next = Some(*r);
+            break;
+        }
+    }
+    let Some(safe) = safe else {
+        rec.reasoning = vec![
+            format!(
+                "Even at the lowest measured rate, {} Hz, the loss is {:.3}% with a 95% upper bound of {:.3}%, above the {budget_pct}% budget.",
+                lowest.freq_hz, lowest.loss_pct.value, lowest.loss_pct.hi
+            ),
+            "No measured rate is safe; a lower rate may be, but it was not measured (the fixed cost of having perf on may already exceed the budget).".to_string(),
+        ];
+        return Ok(rec);
+    };
+    rec.measured_hz = Some(safe.freq_hz);
+    rec.measured_upper_pct = Some(safe.loss_pct.hi);
+    let mut max_hz = safe.freq_hz as f64;
+    let mut how = String::new();
+    if let (Some(next), Some(fit)) = (next, a.fits.loss_line) {
+        let upper = |f_hz: f64| {
+            let x = f_hz / 1000.0;
+            fit.at(x) + fit.band_half_width(x)
+        };
+        let (mut lo, mut hi) = (safe.freq_hz as f64, next.freq_hz as f64);
+        if upper(lo) <= budget_pct && fit.slope > 0.0 {
+            if upper(hi) <= budget_pct {
+                lo = hi;
+            } else {
+                for _ in 0..100 {
+                    let mid = 0.5 * (lo + hi);
+                    if upper(mid) <= budget_pct {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+            }
+            // Never above the first measured rate that failed.
+            if lo > max_hz && lo < next.freq_hz as f64 {
+                max_hz = lo;
+                rec.interpolated = true;
+                how = format!(
+                    " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {:.0} Hz.",
+                    fit.intercept, fit.slope, max_hz
+                );
+            }
+        }
+    }
+    rec.max_hz = Some(max_hz);
+    rec.suggested_hz = nice_prime_below(max_hz);
+    let first = match next {
+        Some(n) => format!(
+            "At {} Hz the loss is {:.3}% (95% upper bound {:.3}% <= {budget_pct}%); at {} Hz the upper bound {:.3}% exceeds the budget.{how}",
+            safe.freq_hz, safe.loss_pct.value, safe.loss_pct.hi, n.freq_hz, n.loss_pct.hi
+        ),
+        None => format!(
+            "Every measured rate is within budget; the highest, {} Hz, loses {:.3}% (95% upper bound {:.3}%); rates above it were not measured, so none is recommended.",
+            safe.freq_hz, safe.loss_pct.value, safe.loss_pct.hi
+        ),
+    };
+    let second = match rec.suggested_hz {
+        Some(p) => format!(
+            "Suggested {p} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; loss from the {} design ({}).",
+            safe.design, safe.method
+        ),
+        None => format!("Loss from the {} design ({}).", safe.design, safe.method),
+    };
+    rec.reasoning = vec![first, second];
+    Ok(rec)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primes() {
+        assert_eq!(nice_prime_below(1000.0), Some(997));
+        assert_eq!(nice_prime_below(100.0), Some(97));
+        assert_eq!(nice_prime_below(4000.0), Some(3989));
+        assert_eq!(nice_prime_below(3456.7), Some(3391));
+        assert_eq!(nice_prime_below(1.0), None);
+    }
+
+    #[test]
+    fn budgets() {
+        assert_eq!(parse_budget("1%").unwrap(), 1.0);
+        assert_eq!(parse_budget(" 0.5 % ").unwrap(), 0.5);
+        assert!(parse_budget("abc").is_err());
+        assert!(parse_budget("0").is_err());
+        assert!(parse_budget("150%").is_err());
+    }
+}

@@ -1,0 +1,134 @@
+//! The 2014 article's published tables, shipped as data in
+//! results/reference/article-2014/ (see its README for provenance) and
+//! embedded here so every report can show them.
+
+use crate::error::AnalysisError;
+
+/// The article's stated factor: util % = delta x f_kHz.
+pub const ARTICLE_DELTA_PCT_PER_KHZ: f64 = 0.157_431_335_4;
+
+const UTIL_CSV: &str = include_str!("../../results/reference/article-2014/util.csv");
+const LOSS_CSV: &str = include_str!("../../results/reference/article-2014/loss.csv");
+const UTIL_PATH: &str = "results/reference/article-2014/util.csv";
+const LOSS_PATH: &str = "results/reference/article-2014/loss.csv";
+
+/// One row of the article's Table 2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefLoss {
+    pub freq_hz: u64,
+    pub runs: Vec<u64>,
+    pub mean: f64,
+    /// As printed (rounded to 2 decimals by the author).
+    pub loss_pct: f64,
+}
+
+/// The article's two tables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// (freq_hz, util_pct)
+    pub util: Vec<(u64, f64)>,
+    pub loss: Vec<RefLoss>,
+}
+
+impl Reference {
+    /// The embedded copy of results/reference/article-2014.
+    pub fn article_2014() -> Result<Self, AnalysisError> {
+        Ok(Self {
+            util: parse_util(UTIL_CSV)?,
+            loss: parse_loss(LOSS_CSV)?,
+        })
+    }
+
+    /// Utilisation at a frequency, if the article measured it.
+    pub fn util_at(&self, freq_hz: u64) -> Option<f64> {
+        self.util
+            .iter()
+            .find(|(f, _)| *f == freq_hz)
+            .map(|(_, u)| *u)
+    }
+
+    /// Loss at a frequency, if the article measured it.
+    pub fn loss_at(&self, freq_hz: u64) -> Option<f64> {
+        self.loss
+            .iter()
+            .find(|r| r.freq_hz == freq_hz)
+            .map(|r| r.loss_pct)
+    }
+}
+
+fn rows(text: &str, path: &str) -> Result<Vec<csv::StringRecord>, AnalysisError> {
+    csv::Reader::from_reader(text.as_bytes())
+        .records()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| AnalysisError::corrupt(path, e))
+}
+
+fn num<T: std::str::FromStr>(
+    rec: &csv::StringRecord,
+    i: usize,
+    path: &str,
+) -> Result<T, AnalysisError>
+where
+    T::Err: std::fmt::Display,
+{
+    let field = rec.get(i).unwrap_or("");
+    field
+        .trim()
+        .parse::<T>()
+        .map_err(|e| AnalysisError::corrupt(path, format!("field {i} `{field}`: {e}")))
+}
+
+fn parse_util(text: &str) -> Result<Vec<(u64, f64)>, AnalysisError> {
+    rows(text, UTIL_PATH)?
+        .iter()
+        .map(|r| Ok((num(r, 0, UTIL_PATH)?, num(r, 1, UTIL_PATH)?)))
+        .collect()
+}
+
+fn parse_loss(text: &str) -> Result<Vec<RefLoss>, AnalysisError> {
+    rows(text, LOSS_PATH)?
+        .iter()
+        .map(|r| {
+            let n = r.len();
+            if n < 4 {
+                return Err(AnalysisError::corrupt(LOSS_PATH, "fewer than 4 fields"));
+            }
+            Ok(RefLoss {
+                freq_hz: num(r, 0, LOSS_PATH)?,
+                runs: (1..n - 2)
+                    .map(|i| num(r, i, LOSS_PATH))
+                    .collect::<Result<_, _>>()?,
+                mean: num(r, n - 2, LOSS_PATH)?,
+                loss_pct: num(r, n - 1, LOSS_PATH)?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_tables_are_self_consistent() {
+        let r = Reference::article_2014().unwrap();
+        assert_eq!(r.util.len(), 5);
+        assert_eq!(r.loss.len(), 6);
+        let base = r.loss[0].mean;
+        for row in &r.loss {
+            assert_eq!(row.runs.len(), 5);
+            let m = row.runs.iter().sum::<u64>() as f64 / 5.0;
+            assert!((m - row.mean).abs() < 0.11, "{} {}", m, row.mean);
+            // The printed loss is 1 - mean/mean0 rounded to 2 decimals.
+            let loss = 100.0 * (1.0 - row.mean / base);
+            assert!(
+                (loss - row.loss_pct).abs() < 0.006,
+                "{} vs {}",
+                loss,
+                row.loss_pct
+            );
+        }
+        assert_eq!(r.util_at(4000), Some(0.5585349));
+    }
+}

@@ -1,0 +1,634 @@
+//! Results set -> Table 1 (handler utilisation), Table 2 (performance loss),
+//! tracing cost, fitted factors and warnings.
+
+use std::collections::BTreeMap;
+
+use crate::error::AnalysisError;
+use crate::events::{IntervalStats, RunIntervals, read_run_intervals};
+use crate::fit::{LineFit, fit_line, fit_origin, weights_from_variances};
+use crate::load::{Phase, ResultSet, Run};
+use crate::stats::{Estimate, loss_delta, mean, t_interval};
+
+/// Achieved rate below this fraction of the request is a warning.
+pub const ACHIEVED_RATE_WARN: f64 = 0.9;
+/// Loss in util runs above loss runs by more than this (percentage points)
+/// is a tracing-overhead warning.
+pub const TRACING_WARN_PP: f64 = 1.0;
+
+/// Table 1 row: handler utilisation at one frequency.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UtilRow {
+    pub freq_hz: u64,
+    pub runs: usize,
+    /// Handler calls per second of window on the measured CPU (mean over runs).
+    pub calls_per_s: f64,
+    /// Pooled mean handler duration (sum of durations / number of calls).
+    pub mean_ns: f64,
+    /// Median over runs of each run's median / p99 handler duration.
+    pub median_ns: f64,
+    pub p99_ns: f64,
+    /// Handler utilisation, % of the window, t interval over runs.
+    pub util_pct: Estimate,
+    /// Whole timer interrupt (local_timer) utilisation, when captured.
+    pub local_timer_util_pct: Option<Estimate>,
+    /// Mean achieved sample rate (runs.csv achieved_hz).
+    pub achieved_hz: f64,
+}
+
+/// Table 2 row: performance loss at one frequency for one design.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LossRow {
+    pub freq_hz: u64,
+    pub design: String,
+    /// How the interval was computed.
+    pub method: String,
+    /// Loop counts of the runs, in repetition order.
+    pub iterations: Vec<u64>,
+    pub mean_iterations: f64,
+    /// Loss in %, with its 95 % interval (NaN value for a design without
+    /// a baseline).
+    pub loss_pct: Estimate,
+}
+
+/// Loss with tracepoints on (util runs) next to loss without.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TracingRow {
+    pub freq_hz: u64,
+    pub loss_pct: Option<Estimate>,
+    pub loss_util_runs_pct: Estimate,
+}
+
+impl TracingRow {
+    /// Extra loss caused by tracing the handler (percentage points).
+    pub fn tracing_cost_pp(&self) -> f64 {
+        self.loss_pct
+            .map_or(f64::NAN, |l| self.loss_util_runs_pct.value - l.value)
+    }
+}
+
+/// The fitted factors (frequencies in kHz, utilisation and loss in %).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Fits {
+    /// util % = delta x f_kHz (the article's form).
+    pub util_origin: Option<LineFit>,
+    /// util % = a + b f_kHz.
+    pub util_line: Option<LineFit>,
+    /// loss % = a + b f_kHz (a: fixed cost of having perf on; b: per sample).
+    pub loss_line: Option<LineFit>,
+    /// delta x 10^4: handler CPU time per sample in ns. util% / 100 =
+    /// t_sample x f_Hz and f_Hz = 1000 f_kHz, so t_sample = delta / 10^5 s.
+    pub cost_per_sample_ns: Option<f64>,
+    /// The same from the slope of util = a + b f.
+    pub cost_per_sample_line_ns: Option<f64>,
+    /// The article's own estimator: the mean over frequencies of util/f_kHz.
+    pub delta_mean_ratio: Option<f64>,
+    /// Loss slope / util slope: how much more the application loses per
+    /// sample than the handler's own CPU time.
+    pub loss_to_util_slope_ratio: Option<f64>,
+}
+
+/// Durations sample for the distribution plot.
+#[derive(Debug, Clone)]
+pub struct DurationGroup {
+    pub freq_hz: u64,
+    pub durations_ns: Vec<u64>,
+}
+
+/// A paired run's phase trace (for plots).
+#[derive(Debug, Clone)]
+pub struct PairedRunTrace {
+    pub run_id: i64,
+    pub freq_hz: u64,
+    pub t_s: Vec<f64>,
+    pub rate: Vec<f64>,
+    pub sampling: Vec<bool>,
+}
+
+/// Everything the report, recommendation and comparison need.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub util: Vec<UtilRow>,
+    pub loss: Vec<LossRow>,
+    pub tracing: Vec<TracingRow>,
+    pub fits: Fits,
+    pub warnings: Vec<String>,
+    pub durations: Vec<DurationGroup>,
+    pub paired: Vec<PairedRunTrace>,
+    /// Per-run aggregates of util runs, by run_id.
+    pub run_intervals: BTreeMap<i64, RunIntervals>,
+    /// Sampling events opened (non-empty, distinct).
+    pub events: Vec<String>,
+    pub scopes: Vec<String>,
+}
+
+impl Analysis {
+    /// The loss row used for fits and the recommendation at a frequency:
+    /// the paired design where it exists (drift cancels within ABBA
+    /// groups), else the classic one.
+    pub fn primary_loss(&self) -> Vec<&LossRow> {
+        let mut by_freq: BTreeMap<u64, &LossRow> = BTreeMap::new();
+        for row in &self.loss {
+            if row.freq_hz == 0 || !row.loss_pct.value.is_finite() {
+                continue;
+            }
+            match by_freq.get(&row.freq_hz) {
+                Some(prev) if prev.design == "paired" => {}
+                _ => {
+                    by_freq.insert(row.freq_hz, row);
+                }
+            }
+        }
+        by_freq.into_values().collect()
+    }
+}
+
+/// Read every util run's intervals (in parallel over runs) and build all
+/// tables.
+pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+    let util_runs: Vec<&Run> = rs
+        .runs
+        .iter()
+        .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0)
+        .collect();
+    let run_intervals = read_all_intervals(rs, &util_runs)?;
+    Ok(analyse_with(rs, run_intervals))
+}
+
+fn read_all_intervals(
+    rs: &ResultSet,
+    runs: &[&Run],
+) -> Result<BTreeMap<i64, RunIntervals>, AnalysisError> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+        .min(runs.len().max(1));
+    let chunk = runs.len().div_ceil(workers).max(1);
+    let results: Vec<Result<Vec<(i64, RunIntervals)>, AnalysisError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|r| {
+                            Ok((
+                                r.run_id,
+                                read_run_intervals(&rs.events_path(r.run_id), r.cpu)?,
+                            ))
+                        })
+                        .collect::<Result<Vec<_>, AnalysisError>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(AnalysisError::Insufficient(
+                        "a worker reading events/*.parquet panicked".to_string(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut map = BTreeMap::new();
+    for part in results {
+        map.extend(part?);
+    }
+    Ok(map)
+}
+
+fn by_freq<'a>(runs: impl Iterator<Item = &'a Run>) -> BTreeMap<u64, Vec<&'a Run>> {
+    let mut m: BTreeMap<u64, Vec<&Run>> = BTreeMap::new();
+    for r in runs {
+        m.entry(r.freq_hz).or_default().push(r);
+    }
+    for v in m.values_mut() {
+        v.sort_by_key(|r| (r.rep, r.run_id));
+    }
+    m
+}
+
+/// Build the tables from already aggregated intervals.
+pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) -> Analysis {
+    let util_runs = by_freq(
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0),
+    );
+    let mut util = Vec::new();
+    let mut durations = Vec::new();
+    for (&freq_hz, runs) in &util_runs {
+        let mut utils = Vec::new();
+        let mut lt_utils = Vec::new();
+        let mut calls = Vec::new();
+        let mut medians = Vec::new();
+        let mut p99s = Vec::new();
+        let (mut sum, mut count) = (0u64, 0u64);
+        let mut sample = Vec::new();
+        for r in runs {
+            let Some(iv) = run_intervals.get(&r.run_id) else {
+                continue;
+            };
+            let window = r.window_ns as f64;
+            if window <= 0.0 {
+                continue;
+            }
+            utils.push(iv.handler.sum_ns as f64 / window * 100.0);
+            calls.push(iv.handler.count as f64 / (window * 1e-9));
+            if let Some(lt) = &iv.local_timer {
+                lt_utils.push(lt.sum_ns as f64 / window * 100.0);
+            }
+            if iv.handler.count > 0 {
+                medians.push(iv.handler.median_ns);
+                p99s.push(iv.handler.p99_ns);
+            }
+            sum += iv.handler.sum_ns;
+            count += iv.handler.count;
+            sample.extend_from_slice(&iv.sample_ns);
+        }
+        if utils.is_empty() {
+            continue;
+        }
+        let achieved: Vec<f64> = runs
+            .iter()
+            .map(|r| r.achieved_hz)
+            .filter(|v| v.is_finite())
+            .collect();
+        util.push(UtilRow {
+            freq_hz,
+            runs: utils.len(),
+            calls_per_s: mean(&calls),
+            mean_ns: if count > 0 {
+                sum as f64 / count as f64
+            } else {
+                f64::NAN
+            },
+            median_ns: crate::stats::median(&medians),
+            p99_ns: crate::stats::median(&p99s),
+            util_pct: t_interval(&utils),
+            local_timer_util_pct: (lt_utils.len() == utils.len()).then(|| t_interval(&lt_utils)),
+            achieved_hz: mean(&achieved),
+        });
+        durations.push(DurationGroup {
+            freq_hz,
+            durations_ns: sample,
+        });
+    }
+
+    // Table 2, classic design.
+    let classic = by_freq(
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == "loss" && r.design != "paired"),
+    );
+    let baseline: Vec<f64> = classic
+        .get(&0)
+        .map(|v| v.iter().map(|r| r.rate()).collect())
+        .unwrap_or_default();
+    let mut loss = Vec::new();
+    for (&freq_hz, runs) in &classic {
+        let rates: Vec<f64> = runs.iter().map(|r| r.rate()).collect();
+        let loss_pct = if freq_hz == 0 {
+            Estimate {
+                value: 0.0,
+                lo: f64::NAN,
+                hi: f64::NAN,
+                se: f64::NAN,
+                n: rates.len(),
+            }
+        } else if baseline.is_empty() {
+            Estimate::point(f64::NAN, rates.len())
+        } else {
+            loss_delta(&rates, &baseline)
+        };
+        let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
+        loss.push(LossRow {
+            freq_hz,
+            design: "classic".to_string(),
+            method: "1 - mean(F)/mean(0); delta method, t on Welch df".to_string(),
+            mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            iterations,
+            loss_pct,
+        });
+    }
+
+    // Table 2, paired design.
+    let paired_runs = by_freq(
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == "loss" && r.design == "paired"),
+    );
+    let mut phases_by_run: BTreeMap<i64, Vec<&Phase>> = BTreeMap::new();
+    for p in &rs.phases {
+        phases_by_run.entry(p.run_id).or_default().push(p);
+    }
+    for v in phases_by_run.values_mut() {
+        v.sort_by_key(|p| p.phase);
+    }
+    let mut paired = Vec::new();
+    for (&freq_hz, runs) in &paired_runs {
+        let mut pair_losses = Vec::new();
+        for r in runs {
+            let Some(phases) = phases_by_run.get(&r.run_id) else {
+                continue;
+            };
+            pair_losses.extend(abba_losses(phases));
+            if let Some(first) = phases.first() {
+                let t0 = first.start_ns;
+                paired.push(PairedRunTrace {
+                    run_id: r.run_id,
+                    freq_hz,
+                    t_s: phases
+                        .iter()
+                        .map(|p| (p.start_ns.saturating_sub(t0)) as f64 * 1e-9)
+                        .collect(),
+                    rate: phases.iter().map(|p| p.rate()).collect(),
+                    sampling: phases.iter().map(|p| p.sampling).collect(),
+                });
+            }
+        }
+        let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
+        loss.push(LossRow {
+            freq_hz,
+            design: "paired".to_string(),
+            method: format!(
+                "mean of ABBA-group losses 1 - on/off rate ({} groups); t interval",
+                pair_losses.len()
+            ),
+            mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            iterations,
+            loss_pct: t_interval(&pair_losses),
+        });
+    }
+    loss.sort_by(|a, b| (a.freq_hz, &a.design).cmp(&(b.freq_hz, &b.design)));
+
+    let mut analysis = Analysis {
+        util,
+        loss,
+        tracing: Vec::new(),
+        fits: Fits {
+            util_origin: None,
+            util_line: None,
+            loss_line: None,
+            cost_per_sample_ns: None,
+            cost_per_sample_line_ns: None,
+            delta_mean_ratio: None,
+            loss_to_util_slope_ratio: None,
+        },
+        warnings: Vec::new(),
+        durations,
+        paired,
+        run_intervals,
+        events: distinct(rs.runs.iter().map(|r| r.event.clone())),
+        scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),
+    };
+
+    // Tracing cost: util runs' loop rates against the loss baseline.
+    if !baseline.is_empty() {
+        let primary: BTreeMap<u64, Estimate> = analysis
+            .primary_loss()
+            .into_iter()
+            .map(|r| (r.freq_hz, r.loss_pct))
+            .collect();
+        for (&freq_hz, runs) in &util_runs {
+            let rates: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.iterations > 0)
+                .map(|r| r.rate())
+                .collect();
+            if rates.is_empty() {
+                continue;
+            }
+            analysis.tracing.push(TracingRow {
+                freq_hz,
+                loss_pct: primary.get(&freq_hz).copied(),
+                loss_util_runs_pct: loss_delta(&rates, &baseline),
+            });
+        }
+    }
+
+    analysis.fits = fit_all(&analysis);
+    analysis.warnings = warnings(rs, &analysis, &baseline);
+    analysis
+}
+
+fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = it.filter(|s| !s.is_empty()).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Losses (%) of the ABBA groups of one paired run: consecutive groups of
+/// four phases, each needing both sampling states; loss = 1 - mean on-rate
+/// / mean off-rate within the group. A trailing incomplete group is
+/// dropped. Linear drift cancels within an ABBA (or BAAB) group.
+pub fn abba_losses(phases: &[&Phase]) -> Vec<f64> {
+    phases
+        .chunks_exact(4)
+        .filter_map(|g| {
+            let on: Vec<f64> = g
+                .iter()
+                .filter(|p| p.sampling)
+                .map(|p| p.rate())
+                .filter(|r| r.is_finite())
+                .collect();
+            let off: Vec<f64> = g
+                .iter()
+                .filter(|p| !p.sampling)
+                .map(|p| p.rate())
+                .filter(|r| r.is_finite())
+                .collect();
+            if on.is_empty() || off.is_empty() {
+                return None;
+            }
+            Some(100.0 * (1.0 - mean(&on) / mean(&off)))
+        })
+        .collect()
+}
+
+fn variances(e: &[Estimate]) -> Vec<f64> {
+    e.iter().map(|e| e.se * e.se).collect()
+}
+
+/// Fit the factors from the tables.
+pub fn fit_all(a: &Analysis) -> Fits {
+    let ux: Vec<f64> = a.util.iter().map(|r| r.freq_hz as f64 / 1000.0).collect();
+    let uest: Vec<Estimate> = a.util.iter().map(|r| r.util_pct).collect();
+    let uy: Vec<f64> = uest.iter().map(|e| e.value).collect();
+    let uw = weights_from_variances(&variances(&uest));
+    let util_origin = fit_origin(&ux, &uy, uw.as_deref());
+    let util_line = if ux.len() >= 3 {
+        fit_line(&ux, &uy, uw.as_deref())
+    } else {
+        None
+    };
+
+    let primary = a.primary_loss();
+    let lx: Vec<f64> = primary.iter().map(|r| r.freq_hz as f64 / 1000.0).collect();
+    let lest: Vec<Estimate> = primary.iter().map(|r| r.loss_pct).collect();
+    let ly: Vec<f64> = lest.iter().map(|e| e.value).collect();
+    let lw = weights_from_variances(&variances(&lest));
+    let loss_line = if lx.len() >= 2 {
+        fit_line(&lx, &ly, lw.as_deref())
+    } else {
+        None
+    };
+    let ratios: Vec<f64> = ux.iter().zip(&uy).map(|(x, y)| y / x).collect();
+    Fits {
+        cost_per_sample_ns: util_origin.map(|f| f.slope * 1e4),
+        cost_per_sample_line_ns: util_line.map(|f| f.slope * 1e4),
+        delta_mean_ratio: (!ratios.is_empty()).then(|| mean(&ratios)),
+        loss_to_util_slope_ratio: match (loss_line, util_line.or(util_origin)) {
+            (Some(l), Some(u)) if u.slope != 0.0 => Some(l.slope / u.slope),
+            _ => None,
+        },
+        util_origin,
+        util_line,
+        loss_line,
+    }
+}
+
+fn ids(runs: &[&Run]) -> String {
+    let v: Vec<String> = runs.iter().map(|r| r.run_id.to_string()).collect();
+    v.join(", ")
+}
+
+fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
+    let mut w = Vec::new();
+    if rs.manifest.status != "complete" {
+        w.push(format!(
+            "sweep status is `{}`, not `complete`: some planned runs may be missing",
+            rs.manifest.status
+        ));
+    }
+    for m in &rs.manifest.warnings {
+        w.push(format!("driver: {m}"));
+    }
+    let mut fallbacks: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
+    for r in &rs.runs {
+        if !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event {
+            fallbacks
+                .entry((r.requested_event.clone(), r.event.clone()))
+                .or_default()
+                .push(r);
+        }
+    }
+    for ((req, got), runs) in &fallbacks {
+        w.push(format!(
+            "fallback event: `{req}` was requested but `{got}` was opened in {} runs; \
+             the handler is then a different one (see host.handler_source)",
+            runs.len()
+        ));
+    }
+    let sel = |f: &dyn Fn(&Run) -> bool| -> Vec<&Run> { rs.runs.iter().filter(|r| f(r)).collect() };
+    let failed = sel(&|r| !r.ok());
+    if !failed.is_empty() {
+        let reasons = distinct(failed.iter().map(|r| r.error.clone()));
+        w.push(format!(
+            "{} failed runs excluded (run_id {}){}",
+            failed.len(),
+            ids(&failed),
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", reasons.join("; "))
+            }
+        ));
+    }
+    let throttled = sel(&|r| r.ok() && r.throttled > 0);
+    if !throttled.is_empty() {
+        let total: u64 = throttled.iter().map(|r| r.throttled).sum();
+        let freqs = distinct(throttled.iter().map(|r| r.freq_hz.to_string()));
+        w.push(format!(
+            "throttled: {} runs saw {total} PERF_RECORD_THROTTLE records (at {} Hz; run_id {}): \
+             the kernel paused sampling, so the achieved rate is below the request",
+            throttled.len(),
+            freqs.join(", "),
+            ids(&throttled)
+        ));
+    }
+    let lost = sel(&|r| r.ok() && (r.lost > 0 || r.duplicates > 0 || r.unmatched > 0));
+    if !lost.is_empty() {
+        let (l, d, u) = lost.iter().fold((0, 0, 0), |acc, r| {
+            (acc.0 + r.lost, acc.1 + r.duplicates, acc.2 + r.unmatched)
+        });
+        w.push(format!(
+            "records: {l} lost, {d} duplicated, {u} unmatched handler entries/exits in {} runs \
+             (run_id {}); utilisation of those runs is a lower bound",
+            lost.len(),
+            ids(&lost)
+        ));
+    }
+    let slow = sel(&|r| {
+        r.ok()
+            && r.freq_hz > 0
+            && r.achieved_hz.is_finite()
+            && r.achieved_hz < ACHIEVED_RATE_WARN * r.freq_hz as f64
+    });
+    if !slow.is_empty() {
+        let detail: Vec<String> = slow
+            .iter()
+            .map(|r| format!("run {}: {:.0} of {} Hz", r.run_id, r.achieved_hz, r.freq_hz))
+            .collect();
+        w.push(format!(
+            "achieved sample rate below {:.0}% of the request in {} runs ({})",
+            ACHIEVED_RATE_WARN * 100.0,
+            slow.len(),
+            detail.join("; ")
+        ));
+    }
+    let noisy = sel(&|r| r.ok() && r.noisy);
+    if !noisy.is_empty() {
+        w.push(format!(
+            "{} runs flagged noisy (steal, involuntary switches or a busy CPU; run_id {}); \
+             they are kept, their spread widens the intervals",
+            noisy.len(),
+            ids(&noisy)
+        ));
+    }
+    for row in &a.tracing {
+        let cost = row.tracing_cost_pp();
+        if cost > TRACING_WARN_PP {
+            w.push(format!(
+                "tracing overhead at {} Hz: util runs (tracepoints on) lost {:.2}% vs {:.2}% \
+                 without tracepoints; loss is measured in loss runs only",
+                row.freq_hz,
+                row.loss_util_runs_pct.value,
+                row.loss_pct.map_or(f64::NAN, |l| l.value)
+            ));
+        }
+    }
+    let empty: Vec<i64> = a
+        .run_intervals
+        .iter()
+        .filter(|(_, iv)| iv.handler.count == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    if !empty.is_empty() {
+        w.push(format!(
+            "no handler intervals on the measured CPU in util runs {:?}: their utilisation is 0",
+            empty
+        ));
+    }
+    let has_loss = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.kind == "loss" && r.freq_hz > 0);
+    let classic_loss = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.kind == "loss" && r.design != "paired" && r.freq_hz > 0);
+    if classic_loss && baseline.is_empty() {
+        w.push("no successful 0 Hz loss runs: classic loss cannot be computed".to_string());
+    } else if !has_loss {
+        w.push("no loss runs: Table 2 and the recommendation are empty".to_string());
+    }
+    w
+}
+
+/// Summary of one run's intervals, for tests and debugging.
+pub fn handler_stats(a: &Analysis, run_id: i64) -> Option<&IntervalStats> {
+    a.run_intervals.get(&run_id).map(|r| &r.handler)
+}

@@ -1,0 +1,116 @@
+//! Properties of the fits and of the table building.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use analysis::fit::{fit_line, fit_origin};
+use analysis::load::{Manifest, Phase, ResultSet, Run};
+use analysis::tables::analyse_with;
+use proptest::prelude::*;
+
+proptest! {
+    #[test]
+    fn exact_line_gives_its_slope_and_r2_one(
+        a in -100.0f64..100.0,
+        b in prop_oneof![-50.0f64..-0.01, 0.01f64..50.0],
+        xs in proptest::collection::btree_set(0u32..100_000, 3..20),
+        ws in proptest::collection::vec(0.1f64..10.0, 20),
+    ) {
+        let x: Vec<f64> = xs.iter().map(|&v| v as f64 / 1000.0).collect();
+        let y: Vec<f64> = x.iter().map(|v| a + b * v).collect();
+        for w in [None, Some(&ws[..x.len()])] {
+            let f = fit_line(&x, &y, w).unwrap();
+            prop_assert!((f.slope - b).abs() < 1e-8 * (1.0 + b.abs()), "{} vs {}", f.slope, b);
+            prop_assert!((f.intercept - a).abs() < 1e-6 * (1.0 + a.abs()));
+            prop_assert!((f.r2 - 1.0).abs() < 1e-9);
+            prop_assert!(f.se_slope < 1e-6 * (1.0 + b.abs()));
+            let y0: Vec<f64> = x.iter().map(|v| b * v).collect();
+            let f0 = fit_origin(&x, &y0, w).unwrap();
+            prop_assert!((f0.slope - b).abs() < 1e-9 * (1.0 + b.abs()));
+            prop_assert!((f0.r2 - 1.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn shuffling_runs_changes_nothing(
+        counts in proptest::collection::vec(900_000_000u64..1_000_000_000, 20),
+        perm_seed in any::<u64>(),
+    ) {
+        let freqs = [0u64, 100, 1000, 4000, 20000];
+        let mut runs = Vec::new();
+        for (i, c) in counts.iter().enumerate() {
+            runs.push(Run {
+                run_id: i as i64,
+                kind: "loss".to_string(),
+                design: "classic".to_string(),
+                freq_hz: freqs[i % 5],
+                rep: (i / 5) as i64,
+                duration_ns: 10_000_000_000,
+                iterations: *c,
+                status: "ok".to_string(),
+                ..Run::default()
+            });
+        }
+        runs.push(Run {
+            run_id: 99,
+            kind: "loss".to_string(),
+            design: "paired".to_string(),
+            freq_hz: 4000,
+            iterations: 1,
+            status: "ok".to_string(),
+            ..Run::default()
+        });
+        let phases: Vec<Phase> = (0..12)
+            .map(|i| Phase {
+                run_id: 99,
+                phase: i,
+                sampling: matches!(i % 4, 1 | 2),
+                start_ns: i as u64 * 1_000_000_000,
+                end_ns: (i as u64 + 1) * 1_000_000_000,
+                iterations: counts[i as usize] / 10,
+                samples: 0,
+            })
+            .collect();
+        let make = |runs: Vec<Run>, phases: Vec<Phase>| ResultSet {
+            dir: PathBuf::from("/nonexistent"),
+            manifest: Manifest {
+                format_version: 1,
+                status: "complete".to_string(),
+                warnings: Vec::new(),
+                raw: serde_json::json!({}),
+            },
+            runs,
+            phases,
+        };
+        let a = analyse_with(&make(runs.clone(), phases.clone()), BTreeMap::new());
+
+        // Fisher-Yates with a small LCG from the seed.
+        let mut s = perm_seed | 1;
+        let mut next = |n: usize| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 33) as usize) % n
+        };
+        let mut r2 = runs;
+        for i in (1..r2.len()).rev() {
+            let j = next(i + 1);
+            r2.swap(i, j);
+        }
+        let mut p2 = phases;
+        for i in (1..p2.len()).rev() {
+            let j = next(i + 1);
+            p2.swap(i, j);
+        }
+        let b = analyse_with(&make(r2, p2), BTreeMap::new());
+        prop_assert_eq!(a.loss.len(), b.loss.len());
+        for (x, y) in a.loss.iter().zip(&b.loss) {
+            prop_assert_eq!(x.freq_hz, y.freq_hz);
+            prop_assert_eq!(&x.iterations, &y.iterations);
+            prop_assert_eq!(x.loss_pct.value.to_bits(), y.loss_pct.value.to_bits());
+            prop_assert_eq!(x.loss_pct.hi.to_bits(), y.loss_pct.hi.to_bits());
+        }
+        let (fa, fb) = (a.fits.loss_line.unwrap(), b.fits.loss_line.unwrap());
+        prop_assert_eq!(fa.slope.to_bits(), fb.slope.to_bits());
+        prop_assert_eq!(fa.r2.to_bits(), fb.r2.to_bits());
+    }
+}

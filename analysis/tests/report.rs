@@ -1,0 +1,240 @@
+//! `write_report` and the CLI on a synthetic results directory with known
+//! utilisation and loss: numbers checked, not just files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use assert_cmd::Command;
+use common::*;
+use predicates::prelude::*;
+
+fn read_csv(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            headers
+                .iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
+    row[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} = {:?}", row[key]))
+}
+
+#[test]
+fn report_has_known_util_and_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("20261123T100000Z-synth");
+    write_results(&dir);
+    let out = analysis::write_report(&dir).unwrap();
+    assert_eq!(out, dir.join("report"));
+
+    // Table 1: util = f_kHz x 0.15 %, 1 call per sample, mean 1500 ns.
+    let util = read_csv(&out.join("util.csv"));
+    assert_eq!(util.len(), UTIL_FREQS.len());
+    for (row, &f) in util.iter().zip(&UTIL_FREQS) {
+        assert_eq!(num(row, "freq_hz") as u64, f);
+        let want = DELTA * f as f64 / 1000.0;
+        assert!((num(row, "util_pct") - want).abs() < 1e-9, "{row:?}");
+        assert!(num(row, "util_lo_pct") < want && want < num(row, "util_hi_pct"));
+        assert!((num(row, "calls_per_s") - f as f64).abs() < 1e-6);
+        assert!((num(row, "mean_ns") - HANDLER_NS as f64).abs() < 1e-9);
+        // local_timer intervals are 4000 ns each, one per sample.
+        let lt = 4000.0 * f as f64 / 1e9 * 100.0;
+        assert!((num(row, "local_timer_util_pct") - lt).abs() < 1e-9);
+    }
+    // Reference column present where the article measured.
+    assert!((num(&util[1], "reference_2014_util_pct") - 0.5585349).abs() < 1e-12);
+
+    // Table 2: classic loss = 0.2 % + 0.25 %/kHz.
+    let loss = read_csv(&out.join("loss.csv"));
+    let classic: Vec<_> = loss.iter().filter(|r| r["design"] == "classic").collect();
+    assert_eq!(classic.len(), LOSS_FREQS.len());
+    for row in &classic {
+        let f = num(row, "freq_hz") as u64;
+        assert!((num(row, "loss_pct") - loss_pct(f)).abs() < 1e-6, "{row:?}");
+        assert!(!row["run4"].is_empty());
+    }
+    let paired: Vec<_> = loss.iter().filter(|r| r["design"] == "paired").collect();
+    assert_eq!(paired.len(), 1);
+    assert!(
+        (num(paired[0], "loss_pct") - loss_pct(4000)).abs() < 1e-5,
+        "{:?}",
+        paired[0]
+    );
+    assert_eq!(num(paired[0], "n") as usize, 3);
+
+    // Fits: delta exactly 0.15 %/kHz -> 1500 ns per sample; loss line.
+    let fit: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("fit.json")).unwrap()).unwrap();
+    let delta = fit["fits"]["util_origin"]["slope"].as_f64().unwrap();
+    assert!((delta - DELTA).abs() < 1e-9, "{delta}");
+    assert!((fit["fits"]["cost_per_sample_ns"].as_f64().unwrap() - 1500.0).abs() < 1e-5);
+    let ll = &fit["fits"]["loss_line"];
+    assert!(
+        (ll["slope"].as_f64().unwrap() - LOSS_PER_KHZ_PCT).abs() < 1e-5,
+        "{ll}"
+    );
+    assert!(
+        (ll["intercept"].as_f64().unwrap() - LOSS_FIXED_PCT).abs() < 1e-5,
+        "{ll}"
+    );
+    let ratio = fit["fits"]["loss_to_util_slope_ratio"].as_f64().unwrap();
+    assert!((ratio - LOSS_PER_KHZ_PCT / DELTA).abs() < 1e-4, "{ratio}");
+
+    // Tracing cost at 10 kHz is ~1.5 pp.
+    let tracing = read_csv(&out.join("tracing.csv"));
+    let t10 = tracing.iter().find(|r| r["freq_hz"] == "10000").unwrap();
+    assert!(
+        (num(t10, "tracing_cost_pp") - TRACING_EXTRA_PP).abs() < 0.05,
+        "{t10:?}"
+    );
+
+    // report.md: key lines and warnings.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let warnings = md.split("## Summary").next().unwrap();
+    for needle in [
+        "fell back to cpu-clock",
+        "fallback event: `cycles` was requested but `cpu-clock`",
+        "1 failed runs excluded",
+        "throttled: 1 runs saw 3",
+        "below 90% of the request in 1 runs (run 26: 3000 of 4000 Hz)",
+        "tracing overhead at 10000 Hz",
+    ] {
+        assert!(
+            warnings.contains(needle),
+            "warning `{needle}` missing in:\n{warnings}"
+        );
+    }
+    assert!(!warnings.contains("tracing overhead at 1000 Hz"));
+    assert!(md.contains("delta = 0.1500 %/kHz"), "{md}");
+    assert!(md.contains("= 1500 ns of handler CPU time per sample"));
+    assert!(md.contains("0.157 %/kHz = 1574 ns per sample"));
+    assert!(md.contains("Recommendation for a 1% loss budget: sample at"));
+}
+
+#[test]
+fn missing_and_corrupt_files_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let util_ids = write_results(&dir);
+    let victim = dir.join(format!("events/run-{}.parquet", util_ids[0]));
+    std::fs::write(&victim, b"not parquet").unwrap();
+    let err = analysis::write_report(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains(&victim.display().to_string()) && err.contains("corrupt"),
+        "{err}"
+    );
+    std::fs::remove_file(&victim).unwrap();
+    let err = analysis::write_report(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains(&victim.display().to_string()) && err.contains("missing"),
+        "{err}"
+    );
+
+    let m = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&m)
+        .unwrap()
+        .replace("\"format_version\": 1", "\"format_version\": 2");
+    std::fs::write(&m, text).unwrap();
+    let err = analysis::write_report(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("format_version 2") && err.contains("manifest.json"),
+        "{err}"
+    );
+}
+
+fn bin() -> Command {
+    Command::cargo_bin("analysis").unwrap()
+}
+
+#[test]
+fn cli_recommend_and_compare() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("20261123T100000Z-synth");
+    write_results(&dir);
+
+    // Loss at 1000 Hz 0.45 %, at 4000 Hz 1.2 %: the answer lies between.
+    let out = bin()
+        .args([
+            "recommend",
+            dir.to_str().unwrap(),
+            "--budget",
+            "1%",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rec: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(rec["measured_hz"].as_u64(), Some(1000));
+    let max = rec["max_hz"].as_f64().unwrap();
+    assert!(max > 1000.0 && max < 4000.0, "{rec}");
+    // 1 % = 0.2 + 0.25 f  ->  f = 3.2 kHz on the line itself; the upper
+    // band must be below that.
+    assert!(max < 3200.0, "{rec}");
+    let s = rec["suggested_hz"].as_u64().unwrap();
+    assert!(
+        s as f64 <= max && (2..s).all(|d| !s.is_multiple_of(d)),
+        "{s} not a prime below {max}"
+    );
+
+    bin()
+        .args(["recommend", dir.to_str().unwrap(), "--budget", "1%"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("sample at").and(predicate::str::contains("95% upper bound")),
+        );
+
+    bin()
+        .args(["recommend", dir.to_str().unwrap(), "--budget", "0.01%"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cannot tell"));
+
+    bin()
+        .args(["recommend", dir.to_str().unwrap(), "--budget", "lots"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--budget `lots`"));
+
+    let dir2 = tmp.path().join("second");
+    write_results(&dir2);
+    bin()
+        .args(["compare", dir.to_str().unwrap(), dir2.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("2014 reference")
+                .and(predicate::str::contains("0.1574"))
+                .and(predicate::str::contains("0.1500 [")),
+        );
+    let out = bin()
+        .args(["compare", "--csv", dir.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(first, "quantity,20261123T100000Z-synth,2014 reference");
+    assert!(text.contains("util % at 4000 Hz"));
+
+    bin()
+        .args(["report", tmp.path().join("nope").to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("nope"));
+}
