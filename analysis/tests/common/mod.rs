@@ -216,3 +216,64 @@ fn write_events(dir: &Path, run_id: usize, freq: u64, rep: usize) {
     )
     .unwrap();
 }
+
+/// A results directory shaped like a default sweep: 55 runs, util runs of
+/// 10 s at 100 ... 100 000 Hz (hrtimer + local_timer intervals on the
+/// measured CPU: ~2 M rows per 100 kHz run), 5 repetitions each, and 30
+/// loss runs. Returns the number of interval rows written.
+pub fn write_default_sweep(dir: &Path) -> usize {
+    std::fs::create_dir_all(dir.join("events")).unwrap();
+    let freqs = [100u64, 500, 2000, 4000, 100_000];
+    let window = 10_000_000_000u64;
+    let mut csv = String::from(
+        "run_id,kind,design,block,freq_hz,rep,event,requested_event,scope,cpu,duration_ns,iterations,wall_ns,window_ns,samples,achieved_hz,throttled,lost,duplicates,handler_intervals,unmatched,steal_ns,nvcsw,nivcsw,quiet,noisy,driver_cpu_ns,started_at_ns,ended_at_ns,status,error\n",
+    );
+    let mut id = 0;
+    let mut rows = 0;
+    for rep in 0..5 {
+        for &f in [0u64].iter().chain(&freqs) {
+            let it = (BASE_ITER * (1.0 - loss_pct(f) / 100.0) * NOISE[rep % 4]) as u64;
+            writeln!(csv, "{id},loss,classic,{rep},{f},{rep},cpu-clock,cpu-clock,cpu,1,{window},{it},{window},{window},{},{f},0,0,0,0,0,0,1,0,true,false,0,0,0,ok,", f * 10).unwrap();
+            id += 1;
+        }
+        for &f in &freqs {
+            let n = (f * 10) as usize;
+            let mut cpu = Vec::with_capacity(2 * n);
+            let mut entry = Vec::with_capacity(2 * n);
+            let mut dur = Vec::with_capacity(2 * n);
+            let mut src = Vec::with_capacity(2 * n);
+            for i in 0..n {
+                let t = i as u64 * (1_000_000_000 / f);
+                let d = 1000 + (i as u64 * 7919) % 1000;
+                cpu.push(1u32);
+                entry.push(t);
+                dur.push(d);
+                src.push("hrtimer");
+                cpu.push(1u32);
+                entry.push(t);
+                dur.push(d + 3000);
+                src.push("local_timer");
+            }
+            rows += cpu.len();
+            analysis::write_intervals_parquet(
+                &dir.join(format!("events/run-{id}.parquet")),
+                &cpu,
+                &entry,
+                &dur,
+                &src,
+            )
+            .unwrap();
+            let it = (BASE_ITER * (1.0 - loss_pct(f) / 100.0)) as u64;
+            writeln!(csv, "{id},util,classic,{rep},{f},{rep},cpu-clock,cpu-clock,cpu,1,{window},{it},{window},{window},{n},{f},0,0,0,{n},0,0,1,0,true,false,0,0,0,ok,").unwrap();
+            id += 1;
+        }
+    }
+    assert_eq!(id, 55);
+    std::fs::write(dir.join("runs.csv"), csv).unwrap();
+    let manifest = serde_json::json!({
+        "format_version": 1, "status": "complete", "host": {"hostname": "speed"},
+        "warnings": [], "plan": [], "options": {}, "seed": 1, "settings_changed": [],
+    });
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    rows
+}
