@@ -178,3 +178,67 @@ fn bad_config_is_refused_before_opening() {
     let e = Sampler::open(&cfg).unwrap_err().to_string();
     assert!(e.contains("measured_cpu") && e.contains("4096"), "{e}");
 }
+
+#[test]
+fn task_scope_samples_a_child_process_with_handler_intervals() {
+    if !perf_ready() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cpu = measured_cpu();
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu as usize);
+    rustix::thread::sched_setaffinity(rustix::process::Pid::from_raw(pid), &set).unwrap();
+    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 1000, cpu);
+    cfg.scope = sampler::Scope::Task(pid);
+    cfg.trace_handler = true;
+    let s = Sampler::open(&cfg).unwrap();
+    s.enable().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let synced = s.samples_synced();
+    s.disable().unwrap();
+    let o = s.finish().unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(o.samples >= 300, "samples {}", o.samples);
+    assert!(
+        synced > 0 && synced <= o.samples,
+        "synced {synced} of {}",
+        o.samples
+    );
+    assert!(
+        o.intervals.len() as f64 >= 0.9 * o.samples as f64,
+        "{} intervals",
+        o.intervals.len()
+    );
+    assert!(o.enabled_ns >= 400_000_000, "{}", o.enabled_ns);
+}
+
+#[test]
+fn system_scope_opens_every_cpu_and_keeps_measured_cpu_apart() {
+    if !perf_ready() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cpus = sampler::online_cpus().unwrap();
+    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 1000, measured_cpu());
+    cfg.scope = sampler::Scope::System;
+    cfg.trace_handler = true;
+    let o = run(&cfg, 0.3);
+    assert!(o.samples >= 250, "samples {}", o.samples);
+    if cpus.len() > 1 {
+        assert!(
+            o.samples_all_cpus > o.samples,
+            "{} vs {}",
+            o.samples_all_cpus,
+            o.samples
+        );
+    }
+    assert!(o.intervals.iter().all(|i| i.cpu == cfg.measured_cpu));
+    assert!(o.intervals.len() as f64 >= 0.9 * o.samples as f64);
+}
