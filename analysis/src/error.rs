@@ -59,9 +59,9 @@ pub enum AnalysisError {
     #[error("{0}")]
     Invalid(String),
 
-    /// Drawing a plot failed.
-    #[error("plot {path}: {reason}")]
-    Plot { path: PathBuf, reason: String },
+    /// Drawing a plot failed (the message names the plot file).
+    #[error(transparent)]
+    Plot(#[from] crate::plot::PlotError),
 }
 
 impl AnalysisError {

@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod fit;
 pub mod load;
+pub mod plot;
 mod plots;
 pub mod recommend;
 pub mod reference;

@@ -1,17 +1,185 @@
-//! The report's plots, drawn through the plotting helper's `plot` module.
+//! The report's plots, drawn through the plotting module (`plot`).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
+use crate::fit::LineFit;
+use crate::plot::{FitLine, PairedTrace, PointSeries, plot_durations, plot_paired, plot_vs_freq};
 use crate::reference::Reference;
+use crate::stats::Estimate;
 use crate::tables::Analysis;
 
-/// Draw every plot into `out`; returns the files written.
+/// Most paired runs drawn (one per frequency, lowest run id first).
+const MAX_PAIRED_TRACES: usize = 6;
+
+fn finite_or(v: f64, fallback: f64) -> f64 {
+    if v.is_finite() { v } else { fallback }
+}
+
+fn series(label: &str, pts: &[(u64, Estimate)]) -> PointSeries {
+    PointSeries {
+        label: label.to_string(),
+        x: pts.iter().map(|(f, _)| *f as f64).collect(),
+        y: pts.iter().map(|(_, e)| e.value).collect(),
+        y_lo: pts.iter().map(|(_, e)| finite_or(e.lo, e.value)).collect(),
+        y_hi: pts.iter().map(|(_, e)| finite_or(e.hi, e.value)).collect(),
+    }
+}
+
+fn reference_series(label: &str, pts: &[(u64, f64)]) -> PointSeries {
+    let pts: Vec<(u64, f64)> = pts.iter().copied().filter(|(f, _)| *f > 0).collect();
+    PointSeries {
+        label: label.to_string(),
+        x: pts.iter().map(|(f, _)| *f as f64).collect(),
+        y: pts.iter().map(|(_, v)| *v).collect(),
+        y_lo: Vec::new(),
+        y_hi: Vec::new(),
+    }
+}
+
+/// A fit in %/kHz drawn against x in Hz, with its 95 % band over the
+/// measured range (geometric grid, as the x axis is logarithmic).
+fn fit_line(label: String, fit: &LineFit, x_min_hz: f64, x_max_hz: f64) -> FitLine {
+    let mut band_x = Vec::new();
+    let (mut band_lo, mut band_hi) = (Vec::new(), Vec::new());
+    if x_min_hz > 0.0 && x_max_hz > x_min_hz {
+        let n = 60;
+        for i in 0..=n {
+            let x = x_min_hz * (x_max_hz / x_min_hz).powf(i as f64 / n as f64);
+            let k = x / 1000.0;
+            let h = fit.band_half_width(k);
+            if !h.is_finite() {
+                band_x.clear();
+                band_lo.clear();
+                band_hi.clear();
+                break;
+            }
+            band_x.push(x);
+            band_lo.push(fit.at(k) - h);
+            band_hi.push(fit.at(k) + h);
+        }
+    }
+    FitLine {
+        label,
+        intercept: fit.intercept,
+        slope: fit.slope / 1000.0,
+        band_x,
+        band_lo,
+        band_hi,
+    }
+}
+
+fn range(x: &[f64]) -> (f64, f64) {
+    let lo = x
+        .iter()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let hi = x.iter().copied().fold(0.0, f64::max);
+    (lo, hi)
+}
+
+/// Draw every plot that has data into `out`; returns the files written.
 pub fn write_plots(
-    _out: &Path,
-    _a: &Analysis,
-    _reference: &Reference,
+    out: &Path,
+    a: &Analysis,
+    reference: &Reference,
 ) -> Result<Vec<PathBuf>, AnalysisError> {
-    // The plotting module (src/plot.rs) has not landed yet.
-    Ok(Vec::new())
+    let mut files = Vec::new();
+    let ref_loss: Vec<(u64, f64)> = reference
+        .loss
+        .iter()
+        .map(|r| (r.freq_hz, r.loss_pct))
+        .collect();
+
+    if !a.util.is_empty() {
+        let pts: Vec<(u64, Estimate)> = a.util.iter().map(|r| (r.freq_hz, r.util_pct)).collect();
+        let s = series("this host (95% CI)", &pts);
+        let (lo, hi) = range(&s.x);
+        let mut fits = Vec::new();
+        if let Some(f) = &a.fits.util_origin {
+            fits.push(fit_line(
+                format!("util = {:.4} %/kHz x f", f.slope),
+                f,
+                lo,
+                hi,
+            ));
+        }
+        files.extend(plot_vs_freq(
+            "Handler CPU utilisation",
+            "sampling frequency (Hz)",
+            "handler utilisation (%)",
+            &[s, reference_series("2014 reference", &reference.util)],
+            &fits,
+            true,
+            &out.join("util_vs_freq"),
+        )?);
+    }
+
+    let primary = a.primary_loss();
+    if !primary.is_empty() {
+        let pts: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.loss_pct)).collect();
+        let s = series("this host (95% CI)", &pts);
+        let (lo, hi) = range(&s.x);
+        let mut fits = Vec::new();
+        if let Some(f) = &a.fits.loss_line {
+            fits.push(fit_line(
+                format!("loss = {:.3}% + {:.4} %/kHz x f", f.intercept, f.slope),
+                f,
+                lo,
+                hi,
+            ));
+        }
+        files.extend(plot_vs_freq(
+            "Workload performance loss",
+            "sampling frequency (Hz)",
+            "loss (%)",
+            &[s, reference_series("2014 reference", &ref_loss)],
+            &fits,
+            true,
+            &out.join("loss_vs_freq"),
+        )?);
+    }
+
+    let groups: Vec<(String, Vec<f64>)> = a
+        .durations
+        .iter()
+        .filter(|g| !g.durations_ns.is_empty())
+        .map(|g| {
+            (
+                format!("{} Hz", g.freq_hz),
+                g.durations_ns.iter().map(|&d| d as f64).collect(),
+            )
+        })
+        .collect();
+    if !groups.is_empty() {
+        files.extend(plot_durations(
+            "Handler duration distribution",
+            &groups,
+            &out.join("handler_durations"),
+        )?);
+    }
+
+    let mut seen = std::collections::BTreeSet::new();
+    let traces: Vec<PairedTrace> = a
+        .paired
+        .iter()
+        .filter(|t| !t.t_s.is_empty() && t.rate.iter().all(|r| r.is_finite()))
+        .filter(|t| seen.insert(t.freq_hz))
+        .take(MAX_PAIRED_TRACES)
+        .map(|t| PairedTrace {
+            label: format!("run {} at {} Hz", t.run_id, t.freq_hz),
+            t_s: t.t_s.clone(),
+            rate: t.rate.clone(),
+            sampling: t.sampling.clone(),
+        })
+        .collect();
+    if !traces.is_empty() {
+        files.extend(plot_paired(
+            "Paired runs: loop rate per phase",
+            &traces,
+            &out.join("paired_phases"),
+        )?);
+    }
+    Ok(files)
 }

@@ -123,6 +123,24 @@ fn report_has_known_util_and_loss() {
     assert!(md.contains("= 1500 ns of handler CPU time per sample"));
     assert!(md.contains("0.157 %/kHz = 1574 ns per sample"));
     assert!(md.contains("Recommendation for a 1% loss budget: sample at"));
+
+    // Plots through the plot module, linked from the report.
+    for stem in [
+        "util_vs_freq",
+        "loss_vs_freq",
+        "handler_durations",
+        "paired_phases",
+    ] {
+        let svg = std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap();
+        assert!(svg.contains("<svg"), "{stem}.svg");
+        assert!(out.join(format!("{stem}.png")).metadata().unwrap().len() > 1000);
+        assert!(md.contains(&format!("]({stem}.svg)")), "{stem} not linked");
+    }
+    let svg = std::fs::read_to_string(out.join("util_vs_freq.svg")).unwrap();
+    assert!(
+        svg.contains("0.1500 %/kHz"),
+        "fit label missing from the util plot"
+    );
 }
 
 #[test]
