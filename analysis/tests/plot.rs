@@ -1,0 +1,466 @@
+//! The plots: each function writes an SVG and a 1000x650 PNG from realistic
+//! data, and refuses empty or non-finite input with an error naming the file.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use analysis::plot::{
+    FitLine, PNG_SIZE, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired,
+    plot_vs_freq,
+};
+
+const FREQS: [f64; 7] = [100.0, 250.0, 1000.0, 2500.0, 10_000.0, 25_000.0, 100_000.0];
+
+/// Output directory: a fresh temporary one, or `$PLOT_TEST_OUT` to keep the
+/// files for looking at them.
+fn out_dir() -> (Option<tempfile::TempDir>, PathBuf) {
+    match std::env::var_os("PLOT_TEST_OUT") {
+        Some(d) => (None, PathBuf::from(d)),
+        None => {
+            let t = tempfile::tempdir().unwrap();
+            let p = t.path().to_path_buf();
+            (Some(t), p)
+        }
+    }
+}
+
+/// All text of an SVG written by plotters (each `<text>` element holds its
+/// string on its own line), joined by spaces: wrapped notes read as one.
+fn svg_text(svg: &str) -> String {
+    svg.split("</text>")
+        .filter_map(|chunk| chunk.rsplit_once('>'))
+        .map(|(_, text)| text.trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Width and height from the PNG signature and IHDR chunk.
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = std::fs::read(path).unwrap();
+    assert!(
+        bytes.len() > 33,
+        "{} is too short for a PNG",
+        path.display()
+    );
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} lacks the PNG signature",
+        path.display()
+    );
+    assert_eq!(
+        &bytes[12..16],
+        b"IHDR",
+        "{}: first chunk is not IHDR",
+        path.display()
+    );
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    (w, h)
+}
+
+fn check_outputs(paths: &[PathBuf], stem: &Path, texts: &[&str]) -> String {
+    let svg = PathBuf::from(format!("{}.svg", stem.display()));
+    let png = PathBuf::from(format!("{}.png", stem.display()));
+    assert_eq!(paths, [svg.clone(), png.clone()]);
+    assert_eq!(png_size(&png), PNG_SIZE);
+    assert_eq!(PNG_SIZE, (1000, 650));
+    // A blank 1000x650 PNG compresses to a few kB; a drawn plot does not.
+    let png_len = std::fs::metadata(&png).unwrap().len();
+    assert!(
+        png_len > 10_000,
+        "{} is only {png_len} bytes",
+        png.display()
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "{} is not an SVG", svg.display());
+    for t in texts {
+        assert!(text.contains(t), "{} lacks the text {t:?}", svg.display());
+    }
+    text
+}
+
+/// Utilisation grows linearly with frequency: ~0.015 % per 100 Hz.
+fn util_series() -> (PointSeries, PointSeries, FitLine) {
+    let y: Vec<f64> = FREQS
+        .iter()
+        .map(|f| 0.02 + 1.5e-4 * f * (1.0 + 0.03 * (f.ln().sin())))
+        .collect();
+    let measured = PointSeries {
+        label: "this host (median of 5 runs)".into(),
+        x: FREQS.to_vec(),
+        y: y.clone(),
+        y_lo: y.iter().map(|v| v * 0.93).collect(),
+        y_hi: y.iter().map(|v| v * 1.07).collect(),
+    };
+    let reference = PointSeries {
+        label: "2014 reference".into(),
+        x: vec![100.0, 1000.0, 10_000.0, 100_000.0],
+        y: vec![0.05, 0.4, 3.8, 15.0],
+        y_lo: vec![0.05, 0.4, 3.8, 15.0],
+        y_hi: vec![0.05, 0.4, 3.8, 15.0],
+    };
+    let band_x: Vec<f64> = FREQS.to_vec();
+    let fit = FitLine {
+        label: "fit: util = 0.02 + 1.5e-4 * freq".into(),
+        intercept: 0.02,
+        slope: 1.5e-4,
+        band_lo: band_x.iter().map(|x| 0.01 + 1.4e-4 * x).collect(),
+        band_hi: band_x.iter().map(|x| 0.03 + 1.6e-4 * x).collect(),
+        band_x,
+    };
+    (measured, reference, fit)
+}
+
+#[test]
+fn utilisation_vs_log_frequency_writes_svg_and_png() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("nested/util_vs_freq");
+    let (measured, reference, fit) = util_series();
+    let paths = plot_vs_freq(
+        "Sampling cost: utilisation vs frequency",
+        "sample_freq (Hz)",
+        "handler utilisation (%)",
+        &[measured, reference],
+        &[fit],
+        true,
+        &stem,
+    )
+    .unwrap();
+    let svg = check_outputs(
+        &paths,
+        &stem,
+        &[
+            "Sampling cost: utilisation vs frequency",
+            "sample_freq (Hz)",
+            "handler utilisation (%)",
+            "2014 reference",
+            "fit: util = 0.02 + 1.5e-4 * freq",
+            "fit: util = 0.02 + 1.5e-4 * freq: confidence band",
+        ],
+    );
+    // Decade ticks on the log axis, in compact form.
+    for tick in [">\n100\n<", ">\n1k\n<", ">\n10k\n<", ">\n100k\n<"] {
+        assert!(svg.contains(tick), "log axis lacks tick {tick}");
+    }
+    // No "not shown" note when every x is positive.
+    assert!(!svg.contains("not shown"));
+}
+
+#[test]
+fn loss_vs_linear_frequency_with_error_bars() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("loss");
+    let x = vec![1000.0, 5000.0, 10_000.0, 20_000.0, 40_000.0];
+    let y = vec![0.0, 0.1, 0.4, 1.1, 2.9];
+    let series = PointSeries {
+        label: "records lost".into(),
+        y_lo: y.iter().map(|v: &f64| (v - 0.2).max(0.0)).collect(),
+        y_hi: y.iter().map(|v| v + 0.2).collect(),
+        x,
+        y,
+    };
+    let fit = FitLine {
+        label: "linear fit".into(),
+        intercept: -0.3,
+        slope: 7.5e-5,
+        band_x: vec![],
+        band_lo: vec![],
+        band_hi: vec![],
+    };
+    let paths = plot_vs_freq(
+        "Record loss",
+        "sample_freq (Hz)",
+        "loss_pct (%)",
+        &[series],
+        &[fit],
+        false,
+        &stem,
+    )
+    .unwrap();
+    check_outputs(
+        &paths,
+        &stem,
+        &[
+            "Record loss",
+            "sample_freq (Hz)",
+            "loss_pct (%)",
+            "linear fit",
+        ],
+    );
+}
+
+#[test]
+fn non_positive_x_on_log_axis_is_skipped_and_noted() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("skip");
+    let s = PointSeries {
+        label: "with a zero".into(),
+        x: vec![0.0, 100.0, 1000.0, 10_000.0],
+        y: vec![0.0, 0.1, 1.0, 10.0],
+        y_lo: vec![],
+        y_hi: vec![],
+    };
+    let paths = plot_vs_freq(
+        "Skip",
+        "freq (Hz)",
+        "util (%)",
+        std::slice::from_ref(&s),
+        &[],
+        true,
+        &stem,
+    )
+    .unwrap();
+    check_outputs(
+        &paths,
+        &stem,
+        &["1 point(s) with freq (Hz) &lt;= 0 not shown (log axis)"],
+    );
+
+    let only_zero = PointSeries {
+        x: vec![0.0, -5.0],
+        y: vec![1.0, 2.0],
+        ..s
+    };
+    let err = plot_vs_freq(
+        "Skip",
+        "freq (Hz)",
+        "util (%)",
+        &[only_zero],
+        &[],
+        true,
+        &stem,
+    )
+    .unwrap_err();
+    assert!(matches!(err, PlotError::NoData { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("all 2 points have x <= 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn empty_and_bad_vs_freq_input_is_a_clear_error() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("bad");
+    let err = plot_vs_freq("t", "x", "y", &[], &[], true, &stem).unwrap_err();
+    assert!(matches!(err, PlotError::NoData { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains(&stem.display().to_string()),
+        "{err}"
+    );
+    assert!(!stem.with_extension("svg").exists());
+
+    let (mut measured, _, fit) = util_series();
+    measured.y[3] = f64::NAN;
+    let err = plot_vs_freq("t", "x", "y", &[measured.clone()], &[], true, &stem).unwrap_err();
+    match &err {
+        PlotError::NonFinite { what, index, .. } => {
+            assert_eq!(*index, 3);
+            assert!(what.contains("this host"), "{what}");
+        }
+        other => panic!("expected NonFinite, got {other:?}"),
+    }
+    assert!(err.to_string().contains("[3] is NaN"), "{err}");
+
+    let mut bad_fit = fit;
+    bad_fit.slope = f64::INFINITY;
+    let err = plot_vs_freq("t", "x", "y", &[], &[bad_fit], true, &stem).unwrap_err();
+    assert!(err.to_string().contains("slope[0] is inf"), "{err}");
+
+    let (mut short, _, _) = util_series();
+    short.y.pop();
+    let err = plot_vs_freq("t", "x", "y", &[short], &[], true, &stem).unwrap_err();
+    assert!(matches!(err, PlotError::InvalidData { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("y has 6 values but x has 7"),
+        "{err}"
+    );
+}
+
+/// Deterministic long-tailed durations: 1000 ns floor plus an exponential
+/// tail with mean `mean_ns` (inverse CDF at evenly spaced quantiles).
+fn durations(n: usize, mean_ns: f64) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let u = (i as f64 + 0.5) / n as f64;
+            1000.0 + mean_ns * -(1.0 - u).ln()
+        })
+        .collect()
+}
+
+#[test]
+fn durations_of_a_million_values_render_fast_and_clip_at_p995() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("durations");
+    let groups = vec![
+        ("1000 Hz".to_string(), durations(1_000_000, 200.0)),
+        ("10000 Hz".to_string(), durations(200_000, 150.0)),
+    ];
+    let started = Instant::now();
+    let paths = plot_durations("Handler duration by sample_freq", &groups, &stem).unwrap();
+    let elapsed = started.elapsed();
+    eprintln!("plot_durations of 1.2M values (SVG + PNG): {elapsed:?}");
+    // Generous bound for a loaded 2-core CI VM; typically far below.
+    assert!(elapsed.as_secs_f64() < 3.0, "took {elapsed:?}");
+
+    let svg = check_outputs(
+        &paths,
+        &stem,
+        &[
+            "Handler duration by sample_freq",
+            "handler duration (ns)",
+            "share of handler runs per bin (%)",
+            "1000 Hz: n=1,000,000",
+            "10000 Hz: n=200,000",
+        ],
+    );
+    // The clip point is the larger group's p99.5, computed here by sorting.
+    let mut sorted = groups[0].1.clone();
+    sorted.sort_by(f64::total_cmp);
+    let p995 = sorted[(0.995 * sorted.len() as f64).ceil() as usize - 1];
+    let text = svg_text(&svg);
+    let note = format!("99.5th percentile ({:.0} ns)", p995);
+    assert!(text.contains(&note), "SVG lacks {note:?}");
+    // What lies beyond is stated, and is at most 0.5 % of all values.
+    let pct: f64 = text
+        .split("durations (")
+        .nth(1)
+        .and_then(|s| s.split('%').next())
+        .expect("clip note with a percentage")
+        .parse()
+        .unwrap();
+    assert!(pct > 0.0 && pct <= 0.5, "beyond share {pct}%");
+    // Medians in the legend match sorting too.
+    let median = sorted[(sorted.len() - 1) / 2];
+    assert!(
+        svg.contains(&format!("median {:.0} ns", median)),
+        "median {median}"
+    );
+}
+
+#[test]
+fn bad_durations_are_a_clear_error() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("d");
+    let err = plot_durations("t", &[], &stem).unwrap_err();
+    assert!(matches!(err, PlotError::NoData { .. }), "{err:?}");
+    let err = plot_durations("t", &[("1 kHz".into(), vec![])], &stem).unwrap_err();
+    assert!(
+        err.to_string().contains("all 1 duration groups are empty"),
+        "{err}"
+    );
+    let err =
+        plot_durations("t", &[("1 kHz".into(), vec![10.0, f64::INFINITY])], &stem).unwrap_err();
+    assert!(err.to_string().contains("group '1 kHz'[1] is inf"), "{err}");
+    let err = plot_durations("t", &[("1 kHz".into(), vec![10.0, -3.0])], &stem).unwrap_err();
+    assert!(err.to_string().contains("cannot be negative"), "{err}");
+    assert!(!dir.join("d.png").exists());
+}
+
+#[test]
+fn a_single_duration_value_still_plots() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("one");
+    let paths = plot_durations("One", &[("100 Hz".into(), vec![1234.0])], &stem).unwrap();
+    check_outputs(&paths, &stem, &["One", "100 Hz: n=1, median 1234 ns"]);
+}
+
+fn paired_trace(label: &str, base: f64) -> PairedTrace {
+    // 40 phases of 1.5 s alternating on/off; the rate drifts down 2 % over
+    // the run and sampling costs 1 %.
+    let n = 40;
+    let t_s: Vec<f64> = (0..n).map(|i| 0.75 + 1.5 * f64::from(i)).collect();
+    let sampling: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
+    let rate = t_s
+        .iter()
+        .zip(&sampling)
+        .map(|(t, on)| base * (1.0 - 0.02 * t / 60.0) * if *on { 0.99 } else { 1.0 })
+        .collect();
+    PairedTrace {
+        label: label.into(),
+        t_s,
+        rate,
+        sampling,
+    }
+}
+
+#[test]
+fn paired_traces_show_on_and_off_phases() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("paired");
+    let one = [paired_trace("10 kHz", 1.2e8)];
+    let paths = plot_paired("Paired run at 10 kHz", &one, &stem).unwrap();
+    let svg = check_outputs(
+        &paths,
+        &stem,
+        &[
+            "Paired run at 10 kHz",
+            "time since run start (s)",
+            "loop rate (loops/s)",
+            "10 kHz: sampling on",
+            "10 kHz: sampling off",
+        ],
+    );
+    // Rates around 1.2e8 get SI tick labels.
+    assert!(svg.contains("M\n</text>"), "no M-suffixed tick label");
+
+    let stem2 = dir.join("paired2");
+    let two = [paired_trace("1 kHz", 1.2e8), paired_trace("10 kHz", 1.19e8)];
+    let paths = plot_paired("Two paired runs", &two, &stem2).unwrap();
+    check_outputs(
+        &paths,
+        &stem2,
+        &["1 kHz: sampling off", "10 kHz: sampling on"],
+    );
+}
+
+#[test]
+fn bad_paired_input_is_a_clear_error() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("p");
+    let err = plot_paired("t", &[], &stem).unwrap_err();
+    assert!(matches!(err, PlotError::NoData { .. }), "{err:?}");
+    let mut t = paired_trace("x", 1e8);
+    t.sampling.pop();
+    let err = plot_paired("t", &[t], &stem).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("sampling has 39 values but t_s has 40"),
+        "{err}"
+    );
+    let mut t = paired_trace("x", 1e8);
+    t.rate[7] = f64::NAN;
+    let err = plot_paired("t", &[t], &stem).unwrap_err();
+    assert!(
+        err.to_string().contains("trace 'x' rate[7] is NaN"),
+        "{err}"
+    );
+}
+
+#[test]
+fn degenerate_ranges_still_plot() {
+    let (_keep, dir) = out_dir();
+    // One point: zero-width x and y ranges on a log axis.
+    let one = PointSeries {
+        label: "single".into(),
+        x: vec![1000.0],
+        y: vec![0.5],
+        y_lo: vec![0.5],
+        y_hi: vec![0.5],
+    };
+    let stem = dir.join("one_point");
+    let paths = plot_vs_freq("One point", "f (Hz)", "u (%)", &[one], &[], true, &stem).unwrap();
+    check_outputs(&paths, &stem, &["One point", "single"]);
+    // A constant rate of zero and a single phase.
+    let flat = PairedTrace {
+        label: "flat".into(),
+        t_s: vec![0.0, 1.0],
+        rate: vec![0.0, 0.0],
+        sampling: vec![true, false],
+    };
+    let stem = dir.join("flat");
+    let paths = plot_paired("Flat", &[flat], &stem).unwrap();
+    check_outputs(&paths, &stem, &["flat: sampling on", "flat: sampling off"]);
+}
