@@ -73,6 +73,11 @@ pub struct Run {
     pub noisy: bool,
     pub status: String,
     pub error: String,
+    /// Optional columns the driver added after the first draft of format 1.
+    pub lost_samples: u64,
+    pub unthrottled: u64,
+    pub foreign_intervals: u64,
+    pub noise_reasons: String,
 }
 
 impl Run {
@@ -335,6 +340,10 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
     let noisy = c.bool("noisy", false)?;
     let status = c.str("status", true)?;
     let error = c.str("error", false)?;
+    let lost_samples = c.u64("lost_samples", false)?;
+    let unthrottled = c.u64("unthrottled", false)?;
+    let foreign_intervals = c.u64("foreign_intervals", false)?;
+    let noise_reasons = c.str("noise_reasons", false)?;
     let runs = (0..df.height())
         .map(|i| Run {
             run_id: run_id[i],
@@ -368,6 +377,10 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
             noisy: noisy[i],
             status: status[i].clone(),
             error: error[i].clone(),
+            lost_samples: lost_samples[i],
+            unthrottled: unthrottled[i],
+            foreign_intervals: foreign_intervals[i],
+            noise_reasons: noise_reasons[i].clone(),
         })
         .collect();
     Ok(runs)

@@ -286,6 +286,17 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         .get(&0)
         .map(|v| v.iter().map(|r| r.rate()).collect())
         .unwrap_or_default();
+    // The tracing-cost baseline: classic 0 Hz runs, else whole paired runs
+    // at 0 Hz (no sampling in any phase).
+    let tracing_baseline: Vec<f64> = if baseline.is_empty() {
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == "loss" && r.freq_hz == 0 && r.iterations > 0)
+            .map(|r| r.rate())
+            .collect()
+    } else {
+        baseline.clone()
+    };
     let mut loss = Vec::new();
     for (&freq_hz, runs) in &classic {
         let rates: Vec<f64> = runs.iter().map(|r| r.rate()).collect();
@@ -385,7 +396,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     };
 
     // Tracing cost: util runs' loop rates against the loss baseline.
-    if !baseline.is_empty() {
+    if !tracing_baseline.is_empty() {
         let primary: BTreeMap<u64, Estimate> = analysis
             .primary_loss()
             .into_iter()
@@ -403,7 +414,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             analysis.tracing.push(TracingRow {
                 freq_hz,
                 loss_pct: primary.get(&freq_hz).copied(),
-                loss_util_runs_pct: loss_delta(&rates, &baseline),
+                loss_util_runs_pct: loss_delta(&rates, &tracing_baseline),
             });
         }
     }
@@ -549,14 +560,21 @@ fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
             ids(&throttled)
         ));
     }
-    let lost = sel(&|r| r.ok() && (r.lost > 0 || r.duplicates > 0 || r.unmatched > 0));
+    let lost = sel(&|r| {
+        r.ok() && (r.lost > 0 || r.lost_samples > 0 || r.duplicates > 0 || r.unmatched > 0)
+    });
     if !lost.is_empty() {
-        let (l, d, u) = lost.iter().fold((0, 0, 0), |acc, r| {
-            (acc.0 + r.lost, acc.1 + r.duplicates, acc.2 + r.unmatched)
+        let (l, ls, d, u) = lost.iter().fold((0, 0, 0, 0), |acc, r| {
+            (
+                acc.0 + r.lost,
+                acc.1 + r.lost_samples,
+                acc.2 + r.duplicates,
+                acc.3 + r.unmatched,
+            )
         });
         w.push(format!(
-            "records: {l} lost, {d} duplicated, {u} unmatched handler entries/exits in {} runs \
-             (run_id {}); utilisation of those runs is a lower bound",
+            "records: {l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \
+             entries/exits in {} runs (run_id {}); utilisation of those runs is a lower bound",
             lost.len(),
             ids(&lost)
         ));
@@ -581,10 +599,16 @@ fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
     }
     let noisy = sel(&|r| r.ok() && r.noisy);
     if !noisy.is_empty() {
+        let reasons = distinct(noisy.iter().map(|r| r.noise_reasons.clone()));
         w.push(format!(
-            "{} runs flagged noisy (steal, involuntary switches or a busy CPU; run_id {}); \
-             they are kept, their spread widens the intervals",
+            "{} runs flagged noisy ({}; run_id {}); they are kept, their spread widens the \
+             intervals",
             noisy.len(),
+            if reasons.is_empty() {
+                "steal, involuntary switches or a busy CPU".to_string()
+            } else {
+                reasons.join("; ")
+            },
             ids(&noisy)
         ));
     }
