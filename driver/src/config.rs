@@ -1,1 +1,782 @@
-//! TODO(owner helper): see docs/results-format.md and the issue.
+//! Sweep options: defaults (the 2014 article's protocol), experiment files
+//! (`experiments/*.toml`) and command-line flags, merged in that order and
+//! validated once into [`SweepOptions`].
+//!
+//! Every validation error is a [`ConfigError`]: it names the bad value, where
+//! it came from (`--flag` or `key` in `file`) and the fix. The CLI maps it to
+//! exit status 2.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
+pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
+/// Default run length: 10 s, as in the article.
+pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+/// Default repetitions: 5, as in the article.
+pub const DEFAULT_REPS: u32 = 5;
+/// Default phase length of the paired design.
+pub const DEFAULT_PHASE_NS: u64 = 250_000_000;
+/// Sampling events the sweep knows (perf's names).
+pub const KNOWN_EVENTS: [&str; 4] = ["cycles", "instructions", "cpu-clock", "task-clock"];
+
+/// Where a setting came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A command-line flag, e.g. `--freqs`.
+    Flag(&'static str),
+    /// A key in an experiment file.
+    File {
+        /// The key.
+        key: &'static str,
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Flag(flag) => write!(f, "{flag}"),
+            Origin::File { key, file } => write!(f, "key `{key}` in {}", file.display()),
+        }
+    }
+}
+
+/// A bad option value. Always a usage error (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A bad value of a setting.
+    #[error("invalid value {value:?} for {origin}: {problem}; {fix}")]
+    Invalid {
+        /// The value as given.
+        value: String,
+        /// Flag or file key.
+        origin: Origin,
+        /// What is wrong with it.
+        problem: String,
+        /// How to fix it.
+        fix: String,
+    },
+    /// The experiment file could not be read.
+    #[error("cannot read experiment file {}: {source}; give an existing file, e.g. experiments/quick.toml", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The experiment file is not valid TOML or has an unknown key.
+    #[error("experiment file {}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (names an unknown key).
+        message: String,
+    },
+}
+
+fn invalid(
+    value: impl Into<String>,
+    origin: &Origin,
+    problem: impl Into<String>,
+    fix: impl Into<String>,
+) -> ConfigError {
+    ConfigError::Invalid {
+        value: value.into(),
+        origin: origin.clone(),
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+/// Experiment design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Design {
+    /// Whole runs per frequency in randomised blocks.
+    Classic,
+    /// Sampling switched on and off in alternating ABBA phases within one run.
+    Paired,
+}
+
+impl Design {
+    /// The name used in files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Design::Classic => "classic",
+            Design::Paired => "paired",
+        }
+    }
+}
+
+/// Which CPUs the sampling event watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeName {
+    /// The measured CPU only (`perf record -C`).
+    Cpu,
+    /// Every CPU (`perf record -a`, the article's setup).
+    System,
+    /// The workload process only.
+    Task,
+}
+
+impl ScopeName {
+    /// The name used in files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScopeName::Cpu => "cpu",
+            ScopeName::System => "system",
+            ScopeName::Task => "task",
+        }
+    }
+
+    fn parse(s: &str, origin: &Origin) -> Result<Self, ConfigError> {
+        match s {
+            "cpu" => Ok(ScopeName::Cpu),
+            "system" => Ok(ScopeName::System),
+            "task" => Ok(ScopeName::Task),
+            _ => Err(invalid(
+                s,
+                origin,
+                "unknown scope",
+                "use one of cpu, system, task",
+            )),
+        }
+    }
+}
+
+fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigError> {
+    match s {
+        "classic" => Ok(Design::Classic),
+        "paired" => Ok(Design::Paired),
+        _ => Err(invalid(
+            s,
+            origin,
+            "unknown design",
+            "use classic or paired (or both, comma-separated)",
+        )),
+    }
+}
+
+/// A TOML value that may be one item or a list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// One item.
+    One(T),
+    /// A list.
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// An experiment file (`experiments/NAME.toml`). Every key is optional;
+/// unknown keys are errors.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    /// Free text, kept in the manifest.
+    pub description: Option<String>,
+    /// Sampling frequencies in Hz (0 is added if absent).
+    pub freqs: Option<Vec<i64>>,
+    /// Run length, e.g. "10s", "500ms".
+    pub duration: Option<String>,
+    /// Repetitions per frequency.
+    pub reps: Option<i64>,
+    /// Measured CPU.
+    pub cpu: Option<i64>,
+    /// Sampling event.
+    pub event: Option<String>,
+    /// Scope: cpu, system or task.
+    pub scope: Option<String>,
+    /// Design(s): "classic", "paired" or a list of both.
+    pub design: Option<OneOrMany<String>>,
+    /// Phase length of the paired design, e.g. "250ms".
+    pub phase: Option<String>,
+    /// Seed of the randomised order.
+    pub seed: Option<u64>,
+    /// Also run the handler-utilisation runs (default true).
+    pub util: Option<bool>,
+}
+
+impl ExperimentFile {
+    /// Reads and parses an experiment file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses experiment-file text; `path` is for messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.message().to_owned(),
+        })
+    }
+}
+
+/// Settings given on the command line, as raw text (validated here so that
+/// every error has the same form and exit status).
+#[derive(Debug, Clone, Default)]
+pub struct FlagSettings {
+    /// `--freqs`
+    pub freqs: Option<String>,
+    /// `--duration`
+    pub duration: Option<String>,
+    /// `--reps`
+    pub reps: Option<String>,
+    /// `--cpu`
+    pub cpu: Option<String>,
+    /// `--event`
+    pub event: Option<String>,
+    /// `--scope`
+    pub scope: Option<String>,
+    /// `--design`
+    pub design: Option<String>,
+    /// `--phase`
+    pub phase: Option<String>,
+    /// `--seed`
+    pub seed: Option<String>,
+    /// `--no-util`
+    pub no_util: bool,
+}
+
+/// The sweep options as resolved: flags over experiment file over defaults.
+/// Stored in the manifest as `options` and re-read by `--resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepOptions {
+    /// Frequencies in Hz, ascending, always including 0.
+    pub freqs_hz: Vec<u64>,
+    /// Requested workload duration per run.
+    pub duration_ns: u64,
+    /// Repetitions per frequency.
+    pub reps: u32,
+    /// Measured CPU (the workload is pinned there).
+    pub cpu: u32,
+    /// Requested sampling event.
+    pub event: String,
+    /// Scope of the sampling event.
+    pub scope: ScopeName,
+    /// Designs to run, in canonical order.
+    pub designs: Vec<Design>,
+    /// Phase length of the paired design.
+    pub phase_ns: u64,
+    /// Seed of the randomised order.
+    pub seed: u64,
+    /// Whether util runs (handler tracepoints on) are planned.
+    pub util: bool,
+    /// Experiment file the options came from, if any.
+    pub experiment: Option<PathBuf>,
+    /// The experiment file's description.
+    pub description: Option<String>,
+}
+
+/// Parses a duration such as `10s`, `250ms`, `1.5s`, `500us`, `100ns`, `2m`.
+/// A bare number is seconds.
+pub fn parse_duration(text: &str, origin: &Origin) -> Result<u64, ConfigError> {
+    let t = text.trim();
+    let fix = "give a positive duration such as 10s, 1.5s or 250ms";
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        _ => return Err(invalid(text, origin, "unknown unit", fix)),
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| invalid(text, origin, "not a number", fix))?;
+    if !value.is_finite() || value <= 0.0 {
+        return Err(invalid(text, origin, "must be greater than zero", fix));
+    }
+    let ns = value * scale;
+    if !(1.0..=1e18).contains(&ns) {
+        return Err(invalid(text, origin, "out of range", fix));
+    }
+    // Rounded to whole ns; in range checked above.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(ns.round() as u64)
+}
+
+/// Parses a comma-separated frequency list: non-negative integers, no duplicates.
+pub fn parse_freq_list(text: &str, origin: &Origin) -> Result<Vec<i64>, ConfigError> {
+    let fix =
+        "give non-negative integer frequencies in Hz, comma-separated, e.g. --freqs 100,1000,4000";
+    if text.trim().is_empty() {
+        return Err(invalid(text, origin, "empty frequency list", fix));
+    }
+    text.split(',')
+        .map(|item| {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(invalid(text, origin, "empty item in frequency list", fix));
+            }
+            item.parse::<i64>()
+                .map_err(|_| invalid(item, origin, "not an integer frequency", fix))
+        })
+        .collect()
+}
+
+fn check_freqs(freqs: &[i64], origin: &Origin) -> Result<Vec<u64>, ConfigError> {
+    let fix = "give non-negative integer frequencies in Hz without repeats, e.g. 100,1000,4000";
+    if freqs.is_empty() {
+        return Err(invalid("[]", origin, "empty frequency list", fix));
+    }
+    let mut out = Vec::with_capacity(freqs.len() + 1);
+    for &f in freqs {
+        if f < 0 {
+            return Err(invalid(f.to_string(), origin, "negative frequency", fix));
+        }
+        let f = f.unsigned_abs();
+        if out.contains(&f) {
+            return Err(invalid(f.to_string(), origin, "duplicate frequency", fix));
+        }
+        out.push(f);
+    }
+    if !out.contains(&0) {
+        out.push(0);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+fn check_reps(reps: i64, origin: &Origin) -> Result<u32, ConfigError> {
+    if reps <= 0 {
+        return Err(invalid(
+            reps.to_string(),
+            origin,
+            "repetitions must be at least 1",
+            "give e.g. 5",
+        ));
+    }
+    u32::try_from(reps).map_err(|_| {
+        invalid(
+            reps.to_string(),
+            origin,
+            "too many repetitions",
+            "give e.g. 5",
+        )
+    })
+}
+
+fn check_cpu(cpu: i64, n_cpus: u32, origin: &Origin) -> Result<u32, ConfigError> {
+    let fix = format!(
+        "this host has CPUs 0..={}; give one of them (default: the last)",
+        n_cpus.saturating_sub(1)
+    );
+    if cpu < 0 {
+        return Err(invalid(cpu.to_string(), origin, "negative CPU number", fix));
+    }
+    match u32::try_from(cpu) {
+        Ok(c) if c < n_cpus => Ok(c),
+        _ => Err(invalid(cpu.to_string(), origin, "no such CPU", fix)),
+    }
+}
+
+fn check_event(event: &str, origin: &Origin) -> Result<String, ConfigError> {
+    if KNOWN_EVENTS.contains(&event) {
+        Ok(event.to_owned())
+    } else {
+        Err(invalid(
+            event,
+            origin,
+            "unknown sampling event",
+            format!("use one of {}", KNOWN_EVENTS.join(", ")),
+        ))
+    }
+}
+
+fn parse_int(text: &str, origin: &Origin, fix: &str) -> Result<i64, ConfigError> {
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| invalid(text, origin, "not an integer", fix))
+}
+
+impl SweepOptions {
+    /// Resolves flags over an experiment file over defaults and validates.
+    /// `n_cpus` is the number of CPUs of this host; `default_seed` is used
+    /// when neither flag nor file sets a seed.
+    pub fn resolve(
+        flags: &FlagSettings,
+        file: Option<(&ExperimentFile, &Path)>,
+        n_cpus: u32,
+        default_seed: u64,
+    ) -> Result<Self, ConfigError> {
+        let empty = ExperimentFile::default();
+        let (exp, path) = match file {
+            Some((e, p)) => (e, Some(p)),
+            None => (&empty, None),
+        };
+        let key = |key: &'static str| Origin::File {
+            key,
+            file: path.map(Path::to_path_buf).unwrap_or_default(),
+        };
+
+        let freqs_hz = if let Some(text) = &flags.freqs {
+            let o = Origin::Flag("--freqs");
+            check_freqs(&parse_freq_list(text, &o)?, &o)?
+        } else if let Some(list) = &exp.freqs {
+            check_freqs(list, &key("freqs"))?
+        } else {
+            let mut v = ARTICLE_FREQS_HZ.to_vec();
+            v.push(0);
+            v.sort_unstable();
+            v
+        };
+
+        let duration_ns = if let Some(text) = &flags.duration {
+            parse_duration(text, &Origin::Flag("--duration"))?
+        } else if let Some(text) = &exp.duration {
+            parse_duration(text, &key("duration"))?
+        } else {
+            DEFAULT_DURATION_NS
+        };
+
+        let reps = if let Some(text) = &flags.reps {
+            let o = Origin::Flag("--reps");
+            check_reps(
+                parse_int(text, &o, "give a positive integer, e.g. --reps 5")?,
+                &o,
+            )?
+        } else if let Some(r) = exp.reps {
+            check_reps(r, &key("reps"))?
+        } else {
+            DEFAULT_REPS
+        };
+
+        let cpu = if let Some(text) = &flags.cpu {
+            let o = Origin::Flag("--cpu");
+            check_cpu(
+                parse_int(text, &o, "give a CPU number, e.g. --cpu 1")?,
+                n_cpus,
+                &o,
+            )?
+        } else if let Some(c) = exp.cpu {
+            check_cpu(c, n_cpus, &key("cpu"))?
+        } else {
+            n_cpus.saturating_sub(1)
+        };
+
+        let event = if let Some(text) = &flags.event {
+            check_event(text, &Origin::Flag("--event"))?
+        } else if let Some(text) = &exp.event {
+            check_event(text, &key("event"))?
+        } else {
+            "cycles".to_owned()
+        };
+
+        let scope = if let Some(text) = &flags.scope {
+            ScopeName::parse(text, &Origin::Flag("--scope"))?
+        } else if let Some(text) = &exp.scope {
+            ScopeName::parse(text, &key("scope"))?
+        } else {
+            ScopeName::System
+        };
+
+        let mut designs = if let Some(text) = &flags.design {
+            let o = Origin::Flag("--design");
+            text.split(',')
+                .map(|s| parse_design(s.trim(), &o))
+                .collect::<Result<Vec<_>, _>>()?
+        } else if let Some(d) = &exp.design {
+            let o = key("design");
+            let list = d.to_vec();
+            if list.is_empty() {
+                return Err(invalid(
+                    "[]",
+                    &o,
+                    "no design",
+                    "use \"classic\", \"paired\" or both",
+                ));
+            }
+            list.iter()
+                .map(|s| parse_design(s, &o))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            vec![Design::Classic]
+        };
+        designs.sort_unstable();
+        designs.dedup();
+
+        let (phase_ns, phase_origin) = if let Some(text) = &flags.phase {
+            let o = Origin::Flag("--phase");
+            (parse_duration(text, &o)?, o)
+        } else if let Some(text) = &exp.phase {
+            let o = key("phase");
+            (parse_duration(text, &o)?, o)
+        } else {
+            (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
+        };
+        if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
+            return Err(invalid(
+                format!("{}ms", phase_ns / 1_000_000),
+                &phase_origin,
+                format!(
+                    "the paired design needs at least 4 phases (one ABBA cycle) per run of {} ms",
+                    duration_ns / 1_000_000
+                ),
+                "give a shorter --phase or a longer --duration",
+            ));
+        }
+
+        let seed = if let Some(text) = &flags.seed {
+            let o = Origin::Flag("--seed");
+            text.trim().parse::<u64>().map_err(|_| {
+                invalid(
+                    text,
+                    &o,
+                    "not a non-negative integer",
+                    "give e.g. --seed 42",
+                )
+            })?
+        } else {
+            exp.seed.unwrap_or(default_seed)
+        };
+
+        let util = !flags.no_util && exp.util.unwrap_or(true);
+
+        Ok(SweepOptions {
+            freqs_hz,
+            duration_ns,
+            reps,
+            cpu,
+            event,
+            scope,
+            designs,
+            phase_ns,
+            seed,
+            util,
+            experiment: path.map(Path::to_path_buf),
+            description: exp.description.clone(),
+        })
+    }
+
+    /// Highest requested frequency.
+    pub fn max_freq_hz(&self) -> u64 {
+        self.freqs_hz.iter().copied().max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn flags() -> FlagSettings {
+        FlagSettings::default()
+    }
+
+    #[test]
+    fn defaults_are_the_article_protocol() {
+        let o = SweepOptions::resolve(&flags(), None, 2, 7).unwrap();
+        assert_eq!(o.freqs_hz, vec![0, 100, 500, 2000, 4000, 100_000]);
+        assert_eq!(o.duration_ns, 10_000_000_000);
+        assert_eq!(o.reps, 5);
+        assert_eq!(o.cpu, 1);
+        assert_eq!(o.event, "cycles");
+        assert_eq!(o.scope, ScopeName::System);
+        assert_eq!(o.designs, vec![Design::Classic]);
+        assert_eq!(o.seed, 7);
+        assert!(o.util);
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        let o = Origin::Flag("--duration");
+        assert_eq!(parse_duration("10s", &o).unwrap(), 10_000_000_000);
+        assert_eq!(parse_duration("250ms", &o).unwrap(), 250_000_000);
+        assert_eq!(parse_duration("1.5", &o).unwrap(), 1_500_000_000);
+        assert_eq!(parse_duration("2m", &o).unwrap(), 120_000_000_000);
+        for bad in ["0s", "0", "-1s", "abc", "5 parsecs", ""] {
+            let e = parse_duration(bad, &o).unwrap_err().to_string();
+            assert!(e.contains("--duration"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_freqs_name_the_value() {
+        let cases = [
+            ("", "empty"),
+            ("100,-5", "-5"),
+            ("100,abc", "abc"),
+            ("100,100", "duplicate"),
+            ("100,,200", "empty item"),
+        ];
+        for (text, needle) in cases {
+            let f = FlagSettings {
+                freqs: Some(text.to_owned()),
+                ..flags()
+            };
+            let e = SweepOptions::resolve(&f, None, 2, 0)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle) && e.contains("--freqs"), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn zero_is_always_added_and_freqs_sorted() {
+        let f = FlagSettings {
+            freqs: Some("4000, 100".to_owned()),
+            ..flags()
+        };
+        let o = SweepOptions::resolve(&f, None, 2, 0).unwrap();
+        assert_eq!(o.freqs_hz, vec![0, 100, 4000]);
+    }
+
+    #[test]
+    fn bad_reps_cpu_event_scope() {
+        let cases: Vec<(FlagSettings, &str)> = vec![
+            (
+                FlagSettings {
+                    reps: Some("0".into()),
+                    ..flags()
+                },
+                "\"0\" for --reps",
+            ),
+            (
+                FlagSettings {
+                    reps: Some("x".into()),
+                    ..flags()
+                },
+                "\"x\" for --reps",
+            ),
+            (
+                FlagSettings {
+                    cpu: Some("2".into()),
+                    ..flags()
+                },
+                "\"2\" for --cpu",
+            ),
+            (
+                FlagSettings {
+                    cpu: Some("-1".into()),
+                    ..flags()
+                },
+                "\"-1\" for --cpu",
+            ),
+            (
+                FlagSettings {
+                    event: Some("bogus".into()),
+                    ..flags()
+                },
+                "\"bogus\" for --event",
+            ),
+            (
+                FlagSettings {
+                    scope: Some("world".into()),
+                    ..flags()
+                },
+                "\"world\" for --scope",
+            ),
+            (
+                FlagSettings {
+                    design: Some("fancy".into()),
+                    ..flags()
+                },
+                "\"fancy\" for --design",
+            ),
+        ];
+        for (f, needle) in cases {
+            let e = SweepOptions::resolve(&f, None, 2, 0)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+    }
+
+    #[test]
+    fn paired_needs_four_phases() {
+        let f = FlagSettings {
+            design: Some("paired".into()),
+            duration: Some("500ms".into()),
+            ..flags()
+        };
+        let e = SweepOptions::resolve(&f, None, 2, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--phase"), "{e}");
+        let f = FlagSettings {
+            phase: Some("100ms".into()),
+            ..f
+        };
+        assert!(SweepOptions::resolve(&f, None, 2, 0).is_ok());
+    }
+
+    #[test]
+    fn file_settings_and_flag_override() {
+        let path = Path::new("experiments/x.toml");
+        let exp = ExperimentFile::parse(
+            "freqs = [0, 1000, 20000]\nduration = \"1s\"\nreps = 2\ndesign = [\"paired\", \"classic\"]\nphase = \"100ms\"\nseed = 3\nevent = \"cpu-clock\"\nscope = \"cpu\"\n",
+            path,
+        )
+        .unwrap();
+        let o = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0).unwrap();
+        assert_eq!(o.freqs_hz, vec![0, 1000, 20000]);
+        assert_eq!(o.duration_ns, 1_000_000_000);
+        assert_eq!(o.reps, 2);
+        assert_eq!(o.designs, vec![Design::Classic, Design::Paired]);
+        assert_eq!(o.phase_ns, 100_000_000);
+        assert_eq!(o.seed, 3);
+        assert_eq!(o.scope, ScopeName::Cpu);
+        let f = FlagSettings {
+            reps: Some("4".into()),
+            design: Some("classic".into()),
+            seed: Some("9".into()),
+            ..flags()
+        };
+        let o = SweepOptions::resolve(&f, Some((&exp, path)), 2, 0).unwrap();
+        assert_eq!(o.reps, 4);
+        assert_eq!(o.designs, vec![Design::Classic]);
+        assert_eq!(o.seed, 9);
+        assert_eq!(o.duration_ns, 1_000_000_000);
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_the_file() {
+        let path = Path::new("experiments/typo.toml");
+        let e = ExperimentFile::parse("freqs = [1]\nrepetitions = 3\n", path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("repetitions") && e.contains("experiments/typo.toml"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_file_values_name_the_key_and_file() {
+        let path = Path::new("e.toml");
+        let exp = ExperimentFile::parse("freqs = [100, 100]\n", path).unwrap();
+        let e = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("key `freqs` in e.toml") && e.contains("duplicate"),
+            "{e}"
+        );
+        let exp = ExperimentFile::parse("reps = 0\n", path).unwrap();
+        let e = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `reps`"), "{e}");
+    }
+}

@@ -1,1 +1,388 @@
-//! TODO(owner helper): see docs/results-format.md and the issue.
+//! Running a plan: the executor walks the planned runs, asks a [`Backend`]
+//! to make each one, and writes each result as soon as the run ends.
+//!
+//! The backend is a trait so the scheduling, bookkeeping, failure handling
+//! and interruption are tested deterministically with a mock; the real
+//! backend (workload child process + perf sampler) is in `sweep`.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::config::{Design, SweepOptions};
+use crate::plan::{PlannedRun, RunKind, abba_schedule};
+use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
+use crate::system::QuietReport;
+
+/// A run is flagged noisy when steal exceeds this share of its wall time.
+pub const NOISY_STEAL_FRACTION: f64 = 0.01;
+/// A run is flagged noisy above this many involuntary context switches of
+/// the workload per second of wall time.
+pub const NOISY_NIVCSW_PER_S: f64 = 10.0;
+/// The sweep stops after this many failed runs in a row (something
+/// systematic, e.g. perf refused, rather than a one-off crash).
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
+
+/// One handler interval (one row of events/run-<id>.parquet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    /// CPU the handler ran on.
+    pub cpu: u32,
+    /// Entry, CLOCK_MONOTONIC_RAW ns.
+    pub entry_ns: u64,
+    /// exit - entry, ns.
+    pub duration_ns: u64,
+    /// `nmi`, `hrtimer` or `local_timer`.
+    pub source: String,
+}
+
+/// What the backend is asked to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec<'a> {
+    /// The planned run.
+    pub run: &'a PlannedRun,
+    /// Sweep options.
+    pub opts: &'a SweepOptions,
+    /// Sampling event to open (after fallback); unused at 0 Hz.
+    pub event: &'a str,
+    /// Paired design: the ABBA schedule (true = sampling on); empty for classic.
+    pub phases: Vec<bool>,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    pub iterations: u64,
+    pub wall_ns: u64,
+    pub window_ns: u64,
+    pub samples: u64,
+    pub samples_all_cpus: u64,
+    pub throttled: u64,
+    pub unthrottled: u64,
+    pub lost: u64,
+    pub lost_samples: u64,
+    pub duplicates: u64,
+    pub unmatched: u64,
+    pub foreign_intervals: u64,
+    pub steal_ns: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub overrun_ns: u64,
+    pub started_at_ns: u64,
+    pub ended_at_ns: u64,
+    /// Handler intervals (util runs).
+    pub intervals: Vec<Interval>,
+    /// Phases (paired runs); `run_id`/`freq_hz` are filled by the executor.
+    pub phases: Vec<PhaseRow>,
+    /// The workload's own JSON report.
+    pub workload_json: String,
+}
+
+/// Why a run produced no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The run failed (workload crashed or was killed, perf refused ...):
+    /// recorded with status `failed`, the sweep goes on.
+    #[error("{0}")]
+    Failed(String),
+    /// Ctrl-C/SIGTERM during the run: the child was stopped; not recorded.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// Makes runs. The real one spawns the workload and opens the sampler.
+pub trait Backend {
+    /// Waits (bounded) for the measured CPU to be idle and reports.
+    fn quiet_check(&mut self, cpu: u32) -> QuietReport;
+    /// Makes one run; polls `interrupt` and stops early when it is set.
+    fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError>;
+    /// The driver's own CPU time so far, ns.
+    fn driver_cpu_ns(&mut self) -> u64 {
+        crate::system::process_cpu_ns()
+    }
+}
+
+/// Writes a util run's intervals (events/run-<id>.parquet); pluggable so
+/// tests need not write parquet.
+pub type IntervalWriter<'a> = &'a dyn Fn(&std::path::Path, &[Interval]) -> Result<(), String>;
+
+/// A fatal executor error: the sweep stops (data written so far stays).
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// Writing the results failed.
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+    /// Writing a parquet file failed.
+    #[error("{}: {message}", path.display())]
+    Intervals {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        message: String,
+    },
+}
+
+/// How the execution ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecSummary {
+    /// Runs recorded (ok or failed) in this invocation.
+    pub recorded: u32,
+    /// Of those, failed.
+    pub failed: u32,
+    /// Of those, flagged noisy.
+    pub noisy: u32,
+    /// Stopped before the end of the plan (Ctrl-C or too many failures).
+    pub interrupted: bool,
+    /// Why it stopped early, if it did.
+    pub stop_reason: Option<String>,
+}
+
+/// Noise verdict of a run: reasons, empty when clean.
+pub fn noise_reasons(quiet: &QuietReport, outcome: &RunOutcome) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if !quiet.quiet {
+        reasons.push(format!("cpu busy {:.1}% before the run", quiet.busy_pct));
+    }
+    let wall = outcome.wall_ns.max(1) as f64;
+    if outcome.steal_ns as f64 > NOISY_STEAL_FRACTION * wall {
+        reasons.push(format!(
+            "steal {:.2}% of wall",
+            100.0 * outcome.steal_ns as f64 / wall
+        ));
+    }
+    if outcome.nivcsw as f64 > NOISY_NIVCSW_PER_S * wall / 1e9 {
+        reasons.push(format!("{} involuntary context switches", outcome.nivcsw));
+    }
+    reasons
+}
+
+fn base_row(spec: &RunSpec<'_>) -> RunRow {
+    let run = spec.run;
+    RunRow {
+        run_id: run.run_id,
+        kind: run.kind.as_str().to_owned(),
+        design: run.design.as_str().to_owned(),
+        block: run.block,
+        freq_hz: run.freq_hz,
+        rep: run.rep,
+        event: if run.freq_hz > 0 {
+            spec.event.to_owned()
+        } else {
+            String::new()
+        },
+        requested_event: spec.opts.event.clone(),
+        scope: spec.opts.scope.as_str().to_owned(),
+        cpu: spec.opts.cpu,
+        duration_ns: spec.opts.duration_ns,
+        ..RunRow::default()
+    }
+}
+
+fn progress_bar(total: u64) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} runs, {msg}, elapsed {elapsed}, ETA {eta}",
+    );
+    if let Ok(style) = style {
+        pb.set_style(style);
+    }
+    pb
+}
+
+/// Runs `todo` (a subset of `manifest.plan`, in plan order), writing every
+/// result into `dir` as it comes. Updates `manifest.status`/`ended_at` and
+/// rewrites it at the end (complete or interrupted).
+pub fn execute(
+    backend: &mut dyn Backend,
+    dir: &mut ResultsDir,
+    manifest: &mut Manifest,
+    todo: &[PlannedRun],
+    interrupt: &AtomicBool,
+    write_intervals: IntervalWriter<'_>,
+) -> Result<ExecSummary, ExecError> {
+    let opts = manifest.options.clone();
+    let event = manifest.event.clone();
+    let mut summary = ExecSummary::default();
+    let pb = progress_bar(u64::try_from(todo.len()).unwrap_or(0));
+    let log_each = pb.is_hidden();
+    let mut consecutive_failures = 0u32;
+    let total = todo.len();
+
+    for (i, run) in todo.iter().enumerate() {
+        if interrupt.load(Ordering::SeqCst) {
+            summary.interrupted = true;
+            summary.stop_reason = Some("interrupted".into());
+            break;
+        }
+        let span = tracing::info_span!(
+            "run",
+            id = run.run_id,
+            kind = run.kind.as_str(),
+            freq_hz = run.freq_hz,
+            rep = run.rep
+        );
+        let _enter = span.enter();
+        pb.set_message(format!(
+            "{} {} {} Hz",
+            run.design.as_str(),
+            run.kind.as_str(),
+            run.freq_hz
+        ));
+        let spec = RunSpec {
+            run,
+            opts: &opts,
+            event: &event,
+            phases: if run.design == Design::Paired && run.kind == RunKind::Loss {
+                abba_schedule(opts.duration_ns, opts.phase_ns)
+            } else {
+                Vec::new()
+            },
+        };
+        let quiet = backend.quiet_check(opts.cpu);
+        let cpu_before = backend.driver_cpu_ns();
+        let result = backend.run(&spec, interrupt);
+        let driver_cpu_ns = backend.driver_cpu_ns().saturating_sub(cpu_before);
+        let mut row = base_row(&spec);
+        row.quiet = quiet.quiet;
+        row.idle_busy_pct = quiet.busy_pct;
+        row.procs_running = quiet.procs_running;
+        row.quiet_wait_ns = quiet.waited_ns;
+        row.driver_cpu_ns = driver_cpu_ns;
+        match result {
+            Err(RunError::Interrupted) => {
+                summary.interrupted = true;
+                summary.stop_reason = Some("interrupted".into());
+                break;
+            }
+            Err(RunError::Failed(message)) => {
+                tracing::error!("run {} failed: {message}", run.run_id);
+                row.status = "failed".into();
+                row.error = message.clone();
+                row.noisy = !quiet.quiet;
+                dir.append_run(&row)?;
+                summary.recorded += 1;
+                summary.failed += 1;
+                consecutive_failures += 1;
+                if consecutive_failures >= MAX_CONSECUTIVE_FAILURES {
+                    let reason = format!(
+                        "{consecutive_failures} runs failed in a row, the last with: {message}"
+                    );
+                    tracing::error!("stopping the sweep: {reason}");
+                    summary.interrupted = true;
+                    summary.stop_reason = Some(reason);
+                    break;
+                }
+            }
+            Ok(out) => {
+                consecutive_failures = 0;
+                if !out.workload_json.is_empty() {
+                    dir.write_workload(run.run_id, &out.workload_json)?;
+                }
+                if run.kind == RunKind::Util {
+                    let path = dir.events_path(run.run_id);
+                    write_intervals(&path, &out.intervals).map_err(|message| {
+                        ExecError::Intervals {
+                            path: path.clone(),
+                            message,
+                        }
+                    })?;
+                }
+                if !out.phases.is_empty() {
+                    let phases: Vec<PhaseRow> = out
+                        .phases
+                        .iter()
+                        .map(|p| PhaseRow {
+                            run_id: run.run_id,
+                            freq_hz: run.freq_hz,
+                            ..p.clone()
+                        })
+                        .collect();
+                    dir.append_phases(&phases)?;
+                }
+                let reasons = noise_reasons(&quiet, &out);
+                fill_row(&mut row, &out);
+                row.noisy = !reasons.is_empty();
+                row.noise_reasons = reasons.join("; ");
+                row.status = "ok".into();
+                dir.append_run(&row)?;
+                summary.recorded += 1;
+                if row.noisy {
+                    summary.noisy += 1;
+                    tracing::warn!("run {} is noisy: {}", run.run_id, row.noise_reasons);
+                }
+                if row.lost > 0 {
+                    tracing::warn!("run {} lost {} records", run.run_id, row.lost);
+                }
+                if row.throttled > 0 {
+                    tracing::warn!(
+                        "run {}: the kernel throttled sampling {} times",
+                        run.run_id,
+                        row.throttled
+                    );
+                }
+                let line = format!(
+                    "run {}/{} id {} {} {} {} Hz rep {}: {} iterations, {} samples ({:.0} Hz){}",
+                    i + 1,
+                    total,
+                    run.run_id,
+                    run.design.as_str(),
+                    run.kind.as_str(),
+                    run.freq_hz,
+                    run.rep,
+                    row.iterations,
+                    row.samples,
+                    row.achieved_hz,
+                    if row.noisy { ", noisy" } else { "" }
+                );
+                if log_each {
+                    tracing::info!("{line}");
+                } else {
+                    pb.suspend(|| tracing::debug!("{line}"));
+                }
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    manifest.status = if summary.interrupted {
+        Status::Interrupted
+    } else {
+        Status::Complete
+    };
+    manifest.ended_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    dir.write_manifest(manifest)?;
+    Ok(summary)
+}
+
+fn fill_row(row: &mut RunRow, out: &RunOutcome) {
+    row.iterations = out.iterations;
+    row.wall_ns = out.wall_ns;
+    row.window_ns = out.window_ns;
+    row.samples = out.samples;
+    row.samples_all_cpus = out.samples_all_cpus;
+    row.achieved_hz = if out.window_ns > 0 {
+        out.samples as f64 * 1e9 / out.window_ns as f64
+    } else {
+        0.0
+    };
+    row.throttled = out.throttled;
+    row.unthrottled = out.unthrottled;
+    row.lost = out.lost;
+    row.lost_samples = out.lost_samples;
+    row.duplicates = out.duplicates;
+    row.handler_intervals = u64::try_from(out.intervals.len()).unwrap_or(u64::MAX);
+    row.unmatched = out.unmatched;
+    row.foreign_intervals = out.foreign_intervals;
+    row.steal_ns = out.steal_ns;
+    row.nvcsw = out.nvcsw;
+    row.nivcsw = out.nivcsw;
+    row.user_ns = out.user_ns;
+    row.sys_ns = out.sys_ns;
+    row.overrun_ns = out.overrun_ns;
+    row.started_at_ns = out.started_at_ns;
+    row.ended_at_ns = out.ended_at_ns;
+}
