@@ -15,8 +15,15 @@
 //! ring and SET_OUTPUT works, tracepoints CPU-wide on `measured_cpu`.
 //!
 //! The drain thread is pinned to `drain_cpu` (default: the first online CPU
-//! other than `measured_cpu`) and polls every ring every [`DRAIN_INTERVAL`] (50 ms); pairing of
-//! handler intervals happens in [`Sampler::finish`], not in the thread.
+//! other than `measured_cpu`) and polls every ring every [`DRAIN_INTERVAL`]
+//! (50 ms). It decodes records and pairs entry/exit records online into
+//! compact pairs; telling our handler intervals from other perf users'
+//! happens in [`Sampler::finish`] (see [`crate::handler`]).
+//!
+//! Intervals: `hrtimer` ones are one handler run each; a `local_timer`
+//! interval is one whole timer interrupt and may contain two handler runs
+//! when the interrupt outlasts the sampling period (seen at 100 kHz), so
+//! there can be fewer local_timer than hrtimer intervals.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
