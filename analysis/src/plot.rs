@@ -1164,13 +1164,7 @@ impl Paired {
         // share of the plot height, a top pad of 1.08 f / (1 - f) spans leaves
         // that share above the highest point (plot ~540 px high); 0.08 more
         // keeps a gap.
-        let entries: usize = kept
-            .iter()
-            .map(|t| {
-                usize::from(t.sampling.iter().any(|&s| s))
-                    + usize::from(t.sampling.iter().any(|&s| !s))
-            })
-            .sum();
+        let entries = paired_legend_entries(&kept);
         let f = (legend_h_frac(entries, 540.0) + 0.03).min(0.6);
         let y = (
             ye.lo - 0.08 * span,
@@ -1191,6 +1185,17 @@ impl Paired {
             let c = PALETTE[i % PALETTE.len()];
             (c, c)
         }
+    }
+}
+
+/// Legend rows of a paired plot (see `Paired::draw`).
+fn paired_legend_entries(traces: &[PairedTrace]) -> usize {
+    if traces.len() == 1 {
+        let on = traces[0].sampling.iter().any(|&s| s);
+        let off = traces[0].sampling.iter().any(|&s| !s);
+        usize::from(on) + usize::from(off)
+    } else {
+        traces.len() + 2
     }
 }
 
@@ -1224,7 +1229,10 @@ impl Figure for Paired {
             .max_light_lines(1)
             .draw()?;
         let mut legend_points = Vec::new();
-        let mut entries = 0;
+        // One trace: legend "label: sampling on/off" in two colours. Several:
+        // one colour per trace, and the marker legend given once, in grey, so
+        // the legend grows by one row per trace rather than two.
+        let single = self.traces.len() == 1;
         for (i, t) in self.traces.iter().enumerate() {
             let (on_c, off_c) = self.colours(i);
             let prefix = if t.label.is_empty() {
@@ -1249,29 +1257,55 @@ impl Figure for Paired {
                     pts.iter().copied(),
                     colour.mix(0.45).stroke_width(1),
                 ))?;
-                let label = format!("{prefix}sampling {}", if on { "on" } else { "off" });
-                if on {
-                    chart
-                        .draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))?
-                        .label(label)
-                        .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
+                let anno = if on {
+                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))?
                 } else {
-                    chart
-                        .draw_series(pts.iter().map(|&p| {
-                            EmptyElement::at(p)
-                                + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
-                        }))?
-                        .label(label)
-                        .legend(move |(x, y)| {
+                    chart.draw_series(pts.iter().map(|&p| {
+                        EmptyElement::at(p)
+                            + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
+                    }))?
+                };
+                if single {
+                    let label = format!("{prefix}sampling {}", if on { "on" } else { "off" });
+                    anno.label(label).legend(move |(x, y)| {
+                        if on {
+                            Circle::new((x + 10, y), 4, colour.filled()).into_dyn()
+                        } else {
                             Rectangle::new(
                                 [(x + 6, y - 4), (x + 14, y + 4)],
                                 colour.stroke_width(2),
                             )
-                        });
+                            .into_dyn()
+                        }
+                    });
                 }
-                entries += 1;
+            }
+            if !single {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                    .label(t.label.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], on_c.stroke_width(3))
+                    });
             }
         }
+        if !single {
+            let grey = RGBColor(90, 90, 90);
+            for on in [true, false] {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                    .label(if on { "sampling on" } else { "sampling off" })
+                    .legend(move |(x, y)| {
+                        if on {
+                            Circle::new((x + 10, y), 4, grey.filled()).into_dyn()
+                        } else {
+                            Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], grey.stroke_width(2))
+                                .into_dyn()
+                        }
+                    });
+            }
+        }
+        let entries = paired_legend_entries(&self.traces);
         let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
         let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
         legend_style(&mut chart, pos)
