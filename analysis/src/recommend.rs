@@ -117,7 +117,7 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
                 "The 95% interval of the loss at the lowest measured rate, {} Hz, is +-{:.2} percentage points wide, more than the {budget_pct}% budget.",
                 lowest.freq_hz, hw
             ),
-            "The data cannot tell whether any rate stays within this budget: measure more repetitions (or the paired design) or give a larger budget.".to_string(),
+            "The data cannot tell whether any rate stays within this budget: measure more repetitions or longer runs (the paired design cancels drift), or give a larger budget.".to_string(),
         ];
         return Ok(rec);
     }

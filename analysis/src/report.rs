@@ -331,6 +331,9 @@ fn render_markdown(rs: &ResultSet, a: &Analysis, r: &Reference, plots: &[PathBuf
         "| freq_hz | runs | calls/s | achieved_hz | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    if a.util.is_empty() {
+        let _ = writeln!(s, "| (no successful util runs) |||||||||");
+    }
     for row in &a.util {
         let _ = writeln!(
             s,
@@ -397,6 +400,9 @@ fn render_markdown(rs: &ResultSet, a: &Analysis, r: &Reference, plots: &[PathBuf
         "| freq_hz | loss_pct (no tracepoints) | loss_pct (tracepoints on) | tracing cost (pp) |"
     );
     let _ = writeln!(s, "|---|---|---|---|");
+    if a.tracing.is_empty() {
+        let _ = writeln!(s, "| (needs util runs and 0 Hz loss runs) ||||");
+    }
     for row in &a.tracing {
         let _ = writeln!(
             s,
