@@ -559,12 +559,37 @@ fn legend_h_frac(entries: usize, plot_h_px: f64) -> f64 {
 
 // ---------------------------------------------------------------- y vs frequency
 
+/// A fit ready to draw: its band sorted (and densified on a log axis), the
+/// line sampled where it is supported and where it is extrapolated.
+struct PreparedFit {
+    fit: FitLine,
+    solid: Vec<(f64, f64)>,
+    dashed: Vec<Vec<(f64, f64)>>,
+}
+
+/// Points of `y = intercept + slope x` over [a, b]: two on a linear axis;
+/// on a log axis it is a curve, sampled evenly in log x.
+fn sample_line(intercept: f64, slope: f64, a: f64, b: f64, log_x: bool) -> Vec<(f64, f64)> {
+    let segments: u32 = if log_x { 80 } else { 1 };
+    (0..=segments)
+        .map(|i| {
+            let t = f64::from(i) / f64::from(segments);
+            let x = if log_x {
+                10f64.powf(a.log10() + t * (b.log10() - a.log10()))
+            } else {
+                a + t * (b - a)
+            };
+            (x, intercept + slope * x)
+        })
+        .collect()
+}
+
 struct VsFreq {
     title: String,
     x_label: String,
     y_label: String,
     series: Vec<PointSeries>,
-    fits: Vec<(FitLine, Vec<(f64, f64)>)>,
+    fits: Vec<PreparedFit>,
     log_x: bool,
     x: (f64, f64),
     y: (f64, f64),
@@ -676,29 +701,31 @@ impl VsFreq {
         // Fit curves over the data's x extent, sampled densely enough to be
         // smooth on either axis type.
         let mut prepared_fits = Vec::new();
+        let mut extrapolated = false;
         for f in fits {
-            // A straight line needs two points; on a log axis it is a curve,
-            // and 80 segments keep it smooth without pixel-step jaggies.
-            let segments: u32 = if log_x { 80 } else { 1 };
-            let pts: Vec<(f64, f64)> = (0..=segments)
-                .map(|i| {
-                    let t = f64::from(i) / f64::from(segments);
-                    let x = if log_x {
-                        10f64.powf(xe.lo.log10() + t * (xe.hi.log10() - xe.lo.log10()))
-                    } else {
-                        xe.lo + t * (xe.hi - xe.lo)
-                    };
-                    (x, f.intercept + f.slope * x)
-                })
-                .collect();
-            for p in &pts {
-                ye.add(p.1);
-            }
             let mut band: Vec<(f64, f64, f64)> = (0..f.band_x.len())
                 .filter(|&i| !log_x || f.band_x[i] > 0.0)
                 .map(|i| (f.band_x[i], f.band_lo[i], f.band_hi[i]))
                 .collect();
             band.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // Solid where the band says the fit is supported (the whole x
+            // extent when there is no band), dashed where it is extended to
+            // the rest of the plotted data.
+            let (s_lo, s_hi) = match (band.first(), band.last()) {
+                (Some(a), Some(b)) if b.0 > a.0 => (a.0.max(xe.lo), b.0.min(xe.hi)),
+                _ => (xe.lo, xe.hi),
+            };
+            let line = |a: f64, b: f64| sample_line(f.intercept, f.slope, a, b, log_x);
+            let solid = line(s_lo, s_hi);
+            let dashed: Vec<Vec<(f64, f64)>> = [(xe.lo, s_lo), (s_hi, xe.hi)]
+                .into_iter()
+                .filter(|(a, b)| b > a)
+                .map(|(a, b)| line(a, b))
+                .collect();
+            extrapolated |= !dashed.is_empty();
+            for p in solid.iter().chain(dashed.iter().flatten()) {
+                ye.add(p.1);
+            }
             if log_x {
                 band = densify_log(&band);
             }
@@ -706,7 +733,7 @@ impl VsFreq {
             fit.band_x = band.iter().map(|b| b.0).collect();
             fit.band_lo = band.iter().map(|b| b.1).collect();
             fit.band_hi = band.iter().map(|b| b.2).collect();
-            prepared_fits.push((fit, pts));
+            prepared_fits.push(PreparedFit { fit, solid, dashed });
         }
         let x = if log_x {
             let (lo, hi) = (xe.lo / 1.5, xe.hi * 1.5);
@@ -720,6 +747,9 @@ impl VsFreq {
             notes.push(format!(
                 "{skipped} point(s) with {x_label} <= 0 not shown (log axis)"
             ));
+        }
+        if extrapolated {
+            notes.push("dashed: fit extrapolated beyond the range of its confidence band".into());
         }
         Ok(Self {
             title: title.to_string(),
@@ -785,7 +815,7 @@ impl VsFreq {
         let mut legend_points = Vec::new();
         let mut entries = 0usize;
         // Bands first so points and lines stay on top.
-        for (i, (fit, _)) in self.fits.iter().enumerate() {
+        for (i, PreparedFit { fit, .. }) in self.fits.iter().enumerate() {
             if fit.band_x.len() < 2 {
                 continue;
             }
@@ -798,11 +828,17 @@ impl VsFreq {
                 colour.mix(0.18).filled(),
             )))?;
         }
-        for (i, (_, pts)) in self.fits.iter().enumerate() {
+        for (i, pf) in self.fits.iter().enumerate() {
             let colour = PALETTE[(self.series.len() + i) % PALETTE.len()];
-            chart.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))?;
+            let style = colour.stroke_width(2);
+            chart.draw_series(LineSeries::new(pf.solid.iter().copied(), style))?;
+            for part in &pf.dashed {
+                chart.draw_series(DashedLineSeries::new(part.iter().copied(), 8, 6, style))?;
+            }
             legend_points.extend(
-                pts.iter()
+                pf.solid
+                    .iter()
+                    .chain(pf.dashed.iter().flatten())
                     .map(|p| (self.x_frac(p.0), frac(p.1, self.y.0, self.y.1))),
             );
         }
@@ -847,7 +883,7 @@ impl VsFreq {
         // Legend entries for fits and bands come after the series'; the
         // shapes themselves were drawn first so the points stay on top.
         let nothing = || std::iter::empty::<PathElement<(f64, f64)>>();
-        for (i, (fit, _)) in self.fits.iter().enumerate() {
+        for (i, PreparedFit { fit, .. }) in self.fits.iter().enumerate() {
             let colour = PALETTE[(self.series.len() + i) % PALETTE.len()];
             chart
                 .draw_series(nothing())?
@@ -857,7 +893,7 @@ impl VsFreq {
                 });
             entries += 1;
         }
-        for (i, (fit, _)) in self.fits.iter().enumerate() {
+        for (i, PreparedFit { fit, .. }) in self.fits.iter().enumerate() {
             if fit.band_x.len() < 2 {
                 continue;
             }

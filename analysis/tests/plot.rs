@@ -144,8 +144,39 @@ fn utilisation_vs_log_frequency_writes_svg_and_png() {
     for tick in [">\n100\n<", ">\n1k\n<", ">\n10k\n<", ">\n100k\n<"] {
         assert!(svg.contains(tick), "log axis lacks tick {tick}");
     }
-    // No "not shown" note when every x is positive.
+    // No "not shown" note when every x is positive, and no extrapolation
+    // note when the band spans every point.
     assert!(!svg.contains("not shown"));
+    assert!(!svg.contains("extrapolated"));
+}
+
+#[test]
+fn fit_beyond_its_band_is_drawn_dashed_and_noted() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("util_extrapolated");
+    let (measured, reference, mut fit) = util_series();
+    // The band (the measured range) covers 1k..10k only.
+    let keep: Vec<usize> = (0..fit.band_x.len())
+        .filter(|&i| (1000.0..=10_000.0).contains(&fit.band_x[i]))
+        .collect();
+    fit.band_x = keep.iter().map(|&i| fit.band_x[i]).collect();
+    fit.band_lo = keep.iter().map(|&i| fit.band_lo[i]).collect();
+    fit.band_hi = keep.iter().map(|&i| fit.band_hi[i]).collect();
+    let paths = plot_vs_freq(
+        "Extrapolated fit",
+        "sample_freq (Hz)",
+        "handler utilisation (%)",
+        &[measured, reference],
+        &[fit],
+        true,
+        &stem,
+    )
+    .unwrap();
+    let svg = check_outputs(&paths, &stem, &["Extrapolated fit"]);
+    assert!(
+        svg_text(&svg).contains("dashed: fit extrapolated beyond the range of its confidence band"),
+        "no extrapolation note"
+    );
 }
 
 #[test]
