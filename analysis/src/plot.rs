@@ -1192,7 +1192,10 @@ impl Paired {
                 },
             });
         }
-        let x = xe.padded_linear(0.03, 0.03);
+        // Pad both sides even below t = 0, so a phase at the run's start is
+        // not drawn half-hidden on the y axis.
+        let (_, x_hi) = xe.padded_linear(0.03, 0.03);
+        let x = (xe.lo - (x_hi - xe.hi), x_hi);
         // Rates are far from zero: keep the axis tight so drift is visible.
         let span = (ye.hi - ye.lo).max(ye.hi.abs() * 1e-3);
         let span = if span > 0.0 { span } else { 1.0 };
