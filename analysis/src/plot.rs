@@ -1031,7 +1031,13 @@ impl Durations {
         } else {
             (min * 0.1).max(1.0)
         };
+        // Whole-nanosecond data binned finer than 1 ns would alternate full
+        // and empty bins: never go below 1 ns then.
+        let integral = stats
+            .iter()
+            .all(|(_, values, _)| values.iter().all(|v| v.fract() == 0.0));
         let width = nice_step(span / DURATION_BINS);
+        let width = if integral { width.max(1.0) } else { width };
         let lo = (min / width).floor() * width;
         let nbins = (((top - lo) / width).floor() as usize + 1).max(1);
 

@@ -497,3 +497,19 @@ fn degenerate_ranges_still_plot() {
     let paths = plot_paired("Flat", &[flat], &stem).unwrap();
     check_outputs(&paths, &stem, &["flat: sampling on", "flat: sampling off"]);
 }
+
+#[test]
+fn whole_nanosecond_durations_are_not_binned_finer_than_1_ns() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("narrow");
+    // 40 ns of spread in whole ns: 100 bins would be 0.5 ns wide.
+    let values: Vec<f64> = (0..10_000)
+        .map(|i| f64::from(1000 + (i * 7) % 41))
+        .collect();
+    let paths = plot_durations("Narrow", &[("1 kHz".into(), values)], &stem).unwrap();
+    let svg = check_outputs(&paths, &stem, &["Narrow"]);
+    assert!(
+        svg_text(&svg).contains("bin width 1 ns"),
+        "bin width not 1 ns"
+    );
+}
