@@ -76,7 +76,8 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
     if hz.is_nan() || hz < 2.0 {
         return None;
     }
-    let h = hz.floor() as u64;
+    // Tolerate bisection round-off just below a round number.
+    let h = (hz + 1e-6).floor() as u64;
     let digits = h.to_string().len() as u32;
     let scale = 10u64.pow(digits.saturating_sub(2));
     let nice = (h / scale) * scale;
@@ -212,6 +213,7 @@ mod tests {
         assert_eq!(nice_prime_below(4000.0), Some(3989));
         assert_eq!(nice_prime_below(3456.7), Some(3391));
         assert_eq!(nice_prime_below(1.0), None);
+        assert_eq!(nice_prime_below(7199.999999999893), Some(7193));
     }
 
     #[test]

@@ -225,6 +225,23 @@ fn cli_recommend_and_compare() {
         .success()
         .stdout(predicate::str::contains("cannot tell"));
 
+    // 0.3 %: resolvable (+-0.13 pp at 1000 Hz) but even 1000 Hz exceeds it.
+    bin()
+        .args(["recommend", dir.to_str().unwrap(), "--budget", "0.3%"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("no measured rate stays within the budget").and(
+                predicate::str::contains("Even at the lowest measured rate, 1000 Hz"),
+            ),
+        );
+
+    bin()
+        .args(["report", dir.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::ends_with("report/report.md\n"));
+
     bin()
         .args(["recommend", dir.to_str().unwrap(), "--budget", "lots"])
         .assert()
