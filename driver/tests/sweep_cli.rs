@@ -1,0 +1,128 @@
+//! `driver sweep` on bad input: exit status 2, one line naming the value,
+//! nothing written. No perf needed (validation comes first).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use assert_cmd::Command;
+
+fn sweep(args: &[&str], out: &std::path::Path) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("driver")
+        .unwrap()
+        .arg("sweep")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--no-report")
+        .assert()
+}
+
+fn check_rejected(args: &[&str], needles: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("never");
+    let a = sweep(args, &out).code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    for n in needles {
+        assert!(stderr.contains(n), "{args:?}: stderr lacks {n:?}: {stderr}");
+    }
+    assert_eq!(
+        stderr.trim().lines().count(),
+        1,
+        "{args:?}: not one line: {stderr}"
+    );
+    assert!(stdout.is_empty(), "{args:?}: stdout: {stdout}");
+    assert!(!out.exists(), "{args:?}: wrote {}", out.display());
+}
+
+#[test]
+fn bad_frequencies() {
+    check_rejected(&["--freqs", ""], &["--freqs", "empty"]);
+    check_rejected(&["--freqs", "100,-5"], &["\"-5\"", "negative"]);
+    check_rejected(&["--freqs", "100,abc"], &["\"abc\"", "--freqs"]);
+    check_rejected(&["--freqs", "100,100"], &["\"100\"", "duplicate"]);
+}
+
+#[test]
+fn bad_reps_duration_cpu_event() {
+    check_rejected(&["--reps", "0"], &["\"0\"", "--reps"]);
+    check_rejected(&["--duration", "0s"], &["\"0s\"", "--duration"]);
+    check_rejected(&["--duration", "-3s"], &["\"-3s\"", "--duration"]);
+    check_rejected(&["--cpu", "4096"], &["\"4096\"", "--cpu", "no such CPU"]);
+    check_rejected(
+        &["--event", "bogus"],
+        &["\"bogus\"", "--event", "cpu-clock"],
+    );
+    check_rejected(&["--scope", "galaxy"], &["\"galaxy\"", "--scope"]);
+}
+
+#[test]
+fn frequency_above_the_sysctl_needs_raise_max_rate() {
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .map(|s| s.trim().parse().unwrap())
+        .unwrap_or(100_000);
+    let f = (max + 1).to_string();
+    check_rejected(
+        &["--freqs", &f],
+        &[&f, "perf_event_max_sample_rate", "--raise-max-rate"],
+    );
+}
+
+#[test]
+fn experiment_file_unknown_key_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("typo.toml");
+    std::fs::write(&file, "freqs = [100]\nrepetitions = 3\n").unwrap();
+    check_rejected(
+        &["--experiment", file.to_str().unwrap()],
+        &["repetitions", "typo.toml"],
+    );
+    std::fs::write(&file, "reps = 0\n").unwrap();
+    check_rejected(
+        &["--experiment", file.to_str().unwrap()],
+        &["`reps`", "typo.toml"],
+    );
+}
+
+#[test]
+fn shipped_experiments_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let exp = driver::config::ExperimentFile::load(&path).unwrap();
+            driver::config::SweepOptions::resolve(
+                &driver::config::FlagSettings::default(),
+                Some((&exp, &path)),
+                2,
+                0,
+            )
+            .unwrap();
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "experiments/ has {n} files");
+}
+
+#[test]
+fn existing_output_directory_is_never_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("keep.txt"), "x").unwrap();
+    let a = sweep(&["--freqs", "100"], tmp.path()).code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(stderr.contains("already exists"), "{stderr}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn resume_refuses_new_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Command::cargo_bin("driver")
+        .unwrap()
+        .args(["sweep", "--resume"])
+        .arg(tmp.path())
+        .args(["--freqs", "100"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(stderr.contains("--resume"), "{stderr}");
+}
