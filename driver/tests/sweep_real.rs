@@ -58,10 +58,10 @@ fn every_runs_csv_column_is_documented() {
 
 #[test]
 fn quick_experiment_end_to_end() {
-    if let Err(reason) = perf_available() {
-        if skip_or_fail(&reason) {
-            return;
-        }
+    if let Err(reason) = perf_available()
+        && skip_or_fail(&reason)
+    {
+        return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("quick");
