@@ -114,3 +114,60 @@ proptest! {
         prop_assert_eq!(fa.r2.to_bits(), fb.r2.to_bits());
     }
 }
+
+proptest! {
+    /// Selection-based quantiles (the O(n) hot path) equal sorting ones.
+    #[test]
+    fn interval_stats_match_sorted_quantiles(
+        mut d in proptest::collection::vec(0u64..100_000, 1..500),
+    ) {
+        let mut sorted: Vec<f64> = d.iter().map(|&v| v as f64).collect();
+        sorted.sort_by(f64::total_cmp);
+        let s = analysis::events::IntervalStats::from_durations(&mut d);
+        prop_assert_eq!(s.count as usize, sorted.len());
+        prop_assert_eq!(s.sum_ns as f64, sorted.iter().sum::<f64>());
+        let q50 = analysis::stats::quantile_sorted(&sorted, 0.5);
+        let q99 = analysis::stats::quantile_sorted(&sorted, 0.99);
+        prop_assert!((s.median_ns - q50).abs() < 1e-6, "{} vs {}", s.median_ns, q50);
+        prop_assert!((s.p99_ns - q99).abs() < 1e-6, "{} vs {}", s.p99_ns, q99);
+        prop_assert_eq!(s.max_ns as f64, *sorted.last().unwrap());
+    }
+}
+
+#[test]
+fn intervals_round_trip_and_filter_by_cpu_and_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("run-7.parquet");
+    let cpu = [1u32, 1, 0, 1, 1, 1];
+    let entry = [10u64, 20, 30, 40, 50, 60];
+    let dur = [100u64, 300, 999_999, 200, 5000, 7];
+    let src = [
+        "hrtimer",
+        "nmi",
+        "hrtimer",
+        "hrtimer",
+        "local_timer",
+        "other",
+    ];
+    analysis::write_intervals_parquet(&path, &cpu, &entry, &dur, &src).unwrap();
+    let r = analysis::events::read_run_intervals(&path, 1).unwrap();
+    assert_eq!(r.handler.count, 3);
+    assert_eq!(r.handler.sum_ns, 600);
+    assert_eq!(r.handler.median_ns, 200.0);
+    assert_eq!(r.other_cpu, 1);
+    assert_eq!(r.local_timer.as_ref().unwrap().sum_ns, 5000);
+    assert_eq!(
+        r.handler_sources,
+        vec!["hrtimer".to_string(), "nmi".to_string()]
+    );
+    // No temporary file left behind.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+
+    let err = analysis::write_intervals_parquet(&path, &cpu, &entry[..5], &dur, &src)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("entry_ns 5") && err.contains("run-7.parquet"),
+        "{err}"
+    );
+}
