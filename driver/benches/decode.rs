@@ -9,7 +9,10 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use driver::perf::attr::sample as st;
-use driver::perf::record::{Formats, Record, Sample, encode, for_each_record};
+use driver::perf::record::{
+    Formats, RECORD_SAMPLE, Record, Sample, encode, for_each_record, for_each_record_bytes,
+    parse_record, parse_sample_record, record_kind,
+};
 
 const SAMPLING: u64 = st::IDENTIFIER | st::TID | st::TIME | st::CPU | st::PERIOD;
 const TRACE: u64 = st::IDENTIFIER | st::TID | st::TIME | st::CPU | st::RAW;
@@ -74,6 +77,30 @@ fn bench(c: &mut Criterion) {
                         sum = sum.wrapping_add(u64::from(raw[8]));
                     }
                 }
+            })
+            .unwrap();
+            assert_eq!(n as usize, records);
+            std::hint::black_box(sum)
+        })
+    });
+    // The drain thread's path: framing, then samples without the generic match.
+    g.bench_function("drain_path", |b| {
+        b.iter(|| {
+            let (a, bb) = buf.split_at(split);
+            let mut n = 0u64;
+            let mut sum = 0u64;
+            for_each_record_bytes(a, bb, &mut scratch, |rec, at| {
+                n += 1;
+                if record_kind(rec) == RECORD_SAMPLE {
+                    let s = parse_sample_record(rec, &formats, at)?;
+                    sum = sum.wrapping_add(s.time.unwrap_or(0));
+                    if let Some(raw) = s.raw {
+                        sum = sum.wrapping_add(u64::from(raw[8]));
+                    }
+                } else {
+                    std::hint::black_box(parse_record(rec, &formats, at)?);
+                }
+                Ok(())
             })
             .unwrap();
             assert_eq!(n as usize, records);

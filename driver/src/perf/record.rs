@@ -591,6 +591,44 @@ pub fn for_each_record<F>(
 where
     F: FnMut(Record<'_>),
 {
+    for_each_record_bytes(a, b, scratch, |rec, at| {
+        f(parse_record(rec, formats, at)?);
+        Ok(())
+    })
+}
+
+/// The header type of a complete record (`rec.len() >= 8`, as given by
+/// [`for_each_record_bytes`]).
+#[inline]
+pub fn record_kind(rec: &[u8]) -> u32 {
+    rd_u32(rec, 0).unwrap_or(0)
+}
+
+/// Decodes a PERF_RECORD_SAMPLE (the fast path of the drain thread, which
+/// checks [`record_kind`] first and skips building a [`Record`]).
+#[inline]
+pub fn parse_sample_record<'a>(
+    rec: &'a [u8],
+    formats: &Formats,
+    base: usize,
+) -> Result<Sample<'a>, DecodeError> {
+    parse_sample(rec, formats, base)
+}
+
+/// Splits the concatenation `a ++ b` into whole records (validated sizes)
+/// and calls `f(record_bytes, offset)` on each; a record that straddles the
+/// two slices is copied into `scratch`. Returns the bytes consumed; on
+/// error (from the framing or from `f`), the error and the bytes consumed
+/// before the bad record.
+pub fn for_each_record_bytes<F>(
+    a: &[u8],
+    b: &[u8],
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, (DecodeError, usize)>
+where
+    F: FnMut(&[u8], usize) -> Result<(), DecodeError>,
+{
     let total = a.len() + b.len();
     let mut at = 0usize;
     // Records wholly inside `a`.
@@ -602,8 +640,7 @@ where
         if at + size > a.len() {
             break;
         }
-        let rec = parse_record(&a[at..at + size], formats, at).map_err(|e| (e, at))?;
-        f(rec);
+        f(&a[at..at + size], at).map_err(|e| (e, at))?;
         at += size;
     }
     // At most one record straddles the boundary.
@@ -638,8 +675,7 @@ where
         scratch.clear();
         scratch.extend_from_slice(&a[at..]);
         scratch.extend_from_slice(&b[..size - head_a]);
-        let rec = parse_record(scratch, formats, at).map_err(|e| (e, at))?;
-        f(rec);
+        f(scratch, at).map_err(|e| (e, at))?;
         at += size;
     }
     // Records wholly inside `b`.
@@ -655,8 +691,7 @@ where
             },
             at,
         ))?;
-        let rec = parse_record(rec, formats, at).map_err(|e| (e, at))?;
-        f(rec);
+        f(rec, at).map_err(|e| (e, at))?;
         at += size;
     }
     Ok(at)
