@@ -314,6 +314,18 @@ pub fn execute(
                     summary.noisy += 1;
                     tracing::warn!("run {} is noisy: {}", run.run_id, row.noise_reasons);
                 }
+                if run.freq_hz > 0
+                    && row.window_ns > 0
+                    && row.achieved_hz < 0.9 * run.freq_hz as f64
+                {
+                    tracing::warn!(
+                        "run {}: achieved {:.0} Hz of the requested {} Hz (the kernel clamps the \
+                         hrtimer period to 10 us and throttles above ~50 kHz; a busy host delays expiries)",
+                        run.run_id,
+                        row.achieved_hz,
+                        run.freq_hz
+                    );
+                }
                 if row.lost > 0 {
                     tracing::warn!("run {} lost {} records", run.run_id, row.lost);
                 }
