@@ -79,13 +79,30 @@ fn range(x: &[f64]) -> (f64, f64) {
     (lo, hi)
 }
 
-/// Draw every plot that has data into `out`; returns the files written.
-pub fn write_plots(
-    out: &Path,
-    a: &Analysis,
-    reference: &Reference,
-) -> Result<Vec<PathBuf>, AnalysisError> {
-    let mut files = Vec::new();
+/// Plots written and plots that failed (a failed plot does not cost the
+/// tables: it is reported at the top of report.md instead).
+#[derive(Debug, Default)]
+pub struct PlotOutcome {
+    pub files: Vec<PathBuf>,
+    pub errors: Vec<String>,
+}
+
+impl PlotOutcome {
+    fn add(&mut self, r: Result<Vec<PathBuf>, crate::plot::PlotError>) {
+        match r {
+            Ok(f) => self.files.extend(f),
+            Err(e) => {
+                let e = AnalysisError::from(e);
+                tracing::warn!("{e}");
+                self.errors.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// Draw every plot that has data into `out`.
+pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutcome {
+    let mut files = PlotOutcome::default();
     let ref_loss: Vec<(u64, f64)> = reference
         .loss
         .iter()
@@ -105,7 +122,7 @@ pub fn write_plots(
                 hi,
             ));
         }
-        files.extend(plot_vs_freq(
+        files.add(plot_vs_freq(
             "Handler CPU utilisation",
             "sampling frequency (Hz)",
             "handler utilisation (%)",
@@ -113,7 +130,7 @@ pub fn write_plots(
             &fits,
             true,
             &out.join("util_vs_freq"),
-        )?);
+        ));
     }
 
     let primary = a.primary_loss();
@@ -130,7 +147,7 @@ pub fn write_plots(
                 hi,
             ));
         }
-        files.extend(plot_vs_freq(
+        files.add(plot_vs_freq(
             "Workload performance loss",
             "sampling frequency (Hz)",
             "loss (%)",
@@ -138,7 +155,7 @@ pub fn write_plots(
             &fits,
             true,
             &out.join("loss_vs_freq"),
-        )?);
+        ));
     }
 
     let groups: Vec<(String, Vec<f64>)> = a
@@ -153,11 +170,11 @@ pub fn write_plots(
         })
         .collect();
     if !groups.is_empty() {
-        files.extend(plot_durations(
+        files.add(plot_durations(
             "Handler duration distribution",
             &groups,
             &out.join("handler_durations"),
-        )?);
+        ));
     }
 
     let mut seen = std::collections::BTreeSet::new();
@@ -175,11 +192,11 @@ pub fn write_plots(
         })
         .collect();
     if !traces.is_empty() {
-        files.extend(plot_paired(
+        files.add(plot_paired(
             "Paired runs: loop rate per phase",
             &traces,
             &out.join("paired_phases"),
-        )?);
+        ));
     }
-    Ok(files)
+    files
 }

@@ -25,7 +25,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
-    let plots = crate::plots::write_plots(&out, &analysis, &reference)?;
+    let plots = crate::plots::write_plots(&out, &analysis, &reference);
     let md = render_markdown(&rs, &analysis, &reference, &plots);
     write_file(&out.join("report.md"), &md)?;
     Ok(out)
@@ -255,7 +255,13 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
     v
 }
 
-fn render_markdown(rs: &ResultSet, a: &Analysis, r: &Reference, plots: &[PathBuf]) -> String {
+fn render_markdown(
+    rs: &ResultSet,
+    a: &Analysis,
+    r: &Reference,
+    plot_outcome: &crate::plots::PlotOutcome,
+) -> String {
+    let plots = &plot_outcome.files;
     let mut s = String::new();
     let m = &rs.manifest;
     let _ = writeln!(s, "# perf sampling overhead on {}\n", m.host_label(&rs.dir));
@@ -288,10 +294,10 @@ fn render_markdown(rs: &ResultSet, a: &Analysis, r: &Reference, plots: &[PathBuf
     );
 
     let _ = writeln!(s, "## Warnings\n");
-    if a.warnings.is_empty() {
+    if a.warnings.is_empty() && plot_outcome.errors.is_empty() {
         let _ = writeln!(s, "None.\n");
     } else {
-        for w in &a.warnings {
+        for w in a.warnings.iter().chain(&plot_outcome.errors) {
             let _ = writeln!(s, "- {w}");
         }
         s.push('\n');
