@@ -121,6 +121,101 @@ fn quantile_select(v: &mut [u64], q: f64) -> f64 {
     lo_val as f64 + frac * (hi_val as f64 - lo_val as f64)
 }
 
+/// Durations below this many ns are counted in 1-ns bins; longer ones are
+/// kept and sorted (handlers take ~1-5 us, so the overflow is tiny).
+const HIST_BINS: usize = 1 << 16;
+
+/// Exact single-pass summary of durations: a 1-ns histogram below
+/// `HIST_BINS` ns plus the rare longer values. Quantiles are the same
+/// type-7 values as [`IntervalStats::from_durations`], without storing or
+/// reordering the durations.
+#[derive(Debug, Clone)]
+pub struct DurationHistogram {
+    bins: Vec<u32>,
+    overflow: Vec<u64>,
+    count: u64,
+    sum: u64,
+    max: u64,
+}
+
+impl Default for DurationHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DurationHistogram {
+    pub fn new() -> Self {
+        Self {
+            bins: vec![0; HIST_BINS],
+            overflow: Vec::new(),
+            count: 0,
+            sum: 0,
+            max: 0,
+        }
+    }
+
+    /// Add one duration.
+    #[inline]
+    pub fn push(&mut self, d: u64) {
+        self.count += 1;
+        self.sum += d;
+        self.max = self.max.max(d);
+        // u32 bins: a run has far fewer than 2^32 intervals of one length
+        // (100 kHz for 10 s is 10^6 in all).
+        if d < HIST_BINS as u64 {
+            self.bins[d as usize] += 1;
+        } else {
+            self.overflow.push(d);
+        }
+    }
+
+    /// Number of durations added.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The k-th smallest value (0-based); `overflow` must be sorted.
+    fn kth(&self, k: u64) -> u64 {
+        let mut seen = 0u64;
+        for (v, &c) in self.bins.iter().enumerate() {
+            seen += u64::from(c);
+            if seen > k {
+                return v as u64;
+            }
+        }
+        let i = (k - seen) as usize;
+        self.overflow.get(i).copied().unwrap_or(self.max)
+    }
+
+    fn quantile(&self, q: f64) -> f64 {
+        let pos = q * (self.count - 1) as f64;
+        let lo = pos.floor() as u64;
+        let frac = pos - lo as f64;
+        let a = self.kth(lo) as f64;
+        if frac == 0.0 || lo + 1 >= self.count {
+            return a;
+        }
+        a + frac * (self.kth(lo + 1) as f64 - a)
+    }
+
+    /// The summary.
+    pub fn finish(mut self) -> IntervalStats {
+        if self.count == 0 {
+            return IntervalStats::default();
+        }
+        self.overflow.sort_unstable();
+        IntervalStats {
+            count: self.count,
+            sum_ns: self.sum,
+            mean_ns: self.sum as f64 / self.count as f64,
+            median_ns: self.quantile(0.5),
+            p99_ns: self.quantile(0.99),
+            max_ns: self.max,
+        }
+    }
+}
+
 /// Per-run aggregate of the handler intervals on the measured CPU.
 #[derive(Debug, Clone, Default)]
 pub struct RunIntervals {
@@ -150,8 +245,12 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
     let durs = durs.cont_slice()?;
     let sources = df.column("source")?.str()?.rechunk();
 
-    let mut handler: Vec<u64> = Vec::with_capacity(durs.len());
-    let mut local: Vec<u64> = Vec::new();
+    let mut handler = DurationHistogram::new();
+    let mut local = DurationHistogram::new();
+    let mut sample_ns = Vec::new();
+    // Stride of the plot sample, from the row count (an upper bound of the
+    // handler count), so at most PLOT_SAMPLE_PER_RUN are kept.
+    let step = (durs.len().div_ceil(PLOT_SAMPLE_PER_RUN) as u64).max(1);
     let mut other_cpu = 0u64;
     let (mut seen_nmi, mut seen_hrtimer) = (false, false);
     let mut offset = 0usize;
@@ -167,6 +266,9 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
             if cpu_i != cpu {
                 other_cpu += 1;
             } else if is_nmi || is_hr {
+                if handler.count().is_multiple_of(step) {
+                    sample_ns.push(dur);
+                }
                 handler.push(dur);
             } else if src == SOURCE_LOCAL_TIMER {
                 local.push(dur);
@@ -175,8 +277,6 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
         offset += len;
     }
 
-    let step = handler.len().div_ceil(PLOT_SAMPLE_PER_RUN).max(1);
-    let sample_ns: Vec<u64> = handler.iter().step_by(step).copied().collect();
     let mut handler_sources = Vec::new();
     if seen_hrtimer {
         handler_sources.push(SOURCE_HRTIMER.to_string());
@@ -185,8 +285,8 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
         handler_sources.push(SOURCE_NMI.to_string());
     }
     Ok(RunIntervals {
-        handler: IntervalStats::from_durations(&mut handler),
-        local_timer: (!local.is_empty()).then(|| IntervalStats::from_durations(&mut local)),
+        handler: handler.finish(),
+        local_timer: (local.count() > 0).then(|| local.finish()),
         handler_sources,
         other_cpu,
         sample_ns,
