@@ -188,6 +188,10 @@ pub struct PhaseRow {
     pub samples: u64,
     // Added: the run's frequency, to group phases without a join.
     pub freq_hz: u64,
+    // Added: the workload's CPU time and run-queue wait in the phase
+    // (/proc/<pid>/schedstat), to see contention from other tasks.
+    pub task_ns: u64,
+    pub wait_ns: u64,
 }
 
 /// Column names of a serde row type, in order.

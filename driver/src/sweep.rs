@@ -489,6 +489,18 @@ impl Drop for ChildGuard {
     }
 }
 
+/// (time on CPU, time runnable but waiting) of a task, ns, from
+/// /proc/<pid>/schedstat; zeros when unreadable.
+fn read_schedstat(path: &Path) -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (0, 0);
+    };
+    let mut f = text
+        .split_ascii_whitespace()
+        .map(|v| v.parse::<u64>().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
+
 struct RemoveOnDrop(PathBuf);
 
 impl Drop for RemoveOnDrop {
@@ -621,7 +633,9 @@ impl Backend for RealBackend {
                 std::hint::spin_loop();
             }
             let t0 = monotonic_ns();
+            let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
             let mut prev = (monotonic_raw_ns(), reader.iterations(), 0u64);
+            let mut prev_sched = read_schedstat(&schedstat);
             if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
                 s.enable().map_err(failed)?;
             }
@@ -630,6 +644,7 @@ impl Backend for RealBackend {
                 sleep_until_monotonic(deadline);
                 let t_now = monotonic_raw_ns();
                 let it_now = reader.iterations();
+                let sched_now = read_schedstat(&schedstat);
                 let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
                 // Samples are attributed exactly: switch off before asking
                 // the drain thread for a synced count, switch on after it.
@@ -649,10 +664,13 @@ impl Backend for RealBackend {
                     start_ns: prev.0,
                     end_ns: t_now,
                     iterations: it_now.saturating_sub(prev.1),
+                    task_ns: sched_now.0.saturating_sub(prev_sched.0),
+                    wait_ns: sched_now.1.saturating_sub(prev_sched.1),
                     samples: samples_now.saturating_sub(prev.2),
                     ..PhaseRow::default()
                 });
                 prev = (t_now, it_now, samples_now);
+                prev_sched = sched_now;
                 if interrupt.load(Ordering::SeqCst) {
                     return Err(RunError::Interrupted);
                 }
