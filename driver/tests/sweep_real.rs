@@ -166,4 +166,120 @@ fn quick_experiment_end_to_end() {
         );
     }
     assert!(out.join("report").exists(), "no report: {stderr}");
+    check_report_numbers(&out, &rows, &phases);
+}
+
+/// Reads a report CSV into one map (column -> value) per row.
+fn report_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut rdr = csv::Reader::from_path(path).unwrap();
+    let headers = rdr.headers().unwrap().clone();
+    rdr.records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|e| panic!("{col} = {:?}: {e}", row[col]))
+}
+
+/// The analysis report of a real driver-produced directory, checked against
+/// numbers recomputed here from the raw files by a separate implementation.
+fn check_report_numbers(
+    out: &Path,
+    rows: &[driver::results::RunRow],
+    phases: &[driver::results::PhaseRow],
+) {
+    let loss = report_rows(&out.join("report/loss.csv"));
+    let util = report_rows(&out.join("report/util.csv"));
+    let find = |table: &[BTreeMap<String, String>], f: u64, design: Option<&str>| {
+        table
+            .iter()
+            .find(|r| r["freq_hz"] == f.to_string() && design.is_none_or(|d| r["design"] == d))
+            .unwrap_or_else(|| panic!("no row for {f} Hz {design:?} in {table:?}"))
+            .clone()
+    };
+
+    // Classic loss: 1 - mean(iterations at F) / mean(iterations at 0 Hz).
+    let mean_iters = |f: u64| {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.kind == "loss" && r.design == "classic" && r.freq_hz == f)
+            .map(|r| r.iterations as f64)
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    for f in [1000, 40000] {
+        let expected = 100.0 * (1.0 - mean_iters(f) / mean_iters(0));
+        let got = num(&find(&loss, f, Some("classic")), "loss_pct");
+        assert!(
+            (got - expected).abs() < 1e-6 * expected.abs().max(1.0),
+            "classic loss at {f} Hz: report {got}, recomputed {expected}"
+        );
+    }
+
+    // Paired loss: mean over consecutive groups of four phases of each run
+    // of 1 - mean on-rate / mean off-rate.
+    for f in [0, 1000, 40000] {
+        let mut by_run: BTreeMap<u32, Vec<&driver::results::PhaseRow>> = BTreeMap::new();
+        for p in phases.iter().filter(|p| p.freq_hz == f) {
+            by_run.entry(p.run_id).or_default().push(p);
+        }
+        let mut groups = Vec::new();
+        for ps in by_run.values_mut() {
+            ps.sort_by_key(|p| p.phase);
+            for g in ps.chunks_exact(4) {
+                let mean_rate = |on: bool| {
+                    let r: Vec<f64> = g
+                        .iter()
+                        .filter(|p| p.sampling == on)
+                        .map(|p| p.iterations as f64 / (p.end_ns - p.start_ns) as f64)
+                        .collect();
+                    r.iter().sum::<f64>() / r.len() as f64
+                };
+                groups.push(100.0 * (1.0 - mean_rate(true) / mean_rate(false)));
+            }
+        }
+        let expected = groups.iter().sum::<f64>() / groups.len() as f64;
+        let row = find(&loss, f, Some("paired"));
+        let got = num(&row, "loss_pct");
+        assert!(
+            (got - expected).abs() < 1e-6 * expected.abs().max(1.0),
+            "paired loss at {f} Hz: report {got}, recomputed {expected} from {} groups",
+            groups.len()
+        );
+        assert_eq!(num(&row, "n") as usize, groups.len());
+        assert!(num(&row, "loss_lo_pct") <= got && got <= num(&row, "loss_hi_pct"));
+    }
+
+    // Utilisation: handler calls/s near the requested rate, utilisation
+    // consistent with calls/s x mean duration, and growing with frequency.
+    let mut util_pct = BTreeMap::new();
+    for f in [1000u64, 40000] {
+        let row = find(&util, f, None);
+        let calls = num(&row, "calls_per_s");
+        assert!(
+            (calls - f as f64).abs() < 0.1 * f as f64,
+            "{f} Hz: {calls} handler calls/s"
+        );
+        let u = num(&row, "util_pct");
+        let from_parts = calls * num(&row, "mean_ns") * 1e-9 * 100.0;
+        assert!(
+            (u - from_parts).abs() < 0.1 * u,
+            "{f} Hz: util {u}% but calls/s x mean duration gives {from_parts}%"
+        );
+        util_pct.insert(f, u);
+    }
+    assert!(
+        util_pct[&40000] > 10.0 * util_pct[&1000],
+        "utilisation does not grow with frequency: {util_pct:?}"
+    );
 }
