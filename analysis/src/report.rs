@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, load};
-use crate::recommend::{DEFAULT_BUDGET_PCT, recommend};
+use crate::recommend::recommend;
+
+/// Overhead budgets the report always answers for (design-review staples).
+const REPORT_BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
 use crate::tables::{Analysis, analyse};
@@ -307,22 +310,21 @@ fn render_markdown(
     for line in key_lines(a) {
         let _ = writeln!(s, "- {line}");
     }
-    match recommend(a, DEFAULT_BUDGET_PCT) {
-        Ok(rec) => {
-            let _ = writeln!(
-                s,
-                "- Recommendation for a {DEFAULT_BUDGET_PCT}% loss budget: {}",
-                rec.headline()
-            );
-            for line in &rec.reasoning {
-                let _ = writeln!(s, "  {line}");
+    for budget in REPORT_BUDGETS_PCT {
+        match recommend(a, budget) {
+            Ok(rec) => {
+                let _ = writeln!(
+                    s,
+                    "- Recommendation for a {budget}% loss budget: {}",
+                    rec.headline()
+                );
+                for line in &rec.reasoning {
+                    let _ = writeln!(s, "  {line}");
+                }
             }
-        }
-        Err(e) => {
-            let _ = writeln!(
-                s,
-                "- Recommendation for a {DEFAULT_BUDGET_PCT}% loss budget: {e}"
-            );
+            Err(e) => {
+                let _ = writeln!(s, "- Recommendation for a {budget}% loss budget: {e}");
+            }
         }
     }
     s.push('\n');

@@ -123,6 +123,8 @@ fn report_has_known_util_and_loss() {
     assert!(md.contains("= 1500 ns of handler CPU time per sample"));
     assert!(md.contains("0.157 %/kHz = 1574 ns per sample"));
     assert!(md.contains("Recommendation for a 1% loss budget: sample at"));
+    assert!(md.contains("Recommendation for a 0.1% loss budget: "));
+    assert!(md.contains("Recommendation for a 5% loss budget: "));
 
     // Plots through the plot module, linked from the report.
     for stem in [
