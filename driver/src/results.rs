@@ -402,16 +402,21 @@ pub fn read_manifest(root: &Path) -> Result<Manifest, ResultsError> {
     Ok(m)
 }
 
+/// Opens a results CSV with its header row; errors name the file.
+fn open_csv(path: &Path) -> Result<csv::Reader<std::fs::File>, ResultsError> {
+    csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(path)
+        .map_err(|source| ResultsError::Csv {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
 /// Reads every runs.csv row. A torn last line (crash mid-write) is ignored.
 pub fn read_runs(root: &Path) -> Result<Vec<RunRow>, ResultsError> {
     let path = root.join("runs.csv");
-    let mut r = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(&path)
-        .map_err(|source| ResultsError::Csv {
-            path: path.clone(),
-            source,
-        })?;
+    let mut r = open_csv(&path)?;
     let mut rows = Vec::new();
     for rec in r.deserialize::<RunRow>() {
         match rec {
@@ -427,13 +432,7 @@ pub fn read_runs(root: &Path) -> Result<Vec<RunRow>, ResultsError> {
 /// Reads every phases.csv row.
 pub fn read_phases(root: &Path) -> Result<Vec<PhaseRow>, ResultsError> {
     let path = root.join("phases.csv");
-    let mut r = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(&path)
-        .map_err(|source| ResultsError::Csv {
-            path: path.clone(),
-            source,
-        })?;
+    let mut r = open_csv(&path)?;
     r.deserialize::<PhaseRow>()
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| ResultsError::Csv { path, source })
