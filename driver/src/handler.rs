@@ -509,22 +509,12 @@ pub fn hrtimer_intervals(
     events: &[TraceEvent],
     samples: &[(u32, u64)],
 ) -> (Pairing, HashSet<(u32, u64)>) {
-    let mut evs: Vec<TraceEvent> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                TraceEvent::HrtimerEntry { .. } | TraceEvent::HrtimerExit { .. }
-            )
-        })
-        .copied()
-        .collect();
-    let duplicates = sort_dedup(&mut evs);
-    let mut pairer = Pairer::default();
-    for e in &evs {
-        pairer.push(e);
-    }
-    pairer.finish();
+    let (pairer, duplicates) = pair_records(events, |e| {
+        matches!(
+            e,
+            TraceEvent::HrtimerEntry { .. } | TraceEvent::HrtimerExit { .. }
+        )
+    });
     let (intervals, foreign, ours) = select_hrtimer(&pairer.hrtimer, samples);
     (
         Pairing {
@@ -538,26 +528,29 @@ pub fn hrtimer_intervals(
     )
 }
 
-/// local_timer source over a batch of records: pairs entry/exit per CPU in
-/// time order and keeps the interrupts around one of `inner` (see
-/// [`select_local_timer`]).
-pub fn local_timer_intervals(events: &[TraceEvent], inner: &[HandlerInterval]) -> Pairing {
-    let mut evs: Vec<TraceEvent> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                TraceEvent::LocalTimerEntry { .. } | TraceEvent::LocalTimerExit { .. }
-            )
-        })
-        .copied()
-        .collect();
+/// The records `keep` selects, sorted, exact duplicates dropped (counted),
+/// and paired entry/exit.
+fn pair_records(events: &[TraceEvent], keep: impl Fn(&TraceEvent) -> bool) -> (Pairer, u64) {
+    let mut evs: Vec<TraceEvent> = events.iter().filter(|e| keep(e)).copied().collect();
     let duplicates = sort_dedup(&mut evs);
     let mut pairer = Pairer::default();
     for e in &evs {
         pairer.push(e);
     }
     pairer.finish();
+    (pairer, duplicates)
+}
+
+/// local_timer source over a batch of records: pairs entry/exit per CPU in
+/// time order and keeps the interrupts around one of `inner` (see
+/// [`select_local_timer`]).
+pub fn local_timer_intervals(events: &[TraceEvent], inner: &[HandlerInterval]) -> Pairing {
+    let (pairer, duplicates) = pair_records(events, |e| {
+        matches!(
+            e,
+            TraceEvent::LocalTimerEntry { .. } | TraceEvent::LocalTimerExit { .. }
+        )
+    });
     Pairing {
         intervals: select_local_timer(&pairer.local_timer, inner),
         unmatched_entries: pairer.local_unmatched_entries,
