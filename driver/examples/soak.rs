@@ -1,54 +1,97 @@
 //! Soak test of the sampler: cpu-clock at 100 kHz with every handler
 //! tracepoint on, a busy loop pinned to the measured CPU, for 10 s (or
-//! `soak <seconds> <freq_hz> <cpu> [no-irq]`). Prints samples, lost records and the
-//! drain thread's CPU time and placement.
+//! `soak <seconds> <freq_hz> <cpu> [no-irq] [online]`). Prints samples, lost
+//! records, the handler durations, and what the driver cost: the process's
+//! CPU time while sampling was enabled (the busy loop runs in a child
+//! process, so this is the driver alone) and the drain thread's CPU time in
+//! all, decoding after the run included.
+//!
+//! `online` sizes the rings as without an expected duration (16 MiB), so
+//! records are decoded while the workload runs, as before the rings held the
+//! whole run.
 //!
 //! `cargo run --release -p driver --example soak -- 10 100000 1`
-use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
-use driver::probe::spin_on_cpu;
+use driver::handler::HandlerSource;
 use driver::sampler::{EventKind, Sampler, SamplerConfig};
+
+fn spin(cpu: u32, secs: f64) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu as usize);
+    let _ = rustix::thread::sched_setaffinity(None, &set);
+    let t = Instant::now();
+    let mut n = 0u64;
+    while t.elapsed().as_secs_f64() < secs {
+        for _ in 0..1000 {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
 
 fn run() -> anyhow::Result<ExitCode> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--spin") {
+        spin(args[1].parse()?, args[2].parse()?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let secs: f64 = args.first().map_or(Ok(10.0), |s| s.parse())?;
     let freq: u64 = args.get(1).map_or(Ok(100_000), |s| s.parse())?;
     let cpu: u32 = args.get(2).map_or(Ok(1), |s| s.parse())?;
-    // Fourth argument `no-irq`: only the hrtimer handler tracepoints.
-    let irq = args.get(3).is_none_or(|s| s != "no-irq");
+    let irq = !args.iter().any(|s| s == "no-irq");
+    let online = args.iter().any(|s| s == "online");
     let mut cfg = SamplerConfig::new(EventKind::CpuClock, freq, cpu);
     cfg.trace_handler = true;
     cfg.trace_irq = irq;
+    if !online {
+        cfg.expected_duration = Some(Duration::from_secs_f64(secs));
+    }
     let s = Sampler::open(&cfg)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let spinner = spin_on_cpu(cpu, Arc::clone(&stop));
-    std::thread::sleep(Duration::from_millis(50));
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["--spin", &cpu.to_string(), &(secs + 1.0).to_string()])
+        .spawn()?;
+    std::thread::sleep(Duration::from_millis(200));
     s.enable()?;
     std::thread::sleep(Duration::from_secs_f64(secs));
     s.disable()?;
-    stop.store(true, Ordering::Relaxed);
-    let _ = spinner.join();
+    let t = Instant::now();
     let o = s.finish()?;
-    let hr = o
-        .intervals
-        .iter()
-        .filter(|i| i.source == driver::handler::HandlerSource::Hrtimer)
-        .count();
-    let lt = o.intervals.len() - hr;
+    let finish_s = t.elapsed().as_secs_f64();
+    let _ = child.wait();
+    let of = |src: HandlerSource| -> Vec<u64> {
+        o.intervals
+            .iter()
+            .filter(|i| i.source == src)
+            .map(|i| i.duration_ns)
+            .collect()
+    };
+    let (hr, lt) = (of(HandlerSource::Hrtimer), of(HandlerSource::LocalTimer));
     println!("duration_s              {secs}");
     println!("freq_hz                 {freq}");
     println!("measured_cpu            {cpu}");
+    println!("ring_mib                {}", o.ring_bytes >> 20);
     println!("enabled_ns              {}", o.enabled_ns);
     println!("samples                 {}", o.samples);
     println!(
         "achieved_hz             {:.0}",
         o.samples as f64 / (o.enabled_ns as f64 / 1e9)
     );
-    println!("hrtimer_intervals       {hr}");
-    println!("local_timer_intervals   {lt}");
+    println!(
+        "hrtimer_intervals       {} (median {} ns)",
+        hr.len(),
+        median(hr.clone())
+    );
+    println!(
+        "local_timer_intervals   {} (median {} ns)",
+        lt.len(),
+        median(lt.clone())
+    );
     println!("unmatched               {}", o.unmatched);
     println!("foreign_intervals       {}", o.foreign_intervals);
     println!("duplicates              {}", o.duplicates);
@@ -59,7 +102,16 @@ fn run() -> anyhow::Result<ExitCode> {
     println!("lost_samples            {}", o.lost_samples);
     println!("throttled/unthrottled   {}/{}", o.throttled, o.unthrottled);
     println!("drained_bytes           {}", o.drained_bytes);
-    println!("drain_cpu_s             {:.4}", o.drain_cpu_ns as f64 / 1e9);
+    println!("drained_in_window_bytes {}", o.drained_in_window_bytes);
+    println!(
+        "window_cpu_s            {:.4}   <- the driver's CPU while sampling",
+        o.window_cpu_ns as f64 / 1e9
+    );
+    println!(
+        "drain_cpu_s             {:.4}   (drain thread in all, decoding after the run included)",
+        o.drain_cpu_ns as f64 / 1e9
+    );
+    println!("finish_wall_s           {finish_s:.3}");
     println!("drain_cpu               {:?}", o.drain_cpu);
     println!(
         "drain_passes            {} ({} on the measured cpu)",

@@ -71,6 +71,10 @@ pub struct RunOutcome {
     pub overrun_ns: u64,
     pub started_at_ns: u64,
     pub ended_at_ns: u64,
+    /// The driver's CPU time while sampling was enabled.
+    pub driver_cpu_sampling_ns: u64,
+    /// Record bytes decoded while sampling was enabled.
+    pub decoded_while_sampling_bytes: u64,
     /// Handler intervals (util runs).
     pub intervals: Vec<Interval>,
     /// Phases (paired runs); `run_id`/`freq_hz` are filled by the executor.
@@ -397,4 +401,6 @@ fn fill_row(row: &mut RunRow, out: &RunOutcome) {
     row.overrun_ns = out.overrun_ns;
     row.started_at_ns = out.started_at_ns;
     row.ended_at_ns = out.ended_at_ns;
+    row.driver_cpu_sampling_ns = out.driver_cpu_sampling_ns;
+    row.decoded_while_sampling_bytes = out.decoded_while_sampling_bytes;
 }

@@ -174,6 +174,9 @@ pub struct RunRow {
     pub sys_ns: u64,
     pub overrun_ns: u64,
     pub noise_reasons: String,
+    // Added with rings that hold the whole run.
+    pub driver_cpu_sampling_ns: u64,
+    pub decoded_while_sampling_bytes: u64,
 }
 
 /// One phases.csv row.

@@ -536,6 +536,8 @@ impl RealBackend {
         cfg.trace_handler = spec.run.kind == RunKind::Util;
         cfg.trace_irq = cfg.trace_handler && !self.event.is_hardware();
         cfg.drain_cpu = self.drain_cpu;
+        // Rings that hold the whole run: nothing is decoded while it runs.
+        cfg.expected_duration = Some(Duration::from_nanos(spec.opts.duration_ns));
         cfg
     }
 }
@@ -744,6 +746,8 @@ impl Backend for RealBackend {
             o.duplicates = s.duplicates;
             o.unmatched = s.unmatched;
             o.foreign_intervals = s.foreign_intervals;
+            o.driver_cpu_sampling_ns = s.window_cpu_ns;
+            o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
             o.intervals = s
                 .intervals
                 .iter()

@@ -3,10 +3,7 @@
 use std::os::fd::BorrowedFd;
 
 use super::error::PerfError;
-use super::record::{
-    Formats, RECORD_SAMPLE, Record, for_each_record_bytes, parse_record, parse_sample_record,
-    record_kind,
-};
+use super::record::{Formats, Record, for_each_record};
 use super::sys::RingMap;
 
 /// Default data size of one ring: 16 MiB (FACTS: a busy moment put 2.8 MB in
@@ -68,6 +65,17 @@ impl Ring {
         self.cpu
     }
 
+    /// Data size in bytes.
+    pub fn size(&self) -> usize {
+        self.map.data_size()
+    }
+
+    /// Bytes written and not yet drained.
+    pub fn pending(&self) -> usize {
+        let head = self.map.data_head();
+        usize::try_from(head.wrapping_sub(self.map.data_tail())).unwrap_or(usize::MAX)
+    }
+
     /// Decodes every record written so far, calls `f` on each, and frees the
     /// space. Returns the bytes drained. On a malformed record the rest of
     /// the readable region is skipped (and freed) and the error returned.
@@ -79,17 +87,7 @@ impl Ring {
         }
         let (a, b) = self.map.readable(tail, head);
         let avail = a.len() + b.len();
-        let formats = &self.formats;
-        let mut f = f;
-        // Samples (the bulk) take the fast path that skips the generic match.
-        let res = for_each_record_bytes(a, b, &mut self.scratch, |rec, at| {
-            if record_kind(rec) == RECORD_SAMPLE {
-                f(Record::Sample(parse_sample_record(rec, formats, at)?));
-            } else {
-                f(parse_record(rec, formats, at)?);
-            }
-            Ok(())
-        });
+        let res = for_each_record(a, b, &self.formats, &mut self.scratch, f);
         match res {
             Ok(n) => {
                 self.map.set_data_tail(tail.wrapping_add(n as u64));
