@@ -78,6 +78,8 @@ pub struct Run {
     pub unthrottled: u64,
     pub foreign_intervals: u64,
     pub noise_reasons: String,
+    /// The driver's own CPU time while sampling was enabled (0 when absent).
+    pub driver_cpu_sampling_ns: u64,
 }
 
 impl Run {
@@ -344,6 +346,7 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
     let unthrottled = c.u64("unthrottled", false)?;
     let foreign_intervals = c.u64("foreign_intervals", false)?;
     let noise_reasons = c.str("noise_reasons", false)?;
+    let driver_cpu_sampling_ns = c.u64("driver_cpu_sampling_ns", false)?;
     let runs = (0..df.height())
         .map(|i| Run {
             run_id: run_id[i],
@@ -381,6 +384,7 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
             unthrottled: unthrottled[i],
             foreign_intervals: foreign_intervals[i],
             noise_reasons: noise_reasons[i].clone(),
+            driver_cpu_sampling_ns: driver_cpu_sampling_ns[i],
         })
         .collect();
     Ok(runs)

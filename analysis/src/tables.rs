@@ -11,6 +11,9 @@ use crate::stats::{Estimate, loss_delta, mean, t_interval};
 
 /// Achieved rate below this fraction of the request is a warning.
 pub const ACHIEVED_RATE_WARN: f64 = 0.9;
+/// Warn when the driver's own CPU while sampling exceeds this share of the
+/// sampling window (0.1 s in a 10 s run: the perf layer's target).
+pub const DRIVER_CPU_WARN: f64 = 0.01;
 /// Loss in util runs above loss runs by more than this (percentage points)
 /// is a tracing-overhead warning.
 pub const TRACING_WARN_PP: f64 = 1.0;
@@ -595,6 +598,20 @@ fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
             ACHIEVED_RATE_WARN * 100.0,
             slow.len(),
             detail.join("; ")
+        ));
+    }
+    let share = |r: &Run| r.driver_cpu_sampling_ns as f64 / r.window_ns.max(1) as f64;
+    let busy = sel(&|r| r.ok() && r.window_ns > 0 && share(r) > DRIVER_CPU_WARN);
+    if let Some(worst) = busy.iter().max_by(|a, b| share(a).total_cmp(&share(b))) {
+        w.push(format!(
+            "driver CPU: in {} runs (run_id {}) the driver itself used more than {:.0}% of a CPU \
+             while sampling (at most {:.1}%, run {}): on a small host it competes with the \
+             workload (columns driver_cpu_sampling_ns, decoded_while_sampling_bytes)",
+            busy.len(),
+            ids(&busy),
+            DRIVER_CPU_WARN * 100.0,
+            share(worst) * 100.0,
+            worst.run_id
         ));
     }
     let noisy = sel(&|r| r.ok() && r.noisy);

@@ -112,6 +112,7 @@ fn report_has_known_util_and_loss() {
         "throttled: 1 runs saw 3",
         "below 90% of the request in 1 runs (run 26: 3000 of 4000 Hz)",
         "tracing overhead at 10000 Hz",
+        "driver CPU: in 1 runs (run_id 24) the driver itself used more than 1% of a CPU while sampling (at most 5.0%, run 24)",
     ] {
         assert!(
             warnings.contains(needle),

@@ -13,7 +13,9 @@
 //! read the time and one raw byte of each record. Target: >= 50 million
 //! records/s.
 //!
-//! `cargo bench -p driver --bench decode`
+//! `cargo test --release --workspace --bench decode -- --bench` (reuses the
+//! test build; `cargo bench` would compile polars again under the bench
+//! profile).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -118,15 +118,17 @@ pub fn write_results(dir: &Path) -> Vec<usize> {
     });
 
     let mut csv = String::from(
-        "run_id,kind,design,block,freq_hz,rep,event,requested_event,scope,cpu,duration_ns,iterations,wall_ns,window_ns,samples,achieved_hz,throttled,lost,duplicates,handler_intervals,unmatched,steal_ns,nvcsw,nivcsw,quiet,noisy,driver_cpu_ns,started_at_ns,ended_at_ns,status,error,extra_driver_column\n",
+        "run_id,kind,design,block,freq_hz,rep,event,requested_event,scope,cpu,duration_ns,iterations,wall_ns,window_ns,samples,achieved_hz,throttled,lost,duplicates,handler_intervals,unmatched,steal_ns,nvcsw,nivcsw,quiet,noisy,driver_cpu_ns,started_at_ns,ended_at_ns,status,error,extra_driver_column,driver_cpu_sampling_ns\n",
     );
     for r in &rows {
         let event = if r.freq == 0 { "" } else { "cpu-clock" };
         let req = if r.freq == 0 { "" } else { "cycles" };
         writeln!(
             csv,
-            "{},{},{},0,{},{},{event},{req},cpu,1,{DURATION_NS},{},{DURATION_NS},{WINDOW_NS},{},{},{},0,0,0,0,0,1,0,true,false,1000,0,0,{},\"{}\",x",
-            r.run_id, r.kind, r.design, r.freq, r.rep, r.iterations, r.freq, r.achieved, r.throttled, r.status, r.error
+            "{},{},{},0,{},{},{event},{req},cpu,1,{DURATION_NS},{},{DURATION_NS},{WINDOW_NS},{},{},{},0,0,0,0,0,1,0,true,false,1000,0,0,{},\"{}\",x,{}",
+            r.run_id, r.kind, r.design, r.freq, r.rep, r.iterations, r.freq, r.achieved, r.throttled, r.status, r.error,
+            // One util run whose driver used 5% of the 1 s window: warned about.
+            if r.kind == "util" && r.freq == 10000 && r.rep == 2 { 50_000_000 } else { 2_000_000 }
         )
         .unwrap();
     }
