@@ -22,7 +22,8 @@
 //! only looks at each ring's head every [`DRAIN_INTERVAL`] (50 ms). It
 //! decodes a ring during the run only when the ring's free space falls below
 //! [`drain_reserve`] (a quarter of the ring, at least 8 MiB), and on request
-//! ([`Sampler::samples_synced`]); everything else is decoded after
+//! ([`Sampler::samples_synced`], which the sweep does not use: paired phases
+//! count samples by timestamp); everything else is decoded after
 //! [`Sampler::disable`], when the workload no longer runs. Measured at
 //! 100 kHz with all four tracepoints for 10 s (examples/soak.rs): decoding
 //! online cost the drain thread 0.30-0.35 s of CPU during the run; the

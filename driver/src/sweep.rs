@@ -525,6 +525,18 @@ fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
 }
 
+/// Counts each phase's samples from the sorted sample timestamps (the same
+/// CLOCK_MONOTONIC_RAW as the phase boundaries): a sample belongs to the
+/// phase whose [start, end) holds it, i.e. to the iterations its interrupt
+/// interrupted.
+fn phase_samples(phases: &mut [PhaseRow], sorted_times_ns: &[u64]) {
+    for p in phases {
+        let from = sorted_times_ns.partition_point(|&t| t < p.start_ns);
+        let to = sorted_times_ns.partition_point(|&t| t < p.end_ns);
+        p.samples = u64::try_from(to.saturating_sub(from)).unwrap_or(u64::MAX);
+    }
+}
+
 /// How long to sleep before looking at the workload again while its loop
 /// runs: until 20 ms before its deadline in steps of at most 100 ms (so
 /// Ctrl-C is noticed), then 1 ms, so sampling stops within ~1 ms of the
@@ -658,7 +670,7 @@ impl Backend for RealBackend {
             }
             let t0 = monotonic_ns();
             let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
-            let mut prev = (monotonic_raw_ns(), reader.iterations(), 0u64);
+            let mut prev = (monotonic_raw_ns(), reader.iterations());
             let mut prev_sched = read_schedstat(&schedstat);
             if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
                 s.enable().map_err(failed)?;
@@ -668,20 +680,21 @@ impl Backend for RealBackend {
                 sleep_until_monotonic(deadline);
                 let t_now = monotonic_raw_ns();
                 let it_now = reader.iterations();
-                let sched_now = read_schedstat(&schedstat);
                 let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
-                // Samples are attributed exactly: switch off before asking
-                // the drain thread for a synced count, switch on after it.
-                let mut samples_now = 0;
+                // Samples are counted per phase by their timestamps after
+                // the run (see phase_samples): no decoding while it runs.
+                // Switch right after the boundary's reads, so few samples
+                // fall between them and the switch (they count, by time,
+                // for the next phase, whose iterations they slow).
                 if let Some(s) = &sampler {
                     if on && !next_on {
                         s.disable().map_err(failed)?;
                     }
-                    samples_now = s.samples_synced();
                     if next_on && !on {
                         s.enable().map_err(failed)?;
                     }
                 }
+                let sched_now = read_schedstat(&schedstat);
                 phases.push(PhaseRow {
                     phase: u32::try_from(i).unwrap_or(u32::MAX),
                     sampling: on,
@@ -690,10 +703,9 @@ impl Backend for RealBackend {
                     iterations: it_now.saturating_sub(prev.1),
                     task_ns: sched_now.0.saturating_sub(prev_sched.0),
                     wait_ns: sched_now.1.saturating_sub(prev_sched.1),
-                    samples: samples_now.saturating_sub(prev.2),
                     ..PhaseRow::default()
                 });
-                prev = (t_now, it_now, samples_now);
+                prev = (t_now, it_now);
                 prev_sched = sched_now;
                 if interrupt.load(Ordering::SeqCst) {
                     return Err(RunError::Interrupted);
@@ -733,6 +745,9 @@ impl Backend for RealBackend {
             Some(s) => Some(s.finish().map_err(|e| failed(format!("sampler: {e}")))?),
             None => None,
         };
+        if let Some(o) = &outcome {
+            phase_samples(&mut phases, &o.sample_times_ns);
+        }
         let out_text = stdout.join().unwrap_or_default();
         let err_text = stderr.join().unwrap_or_default();
         if !status.success() {
@@ -792,6 +807,22 @@ impl Backend for RealBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_go_to_the_phase_whose_interval_holds_them() {
+        let mut phases: Vec<PhaseRow> = [(100, 200), (200, 300), (300, 400)]
+            .iter()
+            .map(|&(start_ns, end_ns)| PhaseRow {
+                start_ns,
+                end_ns,
+                samples: 99,
+                ..PhaseRow::default()
+            })
+            .collect();
+        phase_samples(&mut phases, &[50, 100, 150, 199, 200, 350, 400, 401]);
+        let got: Vec<u64> = phases.iter().map(|p| p.samples).collect();
+        assert_eq!(got, vec![3, 1, 1]);
+    }
 
     #[test]
     fn end_wait_sleeps_through_the_loop_then_polls_finely() {

@@ -145,7 +145,13 @@ fn quick_experiment_end_to_end() {
         if p.sampling && p.freq_hz > 0 {
             assert!(p.samples > 0, "on phase without samples: {p:?}");
         } else {
-            assert_eq!(p.samples, 0, "off phase with samples: {p:?}");
+            // Samples count by timestamp: the few that fire between an on
+            // phase's end and the disable ioctl belong to the off phase
+            // after it. The switch takes microseconds: allow 1 ms of them.
+            assert!(
+                p.samples <= p.freq_hz / 1000,
+                "off phase with more samples than 1 ms of sampling: {p:?}"
+            );
         }
     }
     let loss = |f: u64| {
