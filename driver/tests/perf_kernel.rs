@@ -101,19 +101,31 @@ fn cpu_clock_1khz_samples_and_handler_intervals() {
     assert!(o.sample_times_ns.windows(2).all(|w| w[0] <= w[1]));
 }
 
+/// cpu-clock at 100 kHz on the measured CPU for 1 s with all four handler
+/// tracepoints; `expected`: the duration the rings are sized for.
+fn traced_100khz(expected: Option<Duration>) -> (SamplerConfig, SamplerOutcome) {
+    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 100_000, measured_cpu());
+    cfg.trace_handler = true;
+    cfg.trace_irq = true;
+    cfg.expected_duration = expected;
+    let o = run(&cfg, 1.0);
+    assert_eq!(o.lost, 0, "lost {} records", o.lost);
+    assert_eq!(o.lost_samples, 0);
+    assert!(o.samples > 50_000, "samples {}", o.samples);
+    (cfg, o)
+}
+
+fn count(o: &SamplerOutcome, source: HandlerSource) -> f64 {
+    o.intervals.iter().filter(|i| i.source == source).count() as f64
+}
+
 #[test]
 fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
     if !perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 100_000, measured_cpu());
-    cfg.trace_handler = true;
-    cfg.trace_irq = true;
-    let o = run(&cfg, 1.0);
-    assert_eq!(o.lost, 0, "lost {} records", o.lost);
-    assert_eq!(o.lost_samples, 0);
-    assert!(o.samples > 50_000, "samples {}", o.samples);
+    let (_, o) = traced_100khz(None);
     // ~18 MB into a 16 MiB ring: the drain thread had to decode during the
     // run (its free space fell below the 8 MiB reserve), and lost nothing.
     assert_eq!(o.ring_bytes, 16 << 20);
@@ -121,15 +133,8 @@ fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
         o.drained_in_window_bytes > 0,
         "nothing decoded during the run"
     );
-    let lt = o
-        .intervals
-        .iter()
-        .filter(|i| i.source == HandlerSource::LocalTimer)
-        .count();
-    assert!(
-        lt as f64 > 0.5 * o.samples as f64,
-        "local_timer intervals {lt}"
-    );
+    let lt = count(&o, HandlerSource::LocalTimer);
+    assert!(lt > 0.5 * o.samples as f64, "local_timer intervals {lt}");
 }
 
 #[test]
@@ -138,28 +143,18 @@ fn a_ring_sized_for_the_run_is_not_decoded_while_it_runs() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cfg = SamplerConfig::new(EventKind::CpuClock, 100_000, measured_cpu());
-    cfg.trace_handler = true;
-    cfg.trace_irq = true;
-    cfg.expected_duration = Some(Duration::from_secs(1));
-    let o = run(&cfg, 1.0);
+    let (cfg, o) = traced_100khz(Some(Duration::from_secs(1)));
     assert_eq!(
         o.ring_bytes,
         sampler::ring_bytes_for(&cfg, cfg.measured_cpu)
     );
     assert!(o.ring_bytes > 16 << 20, "ring {}", o.ring_bytes);
-    assert_eq!(o.lost, 0, "lost {} records", o.lost);
     assert_eq!(o.drained_in_window_bytes, 0);
     // Everything was decoded after the run.
     assert!(o.drained_bytes as f64 > 100.0 * o.samples as f64);
-    assert!(o.samples > 50_000, "samples {}", o.samples);
-    let hr = o
-        .intervals
-        .iter()
-        .filter(|i| i.source == HandlerSource::Hrtimer)
-        .count();
+    let hr = count(&o, HandlerSource::Hrtimer);
     assert!(
-        hr as f64 >= 0.95 * o.samples as f64,
+        hr >= 0.95 * o.samples as f64,
         "{hr} hrtimer intervals for {} samples",
         o.samples
     );
