@@ -131,6 +131,33 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
     h
 }
 
+/// One-way analysis of variance of `groups` (empty groups ignored): F =
+/// between-group mean square / within-group mean square, and its upper-tail
+/// p value on (k - 1, N - k) degrees of freedom. None with fewer than two
+/// groups, no within-group degrees of freedom, or no within-group spread.
+pub fn one_way_anova(groups: &[Vec<f64>]) -> Option<(f64, f64)> {
+    let groups: Vec<&Vec<f64>> = groups.iter().filter(|g| !g.is_empty()).collect();
+    let k = groups.len();
+    let n: usize = groups.iter().map(|g| g.len()).sum();
+    if k < 2 || n <= k {
+        return None;
+    }
+    let grand = groups.iter().map(|g| g.iter().sum::<f64>()).sum::<f64>() / n as f64;
+    let (mut ssb, mut ssw) = (0.0, 0.0);
+    for g in &groups {
+        let m = mean(g);
+        ssb += g.len() as f64 * (m - grand).powi(2);
+        ssw += g.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+    }
+    if ssw <= 0.0 {
+        return None;
+    }
+    let (d1, d2) = ((k - 1) as f64, (n - k) as f64);
+    let f = (ssb / d1) / (ssw / d2);
+    let p = 1.0 - inc_beta(d1 / 2.0, d2 / 2.0, d1 * f / (d1 * f + d2));
+    Some((f, p))
+}
+
 /// Student-t cumulative distribution with `df` degrees of freedom.
 pub fn t_cdf(t: f64, df: f64) -> f64 {
     let x = df / (df + t * t);
@@ -273,6 +300,26 @@ pub fn welch_df(v1: f64, n1: f64, v0: f64, n0: f64) -> f64 {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anova_matches_scipy_f_oneway() {
+        // scipy.stats.f_oneway([1.2,0.8,1.1,0.9,1.0],[1.9,2.2,1.7,2.1],[1.4,1.3,1.6])
+        let g = vec![
+            vec![1.2, 0.8, 1.1, 0.9, 1.0],
+            vec![1.9, 2.2, 1.7, 2.1],
+            vec![1.4, 1.3, 1.6],
+        ];
+        let (f, p) = one_way_anova(&g).unwrap();
+        assert!((f - 32.31586402266292).abs() < 1e-9, "{f}");
+        assert!((p - 7.803668714370627e-05).abs() < 1e-12, "{p}");
+        // Equal group means: F = 0, p = 1.
+        let (f, p) = one_way_anova(&[vec![1.0, 2.0, 3.0], vec![1.5, 2.5, 2.0]]).unwrap();
+        assert!(f.abs() < 1e-12 && (p - 1.0).abs() < 1e-12, "{f} {p}");
+        // Undefined: one group, one value per group, no spread.
+        assert!(one_way_anova(&[vec![1.0, 2.0]]).is_none());
+        assert!(one_way_anova(&[vec![1.0], vec![2.0]]).is_none());
+        assert!(one_way_anova(&[vec![1.0, 1.0], vec![2.0, 2.0]]).is_none());
+    }
 
     #[test]
     fn t_quantiles_match_tables() {

@@ -7,10 +7,13 @@ use crate::error::AnalysisError;
 use crate::events::{IntervalStats, RunIntervals, read_run_intervals};
 use crate::fit::{LineFit, fit_line, fit_origin, weights_from_variances};
 use crate::load::{Phase, ResultSet, Run};
-use crate::stats::{Estimate, loss_delta, mean, t_interval};
+use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
 /// Achieved rate below this fraction of the request is a warning.
 pub const ACHIEVED_RATE_WARN: f64 = 0.9;
+/// Warn when a paired row's group losses differ between runs at this
+/// significance (one-way ANOVA by run).
+pub const BETWEEN_RUNS_P: f64 = 0.05;
 /// Warn when the driver's own CPU while sampling exceeds this share of the
 /// sampling window (0.1 s in a 10 s run: the perf layer's target).
 pub const DRIVER_CPU_WARN: f64 = 0.01;
@@ -51,6 +54,12 @@ pub struct LossRow {
     /// Loss in %, with its 95 % interval (NaN value for a design without
     /// a baseline).
     pub loss_pct: Estimate,
+    /// Paired design: the loss from each run's mean over its ABBA groups,
+    /// t interval over runs (n = runs). Wider than `loss_pct` when the loss
+    /// itself varies between runs, which the interval over groups ignores.
+    pub loss_by_run_pct: Option<Estimate>,
+    /// Paired design: one-way ANOVA of the group losses by run, (F, p).
+    pub between_runs: Option<(f64, f64)>,
 }
 
 /// Loss with tracepoints on (util runs) next to loss without.
@@ -324,6 +333,8 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
             iterations,
             loss_pct,
+            loss_by_run_pct: None,
+            between_runs: None,
         });
     }
 
@@ -342,12 +353,12 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     }
     let mut paired = Vec::new();
     for (&freq_hz, runs) in &paired_runs {
-        let mut pair_losses = Vec::new();
+        let mut by_run: Vec<Vec<f64>> = Vec::new();
         for r in runs {
             let Some(phases) = phases_by_run.get(&r.run_id) else {
                 continue;
             };
-            pair_losses.extend(abba_losses(phases));
+            by_run.push(abba_losses(phases));
             if let Some(first) = phases.first() {
                 let t0 = first.start_ns;
                 paired.push(PairedRunTrace {
@@ -362,9 +373,17 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
                 });
             }
         }
+        let pair_losses: Vec<f64> = by_run.iter().flatten().copied().collect();
+        let run_means: Vec<f64> = by_run
+            .iter()
+            .filter(|g| !g.is_empty())
+            .map(|g| mean(g))
+            .collect();
         let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
         loss.push(LossRow {
             freq_hz,
+            loss_by_run_pct: Some(t_interval(&run_means)),
+            between_runs: one_way_anova(&by_run),
             design: "paired".to_string(),
             method: format!(
                 "mean of ABBA-group losses 1 - on/off rate ({} groups); t interval",
@@ -613,6 +632,19 @@ fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
             share(worst) * 100.0,
             worst.run_id
         ));
+    }
+    for row in &a.loss {
+        if let (Some((f, p)), Some(by_run)) = (row.between_runs, row.loss_by_run_pct)
+            && p < BETWEEN_RUNS_P
+        {
+            w.push(format!(
+                "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
+                 losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
+                 [{:.3}, {:.3}]%, understates the uncertainty; read the interval over runs, \
+                 [{:.3}, {:.3}]% ({} runs)",
+                row.freq_hz, row.loss_pct.lo, row.loss_pct.hi, by_run.lo, by_run.hi, by_run.n
+            ));
+        }
     }
     let noisy = sel(&|r| r.ok() && r.noisy);
     if !noisy.is_empty() {

@@ -177,3 +177,83 @@ fn intervals_round_trip_and_filter_by_cpu_and_source() {
         "{err}"
     );
 }
+
+/// Two paired runs at 4 kHz, three ABBA groups each; `losses[run][group]` in %.
+fn paired_set(losses: [[f64; 3]; 2]) -> ResultSet {
+    let mut runs = Vec::new();
+    let mut phases = Vec::new();
+    for (r, groups) in losses.iter().enumerate() {
+        runs.push(Run {
+            run_id: r as i64,
+            kind: "loss".to_string(),
+            design: "paired".to_string(),
+            freq_hz: 4000,
+            iterations: 1,
+            status: "ok".to_string(),
+            ..Run::default()
+        });
+        for (g, loss) in groups.iter().enumerate() {
+            for k in 0..4 {
+                let on = matches!(k, 1 | 2);
+                let i = (g * 4 + k) as u64;
+                let rate = if on { 1e9 * (1.0 - loss / 100.0) } else { 1e9 };
+                phases.push(Phase {
+                    run_id: r as i64,
+                    phase: i as i64,
+                    sampling: on,
+                    start_ns: i * 1_000_000_000,
+                    end_ns: (i + 1) * 1_000_000_000,
+                    iterations: rate as u64,
+                    samples: 0,
+                });
+            }
+        }
+    }
+    ResultSet {
+        dir: PathBuf::from("/nonexistent"),
+        manifest: Manifest {
+            format_version: 1,
+            status: "complete".to_string(),
+            warnings: Vec::new(),
+            raw: serde_json::json!({}),
+        },
+        runs,
+        phases,
+    }
+}
+
+#[test]
+fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
+    let a = analyse_with(
+        &paired_set([[9.9, 10.1, 10.0], [19.9, 20.1, 20.0]]),
+        BTreeMap::new(),
+    );
+    let row = a.loss.iter().find(|r| r.design == "paired").unwrap();
+    let by_run = row.loss_by_run_pct.unwrap();
+    assert_eq!(by_run.n, 2);
+    assert!((by_run.value - 15.0).abs() < 1e-6, "{by_run:?}");
+    // Six groups look tight (+-5 pp); two runs 10 pp apart do not.
+    assert!(by_run.hi - by_run.lo > 3.0 * (row.loss_pct.hi - row.loss_pct.lo));
+    let (f, p) = row.between_runs.unwrap();
+    assert!(f > 100.0 && p < 1e-3, "F {f} p {p}");
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("paired loss at 4000 Hz differs between runs")),
+        "{:?}",
+        a.warnings
+    );
+
+    // Runs that agree: no warning.
+    let a = analyse_with(
+        &paired_set([[9.8, 10.2, 10.0], [10.1, 9.9, 10.05]]),
+        BTreeMap::new(),
+    );
+    let row = a.loss.iter().find(|r| r.design == "paired").unwrap();
+    assert!(row.between_runs.unwrap().1 > 0.05);
+    assert!(
+        !a.warnings
+            .iter()
+            .any(|w| w.contains("differs between runs"))
+    );
+}
