@@ -90,7 +90,7 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
     let pts = a.primary_loss();
     let pts: Vec<_> = pts
         .into_iter()
-        .filter(|r| r.loss_pct.hi.is_finite())
+        .filter(|r| r.trusted().hi.is_finite())
         .collect();
     if pts.is_empty() {
         return Err(AnalysisError::Insufficient(
@@ -110,7 +110,7 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
         reasoning: Vec::new(),
     };
     let lowest = pts[0];
-    let hw = lowest.loss_pct.half_width();
+    let hw = lowest.trusted().half_width();
     if hw > budget_pct {
         rec.resolvable = false;
         rec.reasoning = vec![
@@ -127,7 +127,7 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
     let mut safe = None;
     let mut next = None;
     for r in &pts {
-        if r.loss_pct.hi <= budget_pct {
+        if r.trusted().hi <= budget_pct {
             safe = Some(*r);
         } else {
             next = Some(*r);
@@ -138,14 +138,14 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
         rec.reasoning = vec![
             format!(
                 "Even at the lowest measured rate, {} Hz, the loss is {:.3}% with a 95% upper bound of {:.3}%, above the {budget_pct}% budget.",
-                lowest.freq_hz, lowest.loss_pct.value, lowest.loss_pct.hi
+                lowest.freq_hz, lowest.trusted().value, lowest.trusted().hi
             ),
             "No measured rate is safe; a lower rate may be, but it was not measured (the fixed cost of having perf on may already exceed the budget).".to_string(),
         ];
         return Ok(rec);
     };
     rec.measured_hz = Some(safe.freq_hz);
-    rec.measured_upper_pct = Some(safe.loss_pct.hi);
+    rec.measured_upper_pct = Some(safe.trusted().hi);
     let mut max_hz = safe.freq_hz as f64;
     let mut how = String::new();
     if let (Some(next), Some(fit)) = (next, a.fits.loss_line) {
@@ -183,19 +183,38 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
     let first = match next {
         Some(n) => format!(
             "At {} Hz the loss is {:.3}% (95% upper bound {:.3}% <= {budget_pct}%); at {} Hz the upper bound {:.3}% exceeds the budget.{how}",
-            safe.freq_hz, safe.loss_pct.value, safe.loss_pct.hi, n.freq_hz, n.loss_pct.hi
+            safe.freq_hz,
+            safe.trusted().value,
+            safe.trusted().hi,
+            n.freq_hz,
+            n.trusted().hi
         ),
         None => format!(
             "Every measured rate is within budget; the highest, {} Hz, loses {:.3}% (95% upper bound {:.3}%); rates above it were not measured, so none is recommended.",
-            safe.freq_hz, safe.loss_pct.value, safe.loss_pct.hi
+            safe.freq_hz,
+            safe.trusted().value,
+            safe.trusted().hi
         ),
+    };
+    let method = if pts.iter().any(|r| r.runs_disagree()) {
+        format!(
+            "{}; at {} Hz the runs disagree, so the interval over runs decides there",
+            safe.method,
+            pts.iter()
+                .filter(|r| r.runs_disagree())
+                .map(|r| r.freq_hz.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        safe.method.clone()
     };
     let second = match rec.suggested_hz {
         Some(p) => format!(
-            "Suggested {p} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; loss from the {} design ({}).",
-            safe.design, safe.method
+            "Suggested {p} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; loss from the {} design ({method}).",
+            safe.design
         ),
-        None => format!("Loss from the {} design ({}).", safe.design, safe.method),
+        None => format!("Loss from the {} design ({method}).", safe.design),
     };
     rec.reasoning = vec![first, second];
     Ok(rec)

@@ -62,6 +62,23 @@ pub struct LossRow {
     pub between_runs: Option<(f64, f64)>,
 }
 
+impl LossRow {
+    /// The interval to decide with: the one over runs when a one-way ANOVA
+    /// finds the runs disagree (p < [`BETWEEN_RUNS_P`]), else `loss_pct`.
+    pub fn trusted(&self) -> Estimate {
+        match (self.between_runs, self.loss_by_run_pct) {
+            (Some((_, p)), Some(e)) if p < BETWEEN_RUNS_P && e.hi.is_finite() => e,
+            _ => self.loss_pct,
+        }
+    }
+
+    /// `trusted` is the interval over runs.
+    pub fn runs_disagree(&self) -> bool {
+        self.between_runs.is_some_and(|(_, p)| p < BETWEEN_RUNS_P)
+            && self.loss_by_run_pct.is_some_and(|e| e.hi.is_finite())
+    }
+}
+
 /// Loss with tracepoints on (util runs) next to loss without.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TracingRow {

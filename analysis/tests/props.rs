@@ -243,6 +243,11 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
         "{:?}",
         a.warnings
     );
+    // A 30% budget: the groups' upper bound (~21%) would pass; the runs'
+    // (~78%) decides, and two runs cannot resolve it.
+    assert!(row.loss_pct.hi < 30.0 && row.trusted().hi > 30.0);
+    let rec = analysis::recommend::recommend(&a, 30.0).unwrap();
+    assert!(!rec.resolvable, "{rec:?}");
 
     // Runs that agree: no warning.
     let a = analyse_with(
