@@ -52,37 +52,11 @@ proptest! {
                 ..Run::default()
             });
         }
-        runs.push(Run {
-            run_id: 99,
-            kind: "loss".to_string(),
-            design: "paired".to_string(),
-            freq_hz: 4000,
-            iterations: 1,
-            status: "ok".to_string(),
-            ..Run::default()
-        });
-        let phases: Vec<Phase> = (0..12)
-            .map(|i| Phase {
-                run_id: 99,
-                phase: i,
-                sampling: matches!(i % 4, 1 | 2),
-                start_ns: i as u64 * 1_000_000_000,
-                end_ns: (i as u64 + 1) * 1_000_000_000,
-                iterations: counts[i as usize] / 10,
-                samples: 0,
-            })
+        runs.push(paired_run(99));
+        let phases: Vec<Phase> = (0..12u64)
+            .map(|i| abba_phase(99, i, counts[i as usize] / 10))
             .collect();
-        let make = |runs: Vec<Run>, phases: Vec<Phase>| ResultSet {
-            dir: PathBuf::from("/nonexistent"),
-            manifest: Manifest {
-                format_version: 1,
-                status: "complete".to_string(),
-                warnings: Vec::new(),
-                raw: serde_json::json!({}),
-            },
-            runs,
-            phases,
-        };
+        let make = result_set;
         let a = analyse_with(&make(runs.clone(), phases.clone()), BTreeMap::new());
 
         // Fisher-Yates with a small LCG from the seed.
@@ -183,32 +157,50 @@ fn paired_set(losses: [[f64; 3]; 2]) -> ResultSet {
     let mut runs = Vec::new();
     let mut phases = Vec::new();
     for (r, groups) in losses.iter().enumerate() {
-        runs.push(Run {
-            run_id: r as i64,
-            kind: "loss".to_string(),
-            design: "paired".to_string(),
-            freq_hz: 4000,
-            iterations: 1,
-            status: "ok".to_string(),
-            ..Run::default()
-        });
+        runs.push(paired_run(r as i64));
         for (g, loss) in groups.iter().enumerate() {
-            for k in 0..4 {
-                let on = matches!(k, 1 | 2);
-                let i = (g * 4 + k) as u64;
-                let rate = if on { 1e9 * (1.0 - loss / 100.0) } else { 1e9 };
-                phases.push(Phase {
-                    run_id: r as i64,
-                    phase: i as i64,
-                    sampling: on,
-                    start_ns: i * 1_000_000_000,
-                    end_ns: (i + 1) * 1_000_000_000,
-                    iterations: rate as u64,
-                    samples: 0,
-                });
+            for k in 0..4u64 {
+                let i = g as u64 * 4 + k;
+                let rate = if matches!(k, 1 | 2) {
+                    1e9 * (1.0 - loss / 100.0)
+                } else {
+                    1e9
+                };
+                phases.push(abba_phase(r as i64, i, rate as u64));
             }
         }
     }
+    result_set(runs, phases)
+}
+
+/// A successful paired loss run at 4 kHz.
+fn paired_run(run_id: i64) -> Run {
+    Run {
+        run_id,
+        kind: "loss".to_string(),
+        design: "paired".to_string(),
+        freq_hz: 4000,
+        iterations: 1,
+        status: "ok".to_string(),
+        ..Run::default()
+    }
+}
+
+/// Phase `i` (1 s long) of an ABBA sequence: off, on, on, off, ...
+fn abba_phase(run_id: i64, i: u64, iterations: u64) -> Phase {
+    Phase {
+        run_id,
+        phase: i as i64,
+        sampling: matches!(i % 4, 1 | 2),
+        start_ns: i * 1_000_000_000,
+        end_ns: (i + 1) * 1_000_000_000,
+        iterations,
+        samples: 0,
+    }
+}
+
+/// A complete result set of `runs` and `phases` (no files behind it).
+fn result_set(runs: Vec<Run>, phases: Vec<Phase>) -> ResultSet {
     ResultSet {
         dir: PathBuf::from("/nonexistent"),
         manifest: Manifest {
