@@ -26,8 +26,9 @@
 //! count samples by timestamp); everything else is decoded after
 //! [`Sampler::disable`], when the workload no longer runs. Measured at
 //! 100 kHz with all four tracepoints for 10 s (examples/soak.rs): decoding
-//! online cost the drain thread 0.30-0.35 s of CPU during the run; the
-//! driver's CPU during the run is now [`SamplerOutcome::window_cpu_ns`].
+//! online from 16 MiB rings cost the drain thread 0.26-0.35 s of CPU during
+//! the run; with rings that hold the run the driver's CPU while sampling
+//! ([`SamplerOutcome::window_cpu_ns`]) is 7-10 ms.
 //! Decoding pairs entry/exit records into compact pairs; telling our handler
 //! intervals from other perf users' happens in [`Sampler::finish`] (see
 //! [`crate::handler`]).
@@ -883,9 +884,10 @@ impl Sampler {
         Ok(())
     }
 
-    /// Samples counted by the drain thread so far (on the measured CPU; all
-    /// CPUs for Task scope). Lags by up to one poll ([`DRAIN_INTERVAL`]); see
-    /// [`Sampler::samples_synced`].
+    /// Samples decoded so far (on the measured CPU; all CPUs for Task
+    /// scope). Rings are decoded lazily (see the module docs), so with rings
+    /// that hold the whole run this stays 0 until [`Sampler::finish`]; see
+    /// [`Sampler::samples_synced`], which forces a decode.
     pub fn samples_so_far(&self) -> u64 {
         self.shared.samples.load(Ordering::Acquire)
     }
