@@ -66,13 +66,14 @@ impl LossRow {
     /// The interval to decide with: the one over runs when a one-way ANOVA
     /// finds the runs disagree (p < [`BETWEEN_RUNS_P`]), else `loss_pct`.
     pub fn trusted(&self) -> Estimate {
-        match (self.between_runs, self.loss_by_run_pct) {
-            (Some((_, p)), Some(e)) if p < BETWEEN_RUNS_P && e.hi.is_finite() => e,
+        match self.loss_by_run_pct {
+            Some(e) if self.runs_disagree() => e,
             _ => self.loss_pct,
         }
     }
 
-    /// `trusted` is the interval over runs.
+    /// The runs disagree (ANOVA p < [`BETWEEN_RUNS_P`]) and the interval
+    /// over runs exists: `trusted` is that interval.
     pub fn runs_disagree(&self) -> bool {
         self.between_runs.is_some_and(|(_, p)| p < BETWEEN_RUNS_P)
             && self.loss_by_run_pct.is_some_and(|e| e.hi.is_finite())
@@ -650,18 +651,15 @@ fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
             worst.run_id
         ));
     }
-    for row in &a.loss {
-        if let (Some((f, p)), Some(by_run)) = (row.between_runs, row.loss_by_run_pct)
-            && p < BETWEEN_RUNS_P
-        {
-            w.push(format!(
-                "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
-                 losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
-                 [{:.3}, {:.3}]%, understates the uncertainty; read the interval over runs, \
-                 [{:.3}, {:.3}]% ({} runs)",
-                row.freq_hz, row.loss_pct.lo, row.loss_pct.hi, by_run.lo, by_run.hi, by_run.n
-            ));
-        }
+    for row in a.loss.iter().filter(|r| r.runs_disagree()) {
+        let ((f, p), by_run) = (row.between_runs.unwrap_or_default(), row.trusted());
+        w.push(format!(
+            "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
+             losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
+             [{:.3}, {:.3}]%, understates the uncertainty; read the interval over runs, \
+             [{:.3}, {:.3}]% ({} runs)",
+            row.freq_hz, row.loss_pct.lo, row.loss_pct.hi, by_run.lo, by_run.hi, by_run.n
+        ));
     }
     let noisy = sel(&|r| r.ok() && r.noisy);
     if !noisy.is_empty() {
