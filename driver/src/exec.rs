@@ -31,8 +31,9 @@ pub struct Interval {
     pub entry_ns: u64,
     /// exit - entry, ns.
     pub duration_ns: u64,
-    /// `nmi`, `hrtimer` or `local_timer`.
-    pub source: String,
+    /// `nmi`, `hrtimer` or `local_timer` (static: a 100 kHz util run has
+    /// two million intervals, and one allocation each showed in profiles).
+    pub source: &'static str,
 }
 
 /// What the backend is asked to run.

@@ -353,7 +353,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         let cpu: Vec<u32> = iv.iter().map(|i| i.cpu).collect();
         let entry: Vec<u64> = iv.iter().map(|i| i.entry_ns).collect();
         let dur: Vec<u64> = iv.iter().map(|i| i.duration_ns).collect();
-        let src: Vec<&str> = iv.iter().map(|i| i.source.as_str()).collect();
+        let src: Vec<&str> = iv.iter().map(|i| i.source).collect();
         analysis::write_intervals_parquet(path, &cpu, &entry, &dur, &src).map_err(|e| e.to_string())
     };
     let result = execute(
@@ -796,7 +796,7 @@ impl Backend for RealBackend {
                     cpu: i.cpu,
                     entry_ns: i.entry_ns,
                     duration_ns: i.duration_ns,
-                    source: i.source.as_str().to_owned(),
+                    source: i.source.as_str(),
                 })
                 .collect();
         }

@@ -78,7 +78,7 @@ impl Backend for Mock {
                     cpu: 1,
                     entry_ns: 5,
                     duration_ns: 1500,
-                    source: "hrtimer".into(),
+                    source: "hrtimer",
                 }]
             } else {
                 Vec::new()
