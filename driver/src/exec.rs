@@ -98,8 +98,9 @@ pub enum RunError {
 
 /// Makes runs. The real one spawns the workload and opens the sampler.
 pub trait Backend {
-    /// Waits (bounded) for the measured CPU to be idle and reports.
-    fn quiet_check(&mut self, cpu: u32) -> QuietReport;
+    /// Waits (bounded) for the measured CPU to be idle and reports; returns
+    /// early when `interrupt` is set.
+    fn quiet_check(&mut self, cpu: u32, interrupt: &AtomicBool) -> QuietReport;
     /// Makes one run; polls `interrupt` and stops early when it is set.
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError>;
     /// The driver's own CPU time so far, ns.
@@ -247,7 +248,7 @@ pub fn execute(
                 Vec::new()
             },
         };
-        let quiet = backend.quiet_check(opts.cpu);
+        let quiet = backend.quiet_check(opts.cpu, interrupt);
         let cpu_before = backend.driver_cpu_ns();
         let result = backend.run(&spec, interrupt);
         let driver_cpu_ns = backend.driver_cpu_ns().saturating_sub(cpu_before);

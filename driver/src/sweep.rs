@@ -573,8 +573,14 @@ impl RealBackend {
 }
 
 impl Backend for RealBackend {
-    fn quiet_check(&mut self, cpu: u32) -> QuietReport {
-        wait_quiet(cpu, Duration::from_secs(2), Duration::from_millis(100), 5.0)
+    fn quiet_check(&mut self, cpu: u32, interrupt: &AtomicBool) -> QuietReport {
+        wait_quiet(
+            cpu,
+            Duration::from_secs(2),
+            Duration::from_millis(100),
+            5.0,
+            interrupt,
+        )
     }
 
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {

@@ -284,12 +284,14 @@ pub struct QuietReport {
 }
 
 /// Waits up to `max_wait` for `cpu` to be idle: busy below `threshold_pct`
-/// over a `window` (100 ms windows of /proc/stat).
+/// over a `window` (100 ms windows of /proc/stat). Returns after the current
+/// window when `interrupt` is set (Ctrl-C), not quiet.
 pub fn wait_quiet(
     cpu: u32,
     max_wait: Duration,
     window: Duration,
     threshold_pct: f64,
+    interrupt: &std::sync::atomic::AtomicBool,
 ) -> QuietReport {
     let start = monotonic_ns();
     let limit = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
@@ -306,7 +308,10 @@ pub fn wait_quiet(
         report.procs_running = report.procs_running.max(b.procs_running);
         report.waited_ns = monotonic_ns().saturating_sub(start);
         report.quiet = report.busy_pct < threshold_pct;
-        if report.quiet || report.waited_ns >= limit {
+        if report.quiet
+            || report.waited_ns >= limit
+            || interrupt.load(std::sync::atomic::Ordering::SeqCst)
+        {
             return report;
         }
     }
@@ -337,6 +342,22 @@ pub fn online_cpus() -> u32 {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quiet_check_returns_on_interrupt() {
+        // Never quiet (threshold below 0%), a 10 s limit: only the interrupt
+        // can end it after the first 10 ms window.
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        let r = wait_quiet(
+            0,
+            Duration::from_secs(10),
+            Duration::from_millis(10),
+            -1.0,
+            &stop,
+        );
+        assert!(!r.quiet);
+        assert!(r.waited_ns < 5_000_000_000, "waited {} ns", r.waited_ns);
+    }
 
     const STAT: &str = "cpu  10 0 10 100 0 0 0 5 0 0\n\
         cpu0 4 0 6 50 0 0 0 2 0 0\n\

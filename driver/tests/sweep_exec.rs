@@ -28,7 +28,7 @@ struct Mock {
 }
 
 impl Backend for Mock {
-    fn quiet_check(&mut self, _cpu: u32) -> QuietReport {
+    fn quiet_check(&mut self, _cpu: u32, _: &AtomicBool) -> QuietReport {
         QuietReport {
             quiet: true,
             busy_pct: 1.0,
@@ -271,7 +271,7 @@ fn interruption_leaves_a_resumable_directory() {
 fn repeated_failures_stop_the_sweep() {
     struct AlwaysFails;
     impl Backend for AlwaysFails {
-        fn quiet_check(&mut self, _cpu: u32) -> QuietReport {
+        fn quiet_check(&mut self, _cpu: u32, _: &AtomicBool) -> QuietReport {
             QuietReport::default()
         }
         fn run(&mut self, _: &RunSpec<'_>, _: &AtomicBool) -> Result<RunOutcome, RunError> {
