@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -171,6 +172,49 @@ pub fn plot_paired(
 // ---------------------------------------------------------------- rendering
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+type Chart<'a, DB, X> = ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>;
+
+/// The frame every chart shares: margins, label areas sized for the y
+/// ticks, grid colours, fonts, axis descriptions and tick formats. Returns
+/// the chart ready for its series.
+fn framed_chart<'a, DB, XS>(
+    area: &'a DrawingArea<DB, Shift>,
+    x_spec: XS,
+    y: (f64, f64),
+    (x_desc, y_desc): (&str, &str),
+    x_fmt: &dyn Fn(&f64) -> String,
+    y_fmt: TickFmt,
+    y_labels: usize,
+) -> Result<Chart<'a, DB, XS::CoordDescType>, DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    XS: AsRangedCoord<Value = f64>,
+    XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .margin_left(10)
+        .margin_right(30)
+        .margin_bottom(10)
+        .x_label_area_size(55)
+        .y_label_area_size(y_label_area(&y_fmt, y))
+        .build_cartesian_2d(x_spec, y.0..y.1)?;
+    let y_formatter = move |v: &f64| y_fmt.fmt(*v);
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style(font(AXIS_DESC_PX))
+        .label_style(font(TICK_PX))
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(&y_formatter)
+        .bold_line_style(RGBColor(215, 215, 215))
+        .light_line_style(RGBColor(240, 240, 240))
+        .x_labels(10)
+        .y_labels(y_labels)
+        .max_light_lines(1)
+        .draw()?;
+    Ok(chart)
+}
 
 /// A prepared (validated, ranged) figure that can draw itself on any backend.
 trait Figure {
@@ -778,15 +822,6 @@ impl VsFreq {
         XS: AsRangedCoord<Value = f64>,
         XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
-        let y_fmt = TickFmt::new(self.y.0, self.y.1, false);
-        let y_area = y_label_area(&y_fmt, self.y);
-        let mut chart = ChartBuilder::on(area)
-            .margin_left(10)
-            .margin_right(30)
-            .margin_bottom(10)
-            .x_label_area_size(55)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_spec, self.y.0..self.y.1)?;
         let log_x = self.log_x;
         let x_fmt = TickFmt::new(self.x.0, self.x.1, true);
         let x_formatter = move |v: &f64| {
@@ -796,21 +831,15 @@ impl VsFreq {
                 x_fmt.fmt(*v)
             }
         };
-        let y_formatter = move |v: &f64| y_fmt.fmt(*v);
-        chart
-            .configure_mesh()
-            .x_desc(self.x_label.as_str())
-            .y_desc(self.y_label.as_str())
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .x_label_formatter(&x_formatter)
-            .y_label_formatter(&y_formatter)
-            .bold_line_style(RGBColor(215, 215, 215))
-            .light_line_style(RGBColor(240, 240, 240))
-            .x_labels(10)
-            .y_labels(10)
-            .max_light_lines(1)
-            .draw()?;
+        let mut chart = framed_chart(
+            area,
+            x_spec,
+            self.y,
+            (self.x_label.as_str(), self.y_label.as_str()),
+            &x_formatter,
+            TickFmt::new(self.y.0, self.y.1, false),
+            10,
+        )?;
 
         let mut legend_points = Vec::new();
         let mut entries = 0usize;
@@ -1101,32 +1130,16 @@ impl Figure for Durations {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &self.notes)?;
         let (lo, hi) = (self.lo, self.hi());
-        let y_fmt = TickFmt::new(0.0, self.y_max, false);
-        let y_area = y_label_area(&y_fmt, (0.0, self.y_max));
-        let mut chart = ChartBuilder::on(&area)
-            .margin_left(10)
-            .margin_right(30)
-            .margin_bottom(10)
-            .x_label_area_size(55)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(lo..hi, 0.0..self.y_max)?;
         let x_fmt = TickFmt::new(lo, hi, false);
-        let xf = move |v: &f64| x_fmt.fmt(*v);
-        let yf = move |v: &f64| y_fmt.fmt(*v);
-        chart
-            .configure_mesh()
-            .x_desc("handler duration (ns)")
-            .y_desc("share of handler runs per bin (%)")
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .x_label_formatter(&xf)
-            .y_label_formatter(&yf)
-            .bold_line_style(RGBColor(215, 215, 215))
-            .light_line_style(RGBColor(240, 240, 240))
-            .x_labels(10)
-            .y_labels(8)
-            .max_light_lines(1)
-            .draw()?;
+        let mut chart = framed_chart(
+            &area,
+            lo..hi,
+            (0.0, self.y_max),
+            ("handler duration (ns)", "share of handler runs per bin (%)"),
+            &move |v: &f64| x_fmt.fmt(*v),
+            TickFmt::new(0.0, self.y_max, false),
+            8,
+        )?;
         let mut legend_points = Vec::new();
         for (i, h) in self.hists.iter().enumerate() {
             let colour = PALETTE[i % PALETTE.len()];
@@ -1247,32 +1260,16 @@ fn paired_legend_entries(traces: &[PairedTrace]) -> usize {
 impl Figure for Paired {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &[])?;
-        let y_fmt = TickFmt::new(self.y.0, self.y.1, true);
-        let y_area = y_label_area(&y_fmt, self.y);
-        let mut chart = ChartBuilder::on(&area)
-            .margin_left(10)
-            .margin_right(30)
-            .margin_bottom(10)
-            .x_label_area_size(55)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(self.x.0..self.x.1, self.y.0..self.y.1)?;
         let x_fmt = TickFmt::new(self.x.0, self.x.1, false);
-        let xf = move |v: &f64| x_fmt.fmt(*v);
-        let yf = move |v: &f64| y_fmt.fmt(*v);
-        chart
-            .configure_mesh()
-            .x_desc("time since run start (s)")
-            .y_desc("loop rate (loops/s)")
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .x_label_formatter(&xf)
-            .y_label_formatter(&yf)
-            .bold_line_style(RGBColor(215, 215, 215))
-            .light_line_style(RGBColor(240, 240, 240))
-            .x_labels(10)
-            .y_labels(8)
-            .max_light_lines(1)
-            .draw()?;
+        let mut chart = framed_chart(
+            &area,
+            self.x.0..self.x.1,
+            self.y,
+            ("time since run start (s)", "loop rate (loops/s)"),
+            &move |v: &f64| x_fmt.fmt(*v),
+            TickFmt::new(self.y.0, self.y.1, true),
+            8,
+        )?;
         let mut legend_points = Vec::new();
         // One trace: legend "label: sampling on/off" in two colours. Several:
         // one colour per trace, and the marker legend given once, in grey, so
