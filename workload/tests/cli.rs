@@ -30,6 +30,23 @@ fn spawn(args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// `workload --duration D --json --counter <tmp>/counter EXTRA...`, with its
+/// counter file open (the temporary directory lives as long as the first
+/// value).
+fn spawn_with_counter(
+    duration: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, Child, CounterReader) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("counter");
+    let mut args = vec!["--duration", duration, "--json", "--counter"];
+    args.push(path.to_str().unwrap());
+    args.extend_from_slice(extra);
+    let mut child = spawn(&args);
+    let reader = open_when_ready(&path, &mut child);
+    (dir, path, child, reader)
+}
+
 fn open_when_ready(path: &std::path::Path, child: &mut Child) -> CounterReader {
     let t0 = Instant::now();
     loop {
@@ -196,16 +213,7 @@ fn bad_inputs_exit_2_naming_the_value() {
 #[test]
 fn counter_grows_while_running_and_ends_at_the_final_count() {
     let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("counter");
-    let mut child = spawn(&[
-        "--duration",
-        "600ms",
-        "--json",
-        "--counter",
-        path.to_str().unwrap(),
-    ]);
-    let reader = open_when_ready(&path, &mut child);
+    let (_dir, path, child, reader) = spawn_with_counter("600ms", &[]);
     let mut seen = Vec::new();
     while reader.state() != State::Done {
         if reader.state() == State::Running {
@@ -237,17 +245,7 @@ fn counter_grows_while_running_and_ends_at_the_final_count() {
 #[test]
 fn wait_go_waits_for_release() {
     let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("counter");
-    let mut child = spawn(&[
-        "--duration",
-        "200ms",
-        "--json",
-        "--counter",
-        path.to_str().unwrap(),
-        "--wait-go",
-    ]);
-    let reader = open_when_ready(&path, &mut child);
+    let (_dir, _path, mut child, reader) = spawn_with_counter("200ms", &["--wait-go"]);
     let t0 = Instant::now();
     while reader.state() != State::Ready {
         assert!(t0.elapsed() < Duration::from_secs(10), "never became ready");
