@@ -19,6 +19,7 @@ pub mod reference;
 pub mod report;
 pub mod stats;
 pub mod tables;
+pub mod timeline;
 
 pub use error::AnalysisError;
 pub use events::write_intervals_parquet;
