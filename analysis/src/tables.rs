@@ -310,7 +310,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     let classic = by_freq(
         rs.runs
             .iter()
-            .filter(|r| r.ok() && r.kind == "loss" && r.design != "paired"),
+            .filter(|r| r.ok() && r.kind == "loss" && r.design == "classic"),
     );
     let baseline: Vec<f64> = classic
         .get(&0)
@@ -321,7 +321,13 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     let tracing_baseline: Vec<f64> = if baseline.is_empty() {
         rs.runs
             .iter()
-            .filter(|r| r.ok() && r.kind == "loss" && r.freq_hz == 0 && r.iterations > 0)
+            .filter(|r| {
+                r.ok()
+                    && r.kind == "loss"
+                    && r.design == "paired"
+                    && r.freq_hz == 0
+                    && r.iterations > 0
+            })
             .map(|r| r.rate())
             .collect()
     } else {
@@ -707,7 +713,7 @@ fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
     let classic_loss = rs
         .runs
         .iter()
-        .any(|r| r.ok() && r.kind == "loss" && r.design != "paired" && r.freq_hz > 0);
+        .any(|r| r.ok() && r.kind == "loss" && r.design == "classic" && r.freq_hz > 0);
     if classic_loss && baseline.is_empty() {
         w.push("no successful 0 Hz loss runs: classic loss cannot be computed".to_string());
     } else if !has_loss {

@@ -13,9 +13,9 @@
 //!
 //! A *gap* is one stamped chunk of the workload's loop that took longer than
 //! the calibrated threshold: something (an interrupt, the host) took the CPU
-//! away inside it. Its `excess_ns` is the chunk's length minus the length of
-//! the ordinary chunk just before it. One interrupt can show as two gaps a
-//! few ns of loop progress apart (the guest resumes briefly between two exits
+//! away inside it. Its `excess_ns` is the chunk's length minus the median
+//! length of the three ordinary chunks just before it. One interrupt can
+//! show as two gaps a few ns of loop progress apart (the guest resumes briefly between two exits
 //! to the host), so gaps closer than [`JOIN_NS`] are joined into one
 //! *episode*; a sample's cost to the application is the excess of the
 //! episode that contains its timestamp.
@@ -45,8 +45,8 @@ pub struct Gap {
     pub start_ns: u64,
     /// End of that chunk, CLOCK_MONOTONIC_RAW ns.
     pub end_ns: u64,
-    /// Time the loop lost in the chunk: its length minus the length of the
-    /// ordinary chunk just before it, ns.
+    /// Time the loop lost in the chunk: its length minus the median length
+    /// of the three ordinary chunks just before it, ns.
     pub excess_ns: u64,
     /// Episode index within the run (gaps joined by [`JOIN_NS`]).
     pub episode: u32,
@@ -178,8 +178,9 @@ pub struct RecoveryRow {
     pub chunks: u64,
     /// Sum of their lengths, ns.
     pub chunk_ns_sum: f64,
-    /// Sum over them of (length - length of the ordinary chunk before the
-    /// last gap), ns: the time lost to the gap's after-effect in this bin.
+    /// Sum over them of (length - the reference length at the last gap: the
+    /// median of the three ordinary chunks before it), ns: the time lost to
+    /// the gap's after-effect in this bin.
     pub excess_ns_sum: f64,
 }
 
@@ -245,7 +246,11 @@ pub fn write_samples_parquet(
     write_parquet(path, df)
 }
 
-fn read_parquet(path: &Path, what: &'static str, cols: &[&str]) -> Result<DataFrame, AnalysisError> {
+fn read_parquet(
+    path: &Path,
+    what: &'static str,
+    cols: &[&str],
+) -> Result<DataFrame, AnalysisError> {
     if !path.exists() {
         return Err(AnalysisError::Missing {
             path: path.to_path_buf(),
@@ -344,8 +349,8 @@ pub fn read_csv_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<
     if !path.exists() {
         return Ok(Vec::new());
     }
-    let mut rdr = csv::Reader::from_path(path)
-        .map_err(|e| AnalysisError::corrupt(path, e.to_string()))?;
+    let mut rdr =
+        csv::Reader::from_path(path).map_err(|e| AnalysisError::corrupt(path, e.to_string()))?;
     rdr.deserialize()
         .map(|r| r.map_err(|e| AnalysisError::corrupt(path, e.to_string())))
         .collect()
@@ -369,8 +374,8 @@ mod tests {
     fn close_gaps_join_into_one_episode() {
         let mut g = vec![
             gap(1_000, 6_000, 4_900),
-            gap(6_050, 9_000, 2_800),      // 50 ns later: same episode
-            gap(20_000, 25_000, 4_900),    // 11 us later: new
+            gap(6_050, 9_000, 2_800),     // 50 ns later: same episode
+            gap(20_000, 25_000, 4_900),   // 11 us later: new
             gap(27_000 + 1, 28_000, 900), // 2001 ns after: new
         ];
         let e = join_episodes(&mut g);
@@ -378,7 +383,10 @@ mod tests {
         assert_eq!(e[0].excess_ns, 7_700);
         assert_eq!(e[0].gaps, 2);
         assert_eq!((e[0].start_ns, e[0].end_ns), (1_000, 9_000));
-        assert_eq!(g.iter().map(|g| g.episode).collect::<Vec<_>>(), vec![0, 0, 1, 2]);
+        assert_eq!(
+            g.iter().map(|g| g.episode).collect::<Vec<_>>(),
+            vec![0, 0, 1, 2]
+        );
         assert_eq!(episodes_of(&g), e);
     }
 

@@ -99,7 +99,15 @@ pub enum Design {
     Classic,
     /// Sampling switched on and off in alternating ABBA phases within one run.
     Paired,
+    /// Whole runs with the workload's timeline on: every interruption of
+    /// the loop is a gap, and each sample's cost is the gap that holds it.
+    Gaps,
 }
+
+/// The designs run when none is given: the ones that resolve production
+/// rates on a noisy host (the article's classic design stays in
+/// experiments/article-2014.toml).
+pub const DEFAULT_DESIGNS: [Design; 2] = [Design::Paired, Design::Gaps];
 
 impl Design {
     /// The name used in files and on the command line.
@@ -107,6 +115,7 @@ impl Design {
         match self {
             Design::Classic => "classic",
             Design::Paired => "paired",
+            Design::Gaps => "gaps",
         }
     }
 }
@@ -152,11 +161,12 @@ fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigError> {
     match s {
         "classic" => Ok(Design::Classic),
         "paired" => Ok(Design::Paired),
+        "gaps" => Ok(Design::Gaps),
         _ => Err(invalid(
             s,
             origin,
             "unknown design",
-            "use classic or paired (or both, comma-separated)",
+            "use classic, paired or gaps (or several, comma-separated)",
         )),
     }
 }
@@ -504,14 +514,14 @@ impl SweepOptions {
                     "[]",
                     &o,
                     "no design",
-                    "use \"classic\", \"paired\" or both",
+                    "use \"classic\", \"paired\", \"gaps\" or a list of them",
                 ));
             }
             list.iter()
                 .map(|s| parse_design(s, &o))
                 .collect::<Result<Vec<_>, _>>()?
         } else {
-            vec![Design::Classic]
+            DEFAULT_DESIGNS.to_vec()
         };
         designs.sort_unstable();
         designs.dedup();
@@ -585,7 +595,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_the_article_protocol() {
+    fn defaults_are_the_article_frequencies_with_the_designs_that_resolve() {
         let o = SweepOptions::resolve(&flags(), None, 2, 7).unwrap();
         assert_eq!(o.freqs_hz, vec![0, 100, 500, 2000, 4000, 100_000]);
         assert_eq!(o.duration_ns, 10_000_000_000);
@@ -593,7 +603,7 @@ mod tests {
         assert_eq!(o.cpu, 1);
         assert_eq!(o.event, "cycles");
         assert_eq!(o.scope, ScopeName::System);
-        assert_eq!(o.designs, vec![Design::Classic]);
+        assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
         assert_eq!(o.seed, 7);
         assert!(o.util);
     }

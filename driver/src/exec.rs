@@ -8,8 +8,13 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use analysis::timeline::{
+    Gap, RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, gaps_path, samples_path,
+    write_gaps_parquet, write_samples_parquet,
+};
+
 use crate::config::{Design, SweepOptions};
-use crate::plan::{PlannedRun, RunKind, abba_schedule};
+use crate::plan::{PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
 use crate::system::QuietReport;
 
@@ -45,8 +50,11 @@ pub struct RunSpec<'a> {
     pub opts: &'a SweepOptions,
     /// Sampling event to open (after fallback); unused at 0 Hz.
     pub event: &'a str,
-    /// Paired design: the ABBA schedule (true = sampling on); empty for classic.
+    /// Paired design: the phase schedule (true = sampling on); empty for
+    /// the other designs.
     pub phases: Vec<bool>,
+    /// Paired design: time from the loop's start to the first phase.
+    pub settle_ns: u64,
 }
 
 /// What a run measured.
@@ -82,6 +90,25 @@ pub struct RunOutcome {
     pub phases: Vec<PhaseRow>,
     /// The workload's own JSON report.
     pub workload_json: String,
+    /// Gaps design: the timeline, its matches and its recovery histogram.
+    pub timeline: Option<TimelineOutcome>,
+}
+
+/// What a gaps-design run adds: written to gaps/, samples/, timeline.csv
+/// and recovery.csv (analysis::timeline defines them).
+#[derive(Debug, Clone, Default)]
+pub struct TimelineOutcome {
+    /// The gaps, joined into episodes.
+    pub gaps: Vec<Gap>,
+    /// Sample times in the loop's window, sorted, and the episode holding
+    /// each (-1: none).
+    pub sample_times_ns: Vec<u64>,
+    /// See `sample_times_ns`.
+    pub sample_episodes: Vec<i64>,
+    /// The timeline.csv row (`run_id`, `freq_hz`, `rep` filled by the executor).
+    pub row: TimelineRow,
+    /// The recovery.csv rows (likewise).
+    pub recovery: Vec<RecoveryRow>,
 }
 
 /// Why a run produced no outcome.
@@ -238,15 +265,14 @@ pub fn execute(
             run.kind.as_str(),
             run.freq_hz
         ));
+        let schedule = (run.design == Design::Paired && run.kind == RunKind::Loss)
+            .then(|| phase_schedule(opts.duration_ns, opts.phase_ns, opts.seed, run.run_id));
         let spec = RunSpec {
             run,
             opts: &opts,
             event: &event,
-            phases: if run.design == Design::Paired && run.kind == RunKind::Loss {
-                abba_schedule(opts.duration_ns, opts.phase_ns)
-            } else {
-                Vec::new()
-            },
+            phases: schedule.as_ref().map(|s| s.on.clone()).unwrap_or_default(),
+            settle_ns: schedule.as_ref().map_or(0, |s| s.settle_ns),
         };
         let quiet = backend.quiet_check(opts.cpu, interrupt);
         let cpu_before = backend.driver_cpu_ns();
@@ -297,6 +323,9 @@ pub fn execute(
                         }
                     })?;
                 }
+                if let Some(t) = &out.timeline {
+                    write_timeline(dir, run, t)?;
+                }
                 if !out.phases.is_empty() {
                     let phases: Vec<PhaseRow> = out
                         .phases
@@ -304,6 +333,12 @@ pub fn execute(
                         .map(|p| PhaseRow {
                             run_id: run.run_id,
                             freq_hz: run.freq_hz,
+                            group: p.phase / 4,
+                            order: schedule
+                                .as_ref()
+                                .map_or("", |s| s.order_of(p.phase as usize))
+                                .to_owned(),
+                            settle_ns: spec.settle_ns,
                             ..p.clone()
                         })
                         .collect();
@@ -374,6 +409,49 @@ pub fn execute(
     manifest.ended_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     dir.write_manifest(manifest)?;
     Ok(summary)
+}
+
+/// Writes a gaps-design run's files.
+fn write_timeline(
+    dir: &ResultsDir,
+    run: &PlannedRun,
+    t: &TimelineOutcome,
+) -> Result<(), ExecError> {
+    let id = i64::from(run.run_id);
+    let parquet_err = |path: std::path::PathBuf| {
+        move |e: analysis::AnalysisError| ExecError::Intervals {
+            path,
+            message: e.to_string(),
+        }
+    };
+    let gp = gaps_path(dir.root(), id);
+    dir.ensure_parent(&gp)?;
+    write_gaps_parquet(&gp, &t.gaps).map_err(parquet_err(gp.clone()))?;
+    let sp = samples_path(dir.root(), id);
+    dir.ensure_parent(&sp)?;
+    write_samples_parquet(&sp, &t.sample_times_ns, &t.sample_episodes)
+        .map_err(parquet_err(sp.clone()))?;
+    let row = TimelineRow {
+        run_id: run.run_id,
+        freq_hz: run.freq_hz,
+        rep: run.rep,
+        ..t.row.clone()
+    };
+    for w in row.warnings.split("; ").filter(|w| !w.is_empty()) {
+        tracing::warn!("run {} timeline: {w}", run.run_id);
+    }
+    dir.append_rows(TIMELINE_CSV, &[row])?;
+    let recovery: Vec<RecoveryRow> = t
+        .recovery
+        .iter()
+        .map(|r| RecoveryRow {
+            run_id: run.run_id,
+            freq_hz: run.freq_hz,
+            ..r.clone()
+        })
+        .collect();
+    dir.append_rows(RECOVERY_CSV, &recovery)?;
+    Ok(())
 }
 
 fn fill_row(row: &mut RunRow, out: &RunOutcome) {

@@ -7,12 +7,13 @@
 //! `sampler` is one measurement session on top of both; `probe` reports what
 //! the host can measure. The sweep is split into `config` (options and
 //! experiment files), `plan` (which runs, in which order), `exec` (running
-//! them through a backend trait), `results` (the on-disk format) and `system`
+//! them through a backend trait), `gaps` (the gaps design's matching), `results` (the on-disk format) and `system`
 //! (settings changed on the host and their restoration).
 #![deny(unsafe_code)]
 
 pub mod config;
 pub mod exec;
+pub mod gaps;
 pub mod handler;
 pub mod perf;
 pub mod plan;

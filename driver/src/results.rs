@@ -195,6 +195,12 @@ pub struct PhaseRow {
     // (/proc/<pid>/schedstat), to see contention from other tasks.
     pub task_ns: u64,
     pub wait_ns: u64,
+    // Added with the settling period and randomised group order: the
+    // phase's group of four, its order (ABBA or BAAB), and the run's
+    // settling time before phase 0.
+    pub group: u32,
+    pub order: String,
+    pub settle_ns: u64,
 }
 
 /// Column names of a serde row type, in order.
@@ -341,6 +347,41 @@ impl ResultsDir {
                 })?;
         }
         flush(&mut self.phases, &path)
+    }
+
+    /// Appends rows to `<root>/<name>` (a CSV with a header row, created on
+    /// first use: the gaps design's timeline.csv and recovery.csv exist
+    /// only in sweeps that run it), flushed and synced.
+    pub fn append_rows<T: Serialize + Default>(
+        &self,
+        name: &str,
+        rows: &[T],
+    ) -> Result<(), ResultsError> {
+        let path = self.root.join(name);
+        let new = std::fs::metadata(&path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(true);
+        let mut w = csv_appender(&path)?;
+        let csv_err = |source| ResultsError::Csv {
+            path: path.clone(),
+            source,
+        };
+        if new {
+            w.write_record(header_of::<T>()).map_err(csv_err)?;
+        }
+        for row in rows {
+            w.serialize(row).map_err(csv_err)?;
+        }
+        flush(&mut w, &path)
+    }
+
+    /// Creates the directory that will hold `path` (the gaps design's
+    /// `gaps/` and `samples/` exist only in sweeps that run it).
+    pub fn ensure_parent(&self, path: &Path) -> Result<(), ResultsError> {
+        match path.parent() {
+            Some(dir) => std::fs::create_dir_all(dir).map_err(io_err(dir)),
+            None => Ok(()),
+        }
     }
 
     /// Writes a run's workload report (the workload's own JSON).

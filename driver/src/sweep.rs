@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::config::{ExperimentFile, FlagSettings, ScopeName, SweepOptions};
+use crate::config::{Design, ExperimentFile, FlagSettings, ScopeName, SweepOptions};
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec, execute};
 use crate::plan::{RunKind, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, PhaseRow, ResultsDir, Status};
@@ -58,7 +58,11 @@ pub struct SweepFlags {
     /// -a, the article's setup) or task (the workload only). Default system.
     #[arg(long, allow_hyphen_values = true)]
     pub scope: Option<String>,
-    /// classic, paired, or classic,paired. Default classic.
+    /// Designs, comma-separated: gaps (every interruption of the loop timed
+    /// on its own timeline; a sample's cost is the gap that holds it),
+    /// paired (sampling switched on and off in ABBA phases within a run),
+    /// classic (whole runs per frequency, the article's). Default
+    /// paired,gaps.
     #[arg(long, allow_hyphen_values = true)]
     pub design: Option<String>,
     /// Phase length of the paired design. Default 250ms.
@@ -591,6 +595,9 @@ impl Backend for RealBackend {
             spec.run.run_id
         ));
         let _remove = RemoveOnDrop(counter_path.clone());
+        let gaps_file =
+            (spec.run.design == Design::Gaps).then(|| counter_path.with_extension("gaps"));
+        let _remove_gaps = gaps_file.clone().map(RemoveOnDrop);
         let exe = std::env::current_exe().map_err(failed)?;
         let mut cmd = Command::new(exe);
         cmd.arg("workload")
@@ -610,6 +617,9 @@ impl Backend for RealBackend {
             // Its own process group: Ctrl-C reaches the driver only, which
             // stops the child itself.
             .process_group(0);
+        if let Some(path) = &gaps_file {
+            cmd.arg("--timeline").arg(path);
+        }
         let mut child = spawn_unpinned(&mut cmd, self.n_cpus)
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
@@ -674,7 +684,13 @@ impl Backend for RealBackend {
                 // of latency here shifts nothing that is measured.
                 std::thread::sleep(Duration::from_micros(50));
             }
-            let t0 = monotonic_ns();
+            // The settling period: the loop runs, sampling stays off, and
+            // nothing is measured.
+            let t0 = monotonic_ns() + spec.settle_ns;
+            sleep_until_monotonic(t0);
+            if interrupt.load(Ordering::SeqCst) {
+                return Err(RunError::Interrupted);
+            }
             let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
             let mut prev = (monotonic_raw_ns(), reader.iterations());
             let mut prev_sched = read_schedstat(&schedstat);
@@ -767,6 +783,23 @@ impl Backend for RealBackend {
                 ))
             })?;
 
+        let sample_times: &[u64] = outcome.as_ref().map_or(&[], |s| &s.sample_times_ns);
+        let timeline = match (&report.timeline, &gaps_file) {
+            (Some(t), Some(path)) => {
+                let raw = workload::timeline::read_gaps_file(path).map_err(|e| {
+                    failed(format!(
+                        "cannot read the workload's gaps ({}): {e}",
+                        path.display()
+                    ))
+                })?;
+                Some(crate::gaps::timeline_outcome(t, &raw, sample_times))
+            }
+            (None, Some(_)) => {
+                return Err(failed("the workload ran without its timeline (--timeline)"));
+            }
+            _ => None,
+        };
+
         let mut o = RunOutcome {
             iterations: report.iterations,
             wall_ns: report.wall_ns,
@@ -780,6 +813,7 @@ impl Backend for RealBackend {
             ended_at_ns,
             phases,
             workload_json: out_text,
+            timeline,
             ..RunOutcome::default()
         };
         if let Some(s) = outcome {

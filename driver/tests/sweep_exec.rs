@@ -201,13 +201,27 @@ fn rows_are_written_as_runs_end_and_a_failure_does_not_stop_the_sweep() {
         .iter()
         .filter(|r| r.design == "paired" && r.kind == "loss" && r.status == "ok")
         .count();
-    // 1 s / 100 ms = 10 phases -> 8 (two ABBA cycles) per paired run.
-    assert_eq!(phases.len(), paired_ok * 8);
+    // 1 s with 100 ms phases: 400 ms settling, then 6 phases -> one group
+    // of four per paired run.
+    assert_eq!(phases.len(), paired_ok * 4);
     assert!(
         phases
             .iter()
             .all(|p| rows[p.run_id as usize].freq_hz == p.freq_hz)
     );
+    for p in &phases {
+        assert_eq!((p.group, p.settle_ns), (0, 400_000_000), "{p:?}");
+        let expect = if phases
+            .iter()
+            .find(|q| q.run_id == p.run_id && q.phase == 0)
+            .is_some_and(|q| q.sampling)
+        {
+            "BAAB"
+        } else {
+            "ABBA"
+        };
+        assert_eq!(p.order, expect, "{p:?}");
+    }
     let back = read_manifest(&root).unwrap();
     assert_eq!(back.status, Status::Complete);
     assert!(back.ended_at.is_some());

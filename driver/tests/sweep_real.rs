@@ -92,8 +92,9 @@ fn quick_experiment_end_to_end() {
         rows.iter().all(|r| r.status == "ok"),
         "failed runs: {rows:?}"
     );
-    // 2 reps x (3 classic + 3 paired loss + 2 util).
-    assert_eq!(rows.len(), 16);
+    // 2 reps x (3 classic + 3 paired + 3 gaps loss + 2 util).
+    assert_eq!(rows.len(), 22);
+    check_gaps_runs(&out, &rows);
 
     // Achieved rate: the median per frequency within 10% (a single run can
     // fall short when the vCPU is taken away: hrtimer expiries are late).
@@ -173,6 +174,59 @@ fn quick_experiment_end_to_end() {
     }
     assert!(out.join("report").exists(), "no report: {stderr}");
     check_report_numbers(&out, &rows, &phases);
+}
+
+/// The gaps runs: every one has its timeline row and files; at 40 kHz
+/// almost every sample falls in a gap of the loop (FACTS.md: all of them
+/// did), the 0 Hz runs have no samples, and sampling adds gap time.
+fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
+    use analysis::timeline::{TIMELINE_CSV, TimelineRow, read_csv_rows, read_gaps_parquet};
+    let gaps_runs: Vec<_> = rows.iter().filter(|r| r.design == "gaps").collect();
+    assert_eq!(gaps_runs.len(), 6);
+    let tl: Vec<TimelineRow> = read_csv_rows(&out.join(TIMELINE_CSV)).unwrap();
+    assert_eq!(tl.len(), 6, "{tl:?}");
+    let mut share: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for t in &tl {
+        let r = gaps_runs.iter().find(|r| r.run_id == t.run_id).unwrap();
+        assert_eq!(t.freq_hz, r.freq_hz);
+        let gaps = read_gaps_parquet(&analysis::timeline::gaps_path(out, t.run_id.into())).unwrap();
+        assert_eq!(gaps.len() as u64, t.gaps - t.gaps_dropped);
+        assert!(
+            out.join(format!("samples/run-{}.parquet", t.run_id))
+                .exists()
+        );
+        assert!(t.loop_end_ns > t.loop_start_ns && t.gap_threshold_ns >= 1000);
+        assert_eq!(t.samples, t.matched_samples + t.unmatched_samples);
+        if t.freq_hz == 0 {
+            assert_eq!(t.samples, 0, "{t:?}");
+        } else {
+            assert!(t.samples > 0, "{t:?}");
+        }
+        if t.freq_hz == 40_000 {
+            assert!(
+                t.matched_samples as f64 >= 0.9 * t.samples as f64,
+                "40 kHz: only {} of {} samples in a gap",
+                t.matched_samples,
+                t.samples
+            );
+        }
+        let window = (t.loop_end_ns - t.loop_start_ns) as f64;
+        share
+            .entry(t.freq_hz)
+            .or_default()
+            .push(t.gap_time_ns as f64 / window);
+    }
+    let mean = |f: u64| share[&f].iter().sum::<f64>() / share[&f].len() as f64;
+    eprintln!(
+        "gap time share: 0 Hz {:.4}, 1 kHz {:.4}, 40 kHz {:.4}",
+        mean(0),
+        mean(1000),
+        mean(40_000)
+    );
+    assert!(
+        mean(40_000) > mean(0) + 0.05,
+        "40 kHz sampling added too little gap time"
+    );
 }
 
 /// Reads a report CSV into one map (column -> value) per row.

@@ -53,6 +53,20 @@ struct Cli {
     /// Longest wait for go with --wait-go.
     #[arg(long, value_parser = parse_positive_duration, default_value = "60s", value_name = "DURATION")]
     go_timeout: Duration,
+
+    /// Timeline mode: stamp the loop's progress with the TSC every ~100 ns of
+    /// loop, record every chunk longer than the calibrated threshold as a gap
+    /// (written to PATH as little-endian u64 start_ns, end_ns, excess_ns in
+    /// CLOCK_MONOTONIC_RAW), and keep the speed-recovery histogram (in the
+    /// JSON report's `timeline`).
+    #[arg(long, value_name = "PATH")]
+    timeline: Option<PathBuf>,
+
+    /// Most gaps stored with --timeline (memory: 24 bytes each, allocated
+    /// and touched before the loop); more are counted, not stored.
+    /// Default: 250 000 per second of --duration, at least 100 000.
+    #[arg(long, value_name = "N", requires = "timeline")]
+    max_gaps: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -123,6 +137,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         counter: cli.counter,
         wait_go: cli.wait_go,
         go_timeout: cli.go_timeout,
+        timeline: cli.timeline,
+        max_gaps: cli.max_gaps,
     };
     let report = run::run(&opts)?;
     tracing::info!(

@@ -11,3 +11,4 @@ pub mod duration;
 pub mod report;
 pub mod run;
 mod sys;
+pub mod timeline;

@@ -65,4 +65,7 @@ pub struct RunReport {
     /// The `--counter` path, if any.
     #[serde(default)]
     pub counter: Option<String>,
+    /// Timeline mode (`--timeline`): what the stamped loop saw, else `null`.
+    #[serde(default)]
+    pub timeline: Option<crate::timeline::TimelineReport>,
 }

@@ -31,6 +31,7 @@ use std::time::Duration;
 use crate::counter::{CounterError, CounterWriter, State};
 use crate::report::{CLOCK_NAME, RunReport};
 use crate::sys;
+use crate::timeline::{Timeline, TimelineError, default_capacity};
 
 /// Value of `stop_method` in the report.
 pub const STOP_METHOD: &str = "timer_signal+clock_check: timer_create(CLOCK_MONOTONIC) SIGALRM to the loop thread sets an AtomicBool checked every chunk, armed margin before the deadline; then CLOCK_MONOTONIC_RAW read every chunk until the deadline";
@@ -60,6 +61,10 @@ pub struct RunOptions {
     pub wait_go: bool,
     /// Longest wait for go.
     pub go_timeout: Duration,
+    /// Timeline mode: stamp the loop and write its gaps to this file.
+    pub timeline: Option<PathBuf>,
+    /// Gap buffer capacity in timeline mode (default: from the duration).
+    pub max_gaps: Option<u64>,
 }
 
 /// Why a run could not be done.
@@ -103,6 +108,9 @@ pub enum RunError {
     /// sched_getaffinity failed.
     #[error("sched_getaffinity failed: {0}")]
     Affinity(std::io::Error),
+    /// Timeline mode could not calibrate, allocate or write.
+    #[error(transparent)]
+    Timeline(#[from] TimelineError),
 }
 
 impl RunError {
@@ -113,6 +121,7 @@ impl RunError {
             RunError::CpuNotAllowed { .. }
                 | RunError::ZeroDuration
                 | RunError::WaitGoWithoutCounter
+                | RunError::Timeline(TimelineError::ZeroCapacity)
         )
     }
 }
@@ -277,6 +286,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
 
     let (chunk, chunk_ns) = calibrate_chunk();
     tracing::debug!(chunk, chunk_ns, "calibrated chunk");
+    let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
+    let mut timeline = match &opts.timeline {
+        Some(path) => Some(Timeline::calibrate(
+            path.clone(),
+            chunk_ns / chunk as f64,
+            opts.max_gaps
+                .unwrap_or_else(|| default_capacity(duration_ns)),
+        )?),
+        None => None,
+    };
 
     let waited_go_ns = match (&writer, opts.wait_go) {
         (Some(w), true) => {
@@ -290,7 +309,6 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
         _ => None,
     };
 
-    let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
     let margin = timer_margin(opts.duration);
     let stop = sys::stop_flag();
 
@@ -312,11 +330,25 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
     } else {
         None
     };
-    if timer.is_some() {
-        count = run_until(stop, publish, chunk, count, u64::MAX);
-        signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
-    }
-    let (count, end_ns) = run_until_clock(publish, chunk, count, deadline_ns);
+    let (count, end_ns) = match &mut timeline {
+        Some(t) => {
+            if timer.is_none() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let (count, end_ns) = t.run(stop, publish, count, Some(deadline_ns));
+            if timer.is_some() {
+                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
+            }
+            (count, end_ns)
+        }
+        None => {
+            if timer.is_some() {
+                count = run_until(stop, publish, chunk, count, u64::MAX);
+                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
+            }
+            run_until_clock(publish, chunk, count, deadline_ns)
+        }
+    };
     #[cfg(target_arch = "x86_64")]
     let tsc_ticks = Some(sys::rdtsc_lfence().wrapping_sub(tsc0));
     #[cfg(not(target_arch = "x86_64"))]
@@ -333,6 +365,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
 
     let wall_ns = end_ns.saturating_sub(start_ns);
     let overrun_ns = wall_ns as i64 - duration_ns as i64;
+    let timeline = timeline.map(Timeline::finish).transpose()?;
+    if let Some(t) = &timeline {
+        for w in &t.warnings {
+            tracing::warn!("timeline: {w}");
+        }
+    }
     if overrun_ns > 1_000_000 {
         tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
     }
@@ -360,6 +398,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
         signal_seen_ns,
         waited_go_ns,
         counter: opts.counter.as_ref().map(|p| p.display().to_string()),
+        timeline,
     })
 }
 

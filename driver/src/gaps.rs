@@ -1,0 +1,167 @@
+//! The gaps design after a run: the workload's timeline (its gaps file and
+//! report) and the sampler's sample times become the run's episodes and
+//! matches (analysis::timeline defines the files they are written to).
+//!
+//! Gaps are joined into episodes ([`join_episodes`]); each sample of the
+//! measured CPU inside the loop's window is matched to the episode that
+//! holds its timestamp ([`match_times`]). Nothing is dropped: samples
+//! outside every episode are counted (`unmatched_samples`), gaps the
+//! workload could not store are counted (`gaps_dropped`), and each problem
+//! is a sentence in the row's `warnings`.
+
+use analysis::timeline::{Gap, RecoveryRow, TimelineRow, join_episodes, match_times};
+use workload::timeline::TimelineReport;
+
+use crate::exec::TimelineOutcome;
+
+/// A run is warned about when more than this share of its samples fall in
+/// no gap (FACTS.md: on this VM every sample did).
+pub const UNMATCHED_WARN: f64 = 0.01;
+
+/// Builds a gaps run's outcome from the workload's timeline report, its
+/// gaps (start_ns, end_ns, excess_ns, in time order) and the sample times
+/// of the measured CPU (any order; those outside the loop are left out).
+pub fn timeline_outcome(
+    report: &TimelineReport,
+    raw_gaps: &[[u64; 3]],
+    sample_times_ns: &[u64],
+) -> TimelineOutcome {
+    let mut gaps: Vec<Gap> = raw_gaps
+        .iter()
+        .map(|&[start_ns, end_ns, excess_ns]| Gap {
+            start_ns,
+            end_ns,
+            excess_ns,
+            episode: 0,
+        })
+        .collect();
+    let episodes = join_episodes(&mut gaps);
+    let mut times: Vec<u64> = sample_times_ns
+        .iter()
+        .copied()
+        .filter(|&t| t >= report.loop_start_ns && t <= report.loop_end_ns)
+        .collect();
+    times.sort_unstable();
+    let matched = match_times(&episodes, &times);
+    let mut hit = vec![false; episodes.len()];
+    for &m in &matched {
+        if let Some(h) = usize::try_from(m).ok().and_then(|i| hit.get_mut(i)) {
+            *h = true;
+        }
+    }
+    let matched_excess_ns: u64 = episodes
+        .iter()
+        .zip(&hit)
+        .filter(|(_, h)| **h)
+        .map(|(e, _)| e.excess_ns)
+        .sum();
+    let samples = times.len() as u64;
+    let matched_samples = matched.iter().filter(|&&m| m >= 0).count() as u64;
+    let unmatched_samples = samples - matched_samples;
+    let mut warnings = report.warnings.clone();
+    if samples > 0 && unmatched_samples as f64 > UNMATCHED_WARN * samples as f64 {
+        warnings.push(format!(
+            "{unmatched_samples} of {samples} samples fell in no gap of the loop's timeline \
+             (the gap threshold is {} ns)",
+            report.gap_threshold_ns
+        ));
+    }
+    let row = TimelineRow {
+        stamp_chunk_iterations: report.stamp_chunk_iterations,
+        stamp_chunk_ns: report.stamp_chunk_ns,
+        stamp_cost_ns: report.stamp_cost_ns,
+        gap_threshold_ns: report.gap_threshold_ns,
+        loop_start_ns: report.loop_start_ns,
+        loop_end_ns: report.loop_end_ns,
+        tsc_per_ns: report.tsc_per_ns,
+        gaps: report.gaps,
+        gaps_dropped: report.gaps_dropped,
+        episodes: episodes.len() as u64,
+        gap_time_ns: report.gap_time_ns,
+        samples,
+        matched_samples,
+        unmatched_samples,
+        matched_episodes: hit.iter().filter(|&&h| h).count() as u64,
+        matched_excess_ns,
+        warnings: warnings.join("; "),
+        ..TimelineRow::default()
+    };
+    let recovery = report
+        .recovery
+        .iter()
+        .enumerate()
+        .map(|(bin, b)| RecoveryRow {
+            bin: u32::try_from(bin).unwrap_or(u32::MAX),
+            from_ns: b.from_ns,
+            to_ns: b.to_ns,
+            chunks: b.chunks,
+            chunk_ns_sum: b.chunk_ns_sum,
+            excess_ns_sum: b.excess_ns_sum,
+            ..RecoveryRow::default()
+        })
+        .collect();
+    TimelineOutcome {
+        gaps,
+        sample_times_ns: times,
+        sample_episodes: matched,
+        row,
+        recovery,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn report() -> TimelineReport {
+        TimelineReport {
+            loop_start_ns: 1_000,
+            loop_end_ns: 1_000_000,
+            gap_threshold_ns: 1_000,
+            gaps: 4,
+            gaps_dropped: 1,
+            ..TimelineReport::default()
+        }
+    }
+
+    #[test]
+    fn samples_are_matched_to_episodes_and_the_rest_counted() {
+        let gaps = [
+            [10_000, 20_000, 9_000],
+            [20_100, 21_000, 800], // joins the first
+            [100_000, 112_000, 11_000],
+        ];
+        // 500: before the loop (left out); 15_000 and 20_500: the first
+        // episode (once); 50_000: no gap; 2_000_000: after the loop.
+        let out = timeline_outcome(&report(), &gaps, &[50_000, 15_000, 500, 20_500, 2_000_000]);
+        assert_eq!(out.sample_times_ns, vec![15_000, 20_500, 50_000]);
+        assert_eq!(out.sample_episodes, vec![0, 0, -1]);
+        let r = &out.row;
+        assert_eq!(
+            (r.samples, r.matched_samples, r.unmatched_samples),
+            (3, 2, 1)
+        );
+        assert_eq!(r.episodes, 2);
+        assert_eq!(r.matched_episodes, 1);
+        assert_eq!(r.matched_excess_ns, 9_800);
+        assert_eq!(r.gaps_dropped, 1);
+        assert!(
+            r.warnings.contains("1 of 3 samples fell in no gap"),
+            "{}",
+            r.warnings
+        );
+        assert_eq!(
+            out.gaps.iter().map(|g| g.episode).collect::<Vec<_>>(),
+            vec![0, 0, 1]
+        );
+    }
+
+    #[test]
+    fn a_background_run_has_no_samples_and_no_warning() {
+        let out = timeline_outcome(&report(), &[[10_000, 20_000, 9_000]], &[]);
+        assert_eq!(out.row.samples, 0);
+        assert!(out.row.warnings.is_empty());
+        assert_eq!(out.row.episodes, 1);
+    }
+}
