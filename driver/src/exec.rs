@@ -199,7 +199,8 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         block: run.block,
         freq_hz: run.freq_hz,
         rep: run.rep,
-        event: if run.freq_hz > 0 {
+        // The paired null control (0 Hz) opens a sampler that never fires.
+        event: if run.freq_hz > 0 || !spec.phases.is_empty() {
             spec.event.to_owned()
         } else {
             String::new()

@@ -9,8 +9,8 @@
 //! A block holds:
 //! - `classic` design: one `loss` run per frequency (0 Hz included);
 //! - `paired` design: one `loss` run per frequency, 0 Hz included as a null
-//!   control (phases alternate but nothing is switched on, so its "loss"
-//!   estimates the design's own bias);
+//!   control (phases alternate and a sampler that never fires is toggled
+//!   with them, so its "loss" estimates the design's own bias);
 //! - `gaps` design: one `loss` run per frequency with the workload's
 //!   timeline on, 0 Hz included (the background gaps);
 //! - one `util` run per frequency > 0 (handler tracepoints on), whatever the

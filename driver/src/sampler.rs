@@ -164,7 +164,8 @@ impl Scope {
 pub struct SamplerConfig {
     /// Already resolved (no fallback inside the sampler; see [`resolve_event`]).
     pub event: EventKind,
-    /// sample_freq, > 0.
+    /// sample_freq; 0 opens a sampler that never fires (period
+    /// [`NEVER_FIRES_PERIOD`]): the paired design's null control.
     pub freq_hz: u64,
     /// Where the sampling event counts.
     pub scope: Scope,
@@ -380,13 +381,21 @@ fn sampling_sample_type(scope: Scope) -> u64 {
     }
 }
 
+/// The sample period of a 0 Hz sampler: 2^62 events (ns for cpu-clock,
+/// about 146 years; decades of cycles), so it never fires. The paired
+/// design's null control opens and toggles it like a real sampler, so any
+/// bias of the toggling itself shows in the null control.
+pub const NEVER_FIRES_PERIOD: u64 = 1 << 62;
+
 fn sampling_attr(event: EventKind, freq_hz: u64, sample_type: u64) -> Attr {
     let (t, c) = event.type_config();
-    Attr::new()
-        .type_(t)
-        .config(c)
-        .sample_freq(freq_hz)
-        .sample_type(sample_type)
+    let attr = Attr::new().type_(t).config(c);
+    let attr = if freq_hz == 0 {
+        attr.sample_period(NEVER_FIRES_PERIOD)
+    } else {
+        attr.sample_freq(freq_hz)
+    };
+    attr.sample_type(sample_type)
         .read_format(READ_FORMAT)
         .sample_id_all(true)
         .disabled(true)
@@ -593,14 +602,6 @@ pub struct Sampler {
 }
 
 fn validate(cfg: &SamplerConfig, online: &[u32]) -> Result<(), PerfError> {
-    if cfg.freq_hz == 0 {
-        return Err(PerfError::Config {
-            field: "freq_hz",
-            value: "0".into(),
-            fix: "sample_freq must be > 0 (with 0 the kernel opens the event but never samples)"
-                .into(),
-        });
-    }
     if !online.contains(&cfg.measured_cpu) {
         return Err(PerfError::Config {
             field: "measured_cpu",

@@ -657,7 +657,9 @@ impl Backend for RealBackend {
         };
 
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let sampler = if spec.run.freq_hz > 0 {
+        // Paired runs at 0 Hz (the null control) open a sampler that never
+        // fires and toggle it like the others.
+        let sampler = if spec.run.freq_hz > 0 || !spec.phases.is_empty() {
             let cfg = self.sampler_config(spec, pid);
             Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
         } else {
