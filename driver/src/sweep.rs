@@ -41,7 +41,7 @@ pub struct SweepFlags {
     /// Default: the 2014 article's 100,500,2000,4000,100000.
     #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub freqs: Option<String>,
-    /// Workload run length (10s, 500ms, ...). Default 10s.
+    /// Workload run length (10s, 500ms, ...). Default 8s.
     #[arg(long, allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Repetitions (randomised blocks). Default 5.
