@@ -15,6 +15,7 @@ pub mod fit;
 pub mod load;
 pub mod percost;
 pub mod percost_load;
+mod percost_report;
 pub mod plot;
 mod plots;
 pub mod recommend;
