@@ -245,11 +245,14 @@ fn bin_x(from_ns: u64, to_ns: u64) -> f64 {
     }
 }
 
+/// Per distance bin (from_ns, to_ns): summed excess (ns) and chunks.
+type BinSums = BTreeMap<(u64, u64), (f64, u64)>;
+
 /// The recovery curve, one series per frequency: per distance bin, the
 /// excess pooled over the frequency's runs / their chunks. Bins without
 /// chunks are left out.
 fn recovery_series(rows: &[RecoveryRow]) -> Vec<PointSeries> {
-    let mut by: BTreeMap<u64, BTreeMap<(u64, u64), (f64, u64)>> = BTreeMap::new();
+    let mut by: BTreeMap<u64, BinSums> = BTreeMap::new();
     for r in rows {
         let e = by
             .entry(r.freq_hz)
