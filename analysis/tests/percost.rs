@@ -559,3 +559,92 @@ fn model_rate_uses_the_largest_cost_bound_at_or_below_it() {
         "{err}"
     );
 }
+
+#[test]
+fn build_puts_handler_interrupt_remainder_and_paired_beside_the_cost() {
+    use analysis::tables::{LossRow, UtilRow};
+    // Two identical runs at 1 kHz: 15 000 ns matched per sample; a 0 Hz
+    // run without episodes or recovery excess: b = 0, after-effect 0.
+    let f = || run(1000, 1000, 15_000_000, 0.0);
+    let mut zero = zero_run(9, Vec::new());
+    zero.row.gap_time_ns = 5_000_000; // 0.5 % of the 0 Hz window
+    let util = UtilRow {
+        freq_hz: 1000,
+        runs: 3,
+        calls_per_s: 1000.0,
+        mean_ns: 1500.0,
+        median_ns: 1400.0,
+        p99_ns: 3000.0,
+        util_pct: Estimate::point(0.15, 3),
+        // 0.4 % of the window over 1000 calls/s = 4000 ns per call.
+        local_timer_util_pct: Some(Estimate::point(0.4, 3)),
+        achieved_hz: 1000.0,
+    };
+    let paired = LossRow {
+        freq_hz: 1000,
+        design: "paired".into(),
+        method: String::new(),
+        iterations: Vec::new(),
+        mean_iterations: f64::NAN,
+        loss_pct: est(1.6, 0.2),
+        loss_by_run_pct: None,
+        between_runs: None,
+    };
+    let ps = build(&[f(), f(), zero], std::slice::from_ref(&util), &[paired]);
+    let r = &ps.rows[0];
+    assert_eq!(r.background_ns.value, 0.0);
+    assert!((r.direct_ns.value - 15_000.0).abs() < 1e-9, "{r:?}");
+    assert_eq!(r.direct_ns.se, 0.0);
+    assert_eq!(r.after_effect_ns.value, 0.0);
+    assert_eq!(r.handler_ns, Some(1500.0));
+    assert!((r.interrupt_ns.unwrap() - 4000.0).abs() < 1e-6);
+    assert!((r.remainder_ns.unwrap() - 11_000.0).abs() < 1e-6);
+    assert!((r.predicted_loss_pct.value - 1.5).abs() < 1e-12);
+    // Gap time 2 % at 1 kHz - 0.5 % at 0 Hz = 1.5 pp = 1000 x 15 000 ns.
+    assert!((r.excess_gap_share_pct.value - 1.5).abs() < 1e-12);
+    assert!((r.predicted_direct_loss_pct.value - 1.5).abs() < 1e-12);
+    // |1.5 - 1.6| = 0.1 <= 1.96 x 0.2.
+    assert_eq!(r.agreement, Some(Agreement::Agree));
+    // One 0 Hz run: no A/A control.
+    assert!(r.aa_null_ns.is_none());
+    // Without local_timer the remainder is direct - handler.
+    let util = UtilRow {
+        local_timer_util_pct: None,
+        ..util
+    };
+    let ps = build(&[f(), f(), zero_run(9, Vec::new())], &[util], &[]);
+    assert!((ps.rows[0].remainder_ns.unwrap() - 13_500.0).abs() < 1e-6);
+    assert!(ps.rows[0].paired_loss_pct.is_none() && ps.rows[0].agreement.is_none());
+}
+
+/// Time of `build` on a default-sized gaps sweep (5 zero-Hz runs of 10 s
+/// with ~15 000 background episodes each; 100 Hz ... 100 kHz); run with
+/// `-- --ignored`. The coincidence draws dominate.
+#[test]
+#[ignore]
+fn build_speed_default_sized() {
+    let zero: Vec<GapsRun> = (0..5u32)
+        .map(|i| {
+            let mut rng = Lcg(u64::from(i) + 77);
+            let e: Vec<Episode> = (0..15_000u64)
+                .map(|k| episode(k * 666_000 + rng.next() % 600_000, 4_000, 3_000))
+                .collect();
+            let mut r = zero_run(i, e);
+            r.row.loop_end_ns = 10_000_000_000;
+            r
+        })
+        .collect();
+    let mut runs = zero;
+    for f in [100u64, 1000, 10_000, 100_000] {
+        for k in 0..2u32 {
+            let mut r = run(f, f * 10, f * 10 * 15_000, 0.0);
+            r.row.run_id = 100 + k;
+            r.row.loop_end_ns = r.row.loop_start_ns + 10_000_000_000;
+            runs.push(r);
+        }
+    }
+    let t = std::time::Instant::now();
+    let ps = build(&runs, &[], &[]);
+    eprintln!("build: {:.3} s", t.elapsed().as_secs_f64());
+    assert_eq!(ps.rows.len(), 4);
+}
