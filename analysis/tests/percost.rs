@@ -247,6 +247,23 @@ fn table_on_a_synthetic_results_directory() {
     // Gaps runs are no classic loss runs.
     assert!(a.loss.iter().all(|l| l.design == "paired"), "{:?}", a.loss);
     assert!(ps.warnings.is_empty(), "{:?}", ps.warnings);
+
+    // One 0 Hz run with a 10x heavier background: b's interval and the
+    // A/A control widen (the A/A stays centred on 0, see methodology).
+    let heavy = tmp.path().join("heavy");
+    write_gaps_results(&heavy, 13.9, true);
+    let h = analysis::tables::analyse(&analysis::load::load(&heavy).unwrap()).unwrap();
+    let (hr, r) = (&h.per_sample.as_ref().unwrap().rows[0], &ps.rows[0]);
+    let (haa, aa) = (hr.aa_null_ns.unwrap(), r.aa_null_ns.unwrap());
+    assert!(
+        haa.half_width() > 10.0 * aa.half_width(),
+        "{haa:?} vs {aa:?}"
+    );
+    assert!(hr.background_ns.half_width() > 10.0 * r.background_ns.half_width());
+    assert!(
+        hr.background_ns.value > 2.0 * r.background_ns.value,
+        "{hr:?}"
+    );
 }
 
 #[test]
