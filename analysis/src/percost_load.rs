@@ -37,8 +37,30 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     if ok.is_empty() {
         return Ok(out);
     }
-    let timeline: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
-    let recovery: Vec<RecoveryRow> = read_csv_rows(&rs.dir.join(RECOVERY_CSV))?;
+    let timeline_all: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
+    let recovery_all: Vec<RecoveryRow> = read_csv_rows(&rs.dir.join(RECOVERY_CSV))?;
+    // A resumed sweep may have appended a run twice: the last rows win.
+    let n_rows = timeline_all.len();
+    let timeline: Vec<TimelineRow> = timeline_all
+        .into_iter()
+        .map(|r| (r.run_id, r))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    let recovery: Vec<RecoveryRow> = recovery_all
+        .into_iter()
+        .map(|r| ((r.run_id, r.bin), r))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    if timeline.len() < n_rows {
+        out.warnings.push(format!(
+            "timeline.csv holds {} rows for {} runs (a resumed sweep repeated runs): the last \
+             row of each run is used, and its last recovery.csv row per bin",
+            n_rows,
+            timeline.len()
+        ));
+    }
     let mut rec_sum: BTreeMap<u32, f64> = BTreeMap::new();
     for r in &recovery {
         *rec_sum.entry(r.run_id).or_default() += r.excess_ns_sum;

@@ -665,3 +665,30 @@ fn build_speed_default_sized() {
     eprintln!("build: {:.3} s", t.elapsed().as_secs_f64());
     assert_eq!(ps.rows.len(), 4);
 }
+
+#[test]
+fn a_run_appended_twice_counts_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gaps");
+    write_gaps_results(&dir, 13.9, false);
+    let table = |dir: &std::path::Path| {
+        let a = analysis::tables::analyse(&analysis::load::load(dir).unwrap()).unwrap();
+        (a.per_sample.unwrap(), a.warnings)
+    };
+    let (before, _) = table(&dir);
+    // Append every row again, as a resumed sweep that re-ran the runs would.
+    for name in ["timeline.csv", "recovery.csv"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(dir.join(name), text + &body).unwrap();
+    }
+    let (after, warnings) = table(&dir);
+    assert_eq!(after.rows[0].runs, 3);
+    assert_eq!(after.rows[0].total_ns.value, before.rows[0].total_ns.value);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("holds 18 rows for 9 runs")),
+        "{warnings:?}"
+    );
+}
