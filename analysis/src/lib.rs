@@ -2,7 +2,8 @@
 //! report, safe-rate recommendation and cross-host comparison.
 //!
 //! Layering (after criterion): `stats` and `fit` (pure numerics) ->
-//! `load` / `events` (the results format) -> `tables` (analysis) ->
+//! `load` / `events` / `timeline` / `percost_load` (the results format) ->
+//! `tables`, `percost` (analysis) ->
 //! `report`, `recommend`, `compare` (outputs) -> `plots`.
 
 #![forbid(unsafe_code)]
@@ -12,6 +13,9 @@ pub mod error;
 pub mod events;
 pub mod fit;
 pub mod load;
+pub mod percost;
+pub mod percost_load;
+mod percost_report;
 pub mod plot;
 mod plots;
 pub mod recommend;

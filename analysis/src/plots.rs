@@ -1,5 +1,6 @@
 //! The report's plots, drawn through the plotting module (`plot`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
@@ -8,6 +9,7 @@ use crate::plot::{FitLine, PairedTrace, PointSeries, plot_durations, plot_paired
 use crate::reference::Reference;
 use crate::stats::Estimate;
 use crate::tables::Analysis;
+use crate::timeline::RecoveryRow;
 
 /// Most paired runs drawn (one per frequency, lowest run id first).
 const MAX_PAIRED_TRACES: usize = 6;
@@ -177,6 +179,37 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
         ));
     }
 
+    if let Some(ps) = &a.per_sample {
+        let pts: Vec<(u64, Estimate)> = ps
+            .rows
+            .iter()
+            .filter(|r| r.total_ns.value.is_finite())
+            .map(|r| (r.freq_hz, r.total_ns))
+            .collect();
+        if !pts.is_empty() {
+            files.add(plot_vs_freq(
+                "What one sample costs the application (gaps design)",
+                "sampling frequency (Hz)",
+                "total cost per sample (ns)",
+                &[series("direct + after-effect (95% CI)", &pts)],
+                &[],
+                true,
+                &out.join("cost_per_sample"),
+            ));
+        }
+    }
+    if !a.recovery.is_empty() {
+        files.add(plot_vs_freq(
+            "Speed recovery after a gap",
+            "time since the end of the last gap (ns)",
+            "mean excess per chunk (ns)",
+            &recovery_series(&a.recovery),
+            &[],
+            true,
+            &out.join("recovery"),
+        ));
+    }
+
     let mut seen = std::collections::BTreeSet::new();
     let traces: Vec<PairedTrace> = a
         .paired
@@ -199,4 +232,51 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
         ));
     }
     files
+}
+
+/// Where a recovery bin is drawn on the log axis: its geometric middle
+/// (half the upper edge for the first bin, twice the lower edge for the
+/// open last one).
+fn bin_x(from_ns: u64, to_ns: u64) -> f64 {
+    match (from_ns, to_ns) {
+        (0, t) => t as f64 / 2.0,
+        (f, u64::MAX) => f as f64 * 2.0,
+        (f, t) => (f as f64 * t as f64).sqrt(),
+    }
+}
+
+/// Per distance bin (from_ns, to_ns): summed excess (ns) and chunks.
+type BinSums = BTreeMap<(u64, u64), (f64, u64)>;
+
+/// The recovery curve, one series per frequency: per distance bin, the
+/// excess pooled over the frequency's runs / their chunks. Bins without
+/// chunks are left out.
+fn recovery_series(rows: &[RecoveryRow]) -> Vec<PointSeries> {
+    let mut by: BTreeMap<u64, BinSums> = BTreeMap::new();
+    for r in rows {
+        let e = by
+            .entry(r.freq_hz)
+            .or_default()
+            .entry((r.from_ns, r.to_ns))
+            .or_default();
+        e.0 += r.excess_ns_sum;
+        e.1 += r.chunks;
+    }
+    by.into_iter()
+        .map(|(f, bins)| {
+            let pts: Vec<(f64, f64)> = bins
+                .into_iter()
+                .filter(|(_, (e, c))| *c > 0 && e.is_finite())
+                .map(|((from, to), (e, c))| (bin_x(from, to), e / c as f64))
+                .collect();
+            PointSeries {
+                label: format!("{f} Hz"),
+                x: pts.iter().map(|p| p.0).collect(),
+                y: pts.iter().map(|p| p.1).collect(),
+                y_lo: Vec::new(),
+                y_hi: Vec::new(),
+            }
+        })
+        .filter(|s| !s.x.is_empty())
+        .collect()
 }

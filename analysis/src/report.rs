@@ -24,6 +24,9 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     write_util_csv(&out.join("util.csv"), &analysis, &reference)?;
     write_loss_csv(&out.join("loss.csv"), &analysis)?;
     write_tracing_csv(&out.join("tracing.csv"), &analysis)?;
+    if let Some(ps) = &analysis.per_sample {
+        crate::percost_report::write_csv(&out.join("per_sample.csv"), ps)?;
+    }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
@@ -237,6 +240,9 @@ fn fmt_fit_line(fit: &crate::fit::LineFit, unit: &str) -> String {
 /// The headline lines (also used by tests and `compare`).
 pub fn key_lines(a: &Analysis) -> Vec<String> {
     let mut v = Vec::new();
+    if let Some(ps) = &a.per_sample {
+        v.extend(crate::percost_report::key_lines(ps));
+    }
     match a.fits.util_origin {
         Some(fit) => {
             let (lo, hi) = fit.slope_ci();
@@ -338,6 +344,10 @@ fn render_markdown(
         }
     }
     s.push('\n');
+
+    if let Some(ps) = &a.per_sample {
+        s.push_str(&crate::percost_report::render(ps));
+    }
 
     let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
     let _ = writeln!(
@@ -496,7 +506,12 @@ fn render_markdown(
     }
     let _ = writeln!(
         s,
-        "Tables as CSV: util.csv, loss.csv, tracing.csv; fits: fit.json. Method: docs/methodology.md."
+        "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. Method: docs/methodology.md.",
+        if a.per_sample.is_some() {
+            ", per_sample.csv"
+        } else {
+            ""
+        }
     );
     s
 }

@@ -149,6 +149,11 @@ pub struct Analysis {
     /// Sampling events opened (non-empty, distinct).
     pub events: Vec<String>,
     pub scopes: Vec<String>,
+    /// The gaps design's table "what one sample costs the application"
+    /// (None without gaps runs).
+    pub per_sample: Option<crate::percost::PerSample>,
+    /// The gaps runs' speed-recovery histograms (for the plot).
+    pub recovery: Vec<crate::timeline::RecoveryRow>,
 }
 
 impl Analysis {
@@ -181,7 +186,16 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0)
         .collect();
     let run_intervals = read_all_intervals(rs, &util_runs)?;
-    Ok(analyse_with(rs, run_intervals))
+    let mut a = analyse_with(rs, run_intervals);
+    let gaps = crate::percost_load::load_gaps(rs)?;
+    a.warnings.extend(gaps.warnings);
+    if !gaps.runs.is_empty() {
+        let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
+        a.warnings.extend(table.warnings.iter().cloned());
+        a.per_sample = Some(table);
+        a.recovery = gaps.recovery;
+    }
+    Ok(a)
 }
 
 fn read_all_intervals(
@@ -437,6 +451,8 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         durations,
         paired,
         run_intervals,
+        per_sample: None,
+        recovery: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),
     };

@@ -279,3 +279,225 @@ pub fn write_default_sweep(dir: &Path) -> usize {
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
     rows
 }
+
+/// Gaps design: what one sample costs the loop in the synthetic set (the
+/// excess of its gap), ns.
+pub const GAPS_SAMPLE_EXCESS_NS: u64 = 11_900;
+/// After-effect per sample in the synthetic recovery histograms, ns.
+pub const GAPS_AFTER_NS: f64 = 2_000.0;
+/// Background episodes' excess, ns, and their after-effect, ns.
+pub const GAPS_BG_EXCESS_NS: u64 = 3_000;
+pub const GAPS_BG_AFTER_NS: f64 = 500.0;
+/// Frequencies of the synthetic gaps runs (0 Hz = background).
+pub const GAPS_FREQS: [u64; 3] = [0, 1000, 10_000];
+/// Loop window of every synthetic gaps run, ns.
+pub const GAPS_WINDOW_NS: u64 = 1_000_000_000;
+
+/// A deterministic pseudo-random stream (xorshift64*), for test data only.
+pub struct Lcg(pub u64);
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// The gaps and sample times of one synthetic run: background gaps of 4 us
+/// (excess [`GAPS_BG_EXCESS_NS`] x `bg_scale`) about every 700 us at
+/// random, and at F > 0 one gap of 12 us (excess
+/// [`GAPS_SAMPLE_EXCESS_NS`]) around each sample, periodic at F; a
+/// background gap overlapping a sample's is dropped.
+pub fn synthetic_gaps(
+    seed: u64,
+    freq_hz: u64,
+    start_ns: u64,
+    bg_scale: u64,
+) -> (Vec<analysis::timeline::Gap>, Vec<u64>) {
+    use analysis::timeline::Gap;
+    let mut rng = Lcg(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let end = start_ns + GAPS_WINDOW_NS;
+    let mut gaps = Vec::new();
+    let mut t = start_ns + rng.next() % 700_000;
+    while t + 4_000 < end {
+        gaps.push(Gap {
+            start_ns: t,
+            end_ns: t + 4_000,
+            excess_ns: GAPS_BG_EXCESS_NS * bg_scale,
+            episode: 0,
+        });
+        t += 200_000 + rng.next() % 1_000_000;
+    }
+    let mut samples = Vec::new();
+    if let Some(period) = 1_000_000_000u64.checked_div(freq_hz) {
+        let mut s = start_ns + 20_000 + rng.next() % period;
+        while s + 12_000 < end {
+            samples.push(s);
+            gaps.push(Gap {
+                start_ns: s - 500,
+                end_ns: s + 11_500,
+                excess_ns: GAPS_SAMPLE_EXCESS_NS,
+                episode: 0,
+            });
+            s += period;
+        }
+    }
+    gaps.sort_by_key(|g| g.start_ns);
+    let mut kept: Vec<Gap> = Vec::new();
+    for g in gaps {
+        match kept.last() {
+            Some(p) if g.start_ns < p.end_ns + 100 => {
+                // Overlap: keep the sample's gap (the longer one).
+                if g.excess_ns == GAPS_SAMPLE_EXCESS_NS {
+                    kept.pop();
+                    kept.push(g);
+                }
+            }
+            _ => kept.push(g),
+        }
+    }
+    (kept, samples)
+}
+
+/// Write one synthetic gaps run's files; returns its timeline.csv row and
+/// recovery.csv rows.
+pub fn write_gaps_run(
+    dir: &Path,
+    run_id: u32,
+    freq_hz: u64,
+    rep: u32,
+    bg_scale: u64,
+) -> (
+    analysis::timeline::TimelineRow,
+    Vec<analysis::timeline::RecoveryRow>,
+) {
+    use analysis::timeline::*;
+    let start = 5_000_000_000 + u64::from(run_id) * 2 * GAPS_WINDOW_NS;
+    let (mut gaps, samples) = synthetic_gaps(u64::from(run_id) + 1, freq_hz, start, bg_scale);
+    let episodes = join_episodes(&mut gaps);
+    let matched = match_times(&episodes, &samples);
+    let mut distinct: Vec<i64> = matched.iter().copied().filter(|&m| m >= 0).collect();
+    distinct.dedup();
+    let bg = gaps
+        .iter()
+        .filter(|g| g.excess_ns != GAPS_SAMPLE_EXCESS_NS)
+        .count();
+    std::fs::create_dir_all(dir.join("gaps")).unwrap();
+    std::fs::create_dir_all(dir.join("samples")).unwrap();
+    write_gaps_parquet(&gaps_path(dir, i64::from(run_id)), &gaps).unwrap();
+    if freq_hz > 0 {
+        write_samples_parquet(&samples_path(dir, i64::from(run_id)), &samples, &matched).unwrap();
+    }
+    let row = TimelineRow {
+        run_id,
+        freq_hz,
+        rep,
+        stamp_chunk_iterations: 40,
+        stamp_chunk_ns: 100.0,
+        stamp_cost_ns: 11.4,
+        gap_threshold_ns: 400,
+        loop_start_ns: start,
+        loop_end_ns: start + GAPS_WINDOW_NS,
+        tsc_per_ns: 2.5,
+        gaps: gaps.len() as u64,
+        gaps_dropped: 0,
+        episodes: episodes.len() as u64,
+        gap_time_ns: gaps.iter().map(|g| g.excess_ns).sum(),
+        samples: samples.len() as u64,
+        matched_samples: matched.iter().filter(|&&m| m >= 0).count() as u64,
+        unmatched_samples: matched.iter().filter(|&&m| m < 0).count() as u64,
+        matched_episodes: distinct.len() as u64,
+        matched_excess_ns: distinct
+            .iter()
+            .map(|&m| episodes[m as usize].excess_ns)
+            .sum(),
+        warnings: String::new(),
+    };
+    // Recovery: the after-effect spread over the first three bins.
+    let total =
+        bg as f64 * GAPS_BG_AFTER_NS * bg_scale as f64 + samples.len() as f64 * GAPS_AFTER_NS;
+    let edges = [(0u64, 250u64), (250, 500), (500, 1000), (1000, u64::MAX)];
+    let share = [0.5, 0.3, 0.2, 0.0];
+    let chunks = gaps.len() as u64 * 5;
+    let rec = edges
+        .iter()
+        .zip(share)
+        .enumerate()
+        .map(|(bin, (&(from_ns, to_ns), sh))| RecoveryRow {
+            run_id,
+            freq_hz,
+            bin: bin as u32,
+            from_ns,
+            to_ns,
+            chunks: if bin == 3 { 9_000_000 } else { chunks },
+            chunk_ns_sum: 100.0 * chunks as f64 + total * sh,
+            excess_ns_sum: total * sh,
+        })
+        .collect();
+    (row, rec)
+}
+
+/// A results directory with the gaps design at [`GAPS_FREQS`] (3 runs
+/// each; `heavy_zero_run`: the first 0 Hz run's background 10x heavier)
+/// and paired runs at 10 kHz whose loss is `paired_loss_pct` +- 1.5 pp.
+pub fn write_gaps_results(dir: &Path, paired_loss_pct: f64, heavy_zero_run: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut csv = String::from(
+        "run_id,kind,design,block,freq_hz,rep,event,requested_event,scope,cpu,duration_ns,iterations,wall_ns,window_ns,samples,achieved_hz,throttled,lost,duplicates,handler_intervals,unmatched,steal_ns,nivcsw,quiet,noisy,status,error\n",
+    );
+    let mut tl = csv::Writer::from_path(dir.join("timeline.csv")).unwrap();
+    let mut rc = csv::Writer::from_path(dir.join("recovery.csv")).unwrap();
+    let mut id = 0u32;
+    for rep in 0..3u32 {
+        for &f in &GAPS_FREQS {
+            let scale = if heavy_zero_run && f == 0 && rep == 0 {
+                10
+            } else {
+                1
+            };
+            let (row, rec) = write_gaps_run(dir, id, f, rep, scale);
+            writeln!(csv, "{id},loss,gaps,{rep},{f},{rep},cpu-clock,cpu-clock,cpu,1,{GAPS_WINDOW_NS},1000000,{GAPS_WINDOW_NS},{GAPS_WINDOW_NS},{},{f},0,0,0,0,0,0,0,true,false,ok,", row.samples).unwrap();
+            tl.serialize(&row).unwrap();
+            for r in &rec {
+                rc.serialize(r).unwrap();
+            }
+            id += 1;
+        }
+    }
+    tl.flush().unwrap();
+    rc.flush().unwrap();
+    // Paired runs at 10 kHz: 2 runs x 3 ABBA groups.
+    let mut ph = String::from("run_id,phase,sampling,start_ns,end_ns,iterations,samples\n");
+    let noise = [[-1.5, 1.5, 0.5], [-0.5, 1.0, -1.0]];
+    for (k, groups) in noise.iter().enumerate() {
+        let pid = 100 + k;
+        writeln!(csv, "{pid},loss,paired,0,10000,{k},cpu-clock,cpu-clock,cpu,1,12000000000,1000000,12000000000,6000000000,60000,10000,0,0,0,0,0,0,0,true,false,ok,").unwrap();
+        let mut t = 0u64;
+        for (g, n) in groups.iter().enumerate() {
+            for (j, on) in [false, true, true, false].iter().enumerate() {
+                let rate = if *on {
+                    1e8 * (1.0 - (paired_loss_pct + n) / 100.0)
+                } else {
+                    1e8
+                };
+                writeln!(
+                    ph,
+                    "{pid},{},{on},{t},{},{},0",
+                    g * 4 + j,
+                    t + 1_000_000_000,
+                    rate.round() as u64
+                )
+                .unwrap();
+                t += 1_000_000_000;
+            }
+        }
+    }
+    std::fs::write(dir.join("runs.csv"), csv).unwrap();
+    std::fs::write(dir.join("phases.csv"), ph).unwrap();
+    let manifest = serde_json::json!({
+        "format_version": 1, "status": "complete", "host": {"hostname": "gaps-synth"},
+        "warnings": [], "plan": [], "options": {}, "seed": 1, "settings_changed": [],
+    });
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+}

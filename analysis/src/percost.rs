@@ -1,0 +1,494 @@
+//! The gaps design's answer: what one sample costs the application, per
+//! sampling frequency (docs/methodology.md, "Gaps design").
+//!
+//! Pure numerics over already loaded runs ([`GapsRun`]); reading the
+//! results directory is `percost_load`, the report section
+//! `percost_report`. Per run at F > 0:
+//!
+//! - direct cost per sample = matched_excess_ns / samples - b(F), where
+//!   b(F) is the excess a sampler at F would match on the 0 Hz runs by
+//!   coincidence alone (background episodes it happens to land in);
+//! - after-effect per sample = (recovery excess / window - the same on the
+//!   0 Hz runs) / (samples / window);
+//! - total = direct + after-effect; predicted loss % = samples / window x
+//!   total x 100.
+//!
+//! Every interval is a Student-t interval over the runs at F (so it covers
+//! the variation between runs); b and the 0 Hz baselines enter as
+//! constants, their own intervals are reported beside.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
+use crate::tables::{LossRow, UtilRow};
+use crate::timeline::{Episode, TimelineRow, match_times};
+
+/// Sampler timestamps drawn per 0 Hz run and frequency, at least (in
+/// replications of one run's length each).
+pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
+/// Replications (independent random phases) per 0 Hz run, at least.
+pub const MIN_REPLICATIONS: usize = 8;
+/// Unmatched samples above this share of a run's samples are a warning.
+pub const UNMATCHED_WARN: f64 = 0.01;
+/// z for the agreement test (two-sided 95 %).
+pub const AGREE_Z: f64 = 1.96;
+
+/// One gaps run, loaded.
+#[derive(Debug, Clone, Default)]
+pub struct GapsRun {
+    /// Its `timeline.csv` row.
+    pub row: TimelineRow,
+    /// Sum over its recovery bins of `excess_ns_sum`, ns.
+    pub recovery_excess_ns: f64,
+    /// Excess of each episode that holds at least one sample, ns.
+    pub matched_excess_ns: Vec<u64>,
+    /// Its episodes (kept for 0 Hz runs, for the coincidence draws).
+    pub episodes: Vec<Episode>,
+}
+
+impl GapsRun {
+    /// The loop's window, ns (0 when the timeline is empty).
+    pub fn window_ns(&self) -> f64 {
+        self.row.loop_end_ns.saturating_sub(self.row.loop_start_ns) as f64
+    }
+
+    /// Achieved sample rate over the window, Hz.
+    pub fn rate_hz(&self) -> f64 {
+        self.row.samples as f64 / (self.window_ns() * 1e-9)
+    }
+
+    /// Excess matched per sample, ns (before subtracting b).
+    pub fn matched_per_sample_ns(&self) -> f64 {
+        self.row.matched_excess_ns as f64 / self.row.samples as f64
+    }
+
+    /// After-effect time per ns of window (recovery excess / window).
+    pub fn after_share(&self) -> f64 {
+        self.recovery_excess_ns / self.window_ns()
+    }
+
+    /// Share of the window in gaps (excess only), %.
+    pub fn gap_share_pct(&self) -> f64 {
+        self.row.gap_time_ns as f64 / self.window_ns() * 100.0
+    }
+}
+
+/// Excess per timestamp that a sampler at `rate_hz` would match on one run
+/// by coincidence: `replications` times, timestamps one period apart from a
+/// random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as the
+/// sampler is), matched with [`match_times`]; the sum of the excess of the
+/// distinct matched episodes of each replication (as `matched_excess_ns`
+/// counts them), over all replications, / the number of timestamps.
+pub fn coincidence_per_timestamp(
+    episodes: &[Episode],
+    start_ns: u64,
+    end_ns: u64,
+    rate_hz: f64,
+    replications: usize,
+    rng: &mut ChaCha8Rng,
+) -> f64 {
+    if !rate_hz.is_finite() || rate_hz <= 0.0 || end_ns <= start_ns || replications == 0 {
+        return f64::NAN;
+    }
+    let period = 1e9 / rate_hz;
+    let window = (end_ns - start_ns) as f64;
+    let (mut excess, mut stamps) = (0u64, 0usize);
+    let mut times = Vec::new();
+    for _ in 0..replications {
+        let phase: f64 = rng.random::<f64>() * period;
+        times.clear();
+        let mut k = 0.0;
+        while phase + k * period < window {
+            times.push(start_ns + (phase + k * period) as u64);
+            k += 1.0;
+        }
+        let mut last = -1i64;
+        for m in match_times(episodes, &times) {
+            if m >= 0 && m != last {
+                excess += episodes[m as usize].excess_ns;
+                last = m;
+            }
+        }
+        stamps += times.len();
+    }
+    if stamps == 0 {
+        return f64::NAN;
+    }
+    excess as f64 / stamps as f64
+}
+
+/// The replications needed on a run of `window_ns` at `rate_hz` to draw at
+/// least [`COINCIDENCE_TIMESTAMPS`] timestamps (and [`MIN_REPLICATIONS`]).
+pub fn replications_for(window_ns: f64, rate_hz: f64) -> usize {
+    let per = (window_ns * 1e-9 * rate_hz).max(1.0);
+    ((COINCIDENCE_TIMESTAMPS as f64 / per).ceil() as usize).max(MIN_REPLICATIONS)
+}
+
+/// Which random stream a coincidence draw uses: b and the A/A control must
+/// not reuse each other's timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// b, the background coincidence.
+    Background,
+    /// The A/A null control.
+    Null,
+}
+
+/// The generator for one run, frequency and purpose: seeded from the
+/// run id, one stream per (frequency, purpose).
+pub fn draw_rng(run_id: u32, freq_hz: u64, draw: Draw) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(run_id));
+    rng.set_stream(freq_hz.wrapping_mul(2) + u64::from(draw == Draw::Null));
+    rng
+}
+
+/// Coincidence per timestamp on each 0 Hz run at `rate_hz` (same order as
+/// `zero`), one thread per run (the draws dominate the report's time).
+pub fn coincidence_by_run(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64, draw: Draw) -> Vec<f64> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = zero
+            .iter()
+            .map(|r| {
+                s.spawn(move || {
+                    let mut rng = draw_rng(r.row.run_id, freq_hz, draw);
+                    coincidence_per_timestamp(
+                        &r.episodes,
+                        r.row.loop_start_ns,
+                        r.row.loop_end_ns,
+                        rate_hz,
+                        replications_for(r.window_ns(), rate_hz),
+                        &mut rng,
+                    )
+                })
+            })
+            .collect();
+        // A draw that panicked is NaN: b is then unavailable, not wrong.
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(f64::NAN))
+            .collect()
+    })
+}
+
+/// The A/A null control: per 0 Hz run i, its own coincidence (drawn from
+/// the null stream) minus the mean of the others' b (leave-one-out); t
+/// interval over the runs. None below two runs.
+pub fn aa_control(own: &[f64], b_by_run: &[f64]) -> Option<Estimate> {
+    let n = own.len();
+    if n < 2 || b_by_run.len() != n {
+        return None;
+    }
+    let total: f64 = b_by_run.iter().sum();
+    let diffs: Vec<f64> = (0..n)
+        .map(|i| own[i] - (total - b_by_run[i]) / (n - 1) as f64)
+        .collect();
+    Some(t_interval(&diffs))
+}
+
+/// Direct cost per sample of one run, ns.
+pub fn direct_cost_ns(run: &GapsRun, b_ns: f64) -> f64 {
+    run.matched_per_sample_ns() - b_ns
+}
+
+/// After-effect per sample of one run, ns: (its after-effect share minus
+/// the 0 Hz runs' mean share) / its achieved rate per ns.
+pub fn after_effect_ns(run: &GapsRun, zero_share: f64) -> f64 {
+    (run.after_share() - zero_share) / (run.row.samples as f64 / run.window_ns())
+}
+
+/// Loss (%) predicted for a run: achieved rate (Hz) x cost (ns) x 100 / 1e9.
+pub fn predicted_loss_pct(rate_hz: f64, cost_ns: f64) -> f64 {
+    rate_hz * cost_ns * 1e-7
+}
+
+/// The prediction next to the paired design's throughput loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Agreement {
+    /// Paired interval excludes 0 and the two agree within 1.96 x the
+    /// combined standard error.
+    Agree,
+    /// Paired interval excludes 0 and they do not agree.
+    Disagree,
+    /// The paired interval contains 0 (or has none): nothing to test.
+    PairedNotResolved,
+    /// The paired interval resolves but the prediction has no interval
+    /// (one run): nothing to test either.
+    NoPredictionInterval,
+}
+
+impl Agreement {
+    /// The report's word for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Agree => "agree",
+            Self::Disagree => "disagree",
+            Self::PairedNotResolved => "paired not resolved",
+            Self::NoPredictionInterval => "prediction has no interval (one run)",
+        }
+    }
+}
+
+/// Agreement rule: where the paired interval excludes 0, |pred - paired|
+/// <= 1.96 sqrt(se_pred^2 + se_paired^2).
+pub fn agreement(pred: &Estimate, paired: &Estimate) -> Agreement {
+    let resolves =
+        paired.lo.is_finite() && paired.hi.is_finite() && (paired.lo > 0.0 || paired.hi < 0.0);
+    if !resolves {
+        return Agreement::PairedNotResolved;
+    }
+    if !pred.se.is_finite() {
+        return Agreement::NoPredictionInterval;
+    }
+    let se = (pred.se.powi(2) + paired.se.powi(2)).sqrt();
+    if se.is_finite() && (pred.value - paired.value).abs() <= AGREE_Z * se {
+        Agreement::Agree
+    } else {
+        Agreement::Disagree
+    }
+}
+
+/// One frequency's row of the table "what one sample costs the application".
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PerSampleRow {
+    pub freq_hz: u64,
+    pub runs: usize,
+    /// Mean achieved rate over the runs (samples / window), Hz.
+    pub achieved_hz: f64,
+    pub samples: u64,
+    pub matched_episodes: usize,
+    /// Matched episode excess, pooled over the runs, ns.
+    pub matched_median_ns: f64,
+    pub matched_mean_ns: f64,
+    pub matched_p99_ns: f64,
+    /// Mean matched episode excess, t interval over the runs' means.
+    pub matched_mean_by_run_ns: Estimate,
+    /// Background coincidence b at this rate (mean over 0 Hz runs, t
+    /// interval over them), ns per sample.
+    pub background_ns: Estimate,
+    pub direct_ns: Estimate,
+    pub after_effect_ns: Estimate,
+    pub total_ns: Estimate,
+    /// Handler time per sample (util runs at F), ns.
+    pub handler_ns: Option<f64>,
+    /// Whole timer interrupt (local_timer) time per handler call, ns.
+    pub interrupt_ns: Option<f64>,
+    /// direct - interrupt (or direct - handler without local_timer), ns.
+    pub remainder_ns: Option<f64>,
+    pub predicted_loss_pct: Estimate,
+    /// Paired design's throughput loss at F (its trusted interval).
+    pub paired_loss_pct: Option<Estimate>,
+    pub agreement: Option<Agreement>,
+    /// Gap time share at F minus at 0 Hz, percentage points, over runs.
+    pub excess_gap_share_pct: Estimate,
+    /// Achieved rate x direct cost, %, over runs.
+    pub predicted_direct_loss_pct: Estimate,
+    /// The A/A null control at this rate (excess per timestamp on a 0 Hz
+    /// run minus the other 0 Hz runs' b), ns.
+    pub aa_null_ns: Option<Estimate>,
+}
+
+/// The whole table plus what could not be computed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PerSample {
+    pub rows: Vec<PerSampleRow>,
+    /// 0 Hz gaps runs used as the background.
+    pub zero_runs: usize,
+    /// After-effect share of the 0 Hz runs (ns per ns of window), over runs.
+    pub zero_after_share: Estimate,
+    /// Gap time share of the 0 Hz runs, %.
+    pub zero_gap_share_pct: Estimate,
+    /// Problems, for the report's warnings.
+    pub warnings: Vec<String>,
+}
+
+fn nan_est(n: usize) -> Estimate {
+    Estimate::point(f64::NAN, n)
+}
+
+fn usable(r: &GapsRun) -> bool {
+    r.window_ns() > 0.0 && (r.row.freq_hz == 0 || r.row.samples > 0)
+}
+
+/// Build the table from loaded runs, the util table and the loss table.
+pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample {
+    let mut warnings = run_warnings(runs);
+    let zero: Vec<&GapsRun> = runs
+        .iter()
+        .filter(|r| r.row.freq_hz == 0 && usable(r))
+        .collect();
+    let zero_after = t_interval(&zero.iter().map(|r| r.after_share()).collect::<Vec<_>>());
+    let zero_gap = t_interval(&zero.iter().map(|r| r.gap_share_pct()).collect::<Vec<_>>());
+    if zero.is_empty() {
+        warnings.push(
+            "gaps design: no usable 0 Hz gaps runs: the background coincidence b and the \
+             after-effect baseline are unavailable, so the direct, after-effect and total cost \
+             per sample (and the loss they predict) are not computed; run the gaps design with \
+             0 Hz included"
+                .to_string(),
+        );
+    }
+    let mut freqs: Vec<u64> = runs
+        .iter()
+        .map(|r| r.row.freq_hz)
+        .filter(|&f| f > 0)
+        .collect();
+    freqs.sort_unstable();
+    freqs.dedup();
+    let rows = freqs
+        .into_iter()
+        .filter_map(|f| {
+            let at: Vec<&GapsRun> = runs
+                .iter()
+                .filter(|r| r.row.freq_hz == f && usable(r))
+                .collect();
+            (!at.is_empty())
+                .then(|| row_at(f, &at, &zero, zero_after.value, zero_gap.value, util, loss))
+        })
+        .collect::<Vec<PerSampleRow>>();
+    for r in &rows {
+        if let Some(e) = r.aa_null_ns.filter(|e| e.lo > 0.0 || e.hi < 0.0) {
+            warnings.push(format!(
+                "gaps design: the A/A null control at {} Hz excludes 0 ({:.2} ns [{:.2}, {:.2}]): \
+                 random timestamps on the 0 Hz runs seem to cost something, so b is off by about \
+                 that much; the direct cost at that rate is suspect",
+                r.freq_hz, e.value, e.lo, e.hi
+            ));
+        }
+    }
+    PerSample {
+        rows,
+        zero_runs: zero.len(),
+        zero_after_share: zero_after,
+        zero_gap_share_pct: zero_gap,
+        warnings,
+    }
+}
+
+fn row_at(
+    f: u64,
+    at: &[&GapsRun],
+    zero: &[&GapsRun],
+    zero_after: f64,
+    zero_gap: f64,
+    util: &[UtilRow],
+    loss: &[LossRow],
+) -> PerSampleRow {
+    let n = at.len();
+    let rates: Vec<f64> = at.iter().map(|r| r.rate_hz()).collect();
+    let achieved_hz = mean(&rates);
+    let mut pooled: Vec<f64> = at
+        .iter()
+        .flat_map(|r| r.matched_excess_ns.iter().map(|&e| e as f64))
+        .collect();
+    pooled.sort_by(f64::total_cmp);
+    let run_means: Vec<f64> = at
+        .iter()
+        .filter(|r| !r.matched_excess_ns.is_empty())
+        .map(|r| r.matched_excess_ns.iter().sum::<u64>() as f64 / r.matched_excess_ns.len() as f64)
+        .collect();
+    let (background_ns, aa_null_ns) = if zero.is_empty() {
+        (nan_est(0), None)
+    } else {
+        let b = coincidence_by_run(zero, f, achieved_hz, Draw::Background);
+        let own = coincidence_by_run(zero, f, achieved_hz, Draw::Null);
+        (t_interval(&b), aa_control(&own, &b))
+    };
+    let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
+        if zero.is_empty() {
+            return nan_est(n);
+        }
+        t_interval(&at.iter().map(|r| g(r)).collect::<Vec<_>>())
+    };
+    let b = background_ns.value;
+    let total = |r: &GapsRun| direct_cost_ns(r, b) + after_effect_ns(r, zero_after);
+    let direct_ns = per_run(&|r| direct_cost_ns(r, b));
+    let predicted = per_run(&|r| predicted_loss_pct(r.rate_hz(), total(r)));
+    let util_row = util.iter().find(|u| u.freq_hz == f);
+    let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
+    let interrupt_ns = util_row
+        .and_then(|u| {
+            u.local_timer_util_pct
+                .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
+        })
+        .filter(|v| v.is_finite());
+    let remainder_ns = interrupt_ns
+        .or(handler_ns)
+        .map(|x| direct_ns.value - x)
+        .filter(|v| v.is_finite());
+    let paired_loss_pct = loss
+        .iter()
+        .find(|l| l.freq_hz == f && l.design == "paired")
+        .map(|l| l.trusted());
+    PerSampleRow {
+        freq_hz: f,
+        runs: n,
+        achieved_hz,
+        samples: at.iter().map(|r| r.row.samples).sum(),
+        matched_episodes: pooled.len(),
+        matched_median_ns: quantile_sorted(&pooled, 0.5),
+        matched_mean_ns: mean(&pooled),
+        matched_p99_ns: quantile_sorted(&pooled, 0.99),
+        matched_mean_by_run_ns: t_interval(&run_means),
+        background_ns,
+        after_effect_ns: per_run(&|r| after_effect_ns(r, zero_after)),
+        total_ns: per_run(&total),
+        direct_ns,
+        handler_ns,
+        interrupt_ns,
+        remainder_ns,
+        agreement: paired_loss_pct
+            .filter(|_| predicted.value.is_finite())
+            .map(|p| agreement(&predicted, &p)),
+        paired_loss_pct,
+        predicted_loss_pct: predicted,
+        excess_gap_share_pct: per_run(&|r| r.gap_share_pct() - zero_gap),
+        predicted_direct_loss_pct: per_run(&|r| {
+            predicted_loss_pct(r.rate_hz(), direct_cost_ns(r, b))
+        }),
+        aa_null_ns,
+    }
+}
+
+fn run_warnings(runs: &[GapsRun]) -> Vec<String> {
+    let mut w = Vec::new();
+    for r in runs {
+        let t = &r.row;
+        if t.samples > 0 && t.unmatched_samples as f64 > UNMATCHED_WARN * t.samples as f64 {
+            w.push(format!(
+                "gaps run {} at {} Hz: {} of {} samples ({:.1}%) fell in no gap of the workload's \
+                 timeline (more than {:.0}%): their cost is not in the direct cost; check the \
+                 clock mapping and the gap threshold ({} ns)",
+                t.run_id,
+                t.freq_hz,
+                t.unmatched_samples,
+                t.samples,
+                100.0 * t.unmatched_samples as f64 / t.samples as f64,
+                UNMATCHED_WARN * 100.0,
+                t.gap_threshold_ns
+            ));
+        }
+        if t.gaps_dropped > 0 {
+            w.push(format!(
+                "gaps run {} at {} Hz: {} of {} gaps not stored (gap buffer full): their time is \
+                 in gap_time_ns but samples inside them count as unmatched",
+                t.run_id, t.freq_hz, t.gaps_dropped, t.gaps
+            ));
+        }
+        if !t.warnings.trim().is_empty() {
+            w.push(format!(
+                "gaps run {} at {} Hz: {}",
+                t.run_id,
+                t.freq_hz,
+                t.warnings.trim()
+            ));
+        }
+        if !usable(r) {
+            w.push(format!(
+                "gaps run {} at {} Hz excluded: empty loop window ({}..{} ns) or no samples",
+                t.run_id, t.freq_hz, t.loop_start_ns, t.loop_end_ns
+            ));
+        }
+    }
+    w
+}

@@ -1,0 +1,158 @@
+//! Reading the gaps design's files of a results directory into
+//! [`GapsRun`]s (docs/results-format.md, "gaps design").
+
+use std::collections::BTreeMap;
+
+use crate::error::AnalysisError;
+use crate::load::{ResultSet, Run};
+use crate::percost::GapsRun;
+use crate::timeline::{
+    RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, episodes_of, gaps_path, read_csv_rows,
+    read_gaps_parquet, read_samples_parquet, samples_path,
+};
+
+/// The design's runs.csv rows: `design == "gaps"`, `kind == "loss"`.
+pub fn is_gaps_run(r: &Run) -> bool {
+    r.design == "gaps" && r.kind == "loss"
+}
+
+/// Loaded gaps runs plus what was wrong with the files.
+#[derive(Debug, Default)]
+pub struct GapsLoad {
+    pub runs: Vec<GapsRun>,
+    pub recovery: Vec<RecoveryRow>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
+/// 0) samples. A results directory without gaps runs gives an empty load.
+pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
+    let ok: BTreeMap<i64, &Run> = rs
+        .runs
+        .iter()
+        .filter(|r| r.ok() && is_gaps_run(r))
+        .map(|r| (r.run_id, r))
+        .collect();
+    let mut out = GapsLoad::default();
+    if ok.is_empty() {
+        return Ok(out);
+    }
+    let timeline_all: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
+    let recovery_all: Vec<RecoveryRow> = read_csv_rows(&rs.dir.join(RECOVERY_CSV))?;
+    // A resumed sweep may have appended a run twice: the last rows win.
+    let n_rows = timeline_all.len();
+    let timeline: Vec<TimelineRow> = timeline_all
+        .into_iter()
+        .map(|r| (r.run_id, r))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    let recovery: Vec<RecoveryRow> = recovery_all
+        .into_iter()
+        .map(|r| ((r.run_id, r.bin), r))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    if timeline.len() < n_rows {
+        out.warnings.push(format!(
+            "timeline.csv holds {} rows for {} runs (a resumed sweep repeated runs): the last \
+             row of each run is used, and its last recovery.csv row per bin",
+            n_rows,
+            timeline.len()
+        ));
+    }
+    let mut rec_sum: BTreeMap<u32, f64> = BTreeMap::new();
+    for r in &recovery {
+        *rec_sum.entry(r.run_id).or_default() += r.excess_ns_sum;
+    }
+    let mut seen = Vec::new();
+    for row in timeline {
+        let id = i64::from(row.run_id);
+        let Some(run) = ok.get(&id) else {
+            continue;
+        };
+        if run.freq_hz != row.freq_hz {
+            out.warnings.push(format!(
+                "gaps run {id}: timeline.csv says {} Hz, runs.csv {} Hz; runs.csv's is used",
+                row.freq_hz, run.freq_hz
+            ));
+        }
+        let Some(&recovery_excess_ns) = rec_sum.get(&row.run_id) else {
+            out.warnings.push(format!(
+                "gaps run {id} has no rows in recovery.csv: its after-effect is unknown, the run \
+                 is left out of the per-sample table"
+            ));
+            continue;
+        };
+        let mut row = row;
+        row.freq_hz = run.freq_hz;
+        seen.push(id);
+        out.runs
+            .push(read_run(rs, row, recovery_excess_ns, &mut out.warnings)?);
+    }
+    let missing: Vec<String> = ok
+        .keys()
+        .filter(|id| !seen.contains(id))
+        .map(|id| id.to_string())
+        .collect();
+    if !missing.is_empty() {
+        out.warnings.push(format!(
+            "{} ok gaps runs have no usable row in timeline.csv (run_id {}): left out of the \
+             per-sample table",
+            missing.len(),
+            missing.join(", ")
+        ));
+    }
+    out.recovery = recovery
+        .into_iter()
+        .filter(|r| seen.contains(&i64::from(r.run_id)))
+        .collect();
+    Ok(out)
+}
+
+fn read_run(
+    rs: &ResultSet,
+    row: TimelineRow,
+    recovery_excess_ns: f64,
+    warnings: &mut Vec<String>,
+) -> Result<GapsRun, AnalysisError> {
+    let id = i64::from(row.run_id);
+    let gaps = read_gaps_parquet(&gaps_path(&rs.dir, id))?;
+    let episodes = episodes_of(&gaps);
+    let mut run = GapsRun {
+        row,
+        recovery_excess_ns,
+        matched_excess_ns: Vec::new(),
+        episodes: Vec::new(),
+    };
+    if run.row.freq_hz == 0 {
+        run.episodes = episodes;
+        return Ok(run);
+    }
+    let (_, ep) = read_samples_parquet(&samples_path(&rs.dir, id))?;
+    let mut idx: Vec<usize> = ep.iter().filter_map(|&e| usize::try_from(e).ok()).collect();
+    let matched = idx.len() as u64;
+    idx.sort_unstable();
+    idx.dedup();
+    let mut out_of_range = 0usize;
+    for i in idx {
+        match episodes.get(i) {
+            Some(e) => run.matched_excess_ns.push(e.excess_ns),
+            None => out_of_range += 1,
+        }
+    }
+    let sum: u64 = run.matched_excess_ns.iter().sum();
+    if out_of_range > 0 || matched != run.row.matched_samples || sum != run.row.matched_excess_ns {
+        warnings.push(format!(
+            "gaps run {id}: samples/run-{id}.parquet and gaps/run-{id}.parquet give {matched} \
+             matched samples, {} matched episodes, {sum} ns matched excess ({out_of_range} \
+             episode numbers not in the gaps file); timeline.csv says {}, {}, {} ns: the table \
+             uses timeline.csv for the direct cost and the files for the episode distribution",
+            run.matched_excess_ns.len(),
+            run.row.matched_samples,
+            run.row.matched_episodes,
+            run.row.matched_excess_ns
+        ));
+    }
+    Ok(run)
+}

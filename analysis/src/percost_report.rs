@@ -1,0 +1,256 @@
+//! The report's section "what one sample costs the application" (gaps
+//! design) and `report/per_sample.csv`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::AnalysisError;
+use crate::percost::{PerSample, PerSampleRow};
+use crate::report::fmt_est;
+use crate::stats::Estimate;
+
+fn f(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        String::new()
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(f).unwrap_or_default()
+}
+
+fn est_cols(name: &str) -> [String; 4] {
+    let (base, unit) = name.rsplit_once('_').unwrap_or((name, ""));
+    [
+        name.to_string(),
+        format!("{base}_lo_{unit}"),
+        format!("{base}_hi_{unit}"),
+        format!("{base}_se_{unit}"),
+    ]
+}
+
+fn est_vals(e: &Estimate) -> [String; 4] {
+    [f(e.value), f(e.lo), f(e.hi), f(e.se)]
+}
+
+/// Writes `per_sample.csv`: every column of the table, intervals as
+/// `_lo`/`_hi`/`_se` columns.
+pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
+    let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
+    let mut w = csv::Writer::from_path(path).map_err(err)?;
+    let mut header: Vec<String> = [
+        "freq_hz",
+        "runs",
+        "achieved_hz",
+        "samples",
+        "matched_episodes",
+        "matched_median_ns",
+        "matched_mean_ns",
+        "matched_p99_ns",
+    ]
+    .map(String::from)
+    .to_vec();
+    for name in [
+        "matched_mean_by_run_ns",
+        "background_ns",
+        "direct_ns",
+        "after_effect_ns",
+        "total_ns",
+        "predicted_loss_pct",
+        "paired_loss_pct",
+        "excess_gap_share_pct",
+        "predicted_direct_loss_pct",
+        "aa_null_ns",
+    ] {
+        header.extend(est_cols(name));
+    }
+    header.extend(["handler_ns", "interrupt_ns", "remainder_ns", "agreement"].map(String::from));
+    w.write_record(&header).map_err(err)?;
+    let none = Estimate::point(f64::NAN, 0);
+    for r in &ps.rows {
+        let mut rec = vec![
+            r.freq_hz.to_string(),
+            r.runs.to_string(),
+            f(r.achieved_hz),
+            r.samples.to_string(),
+            r.matched_episodes.to_string(),
+            f(r.matched_median_ns),
+            f(r.matched_mean_ns),
+            f(r.matched_p99_ns),
+        ];
+        for e in [
+            &r.matched_mean_by_run_ns,
+            &r.background_ns,
+            &r.direct_ns,
+            &r.after_effect_ns,
+            &r.total_ns,
+            &r.predicted_loss_pct,
+            r.paired_loss_pct.as_ref().unwrap_or(&none),
+            &r.excess_gap_share_pct,
+            &r.predicted_direct_loss_pct,
+            r.aa_null_ns.as_ref().unwrap_or(&none),
+        ] {
+            rec.extend(est_vals(e));
+        }
+        rec.extend([
+            opt(r.handler_ns),
+            opt(r.interrupt_ns),
+            opt(r.remainder_ns),
+            r.agreement
+                .map(|a| a.word().to_string())
+                .unwrap_or_default(),
+        ]);
+        w.write_record(&rec).map_err(err)?;
+    }
+    w.flush().map_err(|e| AnalysisError::write(path, e))
+}
+
+fn ns(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.0}"),
+        _ => "n/a".to_string(),
+    }
+}
+
+/// The headline lines for the report's summary.
+pub fn key_lines(ps: &PerSample) -> Vec<String> {
+    let mut v = Vec::new();
+    let costs: Vec<String> = ps
+        .rows
+        .iter()
+        .filter(|r| r.total_ns.value.is_finite())
+        .map(|r| {
+            format!(
+                "{} Hz: {} ns -> {} % loss",
+                r.freq_hz,
+                fmt_est(&r.total_ns, 0),
+                fmt_est(&r.predicted_loss_pct, 4)
+            )
+        })
+        .collect();
+    if costs.is_empty() {
+        v.push(
+            "Cost of one sample to the application (gaps design): not computed (see warnings)."
+                .to_string(),
+        );
+    } else {
+        v.push(format!(
+            "Cost of one sample to the application (gaps design; direct + after-effect, 95% CI over runs): {}.",
+            costs.join("; ")
+        ));
+    }
+    let verdicts: Vec<String> = ps
+        .rows
+        .iter()
+        .filter_map(|r| {
+            r.agreement
+                .map(|a| format!("{} Hz {}", r.freq_hz, a.word()))
+        })
+        .collect();
+    if !verdicts.is_empty() {
+        v.push(format!(
+            "Predicted vs paired throughput loss: {}.",
+            verdicts.join(", ")
+        ));
+    }
+    v
+}
+
+fn row_line(r: &PerSampleRow) -> String {
+    format!(
+        "| {} | {} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        r.freq_hz,
+        r.runs,
+        r.achieved_hz,
+        r.matched_episodes,
+        r.matched_median_ns,
+        r.matched_mean_ns,
+        r.matched_p99_ns,
+        fmt_est(&r.matched_mean_by_run_ns, 0),
+        fmt_est(&r.background_ns, 1),
+        fmt_est(&r.direct_ns, 0),
+        fmt_est(&r.after_effect_ns, 0),
+        fmt_est(&r.total_ns, 0),
+        ns(r.handler_ns),
+        ns(r.interrupt_ns),
+        ns(r.remainder_ns),
+        fmt_est(&r.predicted_loss_pct, 4),
+        r.paired_loss_pct
+            .map_or("not measured".to_string(), |e| fmt_est(&e, 3)),
+        r.agreement.map_or("-", |a| a.word()),
+    )
+}
+
+/// The section, Markdown.
+pub fn render(ps: &PerSample) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## What one sample costs the application (gaps design)\n"
+    );
+    let _ = writeln!(
+        s,
+        "The workload's loop stamps its progress and records every chunk that took longer than usual (a gap); gaps closer than 2 us form an episode, and each sample is matched to the episode that holds it. Per run: direct cost = matched episode excess / samples - b, where b is the excess a sampler at the same rate would match on the 0 Hz runs by coincidence; after-effect = (recovery excess / window - the same on the 0 Hz runs) / achieved rate; total = direct + after-effect; predicted loss = achieved rate x total. Intervals: 95% t over the runs at each frequency ({} 0 Hz runs give b and the baselines; their own intervals are in per_sample.csv). Handler: mean handler duration in the util runs; whole interrupt: local_timer time per handler call; remainder = direct - whole interrupt (or - handler): interrupt entry/exit and exits to the host that the tracepoints cannot see. Method: docs/methodology.md, \"Gaps design\".\n",
+        ps.zero_runs
+    );
+    let _ = writeln!(
+        s,
+        "| freq_hz | runs | achieved_hz | matched episodes | episode excess median / mean / p99 (ns) | mean of run means [95% CI] | b (ns) | direct ns [95% CI] | after-effect ns [95% CI] | total ns/sample [95% CI] | handler ns | whole interrupt ns | remainder ns | predicted loss % [95% CI] | paired loss % [95% CI] | agreement |"
+    );
+    let _ = writeln!(s, "|{}", "---|".repeat(16));
+    if ps.rows.is_empty() {
+        let _ = writeln!(s, "| (no gaps runs above 0 Hz) |||||||||||||||");
+    }
+    for r in &ps.rows {
+        let _ = writeln!(s, "{}", row_line(r));
+    }
+    s.push('\n');
+    for r in &ps.rows {
+        let _ = writeln!(s, "- {}", aa_line(r, ps.zero_runs));
+    }
+    for r in &ps.rows {
+        if let (Some(a), Some(p)) = (r.agreement, r.paired_loss_pct) {
+            let _ = writeln!(
+                s,
+                "- Agreement at {} Hz: predicted {} % vs paired {} %: {} (agree when |difference| <= 1.96 x sqrt(se_pred^2 + se_paired^2), tested where the paired interval excludes 0).",
+                r.freq_hz,
+                fmt_est(&r.predicted_loss_pct, 4),
+                fmt_est(&p, 3),
+                a.word()
+            );
+        }
+    }
+    for r in &ps.rows {
+        let _ = writeln!(
+            s,
+            "- Consistency at {} Hz: excess gap time over 0 Hz {} % of the CPU vs predicted direct loss {} % (achieved rate x direct cost).",
+            r.freq_hz,
+            fmt_est(&r.excess_gap_share_pct, 4),
+            fmt_est(&r.predicted_direct_loss_pct, 4)
+        );
+    }
+    s.push('\n');
+    s
+}
+
+fn aa_line(r: &PerSampleRow, zero_runs: usize) -> String {
+    match r.aa_null_ns {
+        Some(e) if e.lo.is_finite() => format!(
+            "A/A null control at {} Hz (random sampler timestamps on each 0 Hz run minus the other 0 Hz runs' b, {} runs): {} ns per sample: {}.",
+            r.freq_hz,
+            e.n,
+            fmt_est(&e, 2),
+            if e.lo <= 0.0 && 0.0 <= e.hi {
+                "contains 0, as it should"
+            } else {
+                "does NOT contain 0: the 0 Hz runs' backgrounds differ more than the intervals allow"
+            }
+        ),
+        _ => format!(
+            "A/A null control at {} Hz: cannot be computed ({} 0 Hz gaps runs; it needs two or more).",
+            r.freq_hz, zero_runs
+        ),
+    }
+}
