@@ -8,8 +8,11 @@
 //! - direct cost per sample = matched_excess_ns / samples - b(F), where
 //!   b(F) is the excess a sampler at F would match on the 0 Hz runs by
 //!   coincidence alone (background episodes it happens to land in);
-//! - after-effect per sample = (recovery excess / window - the same on the
-//!   0 Hz runs) / (samples / window);
+//! - after-effect per sample = the run's after-effect per episode (the
+//!   recovery excess within the horizon, over the run's own speed beyond
+//!   it, / episodes) x matched episodes / samples;
+//! - episodes of [`LONG_EPISODE_NS`] or more (the CPU taken away) are left
+//!   out of the matched cost and of b, with the samples inside them;
 //! - total = direct + after-effect; predicted loss % = samples / window x
 //!   total x 100.
 //!
@@ -22,7 +25,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
 use crate::tables::{LossRow, UtilRow};
-use crate::timeline::{Episode, TimelineRow, match_times};
+use crate::timeline::{Episode, RecoveryRow, TimelineRow, match_times};
 
 /// Sampler timestamps drawn per 0 Hz run and frequency, at least (in
 /// replications of one run's length each).
@@ -33,16 +36,43 @@ pub const MIN_REPLICATIONS: usize = 8;
 pub const UNMATCHED_WARN: f64 = 0.01;
 /// z for the agreement test (two-sided 95 %).
 pub const AGREE_Z: f64 = 1.96;
+/// An episode with more excess than this is not an interrupt's cost but
+/// the CPU taken away (another task, the host descheduling the vCPU: on
+/// the development VM such episodes last 1-4 ms). It is left out of the
+/// matched cost and of the background b alike, and a sample (or a random
+/// timestamp) inside one is left out of the mean: the cost is the mean over
+/// samples that did not land in such a stretch. Without this, one 4 ms
+/// episode that a 100 Hz sample happens to land in moves a 10 s run's
+/// mean by 4 us per sample, more than the cost itself.
+pub const LONG_EPISODE_NS: u64 = 1_000_000;
+/// The after-effect of a gap is looked for in the recovery bins that end
+/// within this time after it (at most half the sampling interval, see
+/// [`recovery_horizon_ns`]); the bins from there on are the reference
+/// speed of the same run.
+pub const RECOVERY_HORIZON_NS: f64 = 50_000.0;
+
+/// The recovery horizon at `rate_hz`: [`RECOVERY_HORIZON_NS`], or half the
+/// sampling interval when that is shorter (beyond it, chunks are as close
+/// to the next sample as to the last).
+pub fn recovery_horizon_ns(rate_hz: f64) -> f64 {
+    if rate_hz > 0.0 {
+        RECOVERY_HORIZON_NS.min(0.5e9 / rate_hz)
+    } else {
+        RECOVERY_HORIZON_NS
+    }
+}
 
 /// One gaps run, loaded.
 #[derive(Debug, Clone, Default)]
 pub struct GapsRun {
     /// Its `timeline.csv` row.
     pub row: TimelineRow,
-    /// Sum over its recovery bins of `excess_ns_sum`, ns.
-    pub recovery_excess_ns: f64,
+    /// Its recovery bins (`recovery.csv`), in bin order.
+    pub recovery: Vec<RecoveryRow>,
     /// Excess of each episode that holds at least one sample, ns.
     pub matched_excess_ns: Vec<u64>,
+    /// Samples inside an episode of [`LONG_EPISODE_NS`] or more.
+    pub samples_in_long: u64,
     /// Its episodes (kept for 0 Hz runs, for the coincidence draws).
     pub episodes: Vec<Episode>,
 }
@@ -58,14 +88,62 @@ impl GapsRun {
         self.row.samples as f64 / (self.window_ns() * 1e-9)
     }
 
-    /// Excess matched per sample, ns (before subtracting b).
+    /// Excess matched per sample, ns (before subtracting b): the matched
+    /// episodes under [`LONG_EPISODE_NS`] over the samples not in a longer
+    /// one.
     pub fn matched_per_sample_ns(&self) -> f64 {
-        self.row.matched_excess_ns as f64 / self.row.samples as f64
+        let short: u64 = self
+            .matched_excess_ns
+            .iter()
+            .filter(|&&e| e < LONG_EPISODE_NS)
+            .sum();
+        short as f64 / self.row.samples.saturating_sub(self.samples_in_long) as f64
     }
 
-    /// After-effect time per ns of window (recovery excess / window).
-    pub fn after_share(&self) -> f64 {
-        self.recovery_excess_ns / self.window_ns()
+    /// After-effect time per ns of window: over the recovery bins that end
+    /// within `horizon_ns` of a gap, the chunks' summed excess minus what
+    /// the same chunks would have had at the run's reference (the mean
+    /// excess per chunk in the bins from `horizon_ns` on), / window. The
+    /// reference removes the constant offset of the per-gap reference
+    /// length (a median of three chunks is not their mean) and the speed
+    /// of the host at the time. NaN without chunks beyond the horizon.
+    pub fn after_share(&self, horizon_ns: f64) -> f64 {
+        let far = self
+            .recovery
+            .iter()
+            .filter(|b| b.from_ns as f64 >= horizon_ns);
+        let (far_chunks, far_excess) = far.fold((0u64, 0f64), |(c, e), b| {
+            (c + b.chunks, e + b.excess_ns_sum)
+        });
+        if far_chunks == 0 {
+            return f64::NAN;
+        }
+        let reference = far_excess / far_chunks as f64;
+        let near: f64 = self
+            .recovery
+            .iter()
+            .filter(|b| (b.to_ns as f64) <= horizon_ns)
+            .map(|b| b.excess_ns_sum - b.chunks as f64 * reference)
+            .sum();
+        near / self.window_ns()
+    }
+
+    /// Matched episodes under [`LONG_EPISODE_NS`].
+    pub fn matched_short_episodes(&self) -> usize {
+        self.matched_excess_ns
+            .iter()
+            .filter(|&&e| e < LONG_EPISODE_NS)
+            .count()
+    }
+
+    /// After-effect per episode of this run within `horizon_ns`, ns: the
+    /// after-effect time ([`Self::after_share`] x window) over all its
+    /// episodes, sample and background alike.
+    pub fn after_per_episode_ns(&self, horizon_ns: f64) -> f64 {
+        if self.row.episodes == 0 {
+            return f64::NAN;
+        }
+        self.after_share(horizon_ns) * self.window_ns() / self.row.episodes as f64
     }
 
     /// Share of the window in gaps (excess only), %.
@@ -105,12 +183,19 @@ pub fn coincidence_per_timestamp(
         }
         let mut last = -1i64;
         for m in match_times(episodes, &times) {
-            if m >= 0 && m != last {
-                excess += episodes[m as usize].excess_ns;
-                last = m;
+            let e = usize::try_from(m).ok().and_then(|i| episodes.get(i));
+            match e {
+                // In a stretch the CPU was taken away: left out, as the
+                // samples in one are.
+                Some(e) if e.excess_ns >= LONG_EPISODE_NS => continue,
+                Some(e) if m != last => {
+                    excess += e.excess_ns;
+                    last = m;
+                }
+                _ => {}
             }
+            stamps += 1;
         }
-        stamps += times.len();
     }
     if stamps == 0 {
         return f64::NAN;
@@ -191,10 +276,16 @@ pub fn direct_cost_ns(run: &GapsRun, b_ns: f64) -> f64 {
     run.matched_per_sample_ns() - b_ns
 }
 
-/// After-effect per sample of one run, ns: (its after-effect share minus
-/// the 0 Hz runs' mean share) / its achieved rate per ns.
-pub fn after_effect_ns(run: &GapsRun, zero_share: f64) -> f64 {
-    (run.after_share() - zero_share) / (run.row.samples as f64 / run.window_ns())
+/// After-effect per sample of one run, ns: its after-effect per episode
+/// within `horizon_ns` x the matched episodes per sample (both under
+/// [`LONG_EPISODE_NS`]). Every episode of the run, sample or background,
+/// is charged the same after-effect: at 100 Hz the background's ~1300
+/// episodes per second would otherwise drown the samples' own (the
+/// difference from the 0 Hz runs' after-effect time, tried first, gave
+/// +-1100 ns at 100 Hz for an effect of ~50 ns).
+pub fn after_effect_ns(run: &GapsRun, horizon_ns: f64) -> f64 {
+    let n = run.row.samples.saturating_sub(run.samples_in_long) as f64;
+    run.after_per_episode_ns(horizon_ns) * run.matched_short_episodes() as f64 / n
 }
 
 /// Loss (%) predicted for a run: achieved rate (Hz) x cost (ns) x 100 / 1e9.
@@ -256,6 +347,8 @@ pub struct PerSampleRow {
     /// Mean achieved rate over the runs (samples / window), Hz.
     pub achieved_hz: f64,
     pub samples: u64,
+    /// Samples left out: inside an episode of [`LONG_EPISODE_NS`] or more.
+    pub samples_in_long: u64,
     pub matched_episodes: usize,
     /// Matched episode excess, pooled over the runs, ns.
     pub matched_median_ns: f64,
@@ -266,6 +359,8 @@ pub struct PerSampleRow {
     /// Background coincidence b at this rate (mean over 0 Hz runs, t
     /// interval over them), ns per sample.
     pub background_ns: Estimate,
+    /// The after-effect's horizon at this rate, ns.
+    pub recovery_horizon_ns: f64,
     pub direct_ns: Estimate,
     pub after_effect_ns: Estimate,
     pub total_ns: Estimate,
@@ -294,8 +389,9 @@ pub struct PerSample {
     pub rows: Vec<PerSampleRow>,
     /// 0 Hz gaps runs used as the background.
     pub zero_runs: usize,
-    /// After-effect share of the 0 Hz runs (ns per ns of window), over runs.
-    pub zero_after_share: Estimate,
+    /// After-effect per episode of the 0 Hz runs (the background's), ns,
+    /// t interval over them: beside the samples' for comparison.
+    pub zero_after_per_episode_ns: Estimate,
     /// Gap time share of the 0 Hz runs, %.
     pub zero_gap_share_pct: Estimate,
     /// Problems, for the report's warnings.
@@ -317,7 +413,12 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
         .iter()
         .filter(|r| r.row.freq_hz == 0 && usable(r))
         .collect();
-    let zero_after = t_interval(&zero.iter().map(|r| r.after_share()).collect::<Vec<_>>());
+    let zero_after = t_interval(
+        &zero
+            .iter()
+            .map(|r| r.after_per_episode_ns(RECOVERY_HORIZON_NS))
+            .collect::<Vec<_>>(),
+    );
     let zero_gap = t_interval(&zero.iter().map(|r| r.gap_share_pct()).collect::<Vec<_>>());
     if zero.is_empty() {
         warnings.push(
@@ -342,8 +443,7 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
                 .iter()
                 .filter(|r| r.row.freq_hz == f && usable(r))
                 .collect();
-            (!at.is_empty())
-                .then(|| row_at(f, &at, &zero, zero_after.value, zero_gap.value, util, loss))
+            (!at.is_empty()).then(|| row_at(f, &at, &zero, zero_gap.value, util, loss))
         })
         .collect::<Vec<PerSampleRow>>();
     for r in &rows {
@@ -359,7 +459,7 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
     PerSample {
         rows,
         zero_runs: zero.len(),
-        zero_after_share: zero_after,
+        zero_after_per_episode_ns: zero_after,
         zero_gap_share_pct: zero_gap,
         warnings,
     }
@@ -369,7 +469,6 @@ fn row_at(
     f: u64,
     at: &[&GapsRun],
     zero: &[&GapsRun],
-    zero_after: f64,
     zero_gap: f64,
     util: &[UtilRow],
     loss: &[LossRow],
@@ -377,16 +476,22 @@ fn row_at(
     let n = at.len();
     let rates: Vec<f64> = at.iter().map(|r| r.rate_hz()).collect();
     let achieved_hz = mean(&rates);
-    let mut pooled: Vec<f64> = at
-        .iter()
-        .flat_map(|r| r.matched_excess_ns.iter().map(|&e| e as f64))
-        .collect();
+    let short = |r: &&GapsRun| -> Vec<f64> {
+        r.matched_excess_ns
+            .iter()
+            .filter(|&&e| e < LONG_EPISODE_NS)
+            .map(|&e| e as f64)
+            .collect()
+    };
+    let mut pooled: Vec<f64> = at.iter().flat_map(short).collect();
     pooled.sort_by(f64::total_cmp);
     let run_means: Vec<f64> = at
         .iter()
-        .filter(|r| !r.matched_excess_ns.is_empty())
-        .map(|r| r.matched_excess_ns.iter().sum::<u64>() as f64 / r.matched_excess_ns.len() as f64)
+        .map(short)
+        .filter(|v| !v.is_empty())
+        .map(|v| mean(&v))
         .collect();
+    let horizon = recovery_horizon_ns(achieved_hz);
     let (background_ns, aa_null_ns) = if zero.is_empty() {
         (nan_est(0), None)
     } else {
@@ -401,7 +506,7 @@ fn row_at(
         t_interval(&at.iter().map(|r| g(r)).collect::<Vec<_>>())
     };
     let b = background_ns.value;
-    let total = |r: &GapsRun| direct_cost_ns(r, b) + after_effect_ns(r, zero_after);
+    let total = |r: &GapsRun| direct_cost_ns(r, b) + after_effect_ns(r, horizon);
     let direct_ns = per_run(&|r| direct_cost_ns(r, b));
     let predicted = per_run(&|r| predicted_loss_pct(r.rate_hz(), total(r)));
     let util_row = util.iter().find(|u| u.freq_hz == f);
@@ -425,13 +530,15 @@ fn row_at(
         runs: n,
         achieved_hz,
         samples: at.iter().map(|r| r.row.samples).sum(),
+        samples_in_long: at.iter().map(|r| r.samples_in_long).sum(),
+        recovery_horizon_ns: horizon,
         matched_episodes: pooled.len(),
         matched_median_ns: quantile_sorted(&pooled, 0.5),
         matched_mean_ns: mean(&pooled),
         matched_p99_ns: quantile_sorted(&pooled, 0.99),
         matched_mean_by_run_ns: t_interval(&run_means),
         background_ns,
-        after_effect_ns: per_run(&|r| after_effect_ns(r, zero_after)),
+        after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),
         total_ns: per_run(&total),
         direct_ns,
         handler_ns,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
-use crate::percost::GapsRun;
+use crate::percost::{GapsRun, LONG_EPISODE_NS};
 use crate::timeline::{
     RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, episodes_of, gaps_path, read_csv_rows,
     read_gaps_parquet, read_samples_parquet, samples_path,
@@ -61,9 +61,9 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
             timeline.len()
         ));
     }
-    let mut rec_sum: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut rec_by_run: BTreeMap<u32, Vec<RecoveryRow>> = BTreeMap::new();
     for r in &recovery {
-        *rec_sum.entry(r.run_id).or_default() += r.excess_ns_sum;
+        rec_by_run.entry(r.run_id).or_default().push(r.clone());
     }
     let mut seen = Vec::new();
     for row in timeline {
@@ -77,7 +77,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
                 row.freq_hz, run.freq_hz
             ));
         }
-        let Some(&recovery_excess_ns) = rec_sum.get(&row.run_id) else {
+        let Some(run_recovery) = rec_by_run.remove(&row.run_id) else {
             out.warnings.push(format!(
                 "gaps run {id} has no rows in recovery.csv: its after-effect is unknown, the run \
                  is left out of the per-sample table"
@@ -88,7 +88,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         row.freq_hz = run.freq_hz;
         seen.push(id);
         out.runs
-            .push(read_run(rs, row, recovery_excess_ns, &mut out.warnings)?);
+            .push(read_run(rs, row, run_recovery, &mut out.warnings)?);
     }
     let missing: Vec<String> = ok
         .keys()
@@ -113,7 +113,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
 fn read_run(
     rs: &ResultSet,
     row: TimelineRow,
-    recovery_excess_ns: f64,
+    recovery: Vec<RecoveryRow>,
     warnings: &mut Vec<String>,
 ) -> Result<GapsRun, AnalysisError> {
     let id = i64::from(row.run_id);
@@ -121,8 +121,9 @@ fn read_run(
     let episodes = episodes_of(&gaps);
     let mut run = GapsRun {
         row,
-        recovery_excess_ns,
+        recovery,
         matched_excess_ns: Vec::new(),
+        samples_in_long: 0,
         episodes: Vec::new(),
     };
     if run.row.freq_hz == 0 {
@@ -130,6 +131,11 @@ fn read_run(
         return Ok(run);
     }
     let (_, ep) = read_samples_parquet(&samples_path(&rs.dir, id))?;
+    run.samples_in_long = ep
+        .iter()
+        .filter_map(|&e| usize::try_from(e).ok().and_then(|i| episodes.get(i)))
+        .filter(|e| e.excess_ns >= LONG_EPISODE_NS)
+        .count() as u64;
     let mut idx: Vec<usize> = ep.iter().filter_map(|&e| usize::try_from(e).ok()).collect();
     let matched = idx.len() as u64;
     idx.sort_unstable();

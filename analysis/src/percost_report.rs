@@ -45,6 +45,8 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
         "runs",
         "achieved_hz",
         "samples",
+        "samples_in_long",
+        "recovery_horizon_ns",
         "matched_episodes",
         "matched_median_ns",
         "matched_mean_ns",
@@ -75,6 +77,8 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
             r.runs.to_string(),
             f(r.achieved_hz),
             r.samples.to_string(),
+            r.samples_in_long.to_string(),
+            f(r.recovery_horizon_ns),
             r.matched_episodes.to_string(),
             f(r.matched_median_ns),
             f(r.matched_mean_ns),
@@ -192,7 +196,7 @@ pub fn render(ps: &PerSample) -> String {
     );
     let _ = writeln!(
         s,
-        "The workload's loop stamps its progress and records every chunk that took longer than usual (a gap); gaps closer than 2 us form an episode, and each sample is matched to the episode that holds it. Per run: direct cost = matched episode excess / samples - b, where b is the excess a sampler at the same rate would match on the 0 Hz runs by coincidence; after-effect = (recovery excess / window - the same on the 0 Hz runs) / achieved rate; total = direct + after-effect; predicted loss = achieved rate x total. Intervals: 95% t over the runs at each frequency ({} 0 Hz runs give b and the baselines; their own intervals are in per_sample.csv). Handler: mean handler duration in the util runs; whole interrupt: local_timer time per handler call; remainder = direct - whole interrupt (or - handler): interrupt entry/exit and exits to the host that the tracepoints cannot see. Method: docs/methodology.md, \"Gaps design\".\n",
+        "The workload's loop stamps its progress and records every chunk that took longer than usual (a gap); gaps closer than 2 us form an episode, and each sample is matched to the episode that holds it. Episodes of 1 ms or more (the CPU taken away: another task, the host) are left out, with the samples in them (column samples_in_long of per_sample.csv). Per run: direct cost = matched episode excess / samples - b, where b is the excess a sampler at the same rate would match on the 0 Hz runs by coincidence; after-effect = the run's after-effect per episode (excess of the chunks within the horizon after a gap, min(50 us, half the sampling interval), over the run's own speed beyond it, / episodes; every episode, sample or background, charged alike) x matched episodes / samples; total = direct + after-effect; predicted loss = achieved rate x total. Intervals: 95% t over the runs at each frequency ({} 0 Hz runs give b and the baselines; their own intervals are in per_sample.csv). Handler: mean handler duration in the util runs; whole interrupt: local_timer time per handler call; remainder = direct - whole interrupt (or - handler): interrupt entry/exit and exits to the host that the tracepoints cannot see. Method: docs/methodology.md, \"Gaps design\".\n",
         ps.zero_runs
     );
     let _ = writeln!(
@@ -209,6 +213,13 @@ pub fn render(ps: &PerSample) -> String {
     s.push('\n');
     for r in &ps.rows {
         let _ = writeln!(s, "- {}", aa_line(r, ps.zero_runs));
+    }
+    if ps.zero_after_per_episode_ns.value.is_finite() {
+        let _ = writeln!(
+            s,
+            "- After-effect per episode of the background (0 Hz runs, horizon 50 us): {} ns; the samples' episodes are charged their own run's per-episode value (column after-effect).",
+            fmt_est(&ps.zero_after_per_episode_ns, 1)
+        );
     }
     for r in &ps.rows {
         if let (Some(a), Some(p)) = (r.agreement, r.paired_loss_pct) {

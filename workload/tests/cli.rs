@@ -376,3 +376,95 @@ fn clocks_json_lists_every_method_with_a_cost() {
         assert!((1e8..1e10).contains(&hz), "tsc_hz {hz}");
     }
 }
+
+#[test]
+fn timeline_mode_writes_its_gaps_and_histogram_and_counts_exactly() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gaps.bin");
+    let out = workload()
+        .args(["--duration", "300ms", "--cpu", "0", "--json", "--timeline"])
+        .arg(&path)
+        .assert()
+        .success();
+    let r: RunReport = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let t = r.timeline.expect("no timeline in the report");
+    let gaps = workload::timeline::read_gaps_file(&path).unwrap();
+    // Every gap seen is stored (the default buffer holds 250 000 per s).
+    assert_eq!(gaps.len() as u64, t.gaps);
+    assert_eq!(t.gaps_dropped, 0);
+    // The count is exact: whole stamped chunks.
+    assert_eq!(r.iterations % t.stamp_chunk_iterations, 0);
+    assert_eq!(r.iterations / t.stamp_chunk_iterations, t.chunks);
+    let in_bins: u64 = t.recovery.iter().map(|b| b.chunks).sum();
+    assert_eq!(in_bins + t.gaps, t.chunks);
+    assert_eq!(t.recovery.len(), workload::timeline::RECOVERY_BINS);
+    // The loop's window lies within the run's, gaps within the window and
+    // in time order, each longer than the threshold.
+    assert!(t.loop_start_ns >= r.start_ns && t.loop_end_ns <= r.end_ns + 1_000);
+    for w in gaps.windows(2) {
+        assert!(w[0][0] < w[1][0]);
+    }
+    for g in &gaps {
+        assert!(g[1] - g[0] + 1 >= t.gap_threshold_ns, "{g:?}");
+        assert!(g[0] >= t.loop_start_ns && g[1] <= t.loop_end_ns + 1);
+    }
+    let gap_time: u64 = gaps.iter().map(|g| g[2]).sum();
+    assert!(gap_time.abs_diff(t.gap_time_ns) <= gaps.len() as u64);
+    assert!(t.stamp_cost_ns > 0.0 && t.stamp_chunk_ns > t.stamp_cost_ns);
+}
+
+#[test]
+fn a_full_gap_buffer_counts_what_it_cannot_store() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gaps.bin");
+    // The tick alone gives hundreds of gaps per second: one slot is full
+    // within milliseconds.
+    let out = workload()
+        .args([
+            "--duration",
+            "300ms",
+            "--cpu",
+            "0",
+            "--json",
+            "--max-gaps",
+            "1",
+            "--timeline",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let r: RunReport = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let t = r.timeline.unwrap();
+    assert!(t.gaps > 1, "{t:?}");
+    assert_eq!(t.gaps_dropped, t.gaps - 1);
+    assert_eq!(workload::timeline::read_gaps_file(&path).unwrap().len(), 1);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("--max-gaps")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
+fn timeline_bad_input_is_one_line_and_exit_2() {
+    workload()
+        .args([
+            "--duration",
+            "1s",
+            "--max-gaps",
+            "0",
+            "--timeline",
+            "/tmp/x",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--max-gaps"));
+    // --max-gaps needs --timeline.
+    workload()
+        .args(["--duration", "1s", "--max-gaps", "10"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--timeline"));
+}
