@@ -137,7 +137,7 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
 
     let primary = a.primary_loss();
     if !primary.is_empty() {
-        let pts: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.loss_pct)).collect();
+        let pts: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
         let s = series("this host (95% CI)", &pts);
         let (lo, hi) = range(&s.x);
         let mut fits = Vec::new();

@@ -253,4 +253,42 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
             .iter()
             .any(|w| w.contains("differs between runs"))
     );
+    // One interval rule: the interval over runs decides even when the ANOVA
+    // does not reject (no pre-test picks the narrower one).
+    assert_eq!(row.trusted(), row.loss_by_run_pct.unwrap());
+    assert_ne!(row.trusted(), row.loss_pct);
+}
+
+#[test]
+fn the_tracing_warning_needs_a_significant_difference() {
+    use analysis::stats::Estimate;
+    use analysis::tables::TracingRow;
+    let est = |value: f64, se: f64| Estimate {
+        value,
+        lo: value - 2.0 * se,
+        hi: value + 2.0 * se,
+        se,
+        n: 5,
+    };
+    // 3 pp more with tracepoints, but SEs of 7 pp: noise, no warning.
+    let noisy = TracingRow {
+        freq_hz: 100,
+        loss_pct: Some(est(1.0, 7.0)),
+        loss_util_runs_pct: est(4.0, 7.0),
+    };
+    assert!(noisy.tracing_cost_pp() > 1.0 && !noisy.significant());
+    // 3 pp more with SEs of 0.5 pp: a real cost of tracing.
+    let real = TracingRow {
+        loss_pct: Some(est(1.0, 0.5)),
+        loss_util_runs_pct: est(4.0, 0.5),
+        ..noisy.clone()
+    };
+    assert!(real.significant());
+    // Significant but under the 1 pp threshold: not worth a warning.
+    let small = TracingRow {
+        loss_pct: Some(est(1.0, 0.01)),
+        loss_util_runs_pct: est(1.5, 0.01),
+        ..noisy
+    };
+    assert!(!small.significant());
 }
