@@ -114,7 +114,11 @@ fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
     let err = csv_err(path);
     let mut w = csv::Writer::from_path(path).map_err(&err)?;
     let nmax = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
-    let mut header = vec!["freq_hz".to_string(), "design".to_string()];
+    let mut header = vec![
+        "freq_hz".to_string(),
+        "achieved_hz".to_string(),
+        "design".to_string(),
+    ];
     header.extend((1..=nmax).map(|i| format!("run{i}")));
     header.extend(
         [
@@ -133,7 +137,11 @@ fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
     );
     w.write_record(&header).map_err(&err)?;
     for row in &a.loss {
-        let mut rec = vec![row.freq_hz.to_string(), row.design.clone()];
+        let mut rec = vec![
+            row.freq_hz.to_string(),
+            f(row.achieved_hz),
+            row.design.clone(),
+        ];
         rec.extend((0..nmax).map(|i| {
             row.iterations
                 .get(i)
@@ -387,7 +395,7 @@ fn render_markdown(
         "Loop counts per run (rep order), their mean, and loss = 1 - mean rate(F) / mean rate(0). Classic design: 95% interval by the delta method on the ratio of means, t quantile on Welch-Satterthwaite df. Paired design: per ABBA group loss = 1 - mean on-rate / mean off-rate (phases.csv), t interval over groups; the last column is the t interval over runs of each run's mean group loss, which also covers a loss that varies between runs (a warning says when a one-way ANOVA by run finds it does, p < 0.05).\n"
     );
     let nmax = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
-    let mut header = "| freq_hz | design |".to_string();
+    let mut header = "| freq_hz | achieved_hz | design |".to_string();
     for i in 1..=nmax {
         let _ = write!(header, " run{i} |");
     }
@@ -395,9 +403,14 @@ fn render_markdown(
         " mean | loss_pct [95% CI] | n | 2014 loss_pct | paired: 95% CI over runs (runs) |",
     );
     let _ = writeln!(s, "{header}");
-    let _ = writeln!(s, "|{}", "---|".repeat(nmax + 7));
+    let _ = writeln!(s, "|{}", "---|".repeat(nmax + 8));
     for row in &a.loss {
-        let mut line = format!("| {} | {} |", row.freq_hz, row.design);
+        let achieved = if row.achieved_hz.is_finite() {
+            format!("{:.0}", row.achieved_hz)
+        } else {
+            "-".to_string()
+        };
+        let mut line = format!("| {} | {achieved} | {} |", row.freq_hz, row.design);
         for i in 0..nmax {
             let _ = write!(
                 line,

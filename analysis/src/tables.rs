@@ -60,6 +60,21 @@ pub struct LossRow {
     pub loss_by_run_pct: Option<Estimate>,
     /// Paired design: one-way ANOVA of the group losses by run, (F, p).
     pub between_runs: Option<(f64, f64)>,
+    /// The sample rate the kernel delivered, Hz: classic, the mean of the
+    /// runs' `achieved_hz`; paired, the on phases' samples over their time.
+    /// The fits use it, not the request (at "100 kHz" the kernel delivered
+    /// 63 kHz in one sweep here).
+    pub achieved_hz: f64,
+}
+
+/// The rate a fit uses, kHz: the achieved rate where there is one, else the
+/// requested one.
+pub fn fit_rate_khz(achieved_hz: f64, freq_hz: u64) -> f64 {
+    if achieved_hz.is_finite() && achieved_hz > 0.0 {
+        achieved_hz / 1000.0
+    } else {
+        freq_hz as f64 / 1000.0
+    }
 }
 
 impl LossRow {
@@ -116,7 +131,8 @@ impl TracingRow {
     }
 }
 
-/// The fitted factors (frequencies in kHz, utilisation and loss in %).
+/// The fitted factors (rates in kHz: the achieved rate, [`fit_rate_khz`];
+/// utilisation and loss in %).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Fits {
     /// util % = delta x f_kHz (the article's form).
@@ -384,8 +400,18 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             loss_delta(&rates, &baseline)
         };
         let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
+        let achieved: Vec<f64> = runs
+            .iter()
+            .map(|r| r.achieved_hz)
+            .filter(|v| v.is_finite())
+            .collect();
         loss.push(LossRow {
             freq_hz,
+            achieved_hz: if achieved.is_empty() {
+                f64::NAN
+            } else {
+                mean(&achieved)
+            },
             design: "classic".to_string(),
             method: "1 - mean(F)/mean(0); delta method, t on Welch df".to_string(),
             mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
@@ -412,10 +438,15 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     let mut paired = Vec::new();
     for (&freq_hz, runs) in &paired_runs {
         let mut by_run: Vec<Vec<f64>> = Vec::new();
+        let (mut on_samples, mut on_ns) = (0u64, 0u64);
         for r in runs {
             let Some(phases) = phases_by_run.get(&r.run_id) else {
                 continue;
             };
+            for p in phases.iter().filter(|p| p.sampling) {
+                on_samples += p.samples;
+                on_ns += p.end_ns.saturating_sub(p.start_ns);
+            }
             by_run.push(abba_losses(phases));
             if let Some(first) = phases.first() {
                 let t0 = first.start_ns;
@@ -441,6 +472,11 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         loss.push(LossRow {
             freq_hz,
             loss_by_run_pct: Some(t_interval(&run_means)),
+            achieved_hz: if on_ns > 0 {
+                on_samples as f64 / (on_ns as f64 * 1e-9)
+            } else {
+                f64::NAN
+            },
             between_runs: one_way_anova(&by_run),
             design: "paired".to_string(),
             method: format!(
@@ -547,7 +583,11 @@ fn variances(e: &[Estimate]) -> Vec<f64> {
 
 /// Fit the factors from the tables.
 pub fn fit_all(a: &Analysis) -> Fits {
-    let ux: Vec<f64> = a.util.iter().map(|r| r.freq_hz as f64 / 1000.0).collect();
+    let ux: Vec<f64> = a
+        .util
+        .iter()
+        .map(|r| fit_rate_khz(r.achieved_hz, r.freq_hz))
+        .collect();
     let uest: Vec<Estimate> = a.util.iter().map(|r| r.util_pct).collect();
     let uy: Vec<f64> = uest.iter().map(|e| e.value).collect();
     let uw = weights_from_variances(&variances(&uest));
@@ -559,7 +599,10 @@ pub fn fit_all(a: &Analysis) -> Fits {
     };
 
     let primary = a.primary_loss();
-    let lx: Vec<f64> = primary.iter().map(|r| r.freq_hz as f64 / 1000.0).collect();
+    let lx: Vec<f64> = primary
+        .iter()
+        .map(|r| fit_rate_khz(r.achieved_hz, r.freq_hz))
+        .collect();
     let lest: Vec<Estimate> = primary.iter().map(|r| r.trusted()).collect();
     let ly: Vec<f64> = lest.iter().map(|e| e.value).collect();
     let lw = weights_from_variances(&variances(&lest));

@@ -688,6 +688,7 @@ fn build_puts_handler_interrupt_remainder_and_paired_beside_the_cost() {
         loss_pct: est(1.6, 0.2),
         loss_by_run_pct: None,
         between_runs: None,
+        achieved_hz: 1000.0,
     };
     let ps = build(&[f(), f(), zero], std::slice::from_ref(&util), &[paired]);
     let r = &ps.rows[0];

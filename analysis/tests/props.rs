@@ -292,3 +292,52 @@ fn the_tracing_warning_needs_a_significant_difference() {
     };
     assert!(!small.significant());
 }
+
+#[test]
+fn fits_use_the_rate_the_kernel_delivered() {
+    use analysis::events::{IntervalStats, RunIntervals};
+    // 1 us of handler per delivered sample: util % = 0.1 x achieved kHz.
+    // At "100 kHz" the kernel delivered 63 kHz (throttling).
+    let mut runs = Vec::new();
+    let mut iv = BTreeMap::new();
+    for (i, (freq_hz, achieved_hz)) in [(1000u64, 1000.0), (100_000, 63_000.0)]
+        .iter()
+        .flat_map(|&p| [p, p])
+        .enumerate()
+    {
+        runs.push(Run {
+            run_id: i as i64,
+            kind: "util".to_string(),
+            design: "paired".to_string(),
+            freq_hz,
+            window_ns: 1_000_000_000,
+            achieved_hz,
+            iterations: 1,
+            status: "ok".to_string(),
+            ..Run::default()
+        });
+        let count = achieved_hz as u64;
+        iv.insert(
+            i as i64,
+            RunIntervals {
+                handler: IntervalStats {
+                    count,
+                    sum_ns: count * 1000,
+                    mean_ns: 1000.0,
+                    median_ns: 1000.0,
+                    p99_ns: 1000.0,
+                    max_ns: 1000,
+                },
+                ..RunIntervals::default()
+            },
+        );
+    }
+    let a = analyse_with(&result_set(runs, Vec::new()), iv);
+    let fit = a.fits.util_origin.unwrap();
+    // On the achieved rate the slope is exact: 0.1 %/kHz = 1000 ns per
+    // sample. On the requested one it would be ~0.063.
+    assert!((fit.slope - 0.1).abs() < 1e-9, "{fit:?}");
+    assert!((a.fits.cost_per_sample_ns.unwrap() - 1000.0).abs() < 1e-6);
+    assert_eq!(analysis::tables::fit_rate_khz(63_000.0, 100_000), 63.0);
+    assert_eq!(analysis::tables::fit_rate_khz(f64::NAN, 100_000), 100.0);
+}
