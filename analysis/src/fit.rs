@@ -28,6 +28,14 @@ pub struct LineFit {
     pub n: usize,
     pub through_origin: bool,
     pub weighted: bool,
+    /// Lack of fit: sum of (residual / point's standard error)^2 with the
+    /// weights as given (1 / variance), before any rescaling; NaN for an
+    /// unweighted fit (no variances to test against).
+    pub chi2: f64,
+    /// P(chi^2 with `dof()` degrees of freedom >= `chi2`): small when the
+    /// points scatter about the line more than their own errors allow, i.e.
+    /// one line does not describe them (NaN without weights or dof).
+    pub lack_of_fit_p: f64,
 }
 
 impl LineFit {
@@ -64,12 +72,30 @@ impl LineFit {
         (self.intercept - h, self.intercept + h)
     }
 
+    /// The lack-of-fit test says one line describes the points: p >= 0.05.
+    pub fn describes(&self) -> bool {
+        self.lack_of_fit_p >= 0.05
+    }
+
     fn dof_t(&self) -> f64 {
         match self.dof() {
             0 => f64::NAN,
             d => t_crit95(d as f64),
         }
     }
+}
+
+/// chi^2 of a fit and its upper-tail p on `dof` degrees of freedom; NaN
+/// without weights or degrees of freedom.
+fn lack_of_fit(ssr_weighted: f64, weighted: bool, dof: usize) -> (f64, f64) {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    if !weighted || dof == 0 || !ssr_weighted.is_finite() {
+        return (f64::NAN, f64::NAN);
+    }
+    let p = ChiSquared::new(dof as f64)
+        .map(|d| d.sf(ssr_weighted))
+        .unwrap_or(f64::NAN);
+    (ssr_weighted, p)
 }
 
 /// Weights from per-point variances: 1/var if all are finite and positive,
@@ -109,6 +135,7 @@ pub fn fit_line(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
         f64::NAN
     };
     let r2 = if sst > 0.0 { 1.0 - ssr / sst } else { f64::NAN };
+    let (chi2, lack_of_fit_p) = lack_of_fit(ssr, w.is_some(), n.saturating_sub(2));
     Some(LineFit {
         intercept,
         slope,
@@ -119,6 +146,8 @@ pub fn fit_line(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
         n,
         through_origin: false,
         weighted: w.is_some(),
+        chi2,
+        lack_of_fit_p,
     })
 }
 
@@ -142,6 +171,7 @@ pub fn fit_origin(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
     } else {
         f64::NAN
     };
+    let (chi2, lack_of_fit_p) = lack_of_fit(ssr, w.is_some(), n.saturating_sub(1));
     Some(LineFit {
         intercept: 0.0,
         slope,
@@ -152,6 +182,8 @@ pub fn fit_origin(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
         n,
         through_origin: true,
         weighted: w.is_some(),
+        chi2,
+        lack_of_fit_p,
     })
 }
 

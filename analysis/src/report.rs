@@ -209,6 +209,25 @@ fn fmt_opt(v: Option<f64>, d: usize) -> String {
 }
 
 fn fmt_fit_line(fit: &crate::fit::LineFit, unit: &str) -> String {
+    let lof = if fit.chi2.is_finite() {
+        format!(
+            "; lack of fit chi^2 = {:.2} on {} df, p = {:.3e}{}",
+            fit.chi2,
+            fit.dof(),
+            fit.lack_of_fit_p,
+            if fit.describes() {
+                ""
+            } else {
+                ": one line does not describe these rates"
+            }
+        )
+    } else {
+        String::new()
+    };
+    format!("{}{lof}", fmt_fit_body(fit, unit))
+}
+
+fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
     let (slo, shi) = fit.slope_ci();
     if fit.through_origin {
         format!(
@@ -265,6 +284,24 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
             ));
         }
         None => v.push("Handler utilisation factor: no util runs with intervals.".to_string()),
+    }
+    if let Some(fit) = a.fits.util_origin.filter(|f| f.chi2.is_finite()) {
+        let range = match a.fits.util_factor_up_to_hz {
+            Some((hz, f)) if f.n < fit.n => format!(
+                "one factor describes the rates up to {hz} Hz only: {:.4} %/kHz ({:.0} ns per sample), lack-of-fit p = {:.3}",
+                f.slope,
+                f.slope * 1e4,
+                f.lack_of_fit_p
+            ),
+            Some(_) => "one factor describes every measured rate".to_string(),
+            None => "no two lowest rates share one factor".to_string(),
+        };
+        v.push(format!(
+            "Is the handler's cost per sample one number? Lack of fit of util = delta x f over all rates: chi^2 = {:.2} on {} df, p = {:.3e}; {range}. The handler time per sample at each rate is in Table 1 (mean_ns).",
+            fit.chi2,
+            fit.dof(),
+            fit.lack_of_fit_p
+        ));
     }
     if let Some(fit) = a.fits.loss_line {
         v.push(format!(

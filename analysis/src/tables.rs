@@ -137,6 +137,11 @@ impl TracingRow {
 pub struct Fits {
     /// util % = delta x f_kHz (the article's form).
     pub util_origin: Option<LineFit>,
+    /// The highest rate up to which one through-origin factor describes
+    /// the utilisation (lack-of-fit p >= 0.05 over the rates up to it,
+    /// from the lowest), with that fit; None when not even the two lowest
+    /// rates share one.
+    pub util_factor_up_to_hz: Option<(u64, LineFit)>,
     /// util % = a + b f_kHz.
     pub util_line: Option<LineFit>,
     /// loss % = a + b f_kHz (a: fixed cost of having perf on; b: per sample).
@@ -496,6 +501,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         tracing: Vec::new(),
         fits: Fits {
             util_origin: None,
+            util_factor_up_to_hz: None,
             util_line: None,
             loss_line: None,
             cost_per_sample_ns: None,
@@ -592,6 +598,11 @@ pub fn fit_all(a: &Analysis) -> Fits {
     let uy: Vec<f64> = uest.iter().map(|e| e.value).collect();
     let uw = weights_from_variances(&variances(&uest));
     let util_origin = fit_origin(&ux, &uy, uw.as_deref());
+    let util_factor_up_to_hz = (2..=ux.len()).rev().find_map(|k| {
+        fit_origin(&ux[..k], &uy[..k], uw.as_ref().map(|w| &w[..k]))
+            .filter(LineFit::describes)
+            .map(|f| (a.util[k - 1].freq_hz, f))
+    });
     let util_line = if ux.len() >= 3 {
         fit_line(&ux, &uy, uw.as_deref())
     } else {
@@ -621,6 +632,7 @@ pub fn fit_all(a: &Analysis) -> Fits {
             _ => None,
         },
         util_origin,
+        util_factor_up_to_hz,
         util_line,
         loss_line,
     }

@@ -77,6 +77,16 @@ fn fits_match_numpy() {
             1e-9,
             &format!("{name} r2"),
         );
+        // Lack of fit: chi^2 and its p from scipy.stats.chi2.sf (weighted
+        // fits only; null, i.e. NaN here, without weights).
+        match (e["chi2"].as_f64(), e["lack_of_fit_p"].as_f64()) {
+            (Some(c), Some(p)) => {
+                close(fit.chi2, c, 1e-9, &format!("{name} chi2"));
+                // Relative to p, down to the 1e-23 of a fit that misses.
+                close(fit.lack_of_fit_p, p, 1e-7, &format!("{name} lack-of-fit p"));
+            }
+            _ => assert!(fit.chi2.is_nan() && fit.lack_of_fit_p.is_nan(), "{name}"),
+        }
         if !fit.through_origin {
             let ei = e["intercept"].as_f64().unwrap();
             assert!(
