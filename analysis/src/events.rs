@@ -1,8 +1,7 @@
 //! `events/run-<id>.parquet`: writing the handler intervals (called by the
 //! driver) and aggregating them per run (the hot path of a report).
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use polars::prelude::*;
 
@@ -38,7 +37,7 @@ pub fn write_intervals_parquet(
             source_len: source.len(),
         });
     }
-    let mut df = DataFrame::new(
+    let df = DataFrame::new(
         n,
         vec![
             Column::new("cpu".into(), cpu),
@@ -48,24 +47,7 @@ pub fn write_intervals_parquet(
         ],
     )
     .map_err(|e| AnalysisError::corrupt(path, format!("building the interval table: {e}")))?;
-
-    let tmp = tmp_path(path);
-    let file = File::create(&tmp).map_err(|e| AnalysisError::write(&tmp, e))?;
-    ParquetWriter::new(file)
-        .with_compression(ParquetCompression::Lz4Raw)
-        .finish(&mut df)
-        .map_err(|e| AnalysisError::write(&tmp, std::io::Error::other(e.to_string())))?;
-    std::fs::rename(&tmp, path).map_err(|e| AnalysisError::write(path, e))?;
-    Ok(())
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
+    crate::parquet::write_atomic(path, df)
 }
 
 /// Summary of a set of interval durations (ns).
@@ -296,18 +278,10 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
 /// Lazily scan one run's parquet file (projection: cpu, duration_ns,
 /// source) and aggregate it for the measured CPU.
 pub fn read_run_intervals(path: &Path, cpu: u32) -> Result<RunIntervals, AnalysisError> {
-    if !path.exists() {
-        return Err(AnalysisError::Missing {
-            path: path.to_path_buf(),
-            what: "handler intervals of a util run",
-        });
-    }
-    let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
-    let pl_path = PlRefPath::try_from_path(path).map_err(corrupt)?;
-    let mut df = LazyFrame::scan_parquet(pl_path, ScanArgsParquet::default())
-        .map_err(corrupt)?
-        .select([col("cpu"), col("duration_ns"), col("source")])
-        .collect()
-        .map_err(corrupt)?;
-    aggregate_intervals(&mut df, cpu).map_err(corrupt)
+    let mut df = crate::parquet::read_columns(
+        path,
+        "handler intervals of a util run",
+        &["cpu", "duration_ns", "source"],
+    )?;
+    aggregate_intervals(&mut df, cpu).map_err(|e| AnalysisError::corrupt(path, e))
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod fit;
 pub mod load;
+pub mod parquet;
 pub mod percost;
 pub mod percost_load;
 mod percost_report;

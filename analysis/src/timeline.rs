@@ -20,7 +20,6 @@
 //! *episode*; a sample's cost to the application is the excess of the
 //! episode that contains its timestamp.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
@@ -184,31 +183,6 @@ pub struct RecoveryRow {
     pub excess_ns_sum: f64,
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
-}
-
-fn write_parquet(path: &Path, mut df: DataFrame) -> Result<(), AnalysisError> {
-    let tmp = tmp_path(path);
-    let file = File::create(&tmp).map_err(|e| AnalysisError::write(&tmp, e))?;
-    let written = ParquetWriter::new(file)
-        .with_compression(ParquetCompression::Lz4Raw)
-        .finish(&mut df);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(AnalysisError::write(
-            &tmp,
-            std::io::Error::other(e.to_string()),
-        ));
-    }
-    std::fs::rename(&tmp, path).map_err(|e| AnalysisError::write(path, e))
-}
-
 /// Writes `gaps/run-<id>.parquet` (atomically: temporary name, then rename).
 pub fn write_gaps_parquet(path: &Path, gaps: &[Gap]) -> Result<(), AnalysisError> {
     let col = |name: &str, v: Vec<u64>| Column::new(name.into(), v);
@@ -225,7 +199,7 @@ pub fn write_gaps_parquet(path: &Path, gaps: &[Gap]) -> Result<(), AnalysisError
         ],
     )
     .map_err(|e| AnalysisError::corrupt(path, format!("building the gap table: {e}")))?;
-    write_parquet(path, df)
+    crate::parquet::write_atomic(path, df)
 }
 
 /// Writes `samples/run-<id>.parquet`: sample times and their episode (-1:
@@ -243,27 +217,7 @@ pub fn write_samples_parquet(
         ],
     )
     .map_err(|e| AnalysisError::corrupt(path, format!("building the sample table: {e}")))?;
-    write_parquet(path, df)
-}
-
-fn read_parquet(
-    path: &Path,
-    what: &'static str,
-    cols: &[&str],
-) -> Result<DataFrame, AnalysisError> {
-    if !path.exists() {
-        return Err(AnalysisError::Missing {
-            path: path.to_path_buf(),
-            what,
-        });
-    }
-    let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
-    let pl_path = PlRefPath::try_from_path(path).map_err(corrupt)?;
-    LazyFrame::scan_parquet(pl_path, ScanArgsParquet::default())
-        .map_err(corrupt)?
-        .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
-        .collect()
-        .map_err(corrupt)
+    crate::parquet::write_atomic(path, df)
 }
 
 fn u64_column(df: &DataFrame, name: &str, path: &Path) -> Result<Vec<u64>, AnalysisError> {
@@ -275,7 +229,7 @@ fn u64_column(df: &DataFrame, name: &str, path: &Path) -> Result<Vec<u64>, Analy
 
 /// Reads `gaps/run-<id>.parquet`.
 pub fn read_gaps_parquet(path: &Path) -> Result<Vec<Gap>, AnalysisError> {
-    let df = read_parquet(
+    let df = crate::parquet::read_columns(
         path,
         "timeline gaps of a gaps run",
         &["start_ns", "end_ns", "excess_ns", "episode"],
@@ -296,7 +250,8 @@ pub fn read_gaps_parquet(path: &Path) -> Result<Vec<Gap>, AnalysisError> {
 
 /// Reads `samples/run-<id>.parquet`: (time_ns, episode) pairs.
 pub fn read_samples_parquet(path: &Path) -> Result<(Vec<u64>, Vec<i64>), AnalysisError> {
-    let df = read_parquet(path, "sample times of a gaps run", &["time_ns", "episode"])?;
+    let df =
+        crate::parquet::read_columns(path, "sample times of a gaps run", &["time_ns", "episode"])?;
     let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
     let time = u64_column(&df, "time_ns", path)?;
     let ep = df
