@@ -73,6 +73,9 @@ fn write_util_csv(path: &Path, a: &Analysis, r: &Reference) -> Result<(), Analys
         "runs",
         "calls_per_s",
         "mean_ns",
+        "per_sample_ns",
+        "per_sample_lo_ns",
+        "per_sample_hi_ns",
         "median_ns",
         "p99_ns",
         "util_pct",
@@ -94,6 +97,9 @@ fn write_util_csv(path: &Path, a: &Analysis, r: &Reference) -> Result<(), Analys
             row.runs.to_string(),
             f(row.calls_per_s),
             f(row.mean_ns),
+            f(row.per_sample_ns.value),
+            f(row.per_sample_ns.lo),
+            f(row.per_sample_ns.hi),
             f(row.median_ns),
             f(row.p99_ns),
             f(row.util_pct.value),
@@ -297,7 +303,7 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
             None => "no two lowest rates share one factor".to_string(),
         };
         v.push(format!(
-            "Is the handler's cost per sample one number? Lack of fit of util = delta x f over all rates: chi^2 = {:.2} on {} df, p = {:.3e}; {range}. The handler time per sample at each rate is in Table 1 (mean_ns).",
+            "Is the handler's cost per sample one number? Lack of fit of util = delta x f over all rates: chi^2 = {:.2} on {} df, p = {:.3e}; {range}. The handler time per sample at each rate, with its interval, is in Table 1.",
             fit.chi2,
             fit.dof(),
             fit.lack_of_fit_p
@@ -397,24 +403,25 @@ fn render_markdown(
     let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
     let _ = writeln!(
         s,
-        "Utilisation = sum of handler durations (source hrtimer or nmi) on the measured CPU / the run's window_ns x 100; mean over runs with a 95% t interval. Durations: mean pooled over runs, median and p99 = median over runs of each run's value.\n"
+        "Utilisation = sum of handler durations (source hrtimer or nmi) on the measured CPU / the run's window_ns x 100; mean over runs with a 95% t interval. Durations: handler ns per sample = mean over runs of each run's mean handler duration, with a 95% t interval over runs (the handler's cost per sample at this rate); mean pooled over runs; median and p99 = median over runs of each run's value.\n"
     );
     let _ = writeln!(
         s,
-        "| freq_hz | runs | calls/s | achieved_hz | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |"
+        "| freq_hz | runs | calls/s | achieved_hz | handler ns per sample [95% CI] | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     if a.util.is_empty() {
-        let _ = writeln!(s, "| (no successful util runs) |||||||||");
+        let _ = writeln!(s, "| (no successful util runs) ||||||||||");
     }
     for row in &a.util {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
+            "| {} | {} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
             row.freq_hz,
             row.runs,
             row.calls_per_s,
             row.achieved_hz,
+            fmt_est(&row.per_sample_ns, 0),
             row.mean_ns,
             row.median_ns,
             row.p99_ns,

@@ -30,6 +30,11 @@ pub struct UtilRow {
     pub calls_per_s: f64,
     /// Pooled mean handler duration (sum of durations / number of calls).
     pub mean_ns: f64,
+    /// The handler's time per sample at this rate: each run's mean handler
+    /// duration, t interval over runs. The primary result of the util runs
+    /// (the cost per sample changes with the rate; see the fits' lack of
+    /// fit).
+    pub per_sample_ns: Estimate,
     /// Median over runs of each run's median / p99 handler duration.
     pub median_ns: f64,
     pub p99_ns: f64,
@@ -309,6 +314,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         let mut calls = Vec::new();
         let mut medians = Vec::new();
         let mut p99s = Vec::new();
+        let mut run_means = Vec::new();
         let (mut sum, mut count) = (0u64, 0u64);
         let mut sample = Vec::new();
         for r in runs {
@@ -327,6 +333,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             if iv.handler.count > 0 {
                 medians.push(iv.handler.median_ns);
                 p99s.push(iv.handler.p99_ns);
+                run_means.push(iv.handler.sum_ns as f64 / iv.handler.count as f64);
             }
             sum += iv.handler.sum_ns;
             count += iv.handler.count;
@@ -349,6 +356,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             } else {
                 f64::NAN
             },
+            per_sample_ns: t_interval(&run_means),
             median_ns: crate::stats::median(&medians),
             p99_ns: crate::stats::median(&p99s),
             util_pct: t_interval(&utils),

@@ -672,6 +672,7 @@ fn build_puts_handler_interrupt_remainder_and_paired_beside_the_cost() {
         runs: 3,
         calls_per_s: 1000.0,
         mean_ns: 1500.0,
+        per_sample_ns: Estimate::point(1500.0, 3),
         median_ns: 1400.0,
         p99_ns: 3000.0,
         util_pct: Estimate::point(0.15, 3),
