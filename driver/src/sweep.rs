@@ -65,7 +65,8 @@ pub struct SweepFlags {
     /// paired,gaps.
     #[arg(long, allow_hyphen_values = true)]
     pub design: Option<String>,
-    /// Phase length of the paired design. Default 250ms.
+    /// Phase length of the paired design. Default 100ms (measured to give
+    /// the smallest standard error per minute here; docs/methodology.md).
     #[arg(long, allow_hyphen_values = true)]
     pub phase: Option<String>,
     /// Seed of the randomised run order. Default: from the clock (recorded).
