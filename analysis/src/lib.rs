@@ -25,6 +25,7 @@ pub mod report;
 pub mod stats;
 pub mod tables;
 pub mod timeline;
+mod warnings;
 
 pub use error::AnalysisError;
 pub use events::write_intervals_parquet;

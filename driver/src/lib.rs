@@ -7,10 +7,13 @@
 //! `sampler` is one measurement session on top of both; `probe` reports what
 //! the host can measure. The sweep is split into `config` (options and
 //! experiment files), `plan` (which runs, in which order), `exec` (running
-//! them through a backend trait), `gaps` (the gaps design's matching), `results` (the on-disk format) and `system`
-//! (settings changed on the host and their restoration).
+//! them through a backend trait), `backend` (the real one: workload child
+//! and sampler), `gaps` (the gaps design's matching), `results` (the
+//! on-disk format), `system` (settings changed on the host and their
+//! restoration) and `sweep` (the command that ties them together).
 #![deny(unsafe_code)]
 
+mod backend;
 pub mod config;
 pub mod exec;
 pub mod gaps;

@@ -1,0 +1,185 @@
+//! The report's warnings: everything that makes a number of the tables
+//! doubtful (a fallback event, throttling, lost records, a slow rate, noisy
+//! runs, runs that disagree, tracing that costs, missing runs), each with
+//! the runs it concerns and what to read instead.
+
+use std::collections::BTreeMap;
+
+use crate::load::{ResultSet, Run};
+use crate::tables::{ACHIEVED_RATE_WARN, Analysis, DRIVER_CPU_WARN, distinct};
+
+fn ids(runs: &[&Run]) -> String {
+    let v: Vec<String> = runs.iter().map(|r| r.run_id.to_string()).collect();
+    v.join(", ")
+}
+
+/// Every warning of a report, in the order they are shown: the sweep's
+/// status and the driver's own, then each check over the runs and tables.
+pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
+    let mut w = Vec::new();
+    if rs.manifest.status != "complete" {
+        w.push(format!(
+            "sweep status is `{}`, not `complete`: some planned runs may be missing",
+            rs.manifest.status
+        ));
+    }
+    for m in &rs.manifest.warnings {
+        w.push(format!("driver: {m}"));
+    }
+    let mut fallbacks: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
+    for r in &rs.runs {
+        if !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event {
+            fallbacks
+                .entry((r.requested_event.clone(), r.event.clone()))
+                .or_default()
+                .push(r);
+        }
+    }
+    for ((req, got), runs) in &fallbacks {
+        w.push(format!(
+            "fallback event: `{req}` was requested but `{got}` was opened in {} runs; \
+             the handler is then a different one (see host.handler_source)",
+            runs.len()
+        ));
+    }
+    let sel = |f: &dyn Fn(&Run) -> bool| -> Vec<&Run> { rs.runs.iter().filter(|r| f(r)).collect() };
+    let failed = sel(&|r| !r.ok());
+    if !failed.is_empty() {
+        let reasons = distinct(failed.iter().map(|r| r.error.clone()));
+        w.push(format!(
+            "{} failed runs excluded (run_id {}){}",
+            failed.len(),
+            ids(&failed),
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", reasons.join("; "))
+            }
+        ));
+    }
+    let throttled = sel(&|r| r.ok() && r.throttled > 0);
+    if !throttled.is_empty() {
+        let total: u64 = throttled.iter().map(|r| r.throttled).sum();
+        let freqs = distinct(throttled.iter().map(|r| r.freq_hz.to_string()));
+        w.push(format!(
+            "throttled: {} runs saw {total} PERF_RECORD_THROTTLE records (at {} Hz; run_id {}): \
+             the kernel paused sampling, so the achieved rate is below the request",
+            throttled.len(),
+            freqs.join(", "),
+            ids(&throttled)
+        ));
+    }
+    let lost = sel(&|r| {
+        r.ok() && (r.lost > 0 || r.lost_samples > 0 || r.duplicates > 0 || r.unmatched > 0)
+    });
+    if !lost.is_empty() {
+        let (l, ls, d, u) = lost.iter().fold((0, 0, 0, 0), |acc, r| {
+            (
+                acc.0 + r.lost,
+                acc.1 + r.lost_samples,
+                acc.2 + r.duplicates,
+                acc.3 + r.unmatched,
+            )
+        });
+        w.push(format!(
+            "records: {l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \
+             entries/exits in {} runs (run_id {}); utilisation of those runs is a lower bound",
+            lost.len(),
+            ids(&lost)
+        ));
+    }
+    let slow = sel(&|r| {
+        r.ok()
+            && r.freq_hz > 0
+            && r.achieved_hz.is_finite()
+            && r.achieved_hz < ACHIEVED_RATE_WARN * r.freq_hz as f64
+    });
+    if !slow.is_empty() {
+        let detail: Vec<String> = slow
+            .iter()
+            .map(|r| format!("run {}: {:.0} of {} Hz", r.run_id, r.achieved_hz, r.freq_hz))
+            .collect();
+        w.push(format!(
+            "achieved sample rate below {:.0}% of the request in {} runs ({})",
+            ACHIEVED_RATE_WARN * 100.0,
+            slow.len(),
+            detail.join("; ")
+        ));
+    }
+    let share = |r: &Run| r.driver_cpu_sampling_ns as f64 / r.window_ns.max(1) as f64;
+    let busy = sel(&|r| r.ok() && r.window_ns > 0 && share(r) > DRIVER_CPU_WARN);
+    if let Some(worst) = busy.iter().max_by(|a, b| share(a).total_cmp(&share(b))) {
+        w.push(format!(
+            "driver CPU: in {} runs (run_id {}) the driver itself used more than {:.0}% of a CPU \
+             while sampling (at most {:.1}%, run {}): on a small host it competes with the \
+             workload (columns driver_cpu_sampling_ns, decoded_while_sampling_bytes)",
+            busy.len(),
+            ids(&busy),
+            DRIVER_CPU_WARN * 100.0,
+            share(worst) * 100.0,
+            worst.run_id
+        ));
+    }
+    for row in a.loss.iter().filter(|r| r.runs_disagree()) {
+        let ((f, p), by_run) = (row.between_runs.unwrap_or_default(), row.trusted());
+        w.push(format!(
+            "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
+             losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
+             [{:.3}, {:.3}]%, understates the uncertainty; the interval over runs, \
+             [{:.3}, {:.3}]% ({} runs), is the one used everywhere",
+            row.freq_hz, row.loss_pct.lo, row.loss_pct.hi, by_run.lo, by_run.hi, by_run.n
+        ));
+    }
+    let noisy = sel(&|r| r.ok() && r.noisy);
+    if !noisy.is_empty() {
+        let reasons = distinct(noisy.iter().map(|r| r.noise_reasons.clone()));
+        w.push(format!(
+            "{} runs flagged noisy ({}; run_id {}); they are kept, their spread widens the \
+             intervals",
+            noisy.len(),
+            if reasons.is_empty() {
+                "steal, involuntary switches or a busy CPU".to_string()
+            } else {
+                reasons.join("; ")
+            },
+            ids(&noisy)
+        ));
+    }
+    for row in a.tracing.iter().filter(|r| r.significant()) {
+        w.push(format!(
+            "tracing overhead at {} Hz: util runs (tracepoints on) lost {:.2}% vs {:.2}% \
+             without tracepoints ({:.2} pp more, beyond 1.96 standard errors of the \
+             difference); loss is measured in loss runs only",
+            row.freq_hz,
+            row.loss_util_runs_pct.value,
+            row.loss_pct.map_or(f64::NAN, |l| l.value),
+            row.tracing_cost_pp()
+        ));
+    }
+    let empty: Vec<i64> = a
+        .run_intervals
+        .iter()
+        .filter(|(_, iv)| iv.handler.count == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    if !empty.is_empty() {
+        w.push(format!(
+            "no handler intervals on the measured CPU in util runs {:?}: their utilisation is 0",
+            empty
+        ));
+    }
+    let has_loss = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.kind == "loss" && r.freq_hz > 0);
+    let classic_loss = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.kind == "loss" && r.design == "classic" && r.freq_hz > 0);
+    if classic_loss && baseline.is_empty() {
+        w.push("no successful 0 Hz loss runs: classic loss cannot be computed".to_string());
+    } else if !has_loss {
+        w.push("no loss runs: Table 2 and the recommendation are empty".to_string());
+    }
+    w
+}

@@ -1,0 +1,464 @@
+//! The real [`Backend`]: each run spawns the workload (this binary's hidden
+//! `workload` subcommand) pinned to the measured CPU, waits for it to be
+//! ready, opens the sampler, releases the loop (switching sampling in the
+//! paired design's phases), and reads the workload's report and, in the
+//! gaps design, its timeline.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::{Design, ScopeName};
+use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
+use crate::plan::RunKind;
+use crate::results::PhaseRow;
+use crate::sampler::{EventKind, Sampler, SamplerConfig, Scope};
+use crate::system::{
+    ProcStat, QuietReport, monotonic_ns, monotonic_raw_ns, ns_per_tick, sleep_until_monotonic,
+    wait_quiet,
+};
+
+/// The real backend: workload child + perf sampler.
+pub(crate) struct RealBackend {
+    pub(crate) event: EventKind,
+    pub(crate) drain_cpu: Option<u32>,
+    pub(crate) n_cpus: u32,
+}
+
+/// Spawns `cmd` from a thread allowed on every CPU: the driver's own
+/// threads keep off the measured CPU, but the child inherits the affinity
+/// of the thread that forks it and must be free to pin itself there.
+fn spawn_unpinned(cmd: &mut Command, n_cpus: u32) -> std::io::Result<Child> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut set = rustix::thread::CpuSet::new();
+            for c in 0..n_cpus {
+                set.set(usize::try_from(c).unwrap_or(0));
+            }
+            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+                tracing::warn!("cannot widen the spawner's CPU set: {e}");
+            }
+            cmd.spawn()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("spawner thread panicked")))
+    })
+}
+
+/// Kills and reaps the child when dropped (interruption, error).
+struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    fn child(&mut self) -> Option<&mut Child> {
+        self.0.as_mut()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+/// (time on CPU, time runnable but waiting) of a task, ns, from
+/// /proc/<pid>/schedstat; zeros when unreadable.
+fn read_schedstat(path: &Path) -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (0, 0);
+    };
+    let mut f = text
+        .split_ascii_whitespace()
+        .map(|v| v.parse::<u64>().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn read_pipe<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    })
+}
+
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn failed(e: impl std::fmt::Display) -> RunError {
+    RunError::Failed(e.to_string())
+}
+
+/// Counts each phase's samples from the sorted sample timestamps (the same
+/// CLOCK_MONOTONIC_RAW as the phase boundaries): a sample belongs to the
+/// phase whose [start, end) holds it, i.e. to the iterations its interrupt
+/// interrupted.
+fn phase_samples(phases: &mut [PhaseRow], sorted_times_ns: &[u64]) {
+    for p in phases {
+        let from = sorted_times_ns.partition_point(|&t| t < p.start_ns);
+        let to = sorted_times_ns.partition_point(|&t| t < p.end_ns);
+        p.samples = u64::try_from(to.saturating_sub(from)).unwrap_or(u64::MAX);
+    }
+}
+
+/// How long to sleep before looking at the workload again while its loop
+/// runs: until 20 ms before its deadline in steps of at most 100 ms (so
+/// Ctrl-C is noticed), then 1 ms, so sampling stops within ~1 ms of the
+/// loop's end. A 2 ms poll for the whole run cost the driver ~75 ms of CPU
+/// per 10 s run, all of it while sampling.
+fn end_wait_pause(start_ns: u64, duration_ns: u64, now_ns: u64) -> Duration {
+    const NEAR: u64 = 20_000_000;
+    const STEP: u64 = 100_000_000;
+    if start_ns == 0 {
+        return Duration::from_millis(1);
+    }
+    let wake = start_ns.saturating_add(duration_ns).saturating_sub(NEAR);
+    match wake.checked_sub(now_ns) {
+        Some(left) if left > 0 => Duration::from_nanos(left.min(STEP)),
+        _ => Duration::from_millis(1),
+    }
+}
+
+impl RealBackend {
+    fn sampler_config(&self, spec: &RunSpec<'_>, pid: u32) -> SamplerConfig {
+        let mut cfg = SamplerConfig::new(self.event, spec.run.freq_hz, spec.opts.cpu);
+        cfg.scope = match spec.opts.scope {
+            ScopeName::Cpu => Scope::Cpu,
+            ScopeName::System => Scope::System,
+            ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
+        };
+        cfg.trace_handler = spec.run.kind == RunKind::Util;
+        cfg.trace_irq = cfg.trace_handler && !self.event.is_hardware();
+        cfg.drain_cpu = self.drain_cpu;
+        // Rings that hold the whole run: nothing is decoded while it runs.
+        cfg.expected_duration = Some(Duration::from_nanos(spec.opts.duration_ns));
+        cfg
+    }
+}
+
+impl Backend for RealBackend {
+    fn quiet_check(&mut self, cpu: u32, interrupt: &AtomicBool) -> QuietReport {
+        wait_quiet(
+            cpu,
+            Duration::from_secs(2),
+            Duration::from_millis(100),
+            5.0,
+            interrupt,
+        )
+    }
+
+    fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
+        let opts = spec.opts;
+        let counter_path = std::env::temp_dir().join(format!(
+            "perf-overhead-{}-run-{}.counter",
+            std::process::id(),
+            spec.run.run_id
+        ));
+        let _remove = RemoveOnDrop(counter_path.clone());
+        let gaps_file =
+            (spec.run.design == Design::Gaps).then(|| counter_path.with_extension("gaps"));
+        let _remove_gaps = gaps_file.clone().map(RemoveOnDrop);
+        let exe = std::env::current_exe().map_err(failed)?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("workload")
+            .arg("--duration")
+            .arg(format!("{}ns", opts.duration_ns))
+            .arg("--cpu")
+            .arg(opts.cpu.to_string())
+            .arg("--json")
+            .arg("--counter")
+            .arg(&counter_path)
+            .arg("--wait-go")
+            .arg("--go-timeout")
+            .arg("60s")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: Ctrl-C reaches the driver only, which
+            // stops the child itself.
+            .process_group(0);
+        if let Some(path) = &gaps_file {
+            cmd.arg("--timeline").arg(path);
+        }
+        let mut child = spawn_unpinned(&mut cmd, self.n_cpus)
+            .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
+        let stdout = read_pipe(child.stdout.take());
+        let stderr = read_pipe(child.stderr.take());
+        let pid = child.id();
+        let mut guard = ChildGuard(Some(child));
+
+        // Wait for the workload to be set up (pinned, calibrated).
+        let t = Instant::now();
+        let reader = loop {
+            if interrupt.load(Ordering::SeqCst) {
+                return Err(RunError::Interrupted);
+            }
+            if let Some(c) = guard.child()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                drop(guard);
+                let err = stderr.join().unwrap_or_default();
+                return Err(failed(format!(
+                    "workload exited before it was ready ({status}): {}",
+                    err.trim()
+                )));
+            }
+            if let Ok(r) = workload::counter::CounterReader::open(&counter_path)
+                && r.state() == workload::counter::State::Ready
+            {
+                break r;
+            }
+            if t.elapsed() > READY_TIMEOUT {
+                return Err(failed(format!(
+                    "workload not ready after {READY_TIMEOUT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+
+        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        // Paired runs at 0 Hz (the null control) open a sampler that never
+        // fires and toggle it like the others.
+        let sampler = if spec.run.freq_hz > 0 || !spec.phases.is_empty() {
+            let cfg = self.sampler_config(spec, pid);
+            Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
+        } else {
+            None
+        };
+        let started_at_ns = monotonic_raw_ns();
+        let mut phases = Vec::new();
+        if spec.phases.is_empty() {
+            if let Some(s) = &sampler {
+                s.enable().map_err(failed)?;
+            }
+            reader.release();
+        } else {
+            reader.release();
+            // Phases start with the loop.
+            let t = Instant::now();
+            while reader.state() != workload::counter::State::Running && reader.start_ns() == 0 {
+                if t.elapsed() > Duration::from_secs(5) || interrupt.load(Ordering::SeqCst) {
+                    break;
+                }
+                // Sleep, not spin: the wait lasts as long as the workload's
+                // start-up, and a spinning driver costs a CPU (~0.1 s per
+                // run was seen). Phase 0 is timed from t0 below, so 50 us
+                // of latency here shifts nothing that is measured.
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            // The settling period: the loop runs, sampling stays off, and
+            // nothing is measured.
+            let t0 = monotonic_ns() + spec.settle_ns;
+            sleep_until_monotonic(t0);
+            if interrupt.load(Ordering::SeqCst) {
+                return Err(RunError::Interrupted);
+            }
+            let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
+            let mut prev = (monotonic_raw_ns(), reader.iterations());
+            let mut prev_sched = read_schedstat(&schedstat);
+            if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
+                s.enable().map_err(failed)?;
+            }
+            for (i, &on) in spec.phases.iter().enumerate() {
+                let deadline = t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1);
+                sleep_until_monotonic(deadline);
+                let t_now = monotonic_raw_ns();
+                let it_now = reader.iterations();
+                let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
+                // Samples are counted per phase by their timestamps after
+                // the run (see phase_samples): no decoding while it runs.
+                // Switch right after the boundary's reads, so few samples
+                // fall between them and the switch (they count, by time,
+                // for the next phase, whose iterations they slow).
+                if let Some(s) = &sampler {
+                    if on && !next_on {
+                        s.disable().map_err(failed)?;
+                    }
+                    if next_on && !on {
+                        s.enable().map_err(failed)?;
+                    }
+                }
+                let sched_now = read_schedstat(&schedstat);
+                phases.push(PhaseRow {
+                    phase: u32::try_from(i).unwrap_or(u32::MAX),
+                    sampling: on,
+                    start_ns: prev.0,
+                    end_ns: t_now,
+                    iterations: it_now.saturating_sub(prev.1),
+                    task_ns: sched_now.0.saturating_sub(prev_sched.0),
+                    wait_ns: sched_now.1.saturating_sub(prev_sched.1),
+                    ..PhaseRow::default()
+                });
+                prev = (t_now, it_now);
+                prev_sched = sched_now;
+                if interrupt.load(Ordering::SeqCst) {
+                    return Err(RunError::Interrupted);
+                }
+            }
+            if let Some(s) = &sampler {
+                s.disable().map_err(failed)?;
+            }
+        }
+
+        // Wait for the end of the loop; stop sampling as soon as it ends.
+        let status = loop {
+            if interrupt.load(Ordering::SeqCst) {
+                return Err(RunError::Interrupted);
+            }
+            if reader.state() == workload::counter::State::Done
+                && let Some(s) = &sampler
+            {
+                let _ = s.disable();
+            }
+            let Some(c) = guard.child() else {
+                return Err(failed("workload process lost"));
+            };
+            match c.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => std::thread::sleep(end_wait_pause(
+                    reader.start_ns(),
+                    opts.duration_ns,
+                    monotonic_raw_ns(),
+                )),
+                Err(e) => return Err(failed(e)),
+            }
+        };
+        let ended_at_ns = monotonic_raw_ns();
+        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let outcome = match sampler {
+            Some(s) => Some(s.finish().map_err(|e| failed(format!("sampler: {e}")))?),
+            None => None,
+        };
+        if let Some(o) = &outcome {
+            phase_samples(&mut phases, &o.sample_times_ns);
+        }
+        let out_text = stdout.join().unwrap_or_default();
+        let err_text = stderr.join().unwrap_or_default();
+        if !status.success() {
+            return Err(failed(format!("workload {status}: {}", err_text.trim())));
+        }
+        let report: workload::report::RunReport =
+            serde_json::from_str(out_text.trim()).map_err(|e| {
+                failed(format!(
+                    "cannot read the workload's report: {e}; stderr: {}",
+                    err_text.trim()
+                ))
+            })?;
+
+        let sample_times: &[u64] = outcome.as_ref().map_or(&[], |s| &s.sample_times_ns);
+        let timeline = match (&report.timeline, &gaps_file) {
+            (Some(t), Some(path)) => {
+                let raw = workload::timeline::read_gaps_file(path).map_err(|e| {
+                    failed(format!(
+                        "cannot read the workload's gaps ({}): {e}",
+                        path.display()
+                    ))
+                })?;
+                Some(crate::gaps::timeline_outcome(t, &raw, sample_times))
+            }
+            (None, Some(_)) => {
+                return Err(failed("the workload ran without its timeline (--timeline)"));
+            }
+            _ => None,
+        };
+
+        let mut o = RunOutcome {
+            iterations: report.iterations,
+            wall_ns: report.wall_ns,
+            nvcsw: report.nvcsw,
+            nivcsw: report.nivcsw,
+            user_ns: report.user_ns,
+            sys_ns: report.sys_ns,
+            overrun_ns: u64::try_from(report.overrun_ns).unwrap_or(0),
+            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            started_at_ns,
+            ended_at_ns,
+            phases,
+            workload_json: out_text,
+            timeline,
+            ..RunOutcome::default()
+        };
+        if let Some(s) = outcome {
+            o.window_ns = s.enabled_ns;
+            o.samples = s.samples;
+            o.samples_all_cpus = s.samples_all_cpus;
+            o.throttled = s.throttled;
+            o.unthrottled = s.unthrottled;
+            o.lost = s.lost;
+            o.lost_samples = s.lost_samples;
+            o.duplicates = s.duplicates;
+            o.unmatched = s.unmatched;
+            o.foreign_intervals = s.foreign_intervals;
+            o.driver_cpu_sampling_ns = s.window_cpu_ns;
+            o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
+            o.intervals = s
+                .intervals
+                .iter()
+                .map(|i| Interval {
+                    cpu: i.cpu,
+                    entry_ns: i.entry_ns,
+                    duration_ns: i.duration_ns,
+                    source: i.source.as_str(),
+                })
+                .collect();
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_go_to_the_phase_whose_interval_holds_them() {
+        let mut phases: Vec<PhaseRow> = [(100, 200), (200, 300), (300, 400)]
+            .iter()
+            .map(|&(start_ns, end_ns)| PhaseRow {
+                start_ns,
+                end_ns,
+                samples: 99,
+                ..PhaseRow::default()
+            })
+            .collect();
+        phase_samples(&mut phases, &[50, 100, 150, 199, 200, 350, 400, 401]);
+        let got: Vec<u64> = phases.iter().map(|p| p.samples).collect();
+        assert_eq!(got, vec![3, 1, 1]);
+    }
+
+    #[test]
+    fn end_wait_sleeps_through_the_loop_then_polls_finely() {
+        let s = 1_000_000_000;
+        let d = 10_000_000_000;
+        // Loop not started yet: poll.
+        assert_eq!(end_wait_pause(0, d, s), Duration::from_millis(1));
+        // Early in the loop: the 100 ms step.
+        assert_eq!(end_wait_pause(s, d, s), Duration::from_millis(100));
+        // 50 ms before the deadline: sleep until 20 ms before it.
+        assert_eq!(
+            end_wait_pause(s, d, s + d - 50_000_000),
+            Duration::from_millis(30)
+        );
+        // Within 20 ms of the deadline, and after it: 1 ms.
+        assert_eq!(
+            end_wait_pause(s, d, s + d - 10_000_000),
+            Duration::from_millis(1)
+        );
+        assert_eq!(end_wait_pause(s, d, s + d + 5), Duration::from_millis(1));
+    }
+}
