@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 use crate::fit::LineFit;
-use crate::plot::{FitLine, PairedTrace, PointSeries, plot_durations, plot_paired, plot_vs_freq};
+use crate::plot::{
+    FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
+};
 use crate::reference::Reference;
 use crate::stats::Estimate;
 use crate::tables::Analysis;
@@ -198,6 +200,9 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             ));
         }
     }
+    if let Some(f) = production_rates(a, &out.join("production_rates")) {
+        files.add(f);
+    }
     if !a.recovery.is_empty() {
         files.add(plot_vs_freq(
             "Speed recovery after a gap",
@@ -232,6 +237,56 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
         ));
     }
     files
+}
+
+/// Rates a production profiler uses (and the article's low rates).
+const PRODUCTION_MAX_HZ: u64 = 4000;
+
+/// The production rates alone (<= 4 kHz), so their values are not flattened
+/// by 100 kHz on one linear axis: handler utilisation, the gaps design's
+/// predicted loss and the paired throughput loss, all % of a CPU. None when
+/// no rate that low was measured.
+fn production_rates(a: &Analysis, stem: &Path) -> Option<Result<Vec<PathBuf>, PlotError>> {
+    let low = |f: u64| f > 0 && f <= PRODUCTION_MAX_HZ;
+    let util: Vec<(u64, Estimate)> = a
+        .util
+        .iter()
+        .filter(|r| low(r.freq_hz))
+        .map(|r| (r.freq_hz, r.util_pct))
+        .collect();
+    let predicted: Vec<(u64, Estimate)> = a
+        .per_sample
+        .iter()
+        .flat_map(|ps| &ps.rows)
+        .filter(|r| low(r.freq_hz) && r.predicted_loss_pct.value.is_finite())
+        .map(|r| (r.freq_hz, r.predicted_loss_pct))
+        .collect();
+    let paired: Vec<(u64, Estimate)> = a
+        .primary_loss()
+        .into_iter()
+        .filter(|r| low(r.freq_hz))
+        .map(|r| (r.freq_hz, r.trusted()))
+        .collect();
+    let series: Vec<PointSeries> = [
+        ("handler utilisation (95% CI)", &util),
+        ("predicted loss, gaps design (95% CI)", &predicted),
+        ("throughput loss (95% CI)", &paired),
+    ]
+    .into_iter()
+    .filter(|(_, pts)| !pts.is_empty())
+    .map(|(label, pts)| series(label, pts))
+    .collect();
+    (!series.is_empty()).then(|| {
+        plot_vs_freq(
+            &format!("What sampling costs at production rates (<= {PRODUCTION_MAX_HZ} Hz)"),
+            "sampling frequency (Hz)",
+            "% of a CPU",
+            &series,
+            &[],
+            true,
+            stem,
+        )
+    })
 }
 
 /// Where a recovery bin is drawn on the log axis: its geometric middle

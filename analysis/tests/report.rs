@@ -133,6 +133,7 @@ fn report_has_known_util_and_loss() {
         "loss_vs_freq",
         "handler_durations",
         "paired_phases",
+        "production_rates",
     ] {
         let svg = std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap();
         assert!(svg.contains("<svg"), "{stem}.svg");
@@ -144,6 +145,14 @@ fn report_has_known_util_and_loss() {
         svg.contains("0.1500 %/kHz"),
         "fit label missing from the util plot"
     );
+    // The production-rates plot holds the rates up to 4 kHz only, so 10 kHz
+    // does not flatten them: its x axis has no 10k tick, the full one has.
+    let tick = ">\n10k\n<";
+    assert!(svg.contains(tick), "no 10k tick on the full util plot");
+    let svg = std::fs::read_to_string(out.join("production_rates.svg")).unwrap();
+    assert!(svg.contains("production rates"), "title");
+    assert!(svg.contains("handler utilisation"), "util series");
+    assert!(!svg.contains(tick), "10 kHz on the production-rates axis");
 }
 
 #[test]
