@@ -72,6 +72,19 @@ impl AnalysisError {
         }
     }
 
+    /// [`AnalysisError::Missing`] unless `path` exists: a file the results
+    /// format requires, holding `what`.
+    pub(crate) fn require_file(path: &std::path::Path, what: &'static str) -> Result<(), Self> {
+        if path.exists() {
+            Ok(())
+        } else {
+            Err(Self::Missing {
+                path: path.to_path_buf(),
+                what,
+            })
+        }
+    }
+
     pub(crate) fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Write {
             path: path.into(),

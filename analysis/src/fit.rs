@@ -85,6 +85,16 @@ impl LineFit {
     }
 }
 
+/// The rate a fit uses, kHz: the achieved rate where there is one, else the
+/// requested one.
+pub fn fit_rate_khz(achieved_hz: f64, freq_hz: u64) -> f64 {
+    if achieved_hz.is_finite() && achieved_hz > 0.0 {
+        achieved_hz / 1000.0
+    } else {
+        freq_hz as f64 / 1000.0
+    }
+}
+
 /// chi^2 of a fit and its upper-tail p on `dof` degrees of freedom; NaN
 /// without weights or degrees of freedom.
 fn lack_of_fit(ssr_weighted: f64, weighted: bool, dof: usize) -> (f64, f64) {

@@ -215,12 +215,7 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, AnalysisError> {
 }
 
 fn scan_csv(path: &Path, what: &'static str) -> Result<DataFrame, AnalysisError> {
-    if !path.exists() {
-        return Err(AnalysisError::Missing {
-            path: path.to_path_buf(),
-            what,
-        });
-    }
+    AnalysisError::require_file(path, what)?;
     let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
     let pl_path = PlRefPath::try_from_path(path).map_err(corrupt)?;
     LazyCsvReader::new(pl_path)

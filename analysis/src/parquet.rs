@@ -43,12 +43,7 @@ pub fn read_columns(
     what: &'static str,
     cols: &[&str],
 ) -> Result<DataFrame, AnalysisError> {
-    if !path.exists() {
-        return Err(AnalysisError::Missing {
-            path: path.to_path_buf(),
-            what,
-        });
-    }
+    AnalysisError::require_file(path, what)?;
     let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
     let pl_path = PlRefPath::try_from_path(path).map_err(corrupt)?;
     LazyFrame::scan_parquet(pl_path, ScanArgsParquet::default())

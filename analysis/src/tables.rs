@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::error::AnalysisError;
 use crate::events::{IntervalStats, RunIntervals, read_run_intervals};
-use crate::fit::{LineFit, fit_line, fit_origin, weights_from_variances};
+use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
 use crate::load::{Phase, ResultSet, Run};
 use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
@@ -70,16 +70,6 @@ pub struct LossRow {
     /// The fits use it, not the request (at "100 kHz" the kernel delivered
     /// 63 kHz in one sweep here).
     pub achieved_hz: f64,
-}
-
-/// The rate a fit uses, kHz: the achieved rate where there is one, else the
-/// requested one.
-pub fn fit_rate_khz(achieved_hz: f64, freq_hz: u64) -> f64 {
-    if achieved_hz.is_finite() && achieved_hz > 0.0 {
-        achieved_hz / 1000.0
-    } else {
-        freq_hz as f64 / 1000.0
-    }
 }
 
 impl LossRow {

@@ -8,7 +8,6 @@ mod common;
 use analysis::percost::*;
 use analysis::stats::Estimate;
 use analysis::timeline::{Episode, RecoveryRow, TimelineRow};
-use assert_cmd::Command;
 use common::*;
 
 /// Recovery bins of a 1 s run: `near_excess_ns` in the first bin (within
@@ -410,27 +409,6 @@ fn run_warnings_name_the_problem() {
     ok.row.unmatched_samples = 10; // exactly 1 %: no warning
     let ps = build(&[ok, zero_run(2, Vec::new())], &[], &[]);
     assert!(ps.warnings.is_empty(), "{:?}", ps.warnings);
-}
-
-fn bin() -> Command {
-    Command::cargo_bin("analysis").unwrap()
-}
-
-fn recommend_json(dir: &std::path::Path, budget: &str) -> serde_json::Value {
-    let out = bin()
-        .args([
-            "recommend",
-            dir.to_str().unwrap(),
-            "--budget",
-            budget,
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
 }
 
 fn is_prime(n: u64) -> bool {

@@ -338,11 +338,11 @@ fn fits_use_the_rate_the_kernel_delivered() {
     // sample. On the requested one it would be ~0.063.
     assert!((fit.slope - 0.1).abs() < 1e-9, "{fit:?}");
     assert!((a.fits.cost_per_sample_ns.unwrap() - 1000.0).abs() < 1e-6);
-    assert_eq!(analysis::tables::fit_rate_khz(63_000.0, 100_000), 63.0);
+    assert_eq!(analysis::fit::fit_rate_khz(63_000.0, 100_000), 63.0);
     // The handler's cost per sample at each rate, with its interval.
     for row in &a.util {
         assert_eq!(row.per_sample_ns.value, 1000.0);
         assert_eq!(row.per_sample_ns.n, 2);
     }
-    assert_eq!(analysis::tables::fit_rate_khz(f64::NAN, 100_000), 100.0);
+    assert_eq!(analysis::fit::fit_rate_khz(f64::NAN, 100_000), 100.0);
 }

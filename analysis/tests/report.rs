@@ -4,7 +4,6 @@
 
 mod common;
 
-use assert_cmd::Command;
 use common::*;
 use predicates::prelude::*;
 
@@ -186,10 +185,6 @@ fn missing_and_corrupt_files_are_named() {
     );
 }
 
-fn bin() -> Command {
-    Command::cargo_bin("analysis").unwrap()
-}
-
 #[test]
 fn cli_recommend_and_compare() {
     let tmp = tempfile::tempdir().unwrap();
@@ -197,20 +192,7 @@ fn cli_recommend_and_compare() {
     write_results(&dir);
 
     // Loss at 1000 Hz 0.45 %, at 4000 Hz 1.2 %: the answer lies between.
-    let out = bin()
-        .args([
-            "recommend",
-            dir.to_str().unwrap(),
-            "--budget",
-            "1%",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let rec: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let rec = recommend_json(&dir, "1%");
     assert_eq!(rec["measured_hz"].as_u64(), Some(1000));
     let max = rec["max_hz"].as_f64().unwrap();
     assert!(max > 1000.0 && max < 4000.0, "{rec}");

@@ -5,6 +5,31 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use assert_cmd::Command;
+
+/// The `analysis` binary.
+pub fn bin() -> Command {
+    Command::cargo_bin("analysis").unwrap()
+}
+
+/// `analysis recommend DIR --budget BUDGET --json`, which must succeed, parsed.
+pub fn recommend_json(dir: &Path, budget: &str) -> serde_json::Value {
+    let out = bin()
+        .args([
+            "recommend",
+            dir.to_str().unwrap(),
+            "--budget",
+            budget,
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
 /// Handler duration (ns, mean over the run) and the resulting factor.
 pub const HANDLER_NS: u64 = 1500;
 /// util % = f_kHz x HANDLER_NS x 1e-4 -> 0.15 %/kHz.
