@@ -190,6 +190,17 @@ pub struct Analysis {
     pub per_sample: Option<crate::percost::PerSample>,
     /// The gaps runs' speed-recovery histograms (for the plot).
     pub recovery: Vec<crate::timeline::RecoveryRow>,
+    /// The sample contents of the sweep, primary first: every other table
+    /// is computed on the primary's runs (and the 0 Hz runs).
+    pub contents: Vec<String>,
+    /// What a sample costs by contents and rate (every contents).
+    pub by_contents: Vec<crate::contents::ContentsRow>,
+    /// The kernel's throttle predicted per contents (None: the manifest
+    /// lacks the host's limits).
+    pub throttle: Option<(
+        crate::contents::ThrottleLimits,
+        Vec<crate::contents::ThrottlePrediction>,
+    )>,
 }
 
 impl Analysis {
@@ -213,9 +224,66 @@ impl Analysis {
     }
 }
 
-/// Read every util run's intervals (in parallel over runs) and build all
-/// tables.
+/// Build all tables: those of the primary sample contents (with every 0 Hz
+/// run), and the same analysis for each other contents, side by side in
+/// `by_contents`, with the throttle predicted for each.
 pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+    use crate::contents;
+    let names = contents::contents_of(rs);
+    let mut each = Vec::with_capacity(names.len());
+    for name in &names {
+        let sub = contents::subset(rs, name);
+        let mut a = analyse_one(&sub)?;
+        if each.is_empty() {
+            a.warnings.extend(contents_warnings(rs, &names));
+        } else {
+            a.warnings = Vec::new();
+        }
+        each.push((name.clone(), a));
+    }
+    let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let by_contents = contents::rows(rs, &refs);
+    let hardware = rs
+        .runs
+        .iter()
+        .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
+    let throttle = contents::ThrottleLimits::from_manifest(rs)
+        .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
+    let mut primary = each.swap_remove(0).1;
+    primary.contents = names;
+    primary.by_contents = by_contents;
+    primary.throttle = throttle;
+    Ok(primary)
+}
+
+/// What the by-contents analysis cannot say.
+fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
+    let mut w = Vec::new();
+    if names.len() > 1 {
+        w.push(format!(
+            "sample contents: the tables and fits are those of {} (the first given); the other \
+             contents ({}) are in the table by contents",
+            names[0],
+            names[1..].join(", ")
+        ));
+    }
+    if names.iter().all(|n| n == crate::load::LEGACY_SAMPLE)
+        && rs.runs.iter().any(|r| r.freq_hz > 0)
+    {
+        w.push(
+            "sample contents: these samples carried only a timestamp (`time`), the cheapest \
+             record; `perf record` writes ip, tid, time, cpu and period, which costs more per \
+             sample (sweep with --sample perf-default, the default since contents became a \
+             dimension)"
+                .to_string(),
+        );
+    }
+    w
+}
+
+/// Read every util run's intervals (in parallel over runs) and build all
+/// tables of one contents' runs.
+fn analyse_one(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let util_runs: Vec<&Run> = rs
         .runs
         .iter()
@@ -513,6 +581,9 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         run_intervals,
         per_sample: None,
         recovery: Vec::new(),
+        contents: Vec::new(),
+        by_contents: Vec::new(),
+        throttle: None,
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),
     };

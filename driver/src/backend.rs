@@ -142,6 +142,7 @@ impl RealBackend {
             ScopeName::System => Scope::System,
             ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
         };
+        cfg.contents = spec.run.sample;
         cfg.trace_handler = spec.run.kind == RunKind::Util;
         cfg.trace_irq = cfg.trace_handler && !self.event.is_hardware();
         cfg.drain_cpu = self.drain_cpu;
@@ -406,6 +407,7 @@ impl Backend for RealBackend {
             o.foreign_intervals = s.foreign_intervals;
             o.driver_cpu_sampling_ns = s.window_cpu_ns;
             o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
+            o.contents = s.contents;
             o.intervals = s
                 .intervals
                 .iter()
