@@ -87,7 +87,8 @@ pub struct ContentsRow {
     pub callchain_mean: f64,
     /// Mean user-stack bytes copied per sample (0: no stack copy).
     pub stack_user_mean_bytes: f64,
-    /// handler_ns / perf-default's at the same rate.
+    /// handler_ns / perf-default's at the same rate (None on perf-default's
+    /// own rows).
     pub handler_ratio: Option<Estimate>,
     /// total_ns / perf-default's at the same rate.
     pub total_ratio: Option<Estimate>,
@@ -157,7 +158,7 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
         .filter(|r| r.sample == REFERENCE)
         .map(|r| (r.freq_hz, (r.handler_ns, r.total_ns)))
         .collect();
-    for row in &mut out {
+    for row in out.iter_mut().filter(|r| r.sample != REFERENCE) {
         if let Some((h, t)) = reference.get(&row.freq_hz) {
             row.handler_ratio = row.handler_ns.zip(*h).and_then(|(a, b)| ratio(&a, &b));
             row.total_ratio = row.total_ns.zip(*t).and_then(|(a, b)| ratio(&a, &b));

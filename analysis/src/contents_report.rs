@@ -23,6 +23,14 @@ fn num(v: f64, d: usize) -> String {
     }
 }
 
+fn ratio_cell(r: &ContentsRow, e: Option<&Estimate>) -> String {
+    if r.sample == REFERENCE {
+        "1 (reference)".to_string()
+    } else {
+        opt_est(e, 2)
+    }
+}
+
 /// The markdown of both sections.
 pub fn render(a: &Analysis) -> String {
     let mut s = String::new();
@@ -48,9 +56,9 @@ pub fn render(a: &Analysis) -> String {
             r.freq_hz,
             num(r.achieved_hz, 0),
             opt_est(r.handler_ns.as_ref(), 0),
-            opt_est(r.handler_ratio.as_ref(), 2),
+            ratio_cell(r, r.handler_ratio.as_ref()),
             opt_est(r.total_ns.as_ref(), 0),
-            opt_est(r.total_ratio.as_ref(), 2),
+            ratio_cell(r, r.total_ratio.as_ref()),
             num(r.callchain_mean, 1),
             num(r.stack_user_mean_bytes, 0),
             r.throttled
