@@ -137,7 +137,34 @@ pub fn plot_vs_freq(
     log_x: bool,
     out_stem: &Path,
 ) -> Result<Vec<PathBuf>, PlotError> {
-    let fig = VsFreq::prepare(title, x_label, y_label, series, fits, log_x, out_stem)?;
+    let axes = Axes {
+        log_x,
+        log_y: false,
+    };
+    let fig = VsFreq::prepare(title, (x_label, y_label), series, fits, axes, out_stem)?;
+    render(&fig, out_stem)
+}
+
+/// Which axes of [`plot_vs_freq_axes`] are log10.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Axes {
+    pub log_x: bool,
+    /// Values spanning decades (utilisation from 100 Hz to 100 kHz): points
+    /// and fit lines at y <= 0 are skipped with a note under the title, and
+    /// error bars and bands reaching below are cut at the plot's bottom.
+    pub log_y: bool,
+}
+
+/// [`plot_vs_freq`] with a choice of log axes.
+pub fn plot_vs_freq_axes(
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[PointSeries],
+    fits: &[FitLine],
+    axes: Axes,
+    out_stem: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    let fig = VsFreq::prepare(title, (x_label, y_label), series, fits, axes, out_stem)?;
     render(&fig, out_stem)
 }
 
@@ -421,6 +448,8 @@ struct TickFmt {
     scale: f64,
     suffix: &'static str,
     decimals: usize,
+    /// The axis holds log10 of the values: a tick at v is labelled 10^v.
+    log10: bool,
 }
 
 impl TickFmt {
@@ -447,9 +476,22 @@ impl TickFmt {
             scale,
             suffix,
             decimals,
+            log10: false,
+        }
+    }
+    /// Labels for an axis that holds log10 of the values.
+    fn log10() -> Self {
+        Self {
+            scale: 1.0,
+            suffix: "",
+            decimals: 0,
+            log10: true,
         }
     }
     fn fmt(&self, v: f64) -> String {
+        if self.log10 {
+            return fmt_significant(10f64.powf(v));
+        }
         let s = format!("{:.*}", self.decimals, v / self.scale);
         // "-0" reads as noise and "0k" as a typo: zero is plain "0".
         if s.trim_start_matches(['-', '0', '.']).is_empty() {
@@ -469,6 +511,20 @@ fn y_label_area(fmt: &TickFmt, (lo, hi): (f64, f64)) -> u32 {
         .unwrap_or(1);
     // Tick digits are ~10 px wide at TICK_PX; the description needs ~35 px.
     40 + 10 * widest as u32
+}
+
+/// Two significant digits, no exponent: 0.0032, 0.1, 3.2, 320, 4500.
+fn fmt_significant(v: f64) -> String {
+    if v <= 0.0 || !v.is_finite() {
+        return "0".to_string();
+    }
+    let decimals = (1 - v.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// Compact label for a log-axis tick: 100, 2k, 10k, 1.5M.
@@ -635,6 +691,8 @@ struct VsFreq {
     series: Vec<PointSeries>,
     fits: Vec<PreparedFit>,
     log_x: bool,
+    /// y values (points, bars, fit lines, bands) are stored as log10.
+    log_y: bool,
     x: (f64, f64),
     y: (f64, f64),
     notes: Vec<String>,
@@ -643,15 +701,31 @@ struct VsFreq {
 impl VsFreq {
     fn prepare(
         title: &str,
-        x_label: &str,
-        y_label: &str,
+        (x_label, y_label): (&str, &str),
         series: &[PointSeries],
         fits: &[FitLine],
-        log_x: bool,
+        axes: Axes,
         file: &Path,
     ) -> Result<Self, PlotError> {
+        let Axes { log_x, log_y } = axes;
         let mut kept_series = Vec::new();
         let mut skipped = 0usize;
+        let mut skipped_y = 0usize;
+        // With log_y the smallest positive value seen sets where bars and
+        // bands that reach 0 or below are cut.
+        let floor_y = series
+            .iter()
+            .flat_map(|s| s.y.iter().chain(&s.y_lo))
+            .copied()
+            .filter(|v| *v > 0.0 && v.is_finite())
+            .fold(f64::INFINITY, f64::min);
+        let ly = |v: f64| {
+            if log_y {
+                v.max(floor_y / 10.0).log10()
+            } else {
+                v
+            }
+        };
         let mut xe = Extent::empty();
         let mut ye = Extent::empty();
         for s in series {
@@ -683,13 +757,17 @@ impl VsFreq {
                     );
                     continue;
                 }
+                if log_y && s.y[i] <= 0.0 {
+                    skipped_y += 1;
+                    continue;
+                }
                 let (lo, hi) = if has_bars {
-                    (s.y_lo[i].min(s.y[i]), s.y_hi[i].max(s.y[i]))
+                    (ly(s.y_lo[i].min(s.y[i])), ly(s.y_hi[i].max(s.y[i])))
                 } else {
-                    (s.y[i], s.y[i])
+                    (ly(s.y[i]), ly(s.y[i]))
                 };
                 kept.x.push(s.x[i]);
-                kept.y.push(s.y[i]);
+                kept.y.push(ly(s.y[i]));
                 kept.y_lo.push(lo);
                 kept.y_hi.push(hi);
                 xe.add(s.x[i]);
@@ -725,8 +803,8 @@ impl VsFreq {
                     continue;
                 }
                 xe.add(f.band_x[i]);
-                ye.add(f.band_lo[i]);
-                ye.add(f.band_hi[i]);
+                ye.add(ly(f.band_lo[i]));
+                ye.add(ly(f.band_hi[i]));
             }
         }
         if xe.is_empty() {
@@ -749,7 +827,7 @@ impl VsFreq {
         for f in fits {
             let mut band: Vec<(f64, f64, f64)> = (0..f.band_x.len())
                 .filter(|&i| !log_x || f.band_x[i] > 0.0)
-                .map(|i| (f.band_x[i], f.band_lo[i], f.band_hi[i]))
+                .map(|i| (f.band_x[i], ly(f.band_lo[i]), ly(f.band_hi[i])))
                 .collect();
             band.sort_by(|a, b| a.0.total_cmp(&b.0));
             // Solid where the band says the fit is supported (the whole x
@@ -759,7 +837,19 @@ impl VsFreq {
                 (Some(a), Some(b)) if b.0 > a.0 => (a.0.max(xe.lo), b.0.min(xe.hi)),
                 _ => (xe.lo, xe.hi),
             };
-            let line = |a: f64, b: f64| sample_line(f.intercept, f.slope, a, b, log_x);
+            // On a log y axis a line is a curve and its points at y <= 0
+            // cannot be shown: sampled densely, those left out.
+            let line = |a: f64, b: f64| {
+                let pts = sample_line(f.intercept, f.slope, a, b, log_x || (log_y && a > 0.0));
+                if log_y {
+                    pts.into_iter()
+                        .filter(|p| p.1 > 0.0)
+                        .map(|(x, y)| (x, y.log10()))
+                        .collect()
+                } else {
+                    pts
+                }
+            };
             let solid = line(s_lo, s_hi);
             let dashed: Vec<Vec<(f64, f64)>> = [(xe.lo, s_lo), (s_hi, xe.hi)]
                 .into_iter()
@@ -792,6 +882,11 @@ impl VsFreq {
                 "{skipped} point(s) with {x_label} <= 0 not shown (log axis)"
             ));
         }
+        if skipped_y > 0 {
+            notes.push(format!(
+                "{skipped_y} point(s) with {y_label} <= 0 not shown (log axis)"
+            ));
+        }
         if extrapolated {
             notes.push("dashed: fit extrapolated beyond the range of its confidence band".into());
         }
@@ -802,6 +897,7 @@ impl VsFreq {
             series: kept_series,
             fits: prepared_fits,
             log_x,
+            log_y,
             x,
             y,
             notes,
@@ -837,7 +933,11 @@ impl VsFreq {
             self.y,
             (self.x_label.as_str(), self.y_label.as_str()),
             &x_formatter,
-            TickFmt::new(self.y.0, self.y.1, false),
+            if self.log_y {
+                TickFmt::log10()
+            } else {
+                TickFmt::new(self.y.0, self.y.1, false)
+            },
             10,
         )?;
 

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use crate::error::AnalysisError;
 use crate::fit::LineFit;
 use crate::plot::{
-    FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
+    Axes, FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
+    plot_vs_freq_axes,
 };
 use crate::reference::Reference;
 use crate::stats::Estimate;
@@ -126,13 +127,20 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
                 hi,
             ));
         }
-        files.add(plot_vs_freq(
+        // Utilisation spans three decades from 100 Hz to 100 kHz: on a
+        // linear axis the production rates sit on the floor.
+        files.add(plot_vs_freq_axes(
             "Handler CPU utilisation",
-            "sampling frequency (Hz)",
-            "handler utilisation (%)",
+            (
+                "sampling frequency (Hz)",
+                "handler utilisation (%, log scale)",
+            ),
             &[s, reference_series("2014 reference", &reference.util)],
             &fits,
-            true,
+            Axes {
+                log_x: true,
+                log_y: true,
+            },
             &out.join("util_vs_freq"),
         ));
     }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use analysis::plot::{
-    FitLine, PNG_SIZE, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired,
-    plot_vs_freq,
+    Axes, FitLine, PNG_SIZE, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired,
+    plot_vs_freq, plot_vs_freq_axes,
 };
 
 const FREQS: [f64; 7] = [100.0, 250.0, 1000.0, 2500.0, 10_000.0, 25_000.0, 100_000.0];
@@ -148,6 +148,42 @@ fn utilisation_vs_log_frequency_writes_svg_and_png() {
     // note when the band spans every point.
     assert!(!svg.contains("not shown"));
     assert!(!svg.contains("extrapolated"));
+}
+
+/// Utilisation from 100 Hz to 100 kHz spans three decades: on a log y axis
+/// the lowest rates are off the floor, ticks read as plain values, and a
+/// point at y <= 0 is left out with a note.
+#[test]
+fn utilisation_on_log_log_axes_shows_the_low_rates() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("util_log_log");
+    let (mut measured, reference, fit) = util_series();
+    measured.x.push(50.0);
+    measured.y.push(-0.001);
+    measured.y_lo.push(-0.002);
+    measured.y_hi.push(0.001);
+    let paths = plot_vs_freq_axes(
+        "Utilisation, log-log",
+        ("sample_freq (Hz)", "handler utilisation (%, log scale)"),
+        &[measured, reference],
+        &[fit],
+        Axes {
+            log_x: true,
+            log_y: true,
+        },
+        &stem,
+    )
+    .unwrap();
+    let svg = check_outputs(&paths, &stem, &["Utilisation, log-log", "2014 reference"]);
+    let text = svg_text(&svg);
+    assert!(
+        text.contains("1 point(s) with handler utilisation (%, log scale) &lt;= 0 not shown"),
+        "{text}"
+    );
+    // Decade ticks on the y axis, written as values (0.1 % up to 10 %).
+    for tick in [">\n0.1\n<", ">\n1\n<", ">\n10\n<"] {
+        assert!(svg.contains(tick), "log y axis lacks tick {tick}");
+    }
 }
 
 #[test]
