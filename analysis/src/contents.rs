@@ -17,22 +17,60 @@ use crate::tables::Analysis;
 /// The preset every other contents is compared with.
 pub const REFERENCE: &str = "perf-default";
 
-/// The contents of the sampling runs, in the order the sweep was given them
-/// (manifest `options.samples`), then any others by name.
+/// The configuration a run belongs to: its sample contents, and its
+/// workload kind when that is not the article's loop ("callchain @
+/// stack:32"). Every table is computed per configuration.
+pub fn config_key(r: &Run) -> String {
+    key(&r.sample, &r.workload)
+}
+
+fn key(sample: &str, workload: &str) -> String {
+    if workload.is_empty() || workload == "loop" {
+        sample.to_string()
+    } else {
+        format!("{sample} @ {workload}")
+    }
+}
+
+/// The workload part of a configuration key ("loop" when absent).
+pub fn workload_of(config: &str) -> &str {
+    config.split_once(" @ ").map_or("loop", |(_, w)| w)
+}
+
+/// The sample-contents part of a configuration key.
+pub fn sample_of(config: &str) -> &str {
+    config.split_once(" @ ").map_or(config, |(s, _)| s)
+}
+
+/// The configurations of the sampling runs, in the order the sweep was
+/// given them (manifest `options.workloads` x `options.samples`), then any
+/// others by name.
 pub fn contents_of(rs: &ResultSet) -> Vec<String> {
-    let mut out: Vec<String> = rs.manifest.raw["options"]["samples"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let strs = |k: &str| -> Vec<String> {
+        rs.manifest.raw["options"][k]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut workloads = strs("workloads");
+    if workloads.is_empty() {
+        workloads.push("loop".to_string());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in &workloads {
+        for s in strs("samples") {
+            out.push(key(&s, w));
+        }
+    }
     let mut seen: Vec<String> = rs
         .runs
         .iter()
         .filter(|r| r.freq_hz > 0)
-        .map(|r| r.sample.clone())
+        .map(config_key)
         .collect();
     seen.sort();
     seen.dedup();
@@ -48,10 +86,17 @@ pub fn contents_of(rs: &ResultSet) -> Vec<String> {
     out
 }
 
-/// The result set restricted to one contents' sampling runs and every 0 Hz
-/// run (the shared baseline).
-pub fn subset(rs: &ResultSet, sample: &str) -> ResultSet {
-    let keep = |r: &Run| r.freq_hz == 0 || r.sample == sample;
+/// The result set restricted to one configuration's sampling runs and the
+/// 0 Hz runs of its workload (the baseline).
+pub fn subset(rs: &ResultSet, config: &str) -> ResultSet {
+    let workload = workload_of(config);
+    let keep = |r: &Run| {
+        if r.freq_hz == 0 {
+            r.workload == workload || (r.workload.is_empty() && workload == "loop")
+        } else {
+            config_key(r) == config
+        }
+    };
     let ids: std::collections::BTreeSet<i64> = rs
         .runs
         .iter()
@@ -71,9 +116,11 @@ pub fn subset(rs: &ResultSet, sample: &str) -> ResultSet {
     }
 }
 
-/// One (contents, rate) row of the table "what a sample costs, by contents".
+/// One (configuration, rate) row of the table "what a sample costs, by
+/// contents".
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ContentsRow {
+    /// The configuration: sample contents, " @ workload" unless the loop.
     pub sample: String,
     pub freq_hz: u64,
     /// Mean achieved rate of the util runs (else the gaps runs), Hz.
@@ -83,6 +130,9 @@ pub struct ContentsRow {
     /// What one sample costs the application (gaps design: direct +
     /// after-effect), ns, t interval over runs.
     pub total_ns: Option<Estimate>,
+    /// Of it, the after-effect (the loop's slowdown after the interrupt:
+    /// caches, TLB), ns per sample.
+    pub after_ns: Option<Estimate>,
     /// Mean call-chain entries per sample (0: no call chain).
     pub callchain_mean: f64,
     /// Mean user-stack bytes copied per sample (0: no stack copy).
@@ -133,7 +183,7 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
             let runs: Vec<&Run> = rs
                 .runs
                 .iter()
-                .filter(|r| r.ok() && r.freq_hz == f && &r.sample == sample)
+                .filter(|r| r.ok() && r.freq_hz == f && &config_key(r) == sample)
                 .collect();
             let per_run = |g: fn(&Run) -> f64| mean(&runs.iter().map(|r| g(r)).collect::<Vec<_>>());
             out.push(ContentsRow {
@@ -145,6 +195,7 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
                     .unwrap_or(f64::NAN),
                 handler_ns: util.map(|u| u.per_sample_ns),
                 total_ns: gaps.map(|g| g.total_ns),
+                after_ns: gaps.map(|g| g.after_effect_ns),
                 callchain_mean: per_run(|r| r.callchain_mean),
                 stack_user_mean_bytes: per_run(|r| r.stack_user_mean_bytes),
                 handler_ratio: None,
@@ -153,13 +204,20 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
             });
         }
     }
-    let reference: BTreeMap<u64, (Option<Estimate>, Option<Estimate>)> = out
+    // The reference: perf-default with the same workload, at the same rate.
+    let reference: BTreeMap<(String, u64), (Option<Estimate>, Option<Estimate>)> = out
         .iter()
-        .filter(|r| r.sample == REFERENCE)
-        .map(|r| (r.freq_hz, (r.handler_ns, r.total_ns)))
+        .filter(|r| sample_of(&r.sample) == REFERENCE)
+        .map(|r| {
+            (
+                (workload_of(&r.sample).to_string(), r.freq_hz),
+                (r.handler_ns, r.total_ns),
+            )
+        })
         .collect();
-    for row in out.iter_mut().filter(|r| r.sample != REFERENCE) {
-        if let Some((h, t)) = reference.get(&row.freq_hz) {
+    for row in out.iter_mut().filter(|r| sample_of(&r.sample) != REFERENCE) {
+        let k = (workload_of(&row.sample).to_string(), row.freq_hz);
+        if let Some((h, t)) = reference.get(&k) {
             row.handler_ratio = row.handler_ns.zip(*h).and_then(|(a, b)| ratio(&a, &b));
             row.total_ratio = row.total_ns.zip(*t).and_then(|(a, b)| ratio(&a, &b));
         }
@@ -270,7 +328,7 @@ pub fn predict_throttle(
         for r in rs
             .runs
             .iter()
-            .filter(|r| r.ok() && r.freq_hz > 0 && &r.sample == sample)
+            .filter(|r| r.ok() && r.freq_hz > 0 && &config_key(r) == sample)
         {
             let e = observed.entry(r.freq_hz).or_default();
             e.0 += r.throttled;

@@ -24,7 +24,7 @@ fn num(v: f64, d: usize) -> String {
 }
 
 fn ratio_cell(r: &ContentsRow, e: Option<&Estimate>) -> String {
-    if r.sample == REFERENCE {
+    if crate::contents::sample_of(&r.sample) == REFERENCE {
         "1 (reference)".to_string()
     } else {
         opt_est(e, 2)
@@ -45,13 +45,13 @@ pub fn render(a: &Analysis) -> String {
     );
     let _ = writeln!(
         s,
-        "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | call-chain entries | stack bytes | throttled |"
+        "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &a.by_contents {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.sample,
             r.freq_hz,
             num(r.achieved_hz, 0),
@@ -59,6 +59,7 @@ pub fn render(a: &Analysis) -> String {
             ratio_cell(r, r.handler_ratio.as_ref()),
             opt_est(r.total_ns.as_ref(), 0),
             ratio_cell(r, r.total_ratio.as_ref()),
+            opt_est(r.after_ns.as_ref(), 0),
             num(r.callchain_mean, 1),
             num(r.stack_user_mean_bytes, 0),
             r.throttled
@@ -133,6 +134,9 @@ pub fn write_csv(path: &Path, rows: &[ContentsRow]) -> Result<(), AnalysisError>
         "application_ns_lo",
         "application_ns_hi",
         "application_ratio",
+        "after_effect_ns",
+        "after_effect_ns_lo",
+        "after_effect_ns_hi",
         "callchain_mean",
         "stack_user_mean_bytes",
         "throttled",
@@ -146,6 +150,7 @@ pub fn write_csv(path: &Path, rows: &[ContentsRow]) -> Result<(), AnalysisError>
     for r in rows {
         let [h, hl, hh] = e3(r.handler_ns);
         let [t, tl, th] = e3(r.total_ns);
+        let [a, al, ah] = e3(r.after_ns);
         w.write_record([
             r.sample.clone(),
             r.freq_hz.to_string(),
@@ -158,6 +163,9 @@ pub fn write_csv(path: &Path, rows: &[ContentsRow]) -> Result<(), AnalysisError>
             tl,
             th,
             v(r.total_ratio),
+            a,
+            al,
+            ah,
             r.callchain_mean.to_string(),
             r.stack_user_mean_bytes.to_string(),
             r.throttled.to_string(),

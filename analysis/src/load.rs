@@ -87,6 +87,8 @@ pub struct Run {
     pub callchain_mean: f64,
     /// Mean user-stack bytes copied per sample (0 when absent).
     pub stack_user_mean_bytes: f64,
+    /// What the workload's loop did (`loop` when absent).
+    pub workload: String,
 }
 
 impl Run {
@@ -359,6 +361,7 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
     let sample = c.str("sample", false)?;
     let callchain_mean = c.f64("callchain_mean", false)?;
     let stack_user_mean_bytes = c.f64("stack_user_mean_bytes", false)?;
+    let workload = c.str("workload", false)?;
     let runs = (0..df.height())
         .map(|i| Run {
             run_id: run_id[i],
@@ -404,6 +407,11 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
             },
             callchain_mean: finite_or_zero(callchain_mean[i]),
             stack_user_mean_bytes: finite_or_zero(stack_user_mean_bytes[i]),
+            workload: if workload[i].is_empty() {
+                "loop".to_string()
+            } else {
+                workload[i].clone()
+            },
         })
         .collect();
     Ok(runs)

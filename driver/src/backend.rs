@@ -181,6 +181,8 @@ impl Backend for RealBackend {
             .arg(format!("{}ns", opts.duration_ns))
             .arg("--cpu")
             .arg(opts.cpu.to_string())
+            .arg("--kind")
+            .arg(spec.run.workload.name())
             .arg("--json")
             .arg("--counter")
             .arg(&counter_path)

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::contents::{ContentsError, MAX_STACK_USER_BYTES, PRESETS, SampleContents};
+use workload::work::WorkKind;
 
 /// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
 pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
@@ -167,6 +168,21 @@ impl ScopeName {
     }
 }
 
+fn legacy_workloads() -> Vec<WorkKind> {
+    vec![WorkKind::Loop]
+}
+
+fn parse_workload(s: &str, origin: &Origin) -> Result<WorkKind, ConfigError> {
+    WorkKind::parse(s).map_err(|e| {
+        invalid(
+            s,
+            origin,
+            e.to_string(),
+            "use loop, stack[:DEPTH] (e.g. stack:32) or memory:SIZE (e.g. memory:32K, memory:8M, memory:1G)",
+        )
+    })
+}
+
 fn legacy_samples() -> Vec<SampleContents> {
     vec![SampleContents::Time]
 }
@@ -249,6 +265,8 @@ pub struct ExperimentFile {
     /// Sample contents: a preset ("perf-default", "callchain", "dwarf:8192",
     /// "lbr", "time") or field list, or a list of them.
     pub sample: Option<OneOrMany<String>>,
+    /// Workload kind(s): "loop", "stack:32", "memory:8M", or a list.
+    pub workload: Option<OneOrMany<String>>,
 }
 
 impl ExperimentFile {
@@ -296,6 +314,8 @@ pub struct FlagSettings {
     pub no_util: bool,
     /// `--sample`
     pub sample: Option<String>,
+    /// `--workload`
+    pub workload: Option<String>,
 }
 
 /// The sweep options as resolved: flags over experiment file over defaults.
@@ -327,6 +347,10 @@ pub struct SweepOptions {
     /// dimension ran with `time`.
     #[serde(default = "legacy_samples")]
     pub samples: Vec<SampleContents>,
+    /// What the workload's loop does, in the order given (`loop` in
+    /// manifests written before kinds existed).
+    #[serde(default = "legacy_workloads")]
+    pub workloads: Vec<WorkKind>,
     /// Experiment file the options came from, if any.
     pub experiment: Option<PathBuf>,
     /// The experiment file's description.
@@ -624,6 +648,29 @@ impl SweepOptions {
         } else {
             vec![SampleContents::DEFAULT]
         };
+        let workload_list = if let Some(text) = &flags.workload {
+            let o = Origin::Flag("--workload");
+            text.split(',')
+                .map(|s| parse_workload(s.trim(), &o))
+                .collect::<Result<Vec<_>, _>>()?
+        } else if let Some(list) = &exp.workload {
+            let o = key("workload");
+            list.to_vec()
+                .iter()
+                .map(|s| parse_workload(s, &o))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            vec![WorkKind::Loop]
+        };
+        let mut workloads: Vec<WorkKind> = Vec::new();
+        for w in workload_list {
+            if !workloads.contains(&w) {
+                workloads.push(w);
+            }
+        }
+        if workloads.is_empty() {
+            workloads.push(WorkKind::Loop);
+        }
         let mut samples: Vec<SampleContents> = Vec::new();
         for c in sample_list {
             if !samples.contains(&c) {
@@ -643,6 +690,7 @@ impl SweepOptions {
             seed,
             util,
             samples,
+            workloads,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),
         })

@@ -210,6 +210,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         },
         requested_event: spec.opts.event.clone(),
         sample: run.sample.name(),
+        workload: run.workload.name(),
         scope: spec.opts.scope.as_str().to_owned(),
         cpu: spec.opts.cpu,
         duration_ns: spec.opts.duration_ns,

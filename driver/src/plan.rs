@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Design, SweepOptions};
 use crate::contents::SampleContents;
+use workload::work::WorkKind;
 
 /// What a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -60,6 +61,9 @@ pub struct PlannedRun {
     /// Plans written before contents were a dimension ran with `time`.
     #[serde(default = "legacy_contents")]
     pub sample: SampleContents,
+    /// What the workload's loop does (plans before kinds existed: loop).
+    #[serde(default)]
+    pub workload: WorkKind,
     /// Repetition, 0-based.
     pub rep: u32,
     /// Randomised block (= repetition).
@@ -80,36 +84,44 @@ pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
         .first()
         .copied()
         .unwrap_or(SampleContents::DEFAULT);
+    let workloads: Vec<WorkKind> = if opts.workloads.is_empty() {
+        vec![WorkKind::Loop]
+    } else {
+        opts.workloads.clone()
+    };
     for rep in 0..opts.reps {
-        let mut block: Vec<(RunKind, Design, SampleContents, u64)> = Vec::new();
-        for &design in &opts.designs {
-            for &f in &opts.freqs_hz {
-                if f == 0 {
-                    block.push((RunKind::Loss, design, first, f));
-                    continue;
-                }
-                for &c in &opts.samples {
-                    block.push((RunKind::Loss, design, c, f));
+        let mut block: Vec<(RunKind, Design, SampleContents, WorkKind, u64)> = Vec::new();
+        for &w in &workloads {
+            for &design in &opts.designs {
+                for &f in &opts.freqs_hz {
+                    if f == 0 {
+                        block.push((RunKind::Loss, design, first, w, f));
+                        continue;
+                    }
+                    for &c in &opts.samples {
+                        block.push((RunKind::Loss, design, c, w, f));
+                    }
                 }
             }
-        }
-        if opts.util {
-            // Util runs do not depend on the design; tag them with the first one.
-            let design = opts.designs.first().copied().unwrap_or(Design::Classic);
-            for &f in opts.freqs_hz.iter().filter(|&&f| f > 0) {
-                for &c in &opts.samples {
-                    block.push((RunKind::Util, design, c, f));
+            if opts.util {
+                // Util runs do not depend on the design; tag them with the first one.
+                let design = opts.designs.first().copied().unwrap_or(Design::Classic);
+                for &f in opts.freqs_hz.iter().filter(|&&f| f > 0) {
+                    for &c in &opts.samples {
+                        block.push((RunKind::Util, design, c, w, f));
+                    }
                 }
             }
         }
         block.shuffle(&mut rng);
-        for (kind, design, sample, freq_hz) in block {
+        for (kind, design, sample, workload, freq_hz) in block {
             plan.push(PlannedRun {
                 run_id,
                 kind,
                 design,
                 freq_hz,
                 sample,
+                workload,
                 rep,
                 block: rep,
             });

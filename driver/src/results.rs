@@ -191,6 +191,10 @@ pub struct RunRow {
     /// Mean of those bytes that were really stack (dyn_size).
     #[serde(default)]
     pub stack_dyn_mean_bytes: Option<f64>,
+    /// What the workload's loop did (`--workload`); empty in older rows:
+    /// `loop`.
+    #[serde(default)]
+    pub workload: String,
 }
 
 /// One phases.csv row.

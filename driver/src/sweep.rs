@@ -71,6 +71,14 @@ pub struct SweepFlags {
     /// ip+tid+period. Default perf-default.
     #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub sample: Option<String>,
+    /// What the workload's loop does, comma-separated; several make it a
+    /// sweep dimension: loop (one increment per iteration, the article's),
+    /// stack[:DEPTH] (the counting DEPTH frames deep, default 32, so call
+    /// chains and stack copies walk real frames), memory:SIZE (a dependent
+    /// pointer chase over SIZE bytes, e.g. 32K, 8M, 1G: an interrupt's cache
+    /// and TLB pollution shows as lost work). Default loop.
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
+    pub workload: Option<String>,
     /// Seed of the randomised run order. Default: from the clock (recorded).
     #[arg(long, allow_hyphen_values = true)]
     pub seed: Option<String>,
@@ -131,6 +139,7 @@ fn flag_settings(args: &SweepFlags) -> FlagSettings {
         seed: args.seed.clone(),
         no_util: args.no_util,
         sample: args.sample.clone(),
+        workload: args.workload.clone(),
     }
 }
 
@@ -147,6 +156,7 @@ fn has_settings(args: &SweepFlags) -> bool {
         || f.seed.is_some()
         || f.no_util
         || f.sample.is_some()
+        || f.workload.is_some()
         || args.experiment.is_some()
         || args.out.is_some()
 }

@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 use crate::clocks;
 use crate::duration::parse_duration;
 use crate::run::{self, RunOptions};
+use crate::work::WorkKind;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,6 +63,14 @@ struct Cli {
     #[arg(long, value_name = "PATH")]
     timeline: Option<PathBuf>,
 
+    /// What one iteration does: loop (one increment, the 2014 article's),
+    /// stack[:DEPTH] (the same counting DEPTH frames down a call stack,
+    /// default 32, so call chains and stack copies walk real frames) or
+    /// memory:SIZE (a dependent pointer chase over SIZE bytes, e.g. 32K, 8M,
+    /// 1G, so an interrupt's cache and TLB pollution shows as lost work).
+    #[arg(long, value_parser = parse_kind, default_value = "loop", value_name = "KIND")]
+    kind: WorkKind,
+
     /// Most gaps stored with --timeline (memory: 24 bytes each, allocated
     /// and touched before the loop); more are counted, not stored.
     /// Default: 250 000 per second of --duration, at least 100 000.
@@ -77,6 +86,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+fn parse_kind(s: &str) -> Result<WorkKind, String> {
+    WorkKind::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
@@ -139,6 +152,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         go_timeout: cli.go_timeout,
         timeline: cli.timeline,
         max_gaps: cli.max_gaps,
+        kind: cli.kind,
     };
     let report = run::run(&opts)?;
     tracing::info!(

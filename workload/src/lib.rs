@@ -12,3 +12,4 @@ pub mod report;
 pub mod run;
 mod sys;
 pub mod timeline;
+pub mod work;

@@ -10,6 +10,9 @@ pub const CLOCK_NAME: &str = "CLOCK_MONOTONIC_RAW";
 /// differences over the timed loop only (setup excluded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
+    /// What one iteration did (`--kind`: loop, stack:N, memory:SIZE).
+    #[serde(default)]
+    pub kind: String,
     /// Loop iterations completed in the timed loop.
     pub iterations: u64,
     /// Requested duration.

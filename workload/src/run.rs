@@ -32,6 +32,7 @@ use crate::counter::{CounterError, CounterWriter, State};
 use crate::report::{CLOCK_NAME, RunReport};
 use crate::sys;
 use crate::timeline::{Timeline, TimelineError, default_capacity};
+use crate::work::{Loop, Memory, Stack, Work, WorkKind};
 
 /// Value of `stop_method` in the report.
 pub const STOP_METHOD: &str = "timer_signal+clock_check: timer_create(CLOCK_MONOTONIC) SIGALRM to the loop thread sets an AtomicBool checked every chunk, armed margin before the deadline; then CLOCK_MONOTONIC_RAW read every chunk until the deadline";
@@ -65,6 +66,8 @@ pub struct RunOptions {
     pub timeline: Option<PathBuf>,
     /// Gap buffer capacity in timeline mode (default: from the duration).
     pub max_gaps: Option<u64>,
+    /// What one iteration does.
+    pub kind: WorkKind,
 }
 
 /// Why a run could not be done.
@@ -111,6 +114,18 @@ pub enum RunError {
     /// Timeline mode could not calibrate, allocate or write.
     #[error(transparent)]
     Timeline(#[from] TimelineError),
+    /// A memory working set larger than the memory available.
+    #[error(
+        "--kind {kind}: the working set needs {need_mib} MiB and this host has {avail_mib} MiB available (MemAvailable in /proc/meminfo); give a smaller memory:SIZE"
+    )]
+    WorkingSet {
+        /// The kind as given.
+        kind: String,
+        /// MiB needed.
+        need_mib: u64,
+        /// MiB available.
+        avail_mib: u64,
+    },
 }
 
 impl RunError {
@@ -122,6 +137,7 @@ impl RunError {
                 | RunError::ZeroDuration
                 | RunError::WaitGoWithoutCounter
                 | RunError::Timeline(TimelineError::ZeroCapacity)
+                | RunError::WorkingSet { .. }
         )
     }
 }
@@ -147,9 +163,22 @@ pub fn run_until(
     start_count: u64,
     max_count: u64,
 ) -> u64 {
+    run_until_with(&mut Loop, stop, publish, chunk, start_count, max_count)
+}
+
+/// [`run_until`] with any kind of work.
+#[inline(never)]
+pub fn run_until_with<W: Work>(
+    work: &mut W,
+    stop: &AtomicBool,
+    publish: Option<&AtomicU64>,
+    chunk: u64,
+    start_count: u64,
+    max_count: u64,
+) -> u64 {
     let mut count = start_count;
     loop {
-        count = count_chunk(count, chunk);
+        count = work.chunk(count, chunk);
         if let Some(p) = publish {
             p.store(count, Ordering::Release);
         }
@@ -168,9 +197,21 @@ pub fn run_until_clock(
     start_count: u64,
     deadline_ns: u64,
 ) -> (u64, u64) {
+    run_until_clock_with(&mut Loop, publish, chunk, start_count, deadline_ns)
+}
+
+/// [`run_until_clock`] with any kind of work.
+#[inline(never)]
+pub fn run_until_clock_with<W: Work>(
+    work: &mut W,
+    publish: Option<&AtomicU64>,
+    chunk: u64,
+    start_count: u64,
+    deadline_ns: u64,
+) -> (u64, u64) {
     let mut count = start_count;
     loop {
-        count = count_chunk(count, chunk);
+        count = work.chunk(count, chunk);
         if let Some(p) = publish {
             p.store(count, Ordering::Release);
         }
@@ -196,19 +237,26 @@ pub fn monotonic_raw_ns() -> u64 {
 /// slowed by preemption only makes the chunk shorter, never longer). Returns
 /// (chunk, ns per chunk).
 pub fn calibrate_chunk() -> (u64, f64) {
-    const PROBE: u64 = 1 << 16;
+    calibrate_chunk_with(&mut Loop, 1 << 16)
+}
+
+/// [`calibrate_chunk`] for any kind of work, with probes of `probe`
+/// iterations (fewer for slow work: a probe of the memory chase over a
+/// large working set is ~100 ns per iteration).
+pub fn calibrate_chunk_with<W: Work>(work: &mut W, probe: u64) -> (u64, f64) {
+    let probe = probe.max(64);
     let warm_until = monotonic_raw_ns() + 2_000_000;
     while monotonic_raw_ns() < warm_until {
-        black_box(count_chunk(0, PROBE));
+        black_box(work.chunk(0, probe));
     }
     let mut best = u64::MAX;
     for _ in 0..64 {
         let t0 = monotonic_raw_ns();
-        black_box(count_chunk(0, PROBE));
+        black_box(work.chunk(0, probe));
         let dt = monotonic_raw_ns().saturating_sub(t0);
         best = best.min(dt.max(1));
     }
-    let ns_per_iter = best as f64 / PROBE as f64;
+    let ns_per_iter = best as f64 / probe as f64;
     let fit = (TARGET_CHUNK_NS / ns_per_iter).max(1.0) as u64;
     let chunk = (fit & !63).clamp(256, 1 << 28);
     (chunk, chunk as f64 * ns_per_iter)
@@ -268,6 +316,29 @@ pub fn pin_to_cpu(cpu: u32) -> Result<(), RunError> {
 /// Validates, pins, sets up the counter, optionally waits for go, runs the
 /// timed loop and reports.
 pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
+    match opts.kind {
+        WorkKind::Loop => run_with(opts, &mut Loop, 1 << 16),
+        WorkKind::Stack { depth } => run_with(opts, &mut Stack { depth }, 1 << 16),
+        WorkKind::Memory { working_set } => {
+            let avail = sys::mem_available_bytes().unwrap_or(u64::MAX);
+            // The chase, plus a quarter of what is left for everything else.
+            if working_set > avail / 4 * 3 {
+                return Err(RunError::WorkingSet {
+                    kind: opts.kind.name(),
+                    need_mib: working_set >> 20,
+                    avail_mib: avail >> 20,
+                });
+            }
+            let seed = monotonic_raw_ns();
+            let mut m = Memory::new(working_set, seed);
+            // ~100 ns per hop beyond the caches: 1024-hop probes.
+            run_with(opts, &mut m, 1 << 10)
+        }
+    }
+}
+
+/// One run with `work` (calibration probes of `probe` iterations).
+fn run_with<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<RunReport, RunError> {
     if opts.duration.is_zero() {
         return Err(RunError::ZeroDuration);
     }
@@ -284,11 +355,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
     };
     let publish = writer.as_ref().map(CounterWriter::iterations_slot);
 
-    let (chunk, chunk_ns) = calibrate_chunk();
+    let (chunk, chunk_ns) = calibrate_chunk_with(work, probe);
     tracing::debug!(chunk, chunk_ns, "calibrated chunk");
     let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
     let mut timeline = match &opts.timeline {
-        Some(path) => Some(Timeline::calibrate(
+        Some(path) => Some(Timeline::calibrate_with(
+            work,
             path.clone(),
             chunk_ns / chunk as f64,
             opts.max_gaps
@@ -335,7 +407,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
             if timer.is_none() {
                 stop.store(true, Ordering::Relaxed);
             }
-            let (count, end_ns) = t.run(stop, publish, count, Some(deadline_ns));
+            let (count, end_ns) = t.run_with(work, stop, publish, count, Some(deadline_ns));
             if timer.is_some() {
                 signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
             }
@@ -343,10 +415,10 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
         }
         None => {
             if timer.is_some() {
-                count = run_until(stop, publish, chunk, count, u64::MAX);
+                count = run_until_with(work, stop, publish, chunk, count, u64::MAX);
                 signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
             }
-            run_until_clock(publish, chunk, count, deadline_ns)
+            run_until_clock_with(work, publish, chunk, count, deadline_ns)
         }
     };
     #[cfg(target_arch = "x86_64")]
@@ -375,6 +447,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
         tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
     }
     Ok(RunReport {
+        kind: opts.kind.name(),
         iterations: count,
         duration_ns,
         wall_ns,

@@ -347,6 +347,20 @@ pub(crate) struct Usage {
 
 /// `getrusage(RUSAGE_SELF)`.
 #[inline(always)]
+/// MemAvailable of /proc/meminfo, bytes.
+pub(crate) fn mem_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
 pub(crate) fn getrusage_self() -> Option<Usage> {
     // SAFETY: zeroed rusage is a valid value; `ru` is a valid out-pointer.
     let (rc, ru) = unsafe {

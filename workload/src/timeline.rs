@@ -32,7 +32,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{count_chunk, monotonic_raw_ns};
+use crate::run::monotonic_raw_ns;
+use crate::work::{Loop, Work};
 
 /// Target loop time of one stamped chunk.
 pub const TARGET_STAMP_CHUNK_NS: f64 = 100.0;
@@ -262,6 +263,16 @@ impl Timeline {
         ns_per_iter: f64,
         capacity: u64,
     ) -> Result<Self, TimelineError> {
+        Self::calibrate_with(&mut Loop, path, ns_per_iter, capacity)
+    }
+
+    /// [`Timeline::calibrate`] with any kind of work.
+    pub fn calibrate_with<W: Work>(
+        work: &mut W,
+        path: PathBuf,
+        ns_per_iter: f64,
+        capacity: u64,
+    ) -> Result<Self, TimelineError> {
         if capacity == 0 {
             return Err(TimelineError::ZeroCapacity);
         }
@@ -272,7 +283,7 @@ impl Timeline {
         let mut prev = stamp();
         let until = monotonic_raw_ns() + 5_000_000;
         while lens.len() < lens.capacity() {
-            black_box(count_chunk(0, chunk));
+            black_box(work.chunk(0, chunk));
             let now = stamp();
             lens.push(now.wrapping_sub(prev));
             prev = now;
@@ -342,6 +353,18 @@ impl Timeline {
         start_count: u64,
         deadline_ns: Option<u64>,
     ) -> (u64, u64) {
+        self.run_with(&mut Loop, stop, publish, start_count, deadline_ns)
+    }
+
+    /// [`Timeline::run`] with any kind of work.
+    pub fn run_with<W: Work>(
+        &mut self,
+        work: &mut W,
+        stop: &AtomicBool,
+        publish: Option<&AtomicU64>,
+        start_count: u64,
+        deadline_ns: Option<u64>,
+    ) -> (u64, u64) {
         let prev = stamp();
         self.first = prev;
         let mut state = LoopState {
@@ -350,11 +373,11 @@ impl Timeline {
             ref_at_gap: 0,
             gap_end: prev.wrapping_sub(1 << 62),
         };
-        let mut count = self.stamped::<false>(&mut state, stop, publish, start_count, 0);
+        let mut count = self.stamped::<false, W>(work, &mut state, stop, publish, start_count, 0);
         self.stop_seen_ns = monotonic_raw_ns();
         let mut end_ns = 0;
         if let Some(d) = deadline_ns {
-            count = self.stamped::<true>(&mut state, stop, publish, count, d);
+            count = self.stamped::<true, W>(work, &mut state, stop, publish, count, d);
             end_ns = monotonic_raw_ns();
         }
         self.last = state.prev;
@@ -369,8 +392,9 @@ impl Timeline {
     /// The stamped loop. CLOCK: also read CLOCK_MONOTONIC_RAW every chunk and
     /// stop at `deadline_ns`; else stop when `stop` is set.
     #[inline(never)]
-    fn stamped<const CLOCK: bool>(
+    fn stamped<const CLOCK: bool, W: Work>(
         &mut self,
+        work: &mut W,
         st: &mut LoopState,
         stop: &AtomicBool,
         publish: Option<&AtomicU64>,
@@ -379,7 +403,7 @@ impl Timeline {
     ) -> u64 {
         let mut count = start_count;
         loop {
-            count = count_chunk(count, self.chunk);
+            count = work.chunk(count, self.chunk);
             if let Some(p) = publish {
                 p.store(count, Ordering::Release);
             }
