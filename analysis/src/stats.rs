@@ -26,16 +26,28 @@ pub fn std_dev(x: &[f64]) -> f64 {
     variance(x).sqrt()
 }
 
-/// Type-7 quantile (numpy's default) of an ascending slice.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
-    let n = sorted.len();
+/// Type-7 quantile (numpy's default: linear between the two order
+/// statistics around position q (n - 1)) of `n` values, read through
+/// `kth(k)`, the k-th smallest (0-based). `kth` is called at most twice, in
+/// ascending k, so a selection or a histogram can stand in for a sorted
+/// slice. NaN for no values.
+pub fn quantile_type7(n: usize, q: f64, mut kth: impl FnMut(usize) -> f64) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
     let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
     let lo = pos.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    sorted[lo] + (pos - lo as f64) * (sorted[hi] - sorted[lo])
+    let frac = pos - lo as f64;
+    let a = kth(lo);
+    if frac == 0.0 || lo + 1 >= n {
+        return a;
+    }
+    a + frac * (kth(lo + 1) - a)
+}
+
+/// Type-7 quantile of an ascending slice.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    quantile_type7(sorted.len(), q, |k| sorted[k])
 }
 
 /// Median of unsorted values.
@@ -239,9 +251,19 @@ mod tests {
     }
 
     #[test]
-    fn quantile_type7() {
+    fn quantiles_are_type7() {
         let v = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(quantile_sorted(&v, 0.5), 2.5);
         assert!((quantile_sorted(&v, 0.99) - 3.97).abs() < 1e-12);
+        assert_eq!(quantile_sorted(&v, 1.0), 4.0);
+        assert_eq!(quantile_sorted(&[7.0], 0.99), 7.0);
+        assert!(quantile_sorted(&[], 0.5).is_nan());
+        // Read through order statistics: at most two, ascending.
+        let mut asked = Vec::new();
+        let q = quantile_type7(4, 0.5, |k| {
+            asked.push(k);
+            v[k]
+        });
+        assert_eq!((q, asked), (2.5, vec![1, 2]));
     }
 }
