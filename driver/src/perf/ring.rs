@@ -80,21 +80,19 @@ impl Ring {
     /// space. Returns the bytes drained. On a malformed record the rest of
     /// the readable region is skipped (and freed) and the error returned.
     pub fn drain<F: FnMut(Record<'_>)>(&mut self, f: F) -> Result<usize, PerfError> {
-        let head = self.map.data_head();
-        let tail = self.map.data_tail();
-        if head == tail {
+        let (a, b) = self.map.readable();
+        let avail = a.len() + b.len();
+        if avail == 0 {
             return Ok(0);
         }
-        let (a, b) = self.map.readable(tail, head);
-        let avail = a.len() + b.len();
         let res = for_each_record(a, b, &self.formats, &mut self.scratch, f);
         match res {
             Ok(n) => {
-                self.map.set_data_tail(tail.wrapping_add(n as u64));
+                self.map.consume(n);
                 Ok(n)
             }
             Err((source, _)) => {
-                self.map.set_data_tail(tail.wrapping_add(avail as u64));
+                self.map.consume(avail);
                 Err(PerfError::Decode {
                     cpu: self.cpu,
                     source,
