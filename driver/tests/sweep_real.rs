@@ -69,6 +69,12 @@ fn quick_experiment_end_to_end() {
 
     let m = read_manifest(&out).unwrap();
     assert_eq!(m.status, driver::results::Status::Complete);
+    // The commit the driver was built from (driver/build.rs).
+    let built = env!("DRIVER_GIT_REVISION");
+    assert_eq!(
+        m.git_revision.as_deref(),
+        (built != "unknown").then_some(built)
+    );
     assert!(m.settings_changed.iter().all(|c| c.restored));
     let rows = read_runs(&out).unwrap();
     assert_eq!(rows.len(), m.plan.len());
