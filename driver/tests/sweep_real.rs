@@ -167,8 +167,8 @@ fn quick_experiment_end_to_end() {
 }
 
 /// The gaps runs: every one has its timeline row and files; at 40 kHz
-/// almost every sample falls in a gap of the loop (FACTS.md: all of them
-/// did), the 0 Hz runs have no samples, and sampling adds gap time.
+/// almost every sample falls in a gap of the loop (on the development VM all
+/// of them did), the 0 Hz runs have no samples, and sampling adds gap time.
 fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
     use analysis::timeline::{TIMELINE_CSV, TimelineRow, read_csv_rows, read_gaps_parquet};
     let gaps_runs: Vec<_> = rows.iter().filter(|r| r.design == "gaps").collect();

@@ -6,8 +6,8 @@ use super::error::PerfError;
 use super::record::{Formats, Record, for_each_record};
 use super::sys::RingMap;
 
-/// Default data size of one ring: 16 MiB (FACTS: a busy moment put 2.8 MB in
-/// one 10 ms drain at 100 kHz with four tracepoints).
+/// Default data size of one ring: 16 MiB (on the development VM a busy moment
+/// put 2.8 MB in one 10 ms drain at 100 kHz with four tracepoints).
 pub const DEFAULT_RING_DATA_BYTES: usize = 16 << 20;
 
 /// One mmapped ring, with the layout of the records it carries.
