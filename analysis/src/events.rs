@@ -87,20 +87,7 @@ impl IntervalStats {
 
 /// Type-7 quantile by selection (O(n)), reordering `v`.
 fn quantile_select(v: &mut [u64], q: f64) -> f64 {
-    let n = v.len();
-    if n == 1 {
-        return v[0] as f64;
-    }
-    let pos = q * (n - 1) as f64;
-    let lo = pos.floor() as usize;
-    let frac = pos - lo as f64;
-    let (_, lo_val, upper) = v.select_nth_unstable(lo);
-    let lo_val = *lo_val;
-    if frac == 0.0 || upper.is_empty() {
-        return lo_val as f64;
-    }
-    let hi_val = upper.iter().copied().min().unwrap_or(lo_val);
-    lo_val as f64 + frac * (hi_val as f64 - lo_val as f64)
+    crate::stats::quantile_type7(v.len(), q, |k| *v.select_nth_unstable(k).1 as f64)
 }
 
 /// Durations below this many ns are counted in 1-ns bins; longer ones are
@@ -171,14 +158,8 @@ impl DurationHistogram {
     }
 
     fn quantile(&self, q: f64) -> f64 {
-        let pos = q * (self.count - 1) as f64;
-        let lo = pos.floor() as u64;
-        let frac = pos - lo as f64;
-        let a = self.kth(lo) as f64;
-        if frac == 0.0 || lo + 1 >= self.count {
-            return a;
-        }
-        a + frac * (self.kth(lo + 1) as f64 - a)
+        let n = usize::try_from(self.count).unwrap_or(usize::MAX);
+        crate::stats::quantile_type7(n, q, |k| self.kth(k as u64) as f64)
     }
 
     /// The summary.

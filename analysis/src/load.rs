@@ -73,7 +73,7 @@ pub struct Run {
     pub noisy: bool,
     pub status: String,
     pub error: String,
-    /// Optional columns the driver added after the first draft of format 1.
+    /// Optional in format 1: a missing column reads as 0 or empty.
     pub lost_samples: u64,
     pub unthrottled: u64,
     pub foreign_intervals: u64,

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
-    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
+    /// More log output on stderr (-v: debug, -vv: trace; as in `driver`). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
@@ -49,10 +49,13 @@ enum Command {
 }
 
 fn init_logging(verbose: u8) {
+    // -v and -vv mean what they mean in `driver`; only the quiet default
+    // differs (the driver's info lines are its progress, the analysis's are
+    // timings).
     let default = match verbose {
         0 => "warn",
-        1 => "info",
-        _ => "debug",
+        1 => "debug",
+        _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -1075,6 +1075,12 @@ struct Durations {
 }
 
 /// Percentiles of one group, by O(n) selection (nearest rank).
+///
+/// Not [`crate::stats::quantile_type7`], on purpose: these only label and
+/// bound the duration plot (the legend's median, the end of the x axis),
+/// and nearest rank makes both an observed duration. Type 7 would
+/// interpolate between two and change the legends and axes of the
+/// committed plots.
 struct GroupStats {
     min: f64,
     median: f64,

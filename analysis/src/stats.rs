@@ -1,5 +1,7 @@
-//! Descriptive statistics and Student-t intervals, written out so that they
-//! can be checked against scipy (tests/fixtures).
+//! Descriptive statistics and Student-t intervals. The distributions are
+//! statrs's; tests/fixtures checks the results against scipy.
+
+use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
 /// Arithmetic mean; NaN for an empty slice.
 pub fn mean(x: &[f64]) -> f64 {
@@ -24,16 +26,28 @@ pub fn std_dev(x: &[f64]) -> f64 {
     variance(x).sqrt()
 }
 
-/// Type-7 quantile (numpy's default) of an ascending slice.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
-    let n = sorted.len();
+/// Type-7 quantile (numpy's default: linear between the two order
+/// statistics around position q (n - 1)) of `n` values, read through
+/// `kth(k)`, the k-th smallest (0-based). `kth` is called at most twice, in
+/// ascending k, so a selection or a histogram can stand in for a sorted
+/// slice. NaN for no values.
+pub fn quantile_type7(n: usize, q: f64, mut kth: impl FnMut(usize) -> f64) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
     let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
     let lo = pos.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    sorted[lo] + (pos - lo as f64) * (sorted[hi] - sorted[lo])
+    let frac = pos - lo as f64;
+    let a = kth(lo);
+    if frac == 0.0 || lo + 1 >= n {
+        return a;
+    }
+    a + frac * (kth(lo + 1) - a)
+}
+
+/// Type-7 quantile of an ascending slice.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    quantile_type7(sorted.len(), q, |k| sorted[k])
 }
 
 /// Median of unsorted values.
@@ -41,94 +55,6 @@ pub fn median(x: &[f64]) -> f64 {
     let mut v = x.to_vec();
     v.sort_by(f64::total_cmp);
     quantile_sorted(&v, 0.5)
-}
-
-/// ln Gamma(x) for x > 0 (Lanczos, g = 7, n = 9; ~1e-15 relative).
-pub fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection formula.
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = C[0];
-    let t = x + G + 0.5;
-    for (i, c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
-}
-
-/// Regularised incomplete beta I_x(a, b) (continued fraction, Lentz).
-pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
-    let front = ln_front.exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_cf(a, b, x) / a
-    } else {
-        1.0 - front * beta_cf(b, a, 1.0 - x) / b
-    }
-}
-
-fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    const EPS: f64 = 1e-16;
-    let mut c = 1.0;
-    let mut d = 1.0 - (a + b) * x / (a + 1.0);
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..=300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
-        h *= del;
-        if (del - 1.0).abs() < EPS {
-            break;
-        }
-    }
-    h
 }
 
 /// One-way analysis of variance of `groups` (empty groups ignored): F =
@@ -154,45 +80,17 @@ pub fn one_way_anova(groups: &[Vec<f64>]) -> Option<(f64, f64)> {
     }
     let (d1, d2) = ((k - 1) as f64, (n - k) as f64);
     let f = (ssb / d1) / (ssw / d2);
-    let p = 1.0 - inc_beta(d1 / 2.0, d2 / 2.0, d1 * f / (d1 * f + d2));
+    let p = FisherSnedecor::new(d1, d2).ok()?.sf(f);
     Some((f, p))
 }
 
-/// Student-t cumulative distribution with `df` degrees of freedom.
-pub fn t_cdf(t: f64, df: f64) -> f64 {
-    let x = df / (df + t * t);
-    let tail = 0.5 * inc_beta(df / 2.0, 0.5, x);
-    if t >= 0.0 { 1.0 - tail } else { tail }
-}
-
-/// Student-t quantile: the t with t_cdf(t, df) = p (bisection then Newton-free
-/// refinement to ~1e-12; df may be fractional, e.g. Welch).
+/// Student-t quantile: the t with P(T <= t) = p on `df` degrees of freedom
+/// (df may be fractional, e.g. Welch); NaN outside 0 < p < 1 or for df <= 0.
 pub fn t_ppf(p: f64, df: f64) -> f64 {
-    if !(p > 0.0 && p < 1.0 && df > 0.0) {
+    if !(p > 0.0 && p < 1.0) {
         return f64::NAN;
     }
-    if p < 0.5 {
-        return -t_ppf(1.0 - p, df);
-    }
-    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
-    while t_cdf(hi, df) < p {
-        hi *= 2.0;
-        if hi > 1e12 {
-            return f64::INFINITY;
-        }
-    }
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if t_cdf(mid, df) < p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-        if hi - lo <= 1e-13 * hi.max(1.0) {
-            break;
-        }
-    }
-    0.5 * (lo + hi)
+    StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |t| t.inverse_cdf(p))
 }
 
 /// Two-sided critical value t_{1-alpha/2, df} for a 95 % interval.
@@ -312,6 +210,16 @@ mod tests {
         let (f, p) = one_way_anova(&g).unwrap();
         assert!((f - 32.31586402266292).abs() < 1e-9, "{f}");
         assert!((p - 7.803668714370627e-05).abs() < 1e-12, "{p}");
+        // A tiny p keeps its relative precision (the upper tail is computed
+        // directly, not as 1 - cdf): scipy gives 1.7017558470616743e-13.
+        let far = [
+            vec![1.0, 1.1, 0.9, 1.05, 0.95],
+            vec![2.0, 2.1, 1.9, 2.05, 1.95],
+            vec![3.0, 3.1, 2.9, 3.05, 2.95],
+        ];
+        let (f, p) = one_way_anova(&far).unwrap();
+        assert!((f - 800.0).abs() < 1e-9, "{f}");
+        assert!((p / 1.7017558470616743e-13 - 1.0).abs() < 1e-9, "{p}");
         // Equal group means: F = 0, p = 1.
         let (f, p) = one_way_anova(&[vec![1.0, 2.0, 3.0], vec![1.5, 2.5, 2.0]]).unwrap();
         assert!(f.abs() < 1e-12 && (p - 1.0).abs() < 1e-12, "{f} {p}");
@@ -327,18 +235,35 @@ mod tests {
         for (df, t) in [(1.0, 12.706), (4.0, 2.776), (9.0, 2.262), (30.0, 2.042)] {
             assert!((t_crit95(df) - t).abs() < 1e-3, "df {df}: {}", t_crit95(df));
         }
+        // The lower tail mirrors the upper; no quantile outside (0, 1) or
+        // without degrees of freedom.
+        assert!((t_ppf(0.025, 4.0) + t_ppf(0.975, 4.0)).abs() < 1e-12);
+        assert!(t_ppf(0.5, 7.0).abs() < 1e-12);
+        for (p, df) in [
+            (0.0, 4.0),
+            (1.0, 4.0),
+            (f64::NAN, 4.0),
+            (0.9, 0.0),
+            (0.9, f64::NAN),
+        ] {
+            assert!(t_ppf(p, df).is_nan(), "t_ppf({p}, {df})");
+        }
     }
 
     #[test]
-    fn quantile_type7() {
+    fn quantiles_are_type7() {
         let v = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(quantile_sorted(&v, 0.5), 2.5);
         assert!((quantile_sorted(&v, 0.99) - 3.97).abs() < 1e-12);
-    }
-
-    #[test]
-    fn ln_gamma_known() {
-        assert!((ln_gamma(5.0) - 24f64.ln()).abs() < 1e-12);
-        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-12);
+        assert_eq!(quantile_sorted(&v, 1.0), 4.0);
+        assert_eq!(quantile_sorted(&[7.0], 0.99), 7.0);
+        assert!(quantile_sorted(&[], 0.5).is_nan());
+        // Read through order statistics: at most two, ascending.
+        let mut asked = Vec::new();
+        let q = quantile_type7(4, 0.5, |k| {
+            asked.push(k);
+            v[k]
+        });
+        assert_eq!((q, asked), (2.5, vec![1, 2]));
     }
 }

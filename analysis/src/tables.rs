@@ -79,8 +79,8 @@ impl LossRow {
     /// classic design's interval is over runs already. Choosing it only
     /// when a pre-test (ANOVA by run) rejected would be anti-conservative:
     /// the interval over groups ignores that the loss itself varies between
-    /// runs, and the earlier rule took a -6.2 % "speed-up" at 500 Hz as
-    /// significant.
+    /// runs (on the development VM that rule took a -6.2 % "speed-up" at
+    /// 500 Hz as significant).
     pub fn trusted(&self) -> Estimate {
         match self.loss_by_run_pct {
             Some(e) if e.hi.is_finite() => e,
@@ -89,8 +89,8 @@ impl LossRow {
     }
 
     /// The runs disagree (ANOVA p < [`BETWEEN_RUNS_P`]) and the interval
-    /// over runs exists: reported as a warning, it no longer changes which
-    /// interval is used.
+    /// over runs exists: reported as a warning; it does not change which
+    /// interval is used ([`LossRow::trusted`]).
     pub fn runs_disagree(&self) -> bool {
         self.between_runs.is_some_and(|(_, p)| p < BETWEEN_RUNS_P)
             && self.loss_by_run_pct.is_some_and(|e| e.hi.is_finite())

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::AnalysisError;
 
 /// Gaps whose loop progress between them is shorter than this are one
-/// episode (FACTS.md: split gaps were seen a few ns of progress apart;
+/// episode (on the development VM split gaps were a few ns of progress apart;
 /// 2 us is well below the shortest interval between two samples, 10 us).
 pub const JOIN_NS: u64 = 2_000;
 

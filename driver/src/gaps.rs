@@ -15,7 +15,7 @@ use workload::timeline::TimelineReport;
 use crate::exec::TimelineOutcome;
 
 /// A run is warned about when more than this share of its samples fall in
-/// no gap (FACTS.md: on this VM every sample did).
+/// no gap (on the development VM every sample fell in one).
 pub const UNMATCHED_WARN: f64 = 0.01;
 
 /// Builds a gaps run's outcome from the workload's timeline report, its

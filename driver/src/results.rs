@@ -162,7 +162,7 @@ pub struct RunRow {
     pub ended_at_ns: u64,
     pub status: String,
     pub error: String,
-    // Added in format 1 after the first draft (additive only).
+    // Optional in format 1: a reader takes a missing column as 0 or empty.
     pub samples_all_cpus: u64,
     pub unthrottled: u64,
     pub lost_samples: u64,
@@ -207,14 +207,13 @@ pub struct PhaseRow {
     pub end_ns: u64,
     pub iterations: u64,
     pub samples: u64,
-    // Added: the run's frequency, to group phases without a join.
+    // The run's frequency, to group phases without a join.
     pub freq_hz: u64,
-    // Added: the workload's CPU time and run-queue wait in the phase
+    // The workload's CPU time and run-queue wait in the phase
     // (/proc/<pid>/schedstat), to see contention from other tasks.
     pub task_ns: u64,
     pub wait_ns: u64,
-    // Added with the settling period and randomised group order: the
-    // phase's group of four, its order (ABBA or BAAB), and the run's
+    // The phase's group of four, its order (ABBA or BAAB), and the run's
     // settling time before phase 0.
     pub group: u32,
     pub order: String,

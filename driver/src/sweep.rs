@@ -2,7 +2,7 @@
 //! through the real backend (`backend`), and the report at the end.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use anyhow::Context;
@@ -168,15 +168,13 @@ fn hostname() -> String {
         .into_owned()
 }
 
+/// The commit this driver was built from (driver/build.rs: `git rev-parse
+/// HEAD` at build time, `-dirty` with uncommitted changes); None when it was
+/// built outside a git checkout.
 fn git_revision() -> Option<String> {
-    let out = Command::new("git")
-        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    Some(env!("DRIVER_GIT_REVISION"))
+        .filter(|r| *r != "unknown")
+        .map(str::to_owned)
 }
 
 fn pin_self_away_from(cpu: u32, n_cpus: u32) {

@@ -1,5 +1,6 @@
 //! The sampler against the real kernel. With PERF_TESTS=require these fail
-//! when perf is unavailable; otherwise they skip with a printed reason.
+//! when perf is unavailable; otherwise they skip with a printed reason
+//! (tests/common).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,28 +12,10 @@ use driver::perf::PerfError;
 use driver::probe::spin_on_cpu;
 use driver::sampler::{self, EventKind, Sampler, SamplerConfig, SamplerOutcome};
 
+mod common;
+
 /// One session at a time: they share the CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn perf_ready() -> bool {
-    let why = if !rustix::process::geteuid().is_root() {
-        Some("not root".to_string())
-    } else if driver::perf::tracefs::find_or_mount().is_err() {
-        Some("no tracefs".to_string())
-    } else {
-        None
-    };
-    match why {
-        None => true,
-        Some(w) if std::env::var("PERF_TESTS").as_deref() == Ok("require") => {
-            panic!("PERF_TESTS=require but perf is unavailable: {w}")
-        }
-        Some(w) => {
-            eprintln!("skipping: perf unavailable ({w}); set PERF_TESTS=require to fail instead");
-            false
-        }
-    }
-}
 
 fn measured_cpu() -> u32 {
     *sampler::online_cpus().unwrap().last().unwrap()
@@ -53,7 +36,7 @@ fn run(cfg: &SamplerConfig, secs: f64) -> SamplerOutcome {
 
 #[test]
 fn cpu_clock_1khz_samples_and_handler_intervals() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,7 +104,7 @@ fn count(o: &SamplerOutcome, source: HandlerSource) -> f64 {
 
 #[test]
 fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -139,7 +122,7 @@ fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
 
 #[test]
 fn a_ring_sized_for_the_run_is_not_decoded_while_it_runs() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -162,7 +145,7 @@ fn a_ring_sized_for_the_run_is_not_decoded_while_it_runs() {
 
 #[test]
 fn sample_freq_above_the_max_names_the_sysctl() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -187,7 +170,7 @@ fn sample_freq_above_the_max_names_the_sysctl() {
 
 #[test]
 fn cycles_resolves_to_itself_or_falls_back_loudly() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     match sampler::resolve_event(EventKind::Cycles).unwrap() {
@@ -205,7 +188,7 @@ fn cycles_resolves_to_itself_or_falls_back_loudly() {
 
 #[test]
 fn a_zero_hz_sampler_opens_counts_and_never_fires() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -226,7 +209,7 @@ fn bad_config_is_refused_before_opening() {
 
 #[test]
 fn task_scope_samples_a_child_process_with_handler_intervals() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -266,7 +249,7 @@ fn task_scope_samples_a_child_process_with_handler_intervals() {
 
 #[test]
 fn system_scope_opens_every_cpu_and_keeps_measured_cpu_apart() {
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -3,13 +3,11 @@
 
 use assert_cmd::Command;
 
+mod common;
+
 #[test]
 fn probe_json_reports_ready_and_a_working_self_test() {
-    if !rustix::process::geteuid().is_root() {
-        if std::env::var("PERF_TESTS").as_deref() == Ok("require") {
-            panic!("PERF_TESTS=require but not root: driver probe cannot self-test");
-        }
-        eprintln!("skipping: not root");
+    if !common::perf_ready() {
         return;
     }
     let out = Command::cargo_bin("driver")

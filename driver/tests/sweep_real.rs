@@ -1,7 +1,8 @@
 //! End to end against the real kernel: `driver sweep --experiment
 //! experiments/quick.toml` (both designs; 0, 1000 and 40000 Hz), then the
 //! content of the results directory. Needs root and perf; fails under
-//! PERF_TESTS=require when they are missing, else skips with a reason.
+//! PERF_TESTS=require when they are missing, else skips with a reason
+//! (tests/common).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashSet};
@@ -10,22 +11,7 @@ use std::path::Path;
 use assert_cmd::Command;
 use driver::results::{read_manifest, read_phases, read_runs, run_columns};
 
-fn perf_available() -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("not root".into());
-    }
-    driver::sampler::resolve_event(driver::sampler::EventKind::CpuClock)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-fn skip_or_fail(reason: &str) -> bool {
-    if std::env::var("PERF_TESTS").as_deref() == Ok("require") {
-        panic!("PERF_TESTS=require but perf is unavailable: {reason}");
-    }
-    eprintln!("skipping: perf unavailable: {reason}");
-    true
-}
+mod common;
 
 /// Column names in the runs.csv table of docs/results-format.md.
 fn documented_run_columns() -> HashSet<String> {
@@ -58,9 +44,7 @@ fn every_runs_csv_column_is_documented() {
 
 #[test]
 fn quick_experiment_end_to_end() {
-    if let Err(reason) = perf_available()
-        && skip_or_fail(&reason)
-    {
+    if !common::perf_ready() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -85,6 +69,12 @@ fn quick_experiment_end_to_end() {
 
     let m = read_manifest(&out).unwrap();
     assert_eq!(m.status, driver::results::Status::Complete);
+    // The commit the driver was built from (driver/build.rs).
+    let built = env!("DRIVER_GIT_REVISION");
+    assert_eq!(
+        m.git_revision.as_deref(),
+        (built != "unknown").then_some(built)
+    );
     assert!(m.settings_changed.iter().all(|c| c.restored));
     let rows = read_runs(&out).unwrap();
     assert_eq!(rows.len(), m.plan.len());
@@ -177,8 +167,8 @@ fn quick_experiment_end_to_end() {
 }
 
 /// The gaps runs: every one has its timeline row and files; at 40 kHz
-/// almost every sample falls in a gap of the loop (FACTS.md: all of them
-/// did), the 0 Hz runs have no samples, and sampling adds gap time.
+/// almost every sample falls in a gap of the loop (on the development VM all
+/// of them did), the 0 Hz runs have no samples, and sampling adds gap time.
 fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
     use analysis::timeline::{TIMELINE_CSV, TimelineRow, read_csv_rows, read_gaps_parquet};
     let gaps_runs: Vec<_> = rows.iter().filter(|r| r.design == "gaps").collect();

@@ -6,8 +6,8 @@ use super::error::PerfError;
 use super::record::{Formats, Record, for_each_record};
 use super::sys::RingMap;
 
-/// Default data size of one ring: 16 MiB (FACTS: a busy moment put 2.8 MB in
-/// one 10 ms drain at 100 kHz with four tracepoints).
+/// Default data size of one ring: 16 MiB (on the development VM a busy moment
+/// put 2.8 MB in one 10 ms drain at 100 kHz with four tracepoints).
 pub const DEFAULT_RING_DATA_BYTES: usize = 16 << 20;
 
 /// One mmapped ring, with the layout of the records it carries.
@@ -80,21 +80,19 @@ impl Ring {
     /// space. Returns the bytes drained. On a malformed record the rest of
     /// the readable region is skipped (and freed) and the error returned.
     pub fn drain<F: FnMut(Record<'_>)>(&mut self, f: F) -> Result<usize, PerfError> {
-        let head = self.map.data_head();
-        let tail = self.map.data_tail();
-        if head == tail {
+        let (a, b) = self.map.readable();
+        let avail = a.len() + b.len();
+        if avail == 0 {
             return Ok(0);
         }
-        let (a, b) = self.map.readable(tail, head);
-        let avail = a.len() + b.len();
         let res = for_each_record(a, b, &self.formats, &mut self.scratch, f);
         match res {
             Ok(n) => {
-                self.map.set_data_tail(tail.wrapping_add(n as u64));
+                self.map.consume(n);
                 Ok(n)
             }
             Err((source, _)) => {
-                self.map.set_data_tail(tail.wrapping_add(avail as u64));
+                self.map.consume(avail);
                 Err(PerfError::Decode {
                     cpu: self.cpu,
                     source,

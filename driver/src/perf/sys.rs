@@ -218,29 +218,64 @@ impl RingMap {
         tail.load(Ordering::Relaxed)
     }
 
-    /// Stores data_tail with Release. Pairs with the kernel's READ_ONCE of
-    /// data_tail followed by smp_mb() in perf_output_begin(): our reads of the
-    /// records before `tail` complete before the kernel may overwrite them.
-    pub fn set_data_tail(&self, tail: u64) {
+    /// Frees the first `bytes` of the region [`RingMap::readable`] returns
+    /// (at most all of it) for the kernel to write again: data_tail moves
+    /// forward only, and never past data_head. The store is Release; it
+    /// pairs with the kernel's READ_ONCE of data_tail followed by smp_mb()
+    /// in perf_output_begin(): our reads of the records before the new tail
+    /// complete before the kernel may overwrite them.
+    ///
+    /// Takes `&mut self` because it hands bytes back to the kernel: no slice
+    /// from [`RingMap::readable`] may be alive then, and the borrow checker
+    /// enforces it:
+    ///
+    /// ```compile_fail
+    /// fn drain(map: &mut driver::perf::sys::RingMap) -> usize {
+    ///     let (a, _) = map.readable();
+    ///     map.consume(a.len()); // error: `a` still borrows the ring
+    ///     a.len()
+    /// }
+    /// ```
+    ///
+    /// The same with the slices used up first compiles:
+    ///
+    /// ```
+    /// fn drain(map: &mut driver::perf::sys::RingMap) -> usize {
+    ///     let (a, _) = map.readable();
+    ///     let n = a.len();
+    ///     map.consume(n);
+    ///     n
+    /// }
+    /// ```
+    pub fn consume(&mut self, bytes: usize) {
+        let tail = self.data_tail();
+        let avail = self.data_head().wrapping_sub(tail);
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX).min(avail);
         // SAFETY: as in data_head.
         let t = unsafe { AtomicU64::from_ptr(self.tail_ptr()) };
-        t.store(tail, Ordering::Release);
+        t.store(tail.wrapping_add(bytes), Ordering::Release);
     }
 
-    /// The bytes of [tail, head) as one or two slices (two when the region
-    /// wraps around the end of the data area). `head - tail` must not exceed
-    /// data_size (the kernel guarantees it for a head loaded after tail).
-    pub fn readable(&self, tail: u64, head: u64) -> (&[u8], &[u8]) {
+    /// The bytes written and not yet freed, [data_tail, data_head), as one
+    /// or two slices (two when the region wraps around the end of the data
+    /// area). Both ends are loaded here, not taken from the caller, so the
+    /// slices never reach bytes the kernel may still be writing.
+    pub fn readable(&self) -> (&[u8], &[u8]) {
+        let tail = self.data_tail();
+        // Loaded after tail: head - tail never exceeds data_size, as the
+        // kernel does not write past tail + data_size and `consume` never
+        // moves tail past head.
+        let head = self.data_head();
         let size = self.data_size;
         let avail = (head.wrapping_sub(tail) as usize).min(size);
         let start = (tail as usize) & (size - 1);
         let first = avail.min(size - start);
         // SAFETY: the data area [data_offset, data_offset + data_size) is
         // mapped for the life of `self` (checked in `new`). The kernel does not
-        // write the bytes in [tail, head) until we advance data_tail past them,
-        // which needs `&self` and happens only after these borrows end (the
-        // drain loop holds no slice across set_data_tail); the Acquire load of
-        // head made their contents visible.
+        // write the bytes in [tail, head) until data_tail moves past them,
+        // and that takes `&mut self` (consume), which the borrow checker
+        // refuses while these slices, borrowed from `&self`, are alive; the
+        // Acquire load of head made their contents visible.
         unsafe {
             let data = self.base.as_ptr().add(self.data_offset);
             (
