@@ -277,7 +277,7 @@ fn system_scope_opens_every_cpu_and_keeps_measured_cpu_apart() {
 #[test]
 fn sample_contents_presets_carry_their_fields() {
     use driver::contents::SampleContents;
-    if !perf_ready() {
+    if !common::perf_ready() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
