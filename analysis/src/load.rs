@@ -80,6 +80,14 @@ pub struct Run {
     pub noise_reasons: String,
     /// The driver's own CPU time while sampling was enabled (0 when absent).
     pub driver_cpu_sampling_ns: u64,
+    /// kernel.perf_event_max_sample_rate just before / after the run (0 when
+    /// unknown: unreadable, or a result set older than these columns).
+    pub perf_event_max_sample_rate_before: u64,
+    pub perf_event_max_sample_rate_after: u64,
+    /// kernel.perf_cpu_time_max_percent just before / after the run (0 when
+    /// unknown).
+    pub perf_cpu_time_max_percent_before: u64,
+    pub perf_cpu_time_max_percent_after: u64,
 }
 
 impl Run {
@@ -342,6 +350,10 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
     let foreign_intervals = c.u64("foreign_intervals", false)?;
     let noise_reasons = c.str("noise_reasons", false)?;
     let driver_cpu_sampling_ns = c.u64("driver_cpu_sampling_ns", false)?;
+    let rate_before = c.u64("perf_event_max_sample_rate_before", false)?;
+    let rate_after = c.u64("perf_event_max_sample_rate_after", false)?;
+    let pct_before = c.u64("perf_cpu_time_max_percent_before", false)?;
+    let pct_after = c.u64("perf_cpu_time_max_percent_after", false)?;
     let runs = (0..df.height())
         .map(|i| Run {
             run_id: run_id[i],
@@ -380,6 +392,10 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
             foreign_intervals: foreign_intervals[i],
             noise_reasons: noise_reasons[i].clone(),
             driver_cpu_sampling_ns: driver_cpu_sampling_ns[i],
+            perf_event_max_sample_rate_before: rate_before[i],
+            perf_event_max_sample_rate_after: rate_after[i],
+            perf_cpu_time_max_percent_before: pct_before[i],
+            perf_cpu_time_max_percent_after: pct_after[i],
         })
         .collect();
     Ok(runs)

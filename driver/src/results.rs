@@ -177,6 +177,13 @@ pub struct RunRow {
     // Added with rings that hold the whole run.
     pub driver_cpu_sampling_ns: u64,
     pub decoded_while_sampling_bytes: u64,
+    // Added: the perf sysctls just before and just after the run (the
+    // kernel lowers the rate on its own when handlers run long); empty when
+    // unreadable.
+    pub perf_event_max_sample_rate_before: Option<u64>,
+    pub perf_event_max_sample_rate_after: Option<u64>,
+    pub perf_cpu_time_max_percent_before: Option<u64>,
+    pub perf_cpu_time_max_percent_after: Option<u64>,
 }
 
 /// One phases.csv row.

@@ -12,6 +12,30 @@ use crate::results::SettingChange;
 /// The sysctl bounding perf sample_freq.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
 
+/// The sysctl bounding the CPU time perf's sampling interrupts may take
+/// (the kernel lowers perf_event_max_sample_rate to keep under it).
+pub const CPU_TIME_MAX_PERCENT_PATH: &str = "/proc/sys/kernel/perf_cpu_time_max_percent";
+
+/// The two perf sysctls the kernel itself may change during a sweep
+/// ("perf: interrupt took too long ... lowering kernel.perf_event_max_sample_rate").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PerfLimits {
+    /// perf_event_max_sample_rate (None: unreadable).
+    pub max_sample_rate: Option<u64>,
+    /// perf_cpu_time_max_percent (None: unreadable).
+    pub cpu_time_max_percent: Option<u64>,
+}
+
+impl PerfLimits {
+    /// Reads both sysctls.
+    pub fn read() -> PerfLimits {
+        PerfLimits {
+            max_sample_rate: read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok(),
+            cpu_time_max_percent: read_u64(Path::new(CPU_TIME_MAX_PERCENT_PATH)).ok(),
+        }
+    }
+}
+
 /// A host error, naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SystemError {
