@@ -10,7 +10,9 @@
 //! them through a backend trait), `backend` (the real one: workload child
 //! and sampler), `gaps` (the gaps design's matching), `results` (the
 //! on-disk format), `system` (settings changed on the host and their
-//! restoration) and `sweep` (the command that ties them together).
+//! restoration), `hoststate` (the record of those changes that survives a
+//! kill, and the host-wide sweep lock) and `sweep` (the command that ties
+//! them together).
 #![deny(unsafe_code)]
 
 mod backend;
@@ -18,6 +20,7 @@ pub mod config;
 pub mod exec;
 pub mod gaps;
 pub mod handler;
+pub mod hoststate;
 pub mod perf;
 pub mod plan;
 pub mod probe;
