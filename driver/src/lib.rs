@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 mod backend;
+pub mod budget;
 pub mod config;
 pub mod exec;
 pub mod gaps;

@@ -347,23 +347,34 @@ pub fn ring_bytes_per_sec(cfg: &SamplerConfig, cpu: u32) -> u64 {
     cfg.freq_hz.saturating_mul(per_sample)
 }
 
+/// Smallest ring of a CPU other than the measured one when rings hold the
+/// whole run: those rings carry that CPU's samples only, and on a big host
+/// (system scope maps one ring per CPU) a 16 MiB floor each is gigabytes of
+/// locked memory for a few hundred KiB of records.
+pub const OTHER_CPU_MIN_RING_BYTES: usize = 1 << 20;
+
 /// Ring data size for `cpu`: with an expected duration, the estimated bytes
-/// of the run plus half a second, with a third of margin (so the run ends
-/// before the free space falls to [`drain_reserve`]), rounded up to a power
-/// of two, between `ring_data_bytes` and [`MAX_RING_DATA_BYTES`].
+/// of the run plus half a second, with a third of margin on the measured
+/// CPU and twice that on the others (their small rings' [`drain_reserve`]
+/// is half the ring), so the run ends before the free space falls to the
+/// reserve; rounded up to a power of two, between `ring_data_bytes` (the
+/// measured CPU) or [`OTHER_CPU_MIN_RING_BYTES`] (the others) and
+/// [`MAX_RING_DATA_BYTES`].
 pub fn ring_bytes_for(cfg: &SamplerConfig, cpu: u32) -> usize {
     let Some(d) = cfg.expected_duration else {
         return cfg.ring_data_bytes;
     };
+    let (margin, floor) = if cpu == cfg.measured_cpu {
+        (4.0 / 3.0, cfg.ring_data_bytes)
+    } else {
+        (2.0, cfg.ring_data_bytes.min(OTHER_CPU_MIN_RING_BYTES))
+    };
     let secs = d.as_secs_f64() + 0.5;
-    let want = ring_bytes_per_sec(cfg, cpu) as f64 * secs * 4.0 / 3.0;
+    let want = ring_bytes_per_sec(cfg, cpu) as f64 * secs * margin;
     let want = usize::try_from(want as u64).unwrap_or(MAX_RING_DATA_BYTES);
     want.checked_next_power_of_two()
         .unwrap_or(MAX_RING_DATA_BYTES)
-        .clamp(
-            cfg.ring_data_bytes,
-            MAX_RING_DATA_BYTES.max(cfg.ring_data_bytes),
-        )
+        .clamp(floor, MAX_RING_DATA_BYTES.max(floor))
 }
 
 /// Free space below which a ring of `size` bytes is decoded during the run:
@@ -1107,6 +1118,28 @@ mod tests {
         let mut cfg = traced(100_000, 10.0);
         cfg.expected_duration = None;
         assert_eq!(ring_bytes_for(&cfg, 1), DEFAULT_RING_DATA_BYTES);
+    }
+
+    #[test]
+    fn other_cpus_rings_follow_their_own_rate() {
+        for (freq, secs) in [(100, 10.0), (4000, 10.0), (20_000, 8.0), (100_000, 10.0)] {
+            let cfg = traced(freq, secs);
+            let size = ring_bytes_for(&cfg, 0);
+            assert!(size.is_power_of_two());
+            assert!(size >= OTHER_CPU_MIN_RING_BYTES);
+            // Holds the run without reaching the reserve: nothing decoded
+            // while sampling.
+            let run = ring_bytes_per_sec(&cfg, 0) as f64 * (secs + 0.5);
+            assert!(
+                run <= (size - drain_reserve(size)) as f64,
+                "{freq} Hz {secs} s: {run} bytes in a {size}-byte ring"
+            );
+            assert!(size <= ring_bytes_for(&cfg, 1));
+        }
+        // At production rates far below the measured CPU's 16 MiB floor.
+        assert_eq!(ring_bytes_for(&traced(100, 10.0), 0), 1 << 20);
+        assert_eq!(ring_bytes_for(&traced(4000, 10.0), 0), 2 << 20);
+        assert_eq!(ring_bytes_for(&traced(100_000, 10.0), 0), 64 << 20);
     }
 
     #[test]

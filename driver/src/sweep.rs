@@ -305,6 +305,20 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         );
     }
 
+    // The largest run's rings and file descriptors against this host's
+    // limits, before anything is changed or written.
+    let budget_plan = match &resumed {
+        Some((_, m)) => m.plan.clone(),
+        None => build_plan(&opts),
+    };
+    let configs =
+        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, n_cpus));
+    match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
+        Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
+        Ok(_) => {}
+        Err(e) => return Err(usage(e)),
+    }
+
     pin_self_away_from(opts.cpu, n_cpus);
     let interrupt = interrupt_flag();
 
