@@ -188,15 +188,23 @@ pub struct Budget {
 impl Budget {
     /// One line for the log.
     pub fn summary(&self) -> String {
+        let others = if self.largest.rings > 1 {
+            format!(
+                ", {} on each of {} other CPUs",
+                bytes(self.largest.other_ring_bytes),
+                self.largest.rings - 1
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "ring budget: the largest run (run {}, {} Hz) maps {} rings, {} locked ({} on the \
-             measured CPU, {} on each other CPU), limit {}; at most {} file descriptors",
+            "ring budget: the largest run (run {}, {} Hz) maps {} ring(s), {} locked ({} on the \
+             measured CPU{others}), limit {}; at most {} file descriptors",
             self.largest.run_id,
             self.largest.freq_hz,
             self.largest.rings,
             bytes(self.largest.locked_bytes),
             bytes(self.largest.measured_ring_bytes),
-            bytes(self.largest.other_ring_bytes),
             self.memory_limit_bytes.map_or("none known".into(), bytes),
             self.fds_needed
         )
@@ -504,7 +512,11 @@ mod tests {
         // 256 sampling events + 4 tracepoints, + 10 open + margin.
         assert_eq!(b.most_fds.fds, 260);
         assert_eq!(b.fds_needed, 260 + 10 + FD_MARGIN);
-        assert!(b.summary().contains("256 rings"), "{}", b.summary());
+        assert!(
+            b.summary().contains("256 ring(s)") && b.summary().contains("64.0 MiB on each of 255"),
+            "{}",
+            b.summary()
+        );
 
         // At 4 kHz the other CPUs' rings are 2 MiB, not the 16 MiB floor of
         // the measured CPU: 255 x 2 MiB instead of 4 GiB.

@@ -363,19 +363,6 @@ impl LeftoverReport {
             })
             .collect()
     }
-
-    /// Settings restored to their original value.
-    pub fn restored(&self) -> impl Iterator<Item = &SettingChange> {
-        self.items
-            .iter()
-            .filter(|l| {
-                matches!(
-                    l.action,
-                    LeftoverAction::Restored | LeftoverAction::AlreadyOriginal
-                )
-            })
-            .map(|l| &l.change)
-    }
 }
 
 /// Whether leftover settings are restored or left.

@@ -271,6 +271,20 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     for line in &leftover_lines {
         eprintln!("driver: {line}");
     }
+    // Changes an earlier invocation of this sweep recorded as not restored
+    // (it was killed) whose setting has its original value again: restored
+    // just now, or by another driver command since.
+    let back_to_original: Vec<crate::results::SettingChange> = match &resumed {
+        Some((_, m)) => m
+            .settings_changed
+            .iter()
+            .filter(|c| {
+                !c.restored && std::fs::read_to_string(&c.path).is_ok_and(|v| v.trim() == c.old)
+            })
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
 
     // 5. The sample-rate ceiling, as found (after the leftovers).
     let max_rate = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
@@ -359,14 +373,11 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
             );
             m.status = Status::Running;
             m.ended_at = None;
-            // A leftover of the interrupted invocation restored at the start
-            // of this one: its record says so; its `old` stays the value
+            // A change of the interrupted invocation that is back at its
+            // original value: its record says so; its `old` stays the value
             // found before the first change.
             for c in m.settings_changed.iter_mut().filter(|c| !c.restored) {
-                if leftovers
-                    .restored()
-                    .any(|l| l.path == c.path && l.old == c.old)
-                {
+                if back_to_original.contains(c) {
                     c.restored = true;
                 }
             }

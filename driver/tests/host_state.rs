@@ -189,6 +189,28 @@ fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
                 .args(["probe", "--no-self-test", "--json"]),
         );
     assert!(!err.contains("restored"), "{err}");
+
+    // A resume afterwards: the killed invocation's change is back at its
+    // original (restored by the probe), and its record says so.
+    let (ok, err) = stderr_of(
+        driver()
+            .env(STATE_DIR_ENV, &state)
+            .arg("sweep")
+            .arg("--resume")
+            .arg(&out)
+            .args(["--raise-max-rate", "--no-report"]),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(rate(), original);
+    let m = read_manifest(&out).unwrap();
+    assert_eq!(m.settings_changed.len(), 2, "{:?}", m.settings_changed);
+    assert!(
+        m.settings_changed
+            .iter()
+            .all(|c| c.restored && c.old == original.to_string()),
+        "{:?}",
+        m.settings_changed
+    );
 }
 
 #[test]
