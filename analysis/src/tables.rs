@@ -283,6 +283,14 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         &marked
     };
     let mut a = analyse_with(rs, run_intervals);
+    // The warnings were built from the marked runs (status `excluded`, not
+    // counted as failed): say why each was left out.
+    a.warnings.extend(excluded.iter().map(|x| {
+        format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        )
+    }));
     a.excluded = excluded;
     a.warnings.extend(gaps.warnings);
     if !gaps.runs.is_empty() {

@@ -43,12 +43,6 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
         ));
     }
     let sel = |f: &dyn Fn(&Run) -> bool| -> Vec<&Run> { rs.runs.iter().filter(|r| f(r)).collect() };
-    for x in &a.excluded {
-        w.push(format!(
-            "{} (left out of every table; the other runs are reported)",
-            x.line()
-        ));
-    }
     let failed = sel(&|r| !r.ok() && r.status != crate::tables::STATUS_EXCLUDED);
     if !failed.is_empty() {
         let reasons = distinct(failed.iter().map(|r| r.error.clone()));

@@ -55,6 +55,13 @@ fn a_garbage_and_a_truncated_events_file_exclude_their_runs_only() {
         "{md}"
     );
     assert!(md.contains("2 excluded)"), "{md}");
+    let warnings = md.split("## Warnings").nth(1).unwrap_or_default();
+    for id in [garbage, truncated] {
+        assert!(
+            warnings.contains(&format!("- run {id} excluded: ")),
+            "the warnings list run {id}: {md}"
+        );
+    }
     // Everything else is still there: two util runs fewer, loss intact.
     assert_eq!(
         utilisation_runs(&dir.join("report/util.csv")),
