@@ -9,6 +9,8 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod contents;
+mod contents_report;
 pub mod error;
 pub mod events;
 pub mod fit;

@@ -80,6 +80,13 @@ pub struct Run {
     pub noise_reasons: String,
     /// The driver's own CPU time while sampling was enabled (0 when absent).
     pub driver_cpu_sampling_ns: u64,
+    /// What each sample carried (`--sample`); `time` for result sets
+    /// written before contents were a dimension (they ran with it).
+    pub sample: String,
+    /// Mean call-chain entries per sample (0 when absent).
+    pub callchain_mean: f64,
+    /// Mean user-stack bytes copied per sample (0 when absent).
+    pub stack_user_mean_bytes: f64,
     /// kernel.perf_event_max_sample_rate just before / after the run (0 when
     /// unknown: unreadable, or a result set older than these columns).
     pub perf_event_max_sample_rate_before: u64,
@@ -313,6 +320,13 @@ impl Cols<'_> {
     }
 }
 
+/// The sample contents of result sets that predate the `sample` column.
+pub const LEGACY_SAMPLE: &str = "time";
+
+fn finite_or_zero(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
 /// Read runs.csv. Required columns: run_id, kind, freq_hz, iterations,
 /// status; the others default to 0 / empty / false when absent.
 pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
@@ -350,6 +364,9 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
     let foreign_intervals = c.u64("foreign_intervals", false)?;
     let noise_reasons = c.str("noise_reasons", false)?;
     let driver_cpu_sampling_ns = c.u64("driver_cpu_sampling_ns", false)?;
+    let sample = c.str("sample", false)?;
+    let callchain_mean = c.f64("callchain_mean", false)?;
+    let stack_user_mean_bytes = c.f64("stack_user_mean_bytes", false)?;
     let rate_before = c.u64("perf_event_max_sample_rate_before", false)?;
     let rate_after = c.u64("perf_event_max_sample_rate_after", false)?;
     let pct_before = c.u64("perf_cpu_time_max_percent_before", false)?;
@@ -392,6 +409,13 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
             foreign_intervals: foreign_intervals[i],
             noise_reasons: noise_reasons[i].clone(),
             driver_cpu_sampling_ns: driver_cpu_sampling_ns[i],
+            sample: if sample[i].is_empty() {
+                LEGACY_SAMPLE.to_string()
+            } else {
+                sample[i].clone()
+            },
+            callchain_mean: finite_or_zero(callchain_mean[i]),
+            stack_user_mean_bytes: finite_or_zero(stack_user_mean_bytes[i]),
             perf_event_max_sample_rate_before: rate_before[i],
             perf_event_max_sample_rate_after: rate_after[i],
             perf_cpu_time_max_percent_before: pct_before[i],

@@ -200,6 +200,42 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             ));
         }
     }
+    if a.contents.len() > 1 {
+        type Pick = fn(&crate::contents::ContentsRow) -> Option<Estimate>;
+        let measures: [(&str, &str, Pick); 2] = [
+            ("handler", "handler time per sample (ns)", |r| r.handler_ns),
+            ("application", "application cost per sample (ns)", |r| {
+                r.total_ns
+            }),
+        ];
+        for (stem, y_label, pick) in measures {
+            let by: Vec<PointSeries> = a
+                .contents
+                .iter()
+                .filter_map(|c| {
+                    let pts: Vec<(u64, Estimate)> = a
+                        .by_contents
+                        .iter()
+                        .filter(|r| &r.sample == c)
+                        .filter_map(|r| pick(r).map(|e| (r.freq_hz, e)))
+                        .filter(|(_, e)| e.value.is_finite())
+                        .collect();
+                    (!pts.is_empty()).then(|| series(&format!("{c} (95% CI)"), &pts))
+                })
+                .collect();
+            if !by.is_empty() {
+                files.add(plot_vs_freq(
+                    &format!("What one sample costs by contents: {stem}"),
+                    "sampling frequency (Hz)",
+                    y_label,
+                    &by,
+                    &[],
+                    true,
+                    &out.join(format!("cost_by_contents_{stem}")),
+                ));
+            }
+        }
+    }
     if let Some(f) = production_rates(a, &out.join("production_rates")) {
         files.add(f);
     }

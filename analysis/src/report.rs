@@ -27,6 +27,9 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if let Some(ps) = &analysis.per_sample {
         crate::percost_report::write_csv(&out.join("per_sample.csv"), ps)?;
     }
+    if !analysis.by_contents.is_empty() {
+        crate::contents_report::write_csv(&out.join("by_contents.csv"), &analysis.by_contents)?;
+    }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
@@ -348,7 +351,7 @@ fn render_markdown(
     }
     let _ = writeln!(
         s,
-        "- sampling event(s): {}; scope: {}; runs: {} ({} failed, {} excluded)\n",
+        "- sampling event(s): {}; scope: {}; sample contents: {}; runs: {} ({} failed, {} excluded)\n",
         if a.events.is_empty() {
             "none".to_string()
         } else {
@@ -358,6 +361,11 @@ fn render_markdown(
             "n/a".to_string()
         } else {
             a.scopes.join(", ")
+        },
+        if a.contents.is_empty() {
+            "n/a".to_string()
+        } else {
+            a.contents.join(", ")
         },
         rs.runs.len(),
         rs.runs.iter().filter(|r| !r.ok()).count(),
@@ -412,6 +420,7 @@ fn render_markdown(
     if let Some(ps) = &a.per_sample {
         s.push_str(&crate::percost_report::render(ps));
     }
+    s.push_str(&crate::contents_report::render(a));
 
     let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
     let _ = writeln!(
@@ -577,10 +586,11 @@ fn render_markdown(
     let _ = writeln!(
         s,
         "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. Method: docs/methodology.md.",
-        if a.per_sample.is_some() {
-            ", per_sample.csv"
-        } else {
-            ""
+        match (a.per_sample.is_some(), a.by_contents.is_empty()) {
+            (true, false) => ", per_sample.csv, by_contents.csv",
+            (true, true) => ", per_sample.csv",
+            (false, false) => ", by_contents.csv",
+            (false, true) => "",
         }
     );
     s

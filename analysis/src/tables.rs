@@ -190,6 +190,17 @@ pub struct Analysis {
     pub per_sample: Option<crate::percost::PerSample>,
     /// The gaps runs' speed-recovery histograms (for the plot).
     pub recovery: Vec<crate::timeline::RecoveryRow>,
+    /// The sample contents of the sweep, primary first: every other table
+    /// is computed on the primary's runs (and the 0 Hz runs).
+    pub contents: Vec<String>,
+    /// What a sample costs by contents and rate (every contents).
+    pub by_contents: Vec<crate::contents::ContentsRow>,
+    /// The kernel's throttle predicted per contents (None: the manifest
+    /// lacks the host's limits).
+    pub throttle: Option<(
+        crate::contents::ThrottleLimits,
+        Vec<crate::contents::ThrottlePrediction>,
+    )>,
     /// Runs whose files could not be read: left out of every table.
     pub excluded: Vec<ExcludedRun>,
 }
@@ -248,11 +259,104 @@ impl Analysis {
     }
 }
 
-/// Read every util run's intervals (in parallel over runs) and build all
-/// tables. A run whose events, gaps or samples file cannot be read is left
-/// out (listed in [`Analysis::excluded`], the warnings and on stderr); the
-/// analysis fails only when no ok run is left.
+/// Build all tables: those of the primary sample contents (with every 0 Hz
+/// run), and the same analysis for each other contents, side by side in
+/// `by_contents`, with the throttle predicted for each. A run whose events,
+/// gaps or samples file cannot be read is left out (listed in
+/// [`Analysis::excluded`], the warnings and on stderr); the analysis fails
+/// only when no ok run is left.
 pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+    use crate::contents;
+    let names = contents::contents_of(rs);
+    let mut each = Vec::with_capacity(names.len());
+    for name in &names {
+        let sub = contents::subset(rs, name);
+        let mut a = analyse_one(&sub)?;
+        if each.is_empty() {
+            a.warnings.extend(contents_warnings(rs, &names));
+        } else {
+            a.warnings = Vec::new();
+        }
+        each.push((name.clone(), a));
+    }
+    let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let by_contents = contents::rows(rs, &refs);
+    let hardware = rs
+        .runs
+        .iter()
+        .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
+    let throttle = contents::ThrottleLimits::from_manifest(rs)
+        .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
+    // Every contents' excluded runs (0 Hz runs are in each subset: once).
+    let mut excluded: Vec<ExcludedRun> = Vec::new();
+    for (_, a) in &each {
+        for x in &a.excluded {
+            if !excluded.iter().any(|e| e.run_id == x.run_id) {
+                excluded.push(x.clone());
+            }
+        }
+    }
+    excluded.sort_by_key(|x| x.run_id);
+    for x in &excluded {
+        tracing::warn!("{}", x.line());
+    }
+    if !excluded.is_empty()
+        && !rs
+            .runs
+            .iter()
+            .any(|r| r.ok() && !excluded.iter().any(|x| x.run_id == r.run_id))
+    {
+        let lines: Vec<String> = excluded.iter().map(ExcludedRun::line).collect();
+        return Err(AnalysisError::Insufficient(format!(
+            "{}: no usable run left ({}); re-run the sweep (or `driver sweep --resume` after \
+             removing the damaged runs' rows from runs.csv)",
+            rs.dir.display(),
+            lines.join("; ")
+        )));
+    }
+    let mut primary = each.swap_remove(0).1;
+    primary.contents = names;
+    primary.by_contents = by_contents;
+    primary.throttle = throttle;
+    // The primary's warnings name its own excluded runs; add the others'.
+    for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {
+        primary.warnings.push(format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        ));
+    }
+    primary.excluded = excluded;
+    Ok(primary)
+}
+
+/// What the by-contents analysis cannot say.
+fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
+    let mut w = Vec::new();
+    if names.len() > 1 {
+        w.push(format!(
+            "sample contents: the tables and fits are those of {} (the first given); the other \
+             contents ({}) are in the table by contents",
+            names[0],
+            names[1..].join(", ")
+        ));
+    }
+    if names.iter().all(|n| n == crate::load::LEGACY_SAMPLE)
+        && rs.runs.iter().any(|r| r.freq_hz > 0)
+    {
+        w.push(
+            "sample contents: these samples carried only a timestamp (`time`), the cheapest \
+             record; `perf record` writes ip, tid, time, cpu and period, which costs more per \
+             sample (sweep with --sample perf-default, the default since contents became a \
+             dimension)"
+                .to_string(),
+        );
+    }
+    w
+}
+
+/// Read every util run's intervals (in parallel over runs) and build all
+/// tables of one contents' runs.
+fn analyse_one(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let util_runs: Vec<&Run> = rs
         .runs
         .iter()
@@ -262,24 +366,11 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let gaps = crate::percost_load::load_gaps(rs)?;
     excluded.extend(gaps.excluded.iter().cloned());
     excluded.sort_by_key(|x| x.run_id);
-    for x in &excluded {
-        tracing::warn!("{}", x.line());
-    }
     let marked;
     let rs = if excluded.is_empty() {
         rs
     } else {
         marked = without_excluded(rs, &excluded);
-        let left = marked.runs.iter().filter(|r| r.ok()).count();
-        if left == 0 {
-            let lines: Vec<String> = excluded.iter().map(ExcludedRun::line).collect();
-            return Err(AnalysisError::Insufficient(format!(
-                "{}: no usable run left ({}); re-run the sweep (or `driver sweep --resume` after \
-                 removing the damaged runs' rows from runs.csv)",
-                rs.dir.display(),
-                lines.join("; ")
-            )));
-        }
         &marked
     };
     let mut a = analyse_with(rs, run_intervals);
@@ -603,6 +694,9 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         run_intervals,
         per_sample: None,
         recovery: Vec::new(),
+        contents: Vec::new(),
+        by_contents: Vec::new(),
+        throttle: None,
         excluded: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),

@@ -59,6 +59,7 @@ fn buffer(l: &Layout, n_samples: usize) -> (Vec<u8>, usize) {
                 cpu: Some(1),
                 period: Some(10_000),
                 raw: raw.filter(|_| sample_type & st::RAW != 0),
+                ..Sample::default()
             };
             buf.extend(encode::sample(sample_type, &s));
             records += 1;

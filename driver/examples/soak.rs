@@ -1,6 +1,9 @@
 //! Soak test of the sampler: cpu-clock at 100 kHz with every handler
 //! tracepoint on, a busy loop pinned to the measured CPU, for 10 s (or
-//! `soak <seconds> <freq_hz> <cpu> [no-irq] [online]`). Prints samples, lost
+//! `soak <seconds> <freq_hz> <cpu> [no-irq] [online] [sample=CONTENTS]
+//! [perf-trace]`: `sample=` sets the sample contents as `driver sweep
+//! --sample` does, `perf-trace` gives the tracepoint records the fields
+//! `perf record` writes on them: IP, TID, CPU, PERIOD). Prints samples, lost
 //! records, the handler durations, and what the driver cost: the process's
 //! CPU time while sampling was enabled (the busy loop runs in a child
 //! process, so this is the driver alone) and the drain thread's CPU time in
@@ -14,7 +17,9 @@
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+use driver::contents::SampleContents;
 use driver::handler::HandlerSource;
+use driver::perf::attr::sample;
 use driver::sampler::{EventKind, Sampler, SamplerConfig};
 
 fn spin(cpu: u32, secs: f64) {
@@ -47,6 +52,12 @@ fn run() -> anyhow::Result<ExitCode> {
     let irq = !args.iter().any(|s| s == "no-irq");
     let online = args.iter().any(|s| s == "online");
     let mut cfg = SamplerConfig::new(EventKind::CpuClock, freq, cpu);
+    if let Some(c) = args.iter().find_map(|s| s.strip_prefix("sample=")) {
+        cfg.contents = SampleContents::parse(c)?;
+    }
+    if args.iter().any(|s| s == "perf-trace") {
+        cfg.trace_extra_fields = sample::IP | sample::TID | sample::CPU | sample::PERIOD;
+    }
     cfg.trace_handler = true;
     cfg.trace_irq = irq;
     if !online {
@@ -82,10 +93,16 @@ fn run() -> anyhow::Result<ExitCode> {
         "achieved_hz             {:.0}",
         o.samples as f64 / (o.enabled_ns as f64 / 1e9)
     );
+    println!("sample_contents         {}", cfg.contents);
     println!(
-        "hrtimer_intervals       {} (median {} ns)",
+        "hrtimer_intervals       {} (median {} ns, mean {:.1} ns)",
         hr.len(),
-        median(hr.clone())
+        median(hr.clone()),
+        hr.iter().sum::<u64>() as f64 / hr.len().max(1) as f64
+    );
+    println!(
+        "callchain_mean          {:.1}",
+        o.contents.callchain_entries as f64 / o.contents.samples.max(1) as f64
     );
     println!(
         "local_timer_intervals   {} (median {} ns)",

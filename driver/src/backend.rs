@@ -149,6 +149,7 @@ pub(crate) fn sampler_config_for(
         ScopeName::System => Scope::System,
         ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
     };
+    cfg.contents = run.sample;
     cfg.trace_handler = run.kind == RunKind::Util;
     cfg.trace_irq = cfg.trace_handler && !event.is_hardware();
     cfg.drain_cpu = drain_cpu;
@@ -424,6 +425,7 @@ impl Backend for RealBackend {
             o.foreign_intervals = s.foreign_intervals;
             o.driver_cpu_sampling_ns = s.window_cpu_ns;
             o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
+            o.contents = s.contents;
             o.intervals = s
                 .intervals
                 .iter()

@@ -497,54 +497,55 @@ mod tests {
     #[test]
     fn plan_for_256_cpus_sizes_other_rings_by_their_own_rate() {
         let o = opts(256, "100,500,2000,4000,100000", "10s", "system");
-        let b = check(&configs(&o), &root_host(64 * GIB)).unwrap();
-        // The largest run is a util run at 100 kHz: 256 MiB on the measured
-        // CPU (samples + four tracepoints), 64 MiB on each other CPU (24-byte
-        // samples at 100 kHz for 10.5 s, twice over, to a power of two).
+        let b = check(&configs(&o), &root_host(128 * GIB)).unwrap();
+        // The largest run is a util run at 100 kHz: 512 MiB on the measured
+        // CPU (perf-default samples + four tracepoints, 216 bytes a sample),
+        // 128 MiB on each other CPU (56-byte samples at 100 kHz for 10.5 s:
+        // 59 MB, above a 64 MiB ring's 48 MiB free of its reserve).
         assert_eq!(b.largest.freq_hz, 100_000);
         assert_eq!(b.largest.rings, 256);
-        assert_eq!(b.largest.measured_ring_bytes, 256 * MIB);
-        assert_eq!(b.largest.other_ring_bytes, 64 * MIB);
+        assert_eq!(b.largest.measured_ring_bytes, 512 * MIB);
+        assert_eq!(b.largest.other_ring_bytes, 128 * MIB);
         assert_eq!(
             b.largest.locked_bytes,
-            256 * MIB + 255 * 64 * MIB + 256 * 4096
+            512 * MIB + 255 * 128 * MIB + 256 * 4096
         );
         // 256 sampling events + 4 tracepoints, + 10 open + margin.
         assert_eq!(b.most_fds.fds, 260);
         assert_eq!(b.fds_needed, 260 + 10 + FD_MARGIN);
         assert!(
-            b.summary().contains("256 ring(s)") && b.summary().contains("64.0 MiB on each of 255"),
+            b.summary().contains("256 ring(s)") && b.summary().contains("128.0 MiB on each of 255"),
             "{}",
             b.summary()
         );
 
-        // At 4 kHz the other CPUs' rings are 2 MiB, not the 16 MiB floor of
-        // the measured CPU: 255 x 2 MiB instead of 4 GiB.
+        // At 4 kHz the other CPUs' rings are 8 MiB, below the 16 MiB floor
+        // of the measured CPU (32 MiB here, with the tracepoints).
         let o = opts(256, "4000", "10s", "system");
         let b = check(&configs(&o), &root_host(64 * GIB)).unwrap();
-        assert_eq!(b.largest.measured_ring_bytes, 16 * MIB);
-        assert_eq!(b.largest.other_ring_bytes, 2 * MIB);
+        assert_eq!(b.largest.measured_ring_bytes, 32 * MIB);
+        assert_eq!(b.largest.other_ring_bytes, 8 * MIB);
     }
 
     #[test]
     fn too_little_memory_refuses_with_the_numbers_and_the_fixes() {
         let o = opts(256, "100,500,2000,4000,100000", "10s", "system");
-        let e = check(&configs(&o), &root_host(16 * GIB)).unwrap_err();
+        let e = check(&configs(&o), &root_host(32 * GIB)).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("16.2 GiB"), "{msg}");
-        assert!(msg.contains("half of MemAvailable 16.0 GiB"), "{msg}");
+        assert!(msg.contains("32.4 GiB"), "{msg}");
+        assert!(msg.contains("half of MemAvailable 32.0 GiB"), "{msg}");
         assert!(
-            msg.contains("--scope cpu (one ring on the measured CPU: 256.0 MiB)"),
+            msg.contains("--scope cpu (one ring on the measured CPU: 512.0 MiB)"),
             "{msg}"
         );
-        // 8 GiB allowed: at 2 s the other rings are 16 MiB (255 x 16 MiB +
-        // 64 MiB fits), at 3 s 32 MiB (8.2 GiB does not).
-        assert!(msg.contains("--duration 2s fits"), "{msg}");
+        // 16 GiB allowed: at 3 s the other rings are 32 MiB (255 x 32 MiB +
+        // 128 MiB fits), at 4 s 64 MiB (16.1 GiB does not).
+        assert!(msg.contains("--duration 3s fits"), "{msg}");
         // Where it says it fits, it does.
-        let o2 = opts(256, "100,500,2000,4000,100000", "2s", "system");
-        assert!(check(&configs(&o2), &root_host(16 * GIB)).is_ok());
         let o3 = opts(256, "100,500,2000,4000,100000", "3s", "system");
-        assert!(check(&configs(&o3), &root_host(16 * GIB)).is_err());
+        assert!(check(&configs(&o3), &root_host(32 * GIB)).is_ok());
+        let o4 = opts(256, "100,500,2000,4000,100000", "4s", "system");
+        assert!(check(&configs(&o4), &root_host(32 * GIB)).is_err());
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::contents::{ContentsError, MAX_STACK_USER_BYTES, PRESETS, SampleContents};
+
 /// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
 pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
 /// Default run length: 8 s (the article's 10 s is in
@@ -165,6 +167,25 @@ impl ScopeName {
     }
 }
 
+fn legacy_samples() -> Vec<SampleContents> {
+    vec![SampleContents::Time]
+}
+
+fn parse_contents(s: &str, origin: &Origin) -> Result<SampleContents, ConfigError> {
+    SampleContents::parse(s).map_err(|e| {
+        let (what, fix) = match &e {
+            ContentsError::Unknown(_) => ("unknown sample contents", format!("use {PRESETS}")),
+            ContentsError::StackSize(_) => (
+                "dwarf stack size refused by the kernel",
+                format!(
+                    "give a multiple of 8 bytes from 8 to {MAX_STACK_USER_BYTES}, e.g. dwarf:8192"
+                ),
+            ),
+        };
+        invalid(s, origin, what, fix)
+    })
+}
+
 fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigError> {
     match s {
         "classic" => Ok(Design::Classic),
@@ -225,6 +246,9 @@ pub struct ExperimentFile {
     pub seed: Option<u64>,
     /// Also run the handler-utilisation runs (default true).
     pub util: Option<bool>,
+    /// Sample contents: a preset ("perf-default", "callchain", "dwarf:8192",
+    /// "lbr", "time") or field list, or a list of them.
+    pub sample: Option<OneOrMany<String>>,
 }
 
 impl ExperimentFile {
@@ -270,6 +294,8 @@ pub struct FlagSettings {
     pub seed: Option<String>,
     /// `--no-util`
     pub no_util: bool,
+    /// `--sample`
+    pub sample: Option<String>,
 }
 
 /// The sweep options as resolved: flags over experiment file over defaults.
@@ -296,6 +322,11 @@ pub struct SweepOptions {
     pub seed: u64,
     /// Whether util runs (handler tracepoints on) are planned.
     pub util: bool,
+    /// What each sample carries, in the order given (the first is the
+    /// report's primary contents). Manifests written before contents were a
+    /// dimension ran with `time`.
+    #[serde(default = "legacy_samples")]
+    pub samples: Vec<SampleContents>,
     /// Experiment file the options came from, if any.
     pub experiment: Option<PathBuf>,
     /// The experiment file's description.
@@ -571,6 +602,35 @@ impl SweepOptions {
 
         let util = !flags.no_util && exp.util.unwrap_or(true);
 
+        let sample_list = if let Some(text) = &flags.sample {
+            let o = Origin::Flag("--sample");
+            text.split(',')
+                .map(|s| parse_contents(s.trim(), &o))
+                .collect::<Result<Vec<_>, _>>()?
+        } else if let Some(list) = &exp.sample {
+            let o = key("sample");
+            let list = list.to_vec();
+            if list.is_empty() {
+                return Err(invalid(
+                    "[]",
+                    &o,
+                    "no sample contents",
+                    format!("use {PRESETS}"),
+                ));
+            }
+            list.iter()
+                .map(|s| parse_contents(s, &o))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            vec![SampleContents::DEFAULT]
+        };
+        let mut samples: Vec<SampleContents> = Vec::new();
+        for c in sample_list {
+            if !samples.contains(&c) {
+                samples.push(c);
+            }
+        }
+
         Ok(SweepOptions {
             freqs_hz,
             duration_ns,
@@ -582,6 +642,7 @@ impl SweepOptions {
             phase_ns,
             seed,
             util,
+            samples,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),
         })

@@ -16,6 +16,7 @@ use analysis::timeline::{
 use crate::config::{Design, SweepOptions};
 use crate::plan::{PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
+use crate::sampler::ContentsStats;
 use crate::system::{PerfLimits, QuietReport};
 
 /// A run is flagged noisy when steal exceeds this share of its wall time.
@@ -84,6 +85,8 @@ pub struct RunOutcome {
     pub driver_cpu_sampling_ns: u64,
     /// Record bytes decoded while sampling was enabled.
     pub decoded_while_sampling_bytes: u64,
+    /// What the measured CPU's samples carried.
+    pub contents: ContentsStats,
     /// Handler intervals (util runs).
     pub intervals: Vec<Interval>,
     /// Phases (paired runs); `run_id`/`freq_hz` are filled by the executor.
@@ -210,6 +213,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
             String::new()
         },
         requested_event: spec.opts.event.clone(),
+        sample: run.sample.name(),
         scope: spec.opts.scope.as_str().to_owned(),
         cpu: spec.opts.cpu,
         duration_ns: spec.opts.duration_ns,
@@ -529,4 +533,13 @@ fn fill_row(row: &mut RunRow, out: &RunOutcome) {
     row.ended_at_ns = out.ended_at_ns;
     row.driver_cpu_sampling_ns = out.driver_cpu_sampling_ns;
     row.decoded_while_sampling_bytes = out.decoded_while_sampling_bytes;
+    let c = &out.contents;
+    let per_sample = |sum: u64| (c.samples > 0).then(|| sum as f64 / c.samples as f64);
+    if c.callchains > 0 {
+        row.callchain_mean = per_sample(c.callchain_entries);
+    }
+    if c.stack_copies > 0 {
+        row.stack_user_mean_bytes = per_sample(c.stack_user_bytes);
+        row.stack_dyn_mean_bytes = per_sample(c.stack_dyn_bytes);
+    }
 }

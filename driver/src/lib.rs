@@ -4,7 +4,8 @@
 //!
 //! Layout: `perf/` is the kernel interface (the only unsafe code lives in
 //! `perf/sys.rs`); `handler` turns tracepoint records into handler intervals;
-//! `sampler` is one measurement session on top of both; `probe` reports what
+//! `sampler` is one measurement session on top of both, `contents` what each
+//! sample carries; `probe` reports what
 //! the host can measure. The sweep is split into `config` (options and
 //! experiment files), `plan` (which runs, in which order), `exec` (running
 //! them through a backend trait), `backend` (the real one: workload child
@@ -18,6 +19,7 @@
 mod backend;
 pub mod budget;
 pub mod config;
+pub mod contents;
 pub mod exec;
 pub mod gaps;
 pub mod handler;

@@ -1,7 +1,8 @@
 //! Which runs a sweep makes, and in which order.
 //!
 //! Runs are grouped in randomised blocks, one block per repetition: every
-//! block holds each planned (kind, design, frequency) once, 0 Hz included,
+//! block holds each planned (kind, design, sample contents, frequency) once,
+//! 0 Hz included (once per design: with no samples, contents do not apply),
 //! shuffled with a ChaCha8 RNG seeded from the recorded seed, so slow drift
 //! of the host spreads over all frequencies instead of biasing the ones run
 //! last, and the same seed reproduces the same order.
@@ -22,6 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Design, SweepOptions};
+use crate::contents::SampleContents;
 
 /// What a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -54,10 +56,18 @@ pub struct PlannedRun {
     pub design: Design,
     /// Requested sample_freq; 0 = no sampling event.
     pub freq_hz: u64,
+    /// What each sample carries (at 0 Hz: the sweep's first contents).
+    /// Plans written before contents were a dimension ran with `time`.
+    #[serde(default = "legacy_contents")]
+    pub sample: SampleContents,
     /// Repetition, 0-based.
     pub rep: u32,
     /// Randomised block (= repetition).
     pub block: u32,
+}
+
+fn legacy_contents() -> SampleContents {
+    SampleContents::Time
 }
 
 /// Builds the plan of a sweep: `reps` randomised blocks.
@@ -65,27 +75,41 @@ pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut plan = Vec::new();
     let mut run_id = 0u32;
+    let first = opts
+        .samples
+        .first()
+        .copied()
+        .unwrap_or(SampleContents::DEFAULT);
     for rep in 0..opts.reps {
-        let mut block: Vec<(RunKind, Design, u64)> = Vec::new();
+        let mut block: Vec<(RunKind, Design, SampleContents, u64)> = Vec::new();
         for &design in &opts.designs {
             for &f in &opts.freqs_hz {
-                block.push((RunKind::Loss, design, f));
+                if f == 0 {
+                    block.push((RunKind::Loss, design, first, f));
+                    continue;
+                }
+                for &c in &opts.samples {
+                    block.push((RunKind::Loss, design, c, f));
+                }
             }
         }
         if opts.util {
             // Util runs do not depend on the design; tag them with the first one.
             let design = opts.designs.first().copied().unwrap_or(Design::Classic);
             for &f in opts.freqs_hz.iter().filter(|&&f| f > 0) {
-                block.push((RunKind::Util, design, f));
+                for &c in &opts.samples {
+                    block.push((RunKind::Util, design, c, f));
+                }
             }
         }
         block.shuffle(&mut rng);
-        for (kind, design, freq_hz) in block {
+        for (kind, design, sample, freq_hz) in block {
             plan.push(PlannedRun {
                 run_id,
                 kind,
                 design,
                 freq_hz,
+                sample,
                 rep,
                 block: rep,
             });
@@ -216,6 +240,30 @@ mod tests {
         let mut sorted = first.clone();
         sorted.sort_unstable();
         assert_ne!(first, sorted);
+    }
+
+    #[test]
+    fn contents_are_a_dimension_except_at_0_hz() {
+        let mut o = opts(1, "gaps");
+        o.samples = vec![SampleContents::PerfDefault, SampleContents::Callchain];
+        let plan = build_plan(&o);
+        // Per block: 0 Hz once, 5 freqs x 2 contents loss, 5 x 2 util.
+        assert_eq!(plan.len(), 5 * (1 + 10 + 10));
+        for rep in 0..5 {
+            let block: Vec<_> = plan.iter().filter(|r| r.block == rep).collect();
+            let set: HashSet<_> = block
+                .iter()
+                .map(|r| (r.kind, r.sample, r.freq_hz))
+                .collect();
+            assert_eq!(set.len(), block.len());
+            for c in &o.samples {
+                assert!(set.contains(&(RunKind::Loss, *c, 4000)));
+                assert!(set.contains(&(RunKind::Util, *c, 100_000)));
+            }
+            let zero: Vec<_> = block.iter().filter(|r| r.freq_hz == 0).collect();
+            assert_eq!(zero.len(), 1);
+            assert_eq!(zero[0].sample, SampleContents::PerfDefault);
+        }
     }
 
     #[test]

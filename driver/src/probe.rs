@@ -73,6 +73,16 @@ pub struct HostFacts {
     pub perf_event_max_sample_rate: Option<u64>,
     /// /proc/sys/kernel/perf_cpu_time_max_percent.
     pub perf_cpu_time_max_percent: Option<u64>,
+    /// /proc/sys/kernel/perf_event_max_stack: most call-chain frames.
+    #[serde(default)]
+    pub perf_event_max_stack: Option<u64>,
+    /// The kernel's tick rate HZ (the throttle counts samples per tick),
+    /// and how it was found.
+    #[serde(default)]
+    pub kernel_hz: Option<u64>,
+    /// `/boot/config-RELEASE` or `/proc/timer_list jiffies`.
+    #[serde(default)]
+    pub kernel_hz_source: Option<String>,
     /// Effective uid.
     pub euid: u32,
     /// CAP_PERFMON (bit 38) in CapEff of /proc/self/status.
@@ -146,6 +156,48 @@ fn hypervisor() -> Option<String> {
     }
 }
 
+/// The tick rate: CONFIG_HZ from /boot/config-RELEASE, else counted from
+/// the jiffies of /proc/timer_list over 200 ms and rounded to the nearest
+/// rate Linux offers (100, 250, 300, 1000).
+fn kernel_hz(release: &str) -> Option<(u64, &'static str)> {
+    if let Ok(text) = std::fs::read_to_string(format!("/boot/config-{release}"))
+        && let Some(hz) = config_hz(&text)
+    {
+        return Some((hz, "/boot/config-RELEASE CONFIG_HZ"));
+    }
+    let jiffies = || {
+        let text = std::fs::read_to_string("/proc/timer_list").ok()?;
+        let t = crate::system::monotonic_ns();
+        let j = text
+            .lines()
+            .find_map(|l| l.strip_prefix("jiffies: "))?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+        Some((j, t))
+    };
+    let (j0, t0) = jiffies()?;
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (j1, t1) = jiffies()?;
+    let rate = j1.checked_sub(j0)? as f64 / ((t1.checked_sub(t0)?) as f64 * 1e-9);
+    snap_hz(rate).map(|hz| (hz, "/proc/timer_list jiffies over 200 ms"))
+}
+
+/// `CONFIG_HZ=N` in a kernel config.
+pub fn config_hz(config: &str) -> Option<u64> {
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The Linux tick rate nearest a measured jiffies rate (within 10 %).
+pub fn snap_hz(rate: f64) -> Option<u64> {
+    [100u64, 250, 300, 1000]
+        .into_iter()
+        .find(|&hz| (rate - hz as f64).abs() <= 0.1 * hz as f64)
+}
+
 /// CAP_PERFMON (bit 38) of CapEff in a /proc/<pid>/status text.
 pub fn cap_perfmon_from_status(status: &str) -> Option<bool> {
     let hex = status
@@ -194,6 +246,7 @@ pub fn probe_host() -> HostFacts {
         sampler::HRTIMER_SYMBOL
     };
     let online = sampler::online_cpus().unwrap_or_default();
+    let hz = kernel_hz(un.release().to_str().unwrap_or(""));
     HostFacts {
         kernel: un.release().to_string_lossy().into_owned(),
         kernel_version: un.version().to_string_lossy().into_owned(),
@@ -215,6 +268,10 @@ pub fn probe_host() -> HostFacts {
         perf_event_max_sample_rate: read_trim(MAX_RATE_PATH).and_then(|s| s.parse().ok()),
         perf_cpu_time_max_percent: read_trim("/proc/sys/kernel/perf_cpu_time_max_percent")
             .and_then(|s| s.parse().ok()),
+        perf_event_max_stack: read_trim("/proc/sys/kernel/perf_event_max_stack")
+            .and_then(|s| s.parse().ok()),
+        kernel_hz: hz.map(|h| h.0),
+        kernel_hz_source: hz.map(|h| h.1.to_owned()),
         euid: rustix::process::geteuid().as_raw(),
         cap_perfmon: std::fs::read_to_string("/proc/self/status")
             .ok()
@@ -428,6 +485,11 @@ fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[Stri
         opt(&f.perf_cpu_time_max_percent)
     );
     println!(
+        "kernel HZ                   {} ({})",
+        opt(&f.kernel_hz),
+        f.kernel_hz_source.as_deref().unwrap_or("not found")
+    );
+    println!(
         "euid                        {} (CAP_PERFMON: {})",
         f.euid,
         opt(&f.cap_perfmon)
@@ -454,5 +516,22 @@ fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[Stri
     println!("ready                       {ready}");
     for m in missing {
         println!("missing: {m}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_rate_from_config_or_jiffies() {
+        assert_eq!(
+            config_hz("# x\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n"),
+            Some(250)
+        );
+        assert_eq!(config_hz("CONFIG_HZ_PERIODIC=y\n"), None);
+        assert_eq!(snap_hz(248.0), Some(250));
+        assert_eq!(snap_hz(1003.0), Some(1000));
+        assert_eq!(snap_hz(175.0), None);
     }
 }

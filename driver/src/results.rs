@@ -173,9 +173,23 @@ pub struct RunRow {
     pub sys_ns: u64,
     pub overrun_ns: u64,
     pub noise_reasons: String,
-    // Added with rings that hold the whole run.
     pub driver_cpu_sampling_ns: u64,
     pub decoded_while_sampling_bytes: u64,
+    /// What each sample carried (`--sample`); rows written before contents
+    /// were a dimension ran with `time`.
+    #[serde(default)]
+    pub sample: String,
+    /// Mean call-chain entries per sample on the measured CPU (empty
+    /// without PERF_SAMPLE_CALLCHAIN).
+    #[serde(default)]
+    pub callchain_mean: Option<f64>,
+    /// Mean user-stack bytes copied per sample (empty without
+    /// PERF_SAMPLE_STACK_USER).
+    #[serde(default)]
+    pub stack_user_mean_bytes: Option<f64>,
+    /// Mean of those bytes that were really stack (dyn_size).
+    #[serde(default)]
+    pub stack_dyn_mean_bytes: Option<f64>,
     // Added: the perf sysctls just before and just after the run (the
     // kernel lowers the rate on its own when handlers run long); empty when
     // unreadable.

@@ -48,6 +48,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::contents::SampleContents;
 use crate::handler::{self, HandlerInterval, TraceEvent, TraceKind, TraceLayout};
 use crate::perf::attr::{Attr, kind, read, sample};
 use crate::perf::error::OpenContext;
@@ -182,6 +183,13 @@ pub struct SamplerConfig {
     pub expected_duration: Option<Duration>,
     /// CPU for the drain thread (not the measured one); None = first other online CPU.
     pub drain_cpu: Option<u32>,
+    /// What each sample of the sampling event carries.
+    pub contents: SampleContents,
+    /// PERF_SAMPLE_* bits added to the tracepoints' records (default none:
+    /// the lean layout of [`trace_sample_type`]). `perf record` writes
+    /// IP, TID, CPU and PERIOD on them too; setting those reproduces its
+    /// instrument, for comparisons with it.
+    pub trace_extra_fields: u64,
 }
 
 impl SamplerConfig {
@@ -197,6 +205,8 @@ impl SamplerConfig {
             ring_data_bytes: DEFAULT_RING_DATA_BYTES,
             expected_duration: None,
             drain_cpu: None,
+            contents: SampleContents::DEFAULT,
+            trace_extra_fields: 0,
         }
     }
 }
@@ -254,6 +264,49 @@ pub struct SamplerOutcome {
     pub drain_passes: u64,
     /// Bytes of records drained.
     pub drained_bytes: u64,
+    /// What the measured CPU's samples carried.
+    pub contents: ContentsStats,
+}
+
+/// What the sampling event's samples on the measured CPU carried, summed
+/// over the run (their variable-length fields, as decoded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ContentsStats {
+    /// Samples counted.
+    pub samples: u64,
+    /// Samples with a call chain.
+    pub callchains: u64,
+    /// Call-chain entries (frames and context markers), summed.
+    pub callchain_entries: u64,
+    /// Longest call chain.
+    pub callchain_max: u32,
+    /// Samples with a user-stack copy.
+    pub stack_copies: u64,
+    /// User-stack bytes copied, summed.
+    pub stack_user_bytes: u64,
+    /// Of those, bytes that were really stack (dyn_size), summed.
+    pub stack_dyn_bytes: u64,
+    /// Branch-stack entries, summed.
+    pub branches: u64,
+}
+
+impl ContentsStats {
+    fn add(&mut self, s: &crate::perf::record::Sample<'_>) {
+        self.samples += 1;
+        if let Some(n) = s.callchain {
+            self.callchains += 1;
+            self.callchain_entries += u64::from(n);
+            self.callchain_max = self.callchain_max.max(n);
+        }
+        if let Some(su) = s.stack_user {
+            self.stack_copies += 1;
+            self.stack_user_bytes += su.size;
+            self.stack_dyn_bytes += su.dyn_size;
+        }
+        if let Some(n) = s.branches {
+            self.branches += u64::from(n);
+        }
+    }
 }
 
 fn now_raw_ns() -> u64 {
@@ -298,16 +351,15 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-// Small records keep the drain cheap at 100 kHz: its cost is mostly pulling
-// the ring's cache lines over from the measured CPU. No PERF_SAMPLE_CPU (each
-// ring belongs to one CPU: the ring's CPU is the record's CPU), no TID on
-// tracepoints (their raw data has common_pid), and RAW only on tracepoints
-// whose raw fields are read: 24-byte samples (32 with the TID of Task
-// scope), 64-byte hrtimer entries, 48-byte exits, 24-byte local_timer
-// entries and exits (their time is all we use).
-const SAMPLING_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TIME;
-const TASK_SAMPLING_SAMPLE_TYPE: u64 = sample::IDENTIFIER | sample::TID | sample::TIME;
-
+// The sampling event's records carry what the user asked for
+// (`SamplerConfig::contents`, by default what `perf record` writes): that is
+// the cost being measured. The tracepoints' records are the instrument, kept
+// small so the drain stays cheap at 100 kHz (its cost is mostly pulling the
+// ring's cache lines over from the measured CPU): no PERF_SAMPLE_CPU (each
+// ring belongs to one CPU), no TID (their raw data has common_pid), and RAW
+// only on tracepoints whose raw fields are read: 64-byte hrtimer entries,
+// 48-byte exits, 24-byte local_timer entries and exits (their time is all
+// we use).
 fn trace_sample_type(kind: TraceKind) -> u64 {
     if kind.needed_fields().is_empty() {
         sample::IDENTIFIER | sample::TIME
@@ -328,12 +380,9 @@ pub const MAX_RING_DATA_BYTES: usize = 1 << 30;
 /// sample (with the sample types above; hrtimer exits of other timers and
 /// throttle records are few).
 pub fn ring_bytes_per_sec(cfg: &SamplerConfig, cpu: u32) -> u64 {
-    let sample = if matches!(cfg.scope, Scope::Task(_)) {
-        32
-    } else {
-        24
-    };
-    let mut per_sample = sample;
+    let mut per_sample = cfg
+        .contents
+        .est_record_bytes(matches!(cfg.scope, Scope::Task(_)));
     if cpu == cfg.measured_cpu {
         if cfg.trace_handler {
             // nmi_handler: 24 + raw (8 common + 8 handler + 8 delta + 4 handled,
@@ -353,28 +402,30 @@ pub fn ring_bytes_per_sec(cfg: &SamplerConfig, cpu: u32) -> u64 {
 /// locked memory for a few hundred KiB of records.
 pub const OTHER_CPU_MIN_RING_BYTES: usize = 1 << 20;
 
-/// Ring data size for `cpu`: with an expected duration, the estimated bytes
-/// of the run plus half a second, with a third of margin on the measured
-/// CPU and twice that on the others (their small rings' [`drain_reserve`]
-/// is half the ring), so the run ends before the free space falls to the
-/// reserve; rounded up to a power of two, between `ring_data_bytes` (the
-/// measured CPU) or [`OTHER_CPU_MIN_RING_BYTES`] (the others) and
+/// Ring data size for `cpu`: with an expected duration, the smallest power
+/// of two whose space above [`drain_reserve`] holds the estimated bytes of
+/// the run plus half a second, between `ring_data_bytes` (the measured CPU)
+/// or [`OTHER_CPU_MIN_RING_BYTES`] (the others: their rings carry their own
+/// samples only) and
 /// [`MAX_RING_DATA_BYTES`].
 pub fn ring_bytes_for(cfg: &SamplerConfig, cpu: u32) -> usize {
     let Some(d) = cfg.expected_duration else {
         return cfg.ring_data_bytes;
     };
-    let (margin, floor) = if cpu == cfg.measured_cpu {
-        (4.0 / 3.0, cfg.ring_data_bytes)
+    let floor = if cpu == cfg.measured_cpu {
+        cfg.ring_data_bytes
     } else {
-        (2.0, cfg.ring_data_bytes.min(OTHER_CPU_MIN_RING_BYTES))
+        cfg.ring_data_bytes.min(OTHER_CPU_MIN_RING_BYTES)
     };
     let secs = d.as_secs_f64() + 0.5;
-    let want = ring_bytes_per_sec(cfg, cpu) as f64 * secs * margin;
+    let want = ring_bytes_per_sec(cfg, cpu) as f64 * secs;
     let want = usize::try_from(want as u64).unwrap_or(MAX_RING_DATA_BYTES);
-    want.checked_next_power_of_two()
-        .unwrap_or(MAX_RING_DATA_BYTES)
-        .clamp(floor, MAX_RING_DATA_BYTES.max(floor))
+    let max = MAX_RING_DATA_BYTES.max(floor);
+    let mut size = floor.max(1).next_power_of_two();
+    while size < max && size - drain_reserve(size) < want {
+        size *= 2;
+    }
+    size.min(max)
 }
 
 /// Free space below which a ring of `size` bytes is decoded during the run:
@@ -385,11 +436,9 @@ pub fn drain_reserve(size: usize) -> usize {
 const READ_FORMAT: u64 =
     read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
 
-fn sampling_sample_type(scope: Scope) -> u64 {
-    match scope {
-        Scope::Task(_) => TASK_SAMPLING_SAMPLE_TYPE,
-        _ => SAMPLING_SAMPLE_TYPE,
-    }
+fn sampling_sample_type(cfg: &SamplerConfig) -> u64 {
+    cfg.contents
+        .sample_type(matches!(cfg.scope, Scope::Task(_)))
 }
 
 /// The sample period of a 0 Hz sampler: 2^62 events (ns for cpu-clock,
@@ -398,15 +447,16 @@ fn sampling_sample_type(scope: Scope) -> u64 {
 /// bias of the toggling itself shows in the null control.
 pub const NEVER_FIRES_PERIOD: u64 = 1 << 62;
 
-fn sampling_attr(event: EventKind, freq_hz: u64, sample_type: u64) -> Attr {
-    let (t, c) = event.type_config();
+fn sampling_attr(cfg: &SamplerConfig) -> Attr {
+    let (t, c) = cfg.event.type_config();
     let attr = Attr::new().type_(t).config(c);
-    let attr = if freq_hz == 0 {
+    let attr = if cfg.freq_hz == 0 {
         attr.sample_period(NEVER_FIRES_PERIOD)
     } else {
-        attr.sample_freq(freq_hz)
+        attr.sample_freq(cfg.freq_hz)
     };
-    attr.sample_type(sample_type)
+    cfg.contents
+        .apply(attr, matches!(cfg.scope, Scope::Task(_)))
         .read_format(READ_FORMAT)
         .sample_id_all(true)
         .disabled(true)
@@ -470,6 +520,7 @@ struct Shared {
 #[derive(Debug, Default)]
 struct DrainOutput {
     sample_keys: Vec<(u32, u64)>,
+    contents: ContentsStats,
     samples_all: u64,
     pairer: handler::Pairer,
     nmi: Vec<TraceEvent>,
@@ -531,6 +582,7 @@ impl Drainer {
                             out.samples_all += 1;
                             if *all_cpu_samples || cpu == *measured_cpu {
                                 out.sample_keys.push((cpu, time));
+                                out.contents.add(&s);
                             }
                         }
                         Some(IdRole::Trace(layout)) => {
@@ -653,7 +705,7 @@ impl Sampler {
         let mut ids = HashMap::new();
         let mut measured_fd_index = None;
         for &cpu in &cpus {
-            let mut attr = sampling_attr(cfg.event, cfg.freq_hz, sampling_sample_type(cfg.scope));
+            let mut attr = sampling_attr(cfg);
             let ctx = OpenContext {
                 event: cfg.event.name().into(),
                 freq_hz: cfg.freq_hz,
@@ -680,12 +732,12 @@ impl Sampler {
         })?;
 
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
-        let initial = Formats::single(sampling_sample_type(cfg.scope), true).map_err(|source| {
-            PerfError::Decode {
+        let initial = Formats::single(sampling_sample_type(cfg), true)
+            .map_err(|source| PerfError::Decode {
                 cpu: cfg.measured_cpu,
                 source,
-            }
-        })?;
+            })?
+            .with_regs_user(cfg.contents.regs_user_mask());
         let mut ring_bytes = 0;
         for ev in &events {
             let want = ring_bytes_for(cfg, ev.cpu);
@@ -739,7 +791,7 @@ impl Sampler {
                     .type_(kind::TRACEPOINT)
                     .config(format.id)
                     .sample_period(1)
-                    .sample_type(trace_sample_type(k))
+                    .sample_type(trace_sample_type(k) | cfg.trace_extra_fields)
                     .read_format(READ_FORMAT)
                     .sample_id_all(true)
                     .disabled(true);
@@ -786,16 +838,20 @@ impl Sampler {
             .iter()
             .map(|(&id, r)| {
                 let t = match r {
-                    IdRole::Sampling => sampling_sample_type(cfg.scope),
-                    IdRole::Trace(layout) => trace_sample_type(layout.kind),
+                    IdRole::Sampling => sampling_sample_type(cfg),
+                    IdRole::Trace(layout) => {
+                        trace_sample_type(layout.kind) | cfg.trace_extra_fields
+                    }
                 };
                 (id, t)
             })
             .collect();
-        let formats = Formats::by_id(&id_types, true).map_err(|source| PerfError::Decode {
-            cpu: cfg.measured_cpu,
-            source,
-        })?;
+        let formats = Formats::by_id(&id_types, true)
+            .map_err(|source| PerfError::Decode {
+                cpu: cfg.measured_cpu,
+                source,
+            })?
+            .with_regs_user(cfg.contents.regs_user_mask());
         for ring in &mut rings {
             ring.set_formats(formats.clone());
         }
@@ -1027,6 +1083,7 @@ impl Sampler {
             drain_passes_on_measured_cpu: out.passes_on_measured,
             drain_passes: out.passes,
             drained_bytes: out.bytes,
+            contents: out.contents,
         })
     }
 
@@ -1083,13 +1140,24 @@ mod tests {
     fn rings_hold_the_run_above_the_reserve() {
         // The sweep's heaviest run: 10 s at 100 kHz, all four tracepoints.
         let cfg = traced(100_000, 10.0);
+        // perf record's samples (56 bytes) and the lean tracepoint records.
         assert_eq!(
             ring_bytes_per_sec(&cfg, 1),
-            100_000 * (24 + 64 + 48 + 24 + 24)
+            100_000 * (56 + 64 + 48 + 24 + 24)
         );
-        assert_eq!(ring_bytes_for(&cfg, 1), 256 << 20);
+        assert_eq!(ring_bytes_for(&cfg, 1), 512 << 20);
         // Other CPUs' rings carry samples only.
-        assert_eq!(ring_bytes_per_sec(&cfg, 0), 100_000 * 24);
+        assert_eq!(ring_bytes_per_sec(&cfg, 0), 100_000 * 56);
+        // Timestamp-only samples: 24 bytes.
+        let mut lean = traced(100_000, 10.0);
+        lean.contents = SampleContents::Time;
+        assert_eq!(ring_bytes_for(&lean, 1), 256 << 20);
+        // An 8 KiB stack copy at 100 kHz (~830 MB/s) cannot be held: the
+        // ring is capped and the drain decodes during the run.
+        let mut dwarf = traced(100_000, 10.0);
+        dwarf.contents = SampleContents::Dwarf { stack_bytes: 8192 };
+        assert!(ring_bytes_per_sec(&dwarf, 0) > 800_000_000);
+        assert_eq!(ring_bytes_for(&dwarf, 1), MAX_RING_DATA_BYTES);
         for (freq, secs) in [
             (100, 10.0),
             (4000, 10.0),
@@ -1136,10 +1204,11 @@ mod tests {
             );
             assert!(size <= ring_bytes_for(&cfg, 1));
         }
-        // At production rates far below the measured CPU's 16 MiB floor.
+        // At production rates below the measured CPU's 16 MiB floor
+        // (perf-default samples, 56 bytes: 59 KB, 2.4 MB and 59 MB a run).
         assert_eq!(ring_bytes_for(&traced(100, 10.0), 0), 1 << 20);
-        assert_eq!(ring_bytes_for(&traced(4000, 10.0), 0), 2 << 20);
-        assert_eq!(ring_bytes_for(&traced(100_000, 10.0), 0), 64 << 20);
+        assert_eq!(ring_bytes_for(&traced(4000, 10.0), 0), 8 << 20);
+        assert_eq!(ring_bytes_for(&traced(100_000, 10.0), 0), 128 << 20);
     }
 
     #[test]

@@ -61,6 +61,16 @@ pub struct SweepFlags {
     /// the smallest standard error per minute here; docs/methodology.md).
     #[arg(long, allow_hyphen_values = true)]
     pub phase: Option<String>,
+    /// What each sample carries, comma-separated; several make contents a
+    /// sweep dimension. Presets: perf-default (what `perf record` writes: ip,
+    /// tid, time, cpu, period, identifier), callchain (`perf record -g`:
+    /// kernel and user frame-pointer chain), dwarf[:SIZE] (`--call-graph
+    /// dwarf,SIZE`: kernel chain, user registers and SIZE bytes of user
+    /// stack; default 8192), lbr (branch stack; needs a hardware PMU), time
+    /// (timestamp only, the cheapest record); or a field list such as
+    /// ip+tid+period. Default perf-default.
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
+    pub sample: Option<String>,
     /// Seed of the randomised run order. Default: from the clock (recorded).
     #[arg(long, allow_hyphen_values = true)]
     pub seed: Option<String>,
@@ -126,6 +136,7 @@ fn flag_settings(args: &SweepFlags) -> FlagSettings {
         phase: args.phase.clone(),
         seed: args.seed.clone(),
         no_util: args.no_util,
+        sample: args.sample.clone(),
     }
 }
 
@@ -141,6 +152,7 @@ fn has_settings(args: &SweepFlags) -> bool {
         || f.phase.is_some()
         || f.seed.is_some()
         || f.no_util
+        || f.sample.is_some()
         || args.experiment.is_some()
         || args.out.is_some()
 }
@@ -307,6 +319,14 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     if let Some(w) = fallback {
         tracing::warn!("{w}");
         warnings.push(w);
+    }
+    if !event.is_hardware()
+        && let Some(c) = opts.samples.iter().find(|c| c.needs_pmu())
+    {
+        return Err(usage(format!(
+            "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
+            event.name()
+        )));
     }
     if let Some((_, m)) = &resumed
         && m.event != event.name()

@@ -287,3 +287,52 @@ fn system_scope_opens_every_cpu_and_keeps_measured_cpu_apart() {
     assert!(o.intervals.iter().all(|i| i.cpu == cfg.measured_cpu));
     assert!(o.intervals.len() as f64 >= 0.9 * o.samples as f64);
 }
+
+/// Each sample-contents preset opens, and its samples carry what it asks
+/// for: call chains walk kernel and user frames, a dwarf stack copy holds
+/// the requested bytes of a user stack that is really there.
+#[test]
+fn sample_contents_presets_carry_their_fields() {
+    use driver::contents::SampleContents;
+    if !perf_ready() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cpu = measured_cpu();
+    for contents in [
+        SampleContents::Time,
+        SampleContents::PerfDefault,
+        SampleContents::Callchain,
+        SampleContents::Dwarf { stack_bytes: 4096 },
+    ] {
+        let mut cfg = SamplerConfig::new(EventKind::CpuClock, 2000, cpu);
+        cfg.contents = contents;
+        let o = run(&cfg, 0.3);
+        let c = o.contents;
+        assert!(o.samples > 300, "{contents}: {} samples", o.samples);
+        assert_eq!(c.samples, o.samples, "{contents}");
+        assert_eq!(o.lost, 0, "{contents}");
+        match contents {
+            SampleContents::Callchain => {
+                assert_eq!(c.callchains, c.samples);
+                // A context marker and at least one frame in each of kernel
+                // and user space.
+                assert!(
+                    c.callchain_entries as f64 / c.samples as f64 >= 4.0,
+                    "{c:?}"
+                );
+                assert_eq!(c.stack_copies, 0);
+            }
+            SampleContents::Dwarf { stack_bytes } => {
+                assert_eq!(c.stack_copies, c.samples, "{c:?}");
+                assert_eq!(c.stack_user_bytes, c.samples * u64::from(stack_bytes));
+                // The spinner runs in user space: most samples hold real stack.
+                assert!(c.stack_dyn_bytes > 0, "{c:?}");
+                assert_eq!(c.callchains, c.samples, "kernel chain");
+            }
+            _ => {
+                assert_eq!((c.callchains, c.stack_copies), (0, 0), "{contents}");
+            }
+        }
+    }
+}

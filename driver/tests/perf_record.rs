@@ -39,6 +39,7 @@ fn every_record_type(raw: &[u8]) -> Vec<(u64, Record<'_>)> {
                 cpu: Some(1),
                 period: Some(1_000_000),
                 raw: None,
+                ..Sample::default()
             }),
         ),
         (
@@ -50,6 +51,7 @@ fn every_record_type(raw: &[u8]) -> Vec<(u64, Record<'_>)> {
                 cpu: Some(1),
                 period: None,
                 raw: Some(raw),
+                ..Sample::default()
             }),
         ),
         (
@@ -202,8 +204,8 @@ proptest! {
         for (k, x, cpu, tid, raw) in &items {
             let s = SampleId { tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), identifier: Some(7), ..SampleId::default() };
             let (t, r) = match k {
-                0 => (SAMPLING, Record::Sample(Sample { id: Some(7), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: Some(x ^ 5), raw: None })),
-                1 => (TRACE, Record::Sample(Sample { id: Some(9), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: None, raw: Some(raw.as_slice()) })),
+                0 => (SAMPLING, Record::Sample(Sample { id: Some(7), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: Some(x ^ 5), raw: None, ..Sample::default() })),
+                1 => (TRACE, Record::Sample(Sample { id: Some(9), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: None, raw: Some(raw.as_slice()), ..Sample::default() })),
                 2 => (SAMPLING, Record::Lost { id: 7, lost: *x, sid: s }),
                 3 => (SAMPLING, Record::LostSamples { lost: *x, sid: s }),
                 4 => (SAMPLING, Record::Throttle { time: *x, id: 7, stream_id: 3, sid: s }),

@@ -10,6 +10,8 @@ pub use b::perf_event_attr as RawAttr;
 /// `sample_type` bits used by the driver.
 pub mod sample {
     use perf_event_open_sys::bindings as b;
+    /// PERF_SAMPLE_IP.
+    pub const IP: u64 = b::PERF_SAMPLE_IP as u64;
     /// PERF_SAMPLE_TID.
     pub const TID: u64 = b::PERF_SAMPLE_TID as u64;
     /// PERF_SAMPLE_TIME.
@@ -26,6 +28,25 @@ pub mod sample {
     pub const RAW: u64 = b::PERF_SAMPLE_RAW as u64;
     /// PERF_SAMPLE_IDENTIFIER.
     pub const IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
+    /// PERF_SAMPLE_CALLCHAIN.
+    pub const CALLCHAIN: u64 = b::PERF_SAMPLE_CALLCHAIN as u64;
+    /// PERF_SAMPLE_BRANCH_STACK.
+    pub const BRANCH_STACK: u64 = b::PERF_SAMPLE_BRANCH_STACK as u64;
+    /// PERF_SAMPLE_REGS_USER.
+    pub const REGS_USER: u64 = b::PERF_SAMPLE_REGS_USER as u64;
+    /// PERF_SAMPLE_STACK_USER.
+    pub const STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
+}
+
+/// `branch_sample_type` bits used by the driver.
+pub mod branch {
+    use perf_event_open_sys::bindings as b;
+    /// PERF_SAMPLE_BRANCH_ANY: every kind of branch.
+    pub const ANY: u64 = b::PERF_SAMPLE_BRANCH_ANY as u64;
+    /// PERF_SAMPLE_BRANCH_USER.
+    pub const USER: u64 = b::PERF_SAMPLE_BRANCH_USER as u64;
+    /// PERF_SAMPLE_BRANCH_KERNEL.
+    pub const KERNEL: u64 = b::PERF_SAMPLE_BRANCH_KERNEL as u64;
 }
 
 /// `read_format` bits used by the driver.
@@ -190,6 +211,35 @@ impl Attr {
     /// `precise_ip` (0-3).
     pub fn precise_ip(mut self, level: u8) -> Self {
         self.raw.set_precise_ip(u64::from(level.min(3)));
+        self
+    }
+    /// `sample_regs_user`: which user registers PERF_SAMPLE_REGS_USER copies.
+    pub fn sample_regs_user(mut self, mask: u64) -> Self {
+        self.raw.sample_regs_user = mask;
+        self
+    }
+    /// `sample_stack_user`: bytes of user stack PERF_SAMPLE_STACK_USER copies
+    /// (a multiple of 8 below 65535, or the open fails with EINVAL).
+    pub fn sample_stack_user(mut self, bytes: u32) -> Self {
+        self.raw.sample_stack_user = bytes;
+        self
+    }
+    /// `sample_max_stack`: most frames of PERF_SAMPLE_CALLCHAIN (0: the
+    /// kernel's `perf_event_max_stack`).
+    pub fn sample_max_stack(mut self, frames: u16) -> Self {
+        self.raw.sample_max_stack = frames;
+        self
+    }
+    /// `exclude_callchain_user`: the callchain stops at the kernel frames
+    /// (what `perf record --call-graph dwarf` sets: user frames come from the
+    /// stack copy).
+    pub fn exclude_callchain_user(mut self, yes: bool) -> Self {
+        self.raw.set_exclude_callchain_user(u64::from(yes));
+        self
+    }
+    /// `branch_sample_type` (PERF_SAMPLE_BRANCH_* bits, see [`branch`]).
+    pub fn branch_sample_type(mut self, bits: u64) -> Self {
+        self.raw.branch_sample_type = bits;
         self
     }
     /// `inherit`.

@@ -18,14 +18,13 @@ pub const RECORD_SAMPLE: u32 = 9;
 /// PERF_RECORD_LOST_SAMPLES.
 pub const RECORD_LOST_SAMPLES: u32 = 13;
 
-/// PERF_SAMPLE_IP (skipped when present).
-const SAMPLE_IP: u64 = 1;
 /// PERF_SAMPLE_ADDR (skipped when present).
 const SAMPLE_ADDR: u64 = 8;
 
-/// The sample_type bits this decoder understands.
+/// The sample_type bits this decoder understands. PERF_SAMPLE_READ and the
+/// fields after PERF_SAMPLE_STACK_USER (weight, data_src, ...) are not.
 pub const SUPPORTED_SAMPLE_TYPE: u64 = st::IDENTIFIER
-    | SAMPLE_IP
+    | st::IP
     | st::TID
     | st::TIME
     | SAMPLE_ADDR
@@ -33,7 +32,15 @@ pub const SUPPORTED_SAMPLE_TYPE: u64 = st::IDENTIFIER
     | st::STREAM_ID
     | st::CPU
     | st::PERIOD
-    | st::RAW;
+    | st::CALLCHAIN
+    | st::RAW
+    | st::BRANCH_STACK
+    | st::REGS_USER
+    | st::STACK_USER;
+
+/// The variable-length fields, which come after the fixed ones in this order.
+const TAIL_FIELDS: u64 =
+    st::CALLCHAIN | st::RAW | st::BRANCH_STACK | st::REGS_USER | st::STACK_USER;
 
 /// Why a record did not decode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,18 +114,22 @@ pub struct Formats {
 /// check plus direct reads.
 #[derive(Debug, Clone, Copy, Default)]
 struct SampleLayout {
+    ip: u16,
     tid: u16,
     time: u16,
     id: u16,
     cpu: u16,
     period: u16,
-    raw: u16,
-    /// Bytes up to the raw size field (or the end of the fixed fields).
+    /// The end of the fixed fields, where the variable ones start.
     fixed_len: u16,
+    /// The sample_type's variable-length fields ([`TAIL_FIELDS`]).
+    tail: u64,
+    /// Registers in a PERF_SAMPLE_REGS_USER dump (popcount of sample_regs_user).
+    regs_user: u16,
 }
 
 impl SampleLayout {
-    fn new(sample_type: u64) -> SampleLayout {
+    fn new(sample_type: u64, regs_user_mask: u64) -> SampleLayout {
         let mut l = SampleLayout::default();
         let mut at: u16 = 8;
         let mut take = |bit: u64, slot: Option<&mut u16>| {
@@ -131,7 +142,7 @@ impl SampleLayout {
         };
         let mut ident = 0u16;
         take(st::IDENTIFIER, Some(&mut ident));
-        take(SAMPLE_IP, None);
+        take(st::IP, Some(&mut l.ip));
         take(st::TID, Some(&mut l.tid));
         take(st::TIME, Some(&mut l.time));
         take(SAMPLE_ADDR, None);
@@ -141,11 +152,9 @@ impl SampleLayout {
         take(st::CPU, Some(&mut l.cpu));
         take(st::PERIOD, Some(&mut l.period));
         l.id = if ident != 0 { ident } else { id };
-        if sample_type & st::RAW != 0 {
-            l.raw = at;
-            at += 4;
-        }
         l.fixed_len = at;
+        l.tail = sample_type & TAIL_FIELDS;
+        l.regs_user = regs_user_mask.count_ones() as u16;
         l
     }
 }
@@ -156,10 +165,20 @@ impl Formats {
         check_supported(sample_type)?;
         Ok(Formats {
             default: sample_type,
-            default_layout: SampleLayout::new(sample_type),
+            default_layout: SampleLayout::new(sample_type, 0),
             by_id: Vec::new(),
             sample_id_all,
         })
+    }
+
+    /// The `sample_regs_user` mask of the events whose sample_type has
+    /// PERF_SAMPLE_REGS_USER (it sets how many registers a sample carries).
+    pub fn with_regs_user(mut self, mask: u64) -> Formats {
+        self.default_layout = SampleLayout::new(self.default, mask);
+        for e in &mut self.by_id {
+            e.2 = SampleLayout::new(e.1, mask);
+        }
+        self
     }
 
     /// Several events with different sample_types; every one must include
@@ -178,10 +197,10 @@ impl Formats {
         }
         Ok(Formats {
             default,
-            default_layout: SampleLayout::new(default),
+            default_layout: SampleLayout::new(default, 0),
             by_id: events
                 .iter()
-                .map(|&(id, t)| (id, t, SampleLayout::new(t)))
+                .map(|&(id, t)| (id, t, SampleLayout::new(t, 0)))
                 .collect(),
             sample_id_all,
         })
@@ -240,11 +259,24 @@ pub struct SampleId {
     pub identifier: Option<u64>,
 }
 
-/// A PERF_RECORD_SAMPLE.
+/// What a PERF_SAMPLE_STACK_USER field held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StackUser {
+    /// Bytes of stack the record carries (`sample_stack_user`, or less when
+    /// the kernel shrank it to fit the record's 64 KiB).
+    pub size: u64,
+    /// Bytes of them that were really stack (`dyn_size`; 0 when size is 0).
+    pub dyn_size: u64,
+}
+
+/// A PERF_RECORD_SAMPLE. The variable-length fields other than RAW are
+/// summarised (how many entries, how many bytes), not kept.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sample<'a> {
     /// PERF_SAMPLE_IDENTIFIER (or PERF_SAMPLE_ID when that is the only id).
     pub id: Option<u64>,
+    /// PERF_SAMPLE_IP.
+    pub ip: Option<u64>,
     /// PERF_SAMPLE_TID: pid, tid.
     pub tid: Option<(u32, u32)>,
     /// PERF_SAMPLE_TIME.
@@ -255,6 +287,15 @@ pub struct Sample<'a> {
     pub period: Option<u64>,
     /// PERF_SAMPLE_RAW (tracepoint data, without its u32 size).
     pub raw: Option<&'a [u8]>,
+    /// PERF_SAMPLE_CALLCHAIN: entries (frames and PERF_CONTEXT_* markers).
+    pub callchain: Option<u32>,
+    /// PERF_SAMPLE_BRANCH_STACK: branch entries.
+    pub branches: Option<u32>,
+    /// PERF_SAMPLE_REGS_USER: the abi word (0: no user registers, a kernel
+    /// thread).
+    pub regs_user_abi: Option<u64>,
+    /// PERF_SAMPLE_STACK_USER.
+    pub stack_user: Option<StackUser>,
 }
 
 /// One decoded record.
@@ -511,27 +552,96 @@ fn parse_sample<'a>(
     let u32_at = |off: u16| (off != 0).then(|| rd_u32(rec, usize::from(off))).flatten();
     let mut s = Sample {
         id: u64_at(layout.id),
+        ip: u64_at(layout.ip),
         tid: None,
         time: u64_at(layout.time),
         cpu: u32_at(layout.cpu),
         period: u64_at(layout.period),
-        raw: None,
+        ..Sample::default()
     };
     if layout.tid != 0 {
         let o = usize::from(layout.tid);
         s.tid = rd_u32(rec, o).zip(rd_u32(rec, o + 4));
     }
-    if layout.raw != 0 {
-        let o = usize::from(layout.raw);
-        let size = rd_u32(rec, o).unwrap_or(0) as usize;
+    if layout.tail != 0 {
+        parse_tail(rec, layout, base, &mut s)?;
+    }
+    Ok(s)
+}
+
+/// The variable-length fields of a sample, in the kernel's order
+/// (perf_output_sample): callchain, raw, branch stack, user registers, user
+/// stack.
+fn parse_tail<'a>(
+    rec: &'a [u8],
+    layout: &SampleLayout,
+    base: usize,
+    s: &mut Sample<'a>,
+) -> Result<(), DecodeError> {
+    let mut c = Cur {
+        b: rec,
+        at: usize::from(layout.fixed_len),
+        base,
+    };
+    // Skips `n` u64 words, or fails as truncated.
+    let skip = |c: &mut Cur<'_>, n: u64| -> Result<(), DecodeError> {
+        let bytes = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(8))
+            .unwrap_or(usize::MAX);
+        match c.at.checked_add(bytes).filter(|&end| end <= c.b.len()) {
+            Some(end) => {
+                c.at = end;
+                Ok(())
+            }
+            None => Err(DecodeError::Truncated {
+                offset: base,
+                need: c.at.saturating_add(bytes),
+                have: c.b.len(),
+            }),
+        }
+    };
+    if layout.tail & st::CALLCHAIN != 0 {
+        let nr = c.u64()?;
+        skip(&mut c, nr)?;
+        s.callchain = Some(u32::try_from(nr).unwrap_or(u32::MAX));
+    }
+    if layout.tail & st::RAW != 0 {
+        let o = c.at;
+        let size = rd_u32(rec, o).ok_or_else(|| c.trunc(4))? as usize;
         let data = rec.get(o + 4..o + 4 + size).ok_or(DecodeError::Truncated {
             offset: base,
             need: o + 4 + size,
             have: rec.len(),
         })?;
         s.raw = Some(data);
+        // The kernel pads size + data to a multiple of 8.
+        c.at = (o + 4 + size).next_multiple_of(8);
     }
-    Ok(s)
+    if layout.tail & st::BRANCH_STACK != 0 {
+        // No PERF_SAMPLE_BRANCH_HW_INDEX: nr, then nr entries of 3 words.
+        let nr = c.u64()?;
+        skip(&mut c, nr.saturating_mul(3))?;
+        s.branches = Some(u32::try_from(nr).unwrap_or(u32::MAX));
+    }
+    if layout.tail & st::REGS_USER != 0 {
+        let abi = c.u64()?;
+        if abi != 0 {
+            skip(&mut c, u64::from(layout.regs_user))?;
+        }
+        s.regs_user_abi = Some(abi);
+    }
+    if layout.tail & st::STACK_USER != 0 {
+        let size = c.u64()?;
+        let dyn_size = if size == 0 {
+            0
+        } else {
+            skip(&mut c, size.div_ceil(8))?;
+            c.u64()?
+        };
+        s.stack_user = Some(StackUser { size, dyn_size });
+    }
+    Ok(())
 }
 
 /// header.size of the record at `at`, validated.
@@ -750,15 +860,22 @@ pub mod encode {
     }
 
     /// A PERF_RECORD_SAMPLE with the fields `sample_type` names (absent
-    /// values are written as 0; IP/ADDR/STREAM_ID as 0).
+    /// values are written as 0; ADDR/STREAM_ID as 0; callchain, branch and
+    /// register entries as made-up words, the stack as 0xab bytes).
     pub fn sample(sample_type: u64, s: &Sample<'_>) -> Vec<u8> {
+        sample_with_regs(sample_type, 0, s)
+    }
+
+    /// [`sample`] with `regs_user` registers in a REGS_USER dump whose abi is
+    /// non-zero.
+    pub fn sample_with_regs(sample_type: u64, regs_user: u32, s: &Sample<'_>) -> Vec<u8> {
         let mut v = header(RECORD_SAMPLE, 0);
         let w = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_ne_bytes());
         if sample_type & st::IDENTIFIER != 0 {
             w(&mut v, s.id.unwrap_or(0));
         }
-        if sample_type & SAMPLE_IP != 0 {
-            w(&mut v, 0);
+        if sample_type & st::IP != 0 {
+            w(&mut v, s.ip.unwrap_or(0));
         }
         if sample_type & st::TID != 0 {
             let (p, t) = s.tid.unwrap_or((0, 0));
@@ -782,10 +899,44 @@ pub mod encode {
         if sample_type & st::PERIOD != 0 {
             w(&mut v, s.period.unwrap_or(0));
         }
+        if sample_type & st::CALLCHAIN != 0 {
+            let nr = s.callchain.unwrap_or(0);
+            w(&mut v, u64::from(nr));
+            for i in 0..nr {
+                w(&mut v, 0xffff_ffff_8100_0000 + u64::from(i));
+            }
+        }
         if sample_type & st::RAW != 0 {
             let raw = s.raw.unwrap_or(&[]);
             v.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
             v.extend_from_slice(raw);
+            while !v.len().is_multiple_of(8) {
+                v.push(0);
+            }
+        }
+        if sample_type & st::BRANCH_STACK != 0 {
+            let nr = s.branches.unwrap_or(0);
+            w(&mut v, u64::from(nr));
+            for i in 0..u64::from(nr) * 3 {
+                w(&mut v, i);
+            }
+        }
+        if sample_type & st::REGS_USER != 0 {
+            let abi = s.regs_user_abi.unwrap_or(0);
+            w(&mut v, abi);
+            if abi != 0 {
+                for i in 0..regs_user {
+                    w(&mut v, u64::from(i));
+                }
+            }
+        }
+        if sample_type & st::STACK_USER != 0 {
+            let su = s.stack_user.unwrap_or_default();
+            w(&mut v, su.size);
+            if su.size != 0 {
+                v.resize(v.len() + su.size.next_multiple_of(8) as usize, 0xab);
+                w(&mut v, su.dyn_size);
+            }
         }
         finish(v)
     }

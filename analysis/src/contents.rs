@@ -1,0 +1,357 @@
+//! Sample contents as a sweep dimension (`driver sweep --sample`), and the
+//! kernel's throttle predicted from what a sample costs.
+//!
+//! Every table of the report is computed on the runs of one contents, the
+//! primary (the first the sweep was given; 0 Hz runs belong to all). Each
+//! other contents gets the same analysis on its own runs, and
+//! [`ContentsRow`] sets them side by side: handler time and
+//! application-visible cost per sample, by contents and rate, with the
+//! ratio to `perf-default`.
+
+use std::collections::BTreeMap;
+
+use crate::load::{ResultSet, Run};
+use crate::stats::{Estimate, mean};
+use crate::tables::Analysis;
+
+/// The preset every other contents is compared with.
+pub const REFERENCE: &str = "perf-default";
+
+/// The contents of the sampling runs, in the order the sweep was given them
+/// (manifest `options.samples`), then any others by name.
+pub fn contents_of(rs: &ResultSet) -> Vec<String> {
+    let mut out: Vec<String> = rs.manifest.raw["options"]["samples"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut seen: Vec<String> = rs
+        .runs
+        .iter()
+        .filter(|r| r.freq_hz > 0)
+        .map(|r| r.sample.clone())
+        .collect();
+    seen.sort();
+    seen.dedup();
+    out.retain(|c| seen.contains(c));
+    for c in seen {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        out.push(crate::load::LEGACY_SAMPLE.to_string());
+    }
+    out
+}
+
+/// The result set restricted to one contents' sampling runs and every 0 Hz
+/// run (the shared baseline).
+pub fn subset(rs: &ResultSet, sample: &str) -> ResultSet {
+    let keep = |r: &Run| r.freq_hz == 0 || r.sample == sample;
+    let ids: std::collections::BTreeSet<i64> = rs
+        .runs
+        .iter()
+        .filter(|r| keep(r))
+        .map(|r| r.run_id)
+        .collect();
+    ResultSet {
+        dir: rs.dir.clone(),
+        manifest: rs.manifest.clone(),
+        runs: rs.runs.iter().filter(|r| keep(r)).cloned().collect(),
+        phases: rs
+            .phases
+            .iter()
+            .filter(|p| ids.contains(&p.run_id))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// One (contents, rate) row of the table "what a sample costs, by contents".
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ContentsRow {
+    pub sample: String,
+    pub freq_hz: u64,
+    /// Mean achieved rate of the util runs (else the gaps runs), Hz.
+    pub achieved_hz: f64,
+    /// Handler time per sample (util runs), ns, t interval over runs.
+    pub handler_ns: Option<Estimate>,
+    /// What one sample costs the application (gaps design: direct +
+    /// after-effect), ns, t interval over runs.
+    pub total_ns: Option<Estimate>,
+    /// Mean call-chain entries per sample (0: no call chain).
+    pub callchain_mean: f64,
+    /// Mean user-stack bytes copied per sample (0: no stack copy).
+    pub stack_user_mean_bytes: f64,
+    /// handler_ns / perf-default's at the same rate (None on perf-default's
+    /// own rows).
+    pub handler_ratio: Option<Estimate>,
+    /// total_ns / perf-default's at the same rate.
+    pub total_ratio: Option<Estimate>,
+    /// THROTTLE records over the contents' runs at this rate.
+    pub throttled: u64,
+}
+
+/// a / b for independent estimates, with a normal interval from the delta
+/// method (relative SEs added in quadrature); None when b is not positive.
+pub fn ratio(a: &Estimate, b: &Estimate) -> Option<Estimate> {
+    if b.value.is_nan() || b.value <= 0.0 || !a.value.is_finite() {
+        return None;
+    }
+    let r = a.value / b.value;
+    let rel = ((a.se / a.value).powi(2) + (b.se / b.value).powi(2)).sqrt();
+    let se = r.abs() * rel;
+    Some(Estimate {
+        value: r,
+        lo: r - 1.96 * se,
+        hi: r + 1.96 * se,
+        se,
+        n: a.n.min(b.n),
+    })
+}
+
+/// Builds the by-contents table from each contents' analysis.
+pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow> {
+    let mut out = Vec::new();
+    for (sample, a) in analyses {
+        let mut freqs: Vec<u64> = a.util.iter().map(|u| u.freq_hz).collect();
+        if let Some(ps) = &a.per_sample {
+            freqs.extend(ps.rows.iter().map(|r| r.freq_hz));
+        }
+        freqs.sort_unstable();
+        freqs.dedup();
+        for f in freqs {
+            let util = a.util.iter().find(|u| u.freq_hz == f);
+            let gaps = a
+                .per_sample
+                .as_ref()
+                .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f));
+            let runs: Vec<&Run> = rs
+                .runs
+                .iter()
+                .filter(|r| r.ok() && r.freq_hz == f && &r.sample == sample)
+                .collect();
+            let per_run = |g: fn(&Run) -> f64| mean(&runs.iter().map(|r| g(r)).collect::<Vec<_>>());
+            out.push(ContentsRow {
+                sample: sample.clone(),
+                freq_hz: f,
+                achieved_hz: util
+                    .map(|u| u.achieved_hz)
+                    .or(gaps.map(|g| g.achieved_hz))
+                    .unwrap_or(f64::NAN),
+                handler_ns: util.map(|u| u.per_sample_ns),
+                total_ns: gaps.map(|g| g.total_ns),
+                callchain_mean: per_run(|r| r.callchain_mean),
+                stack_user_mean_bytes: per_run(|r| r.stack_user_mean_bytes),
+                handler_ratio: None,
+                total_ratio: None,
+                throttled: runs.iter().map(|r| r.throttled).sum(),
+            });
+        }
+    }
+    let reference: BTreeMap<u64, (Option<Estimate>, Option<Estimate>)> = out
+        .iter()
+        .filter(|r| r.sample == REFERENCE)
+        .map(|r| (r.freq_hz, (r.handler_ns, r.total_ns)))
+        .collect();
+    for row in out.iter_mut().filter(|r| r.sample != REFERENCE) {
+        if let Some((h, t)) = reference.get(&row.freq_hz) {
+            row.handler_ratio = row.handler_ns.zip(*h).and_then(|(a, b)| ratio(&a, &b));
+            row.total_ratio = row.total_ns.zip(*t).and_then(|(a, b)| ratio(&a, &b));
+        }
+    }
+    out
+}
+
+/// The host's settings the throttle depends on (from the manifest's host
+/// facts, read when the sweep started).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ThrottleLimits {
+    /// kernel.perf_event_max_sample_rate, Hz.
+    pub max_sample_rate: u64,
+    /// kernel.perf_cpu_time_max_percent (0 or 100: no handler-time limit).
+    pub cpu_time_max_percent: u64,
+    /// CONFIG_HZ.
+    pub hz: u64,
+}
+
+impl ThrottleLimits {
+    /// From the manifest's `host` facts; None when one is missing.
+    pub fn from_manifest(rs: &ResultSet) -> Option<ThrottleLimits> {
+        let host = &rs.manifest.raw["host"];
+        Some(ThrottleLimits {
+            max_sample_rate: host["perf_event_max_sample_rate"].as_u64()?,
+            cpu_time_max_percent: host["perf_cpu_time_max_percent"].as_u64()?,
+            hz: host["kernel_hz"].as_u64()?,
+        })
+    }
+
+    /// The handler time the kernel allows per sample before it lowers
+    /// perf_event_max_sample_rate: one sample period at the maximum rate
+    /// times the percentage (2500 ns with the defaults 100 000 Hz and 25 %);
+    /// None when the limit is off (0 or 100 %).
+    pub fn allowed_ns(&self) -> Option<f64> {
+        let p = self.cpu_time_max_percent;
+        (p != 0 && p < 100 && self.max_sample_rate > 0)
+            .then(|| 1e9 / self.max_sample_rate as f64 * p as f64 / 100.0)
+    }
+
+    /// The perf_event_max_sample_rate the kernel sets when the average
+    /// handler time (over 128 samples) is `handler_ns` (kernel/events/core.c
+    /// perf_sample_event_took: it allows 25 % more than the average, so
+    /// max_samples_per_tick = (TICK_NSEC / 100 x percent) / (1.25 x avg),
+    /// at least 1, and the rate is that times HZ). None when the handler
+    /// fits and nothing changes.
+    pub fn lowered_rate(&self, handler_ns: f64) -> Option<u64> {
+        let allowed = self.allowed_ns()?;
+        if handler_ns.is_nan() || handler_ns <= allowed || self.hz == 0 {
+            return None;
+        }
+        let tick_ns = 1e9 / self.hz as f64;
+        let budget = (tick_ns / 100.0).floor() * self.cpu_time_max_percent as f64;
+        let threshold = handler_ns * 1.25;
+        let per_tick = if threshold < budget {
+            (budget / threshold).floor().max(1.0)
+        } else {
+            1.0
+        };
+        Some(per_tick as u64 * self.hz)
+    }
+}
+
+/// The throttle predicted for one contents, beside what the sweep saw.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ThrottlePrediction {
+    pub sample: String,
+    /// The handler time used: the util runs' per-sample mean at the
+    /// highest rate measured (the kernel averages the latest 128 samples).
+    pub handler_ns: f64,
+    /// ... measured at this rate, Hz.
+    pub at_hz: u64,
+    /// Handler time the kernel allows before lowering the rate, ns.
+    pub allowed_ns: Option<f64>,
+    /// perf_event_max_sample_rate after the kernel lowers it (None: it
+    /// does not).
+    pub lowered_rate_hz: Option<u64>,
+    /// Rate above which sampling is throttled: the (lowered) maximum rate.
+    pub throttle_above_hz: u64,
+    /// Whether the handler-time limit applies to this host's event: the
+    /// kernel measures handler time only in PMU interrupt handlers, so on
+    /// cpu-clock the lowering is what a PMU host with this handler time
+    /// would do.
+    pub applies_here: bool,
+    /// Throttle records the sweep saw with this contents, by requested rate.
+    pub observed: Vec<(u64, u64, f64)>,
+}
+
+/// Predicts the throttle for each contents from its util rows.
+pub fn predict_throttle(
+    rs: &ResultSet,
+    limits: &ThrottleLimits,
+    analyses: &[(String, &Analysis)],
+    hardware_event: bool,
+) -> Vec<ThrottlePrediction> {
+    let mut out = Vec::new();
+    for (sample, a) in analyses {
+        let Some(top) = a
+            .util
+            .iter()
+            .filter(|u| u.per_sample_ns.value.is_finite())
+            .max_by_key(|u| u.freq_hz)
+        else {
+            continue;
+        };
+        let lowered = limits.lowered_rate(top.per_sample_ns.value);
+        let mut observed: BTreeMap<u64, (u64, Vec<f64>)> = BTreeMap::new();
+        for r in rs
+            .runs
+            .iter()
+            .filter(|r| r.ok() && r.freq_hz > 0 && &r.sample == sample)
+        {
+            let e = observed.entry(r.freq_hz).or_default();
+            e.0 += r.throttled;
+            if r.achieved_hz.is_finite() {
+                e.1.push(r.achieved_hz);
+            }
+        }
+        out.push(ThrottlePrediction {
+            sample: sample.clone(),
+            handler_ns: top.per_sample_ns.value,
+            at_hz: top.freq_hz,
+            allowed_ns: limits.allowed_ns(),
+            lowered_rate_hz: lowered,
+            throttle_above_hz: lowered
+                .map_or(limits.max_sample_rate, |l| l.min(limits.max_sample_rate)),
+            applies_here: hardware_event,
+            observed: observed
+                .into_iter()
+                .map(|(f, (t, a))| (f, t, mean(&a)))
+                .collect(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> ThrottleLimits {
+        ThrottleLimits {
+            max_sample_rate: 100_000,
+            cpu_time_max_percent: 25,
+            hz: 250,
+        }
+    }
+
+    #[test]
+    fn allowed_time_is_a_quarter_of_the_period_by_default() {
+        assert_eq!(limits().allowed_ns(), Some(2500.0));
+        for p in [0, 100] {
+            let l = ThrottleLimits {
+                cpu_time_max_percent: p,
+                ..limits()
+            };
+            assert_eq!(l.allowed_ns(), None);
+            assert_eq!(l.lowered_rate(1e6), None);
+        }
+    }
+
+    #[test]
+    fn lowering_follows_perf_sample_event_took() {
+        // Fits: nothing changes.
+        assert_eq!(limits().lowered_rate(2400.0), None);
+        // 4000 ns: tick 4 ms, budget 40 000 x 25 = 1 000 000 ns per tick,
+        // threshold 5000 ns: 200 samples per tick, x 250 = 50 000 Hz.
+        assert_eq!(limits().lowered_rate(4000.0), Some(50_000));
+        // Longer than the whole budget: one sample per tick.
+        assert_eq!(limits().lowered_rate(2e6), Some(250));
+    }
+
+    #[test]
+    fn ratio_carries_both_errors() {
+        let a = Estimate {
+            value: 3.0,
+            lo: 2.0,
+            hi: 4.0,
+            se: 0.3,
+            n: 5,
+        };
+        let b = Estimate {
+            value: 1.5,
+            lo: 1.0,
+            hi: 2.0,
+            se: 0.15,
+            n: 4,
+        };
+        let r = ratio(&a, &b).unwrap_or(Estimate::point(f64::NAN, 0));
+        assert!((r.value - 2.0).abs() < 1e-12);
+        assert!((r.se - 2.0 * (0.01f64 + 0.01).sqrt()).abs() < 1e-12);
+        assert_eq!(r.n, 4);
+        assert!(ratio(&a, &Estimate::point(0.0, 3)).is_none());
+    }
+}
