@@ -89,6 +89,14 @@ pub struct Run {
     pub stack_user_mean_bytes: f64,
     /// What the workload's loop did (`loop` when absent).
     pub workload: String,
+    /// kernel.perf_event_max_sample_rate just before / after the run (0 when
+    /// unknown: unreadable, or a result set older than these columns).
+    pub perf_event_max_sample_rate_before: u64,
+    pub perf_event_max_sample_rate_after: u64,
+    /// kernel.perf_cpu_time_max_percent just before / after the run (0 when
+    /// unknown).
+    pub perf_cpu_time_max_percent_before: u64,
+    pub perf_cpu_time_max_percent_after: u64,
 }
 
 impl Run {
@@ -362,6 +370,10 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
     let callchain_mean = c.f64("callchain_mean", false)?;
     let stack_user_mean_bytes = c.f64("stack_user_mean_bytes", false)?;
     let workload = c.str("workload", false)?;
+    let rate_before = c.u64("perf_event_max_sample_rate_before", false)?;
+    let rate_after = c.u64("perf_event_max_sample_rate_after", false)?;
+    let pct_before = c.u64("perf_cpu_time_max_percent_before", false)?;
+    let pct_after = c.u64("perf_cpu_time_max_percent_after", false)?;
     let runs = (0..df.height())
         .map(|i| Run {
             run_id: run_id[i],
@@ -412,6 +424,10 @@ pub fn read_runs(path: &Path) -> Result<Vec<Run>, AnalysisError> {
             } else {
                 workload[i].clone()
             },
+            perf_event_max_sample_rate_before: rate_before[i],
+            perf_event_max_sample_rate_after: rate_after[i],
+            perf_cpu_time_max_percent_before: pct_before[i],
+            perf_cpu_time_max_percent_after: pct_after[i],
         })
         .collect();
     Ok(runs)

@@ -33,7 +33,10 @@ pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), AnalysisError>
             std::io::Error::other(e.to_string()),
         ));
     }
-    std::fs::rename(&tmp, path).map_err(|e| AnalysisError::write(path, e))
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        AnalysisError::write(path, e)
+    })
 }
 
 /// Lazily scans `cols` of a parquet file; a missing file is

@@ -22,6 +22,8 @@ pub struct GapsLoad {
     pub runs: Vec<GapsRun>,
     pub recovery: Vec<RecoveryRow>,
     pub warnings: Vec<String>,
+    /// Runs whose gaps or samples file is unreadable: left out.
+    pub excluded: Vec<crate::tables::ExcludedRun>,
 }
 
 /// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
@@ -87,8 +89,19 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         let mut row = row;
         row.freq_hz = run.freq_hz;
         seen.push(id);
-        out.runs
-            .push(read_run(rs, row, run_recovery, &mut out.warnings)?);
+        match read_run(rs, row, run_recovery, &mut out.warnings) {
+            Ok(r) => out.runs.push(r),
+            Err(e) => out.excluded.push(crate::tables::ExcludedRun {
+                run_id: id,
+                path: match &e {
+                    AnalysisError::Corrupt { path, .. } | AnalysisError::Missing { path, .. } => {
+                        path.clone()
+                    }
+                    _ => gaps_path(&rs.dir, id),
+                },
+                reason: e.to_string(),
+            }),
+        }
     }
     let missing: Vec<String> = ok
         .keys()
@@ -105,7 +118,10 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     }
     out.recovery = recovery
         .into_iter()
-        .filter(|r| seen.contains(&i64::from(r.run_id)))
+        .filter(|r| {
+            let id = i64::from(r.run_id);
+            seen.contains(&id) && !out.excluded.iter().any(|x| x.run_id == id)
+        })
         .collect();
     Ok(out)
 }

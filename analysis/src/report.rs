@@ -351,7 +351,7 @@ fn render_markdown(
     }
     let _ = writeln!(
         s,
-        "- sampling event(s): {}; scope: {}; sample contents: {}; runs: {} ({} failed)\n",
+        "- sampling event(s): {}; scope: {}; sample contents: {}; runs: {} ({} failed, {} excluded)\n",
         if a.events.is_empty() {
             "none".to_string()
         } else {
@@ -368,8 +368,21 @@ fn render_markdown(
             a.contents.join(", ")
         },
         rs.runs.len(),
-        rs.runs.iter().filter(|r| !r.ok()).count()
+        rs.runs.iter().filter(|r| !r.ok()).count(),
+        a.excluded.len()
     );
+    if !a.excluded.is_empty() {
+        let _ = writeln!(s, "## Excluded runs\n");
+        let _ = writeln!(
+            s,
+            "A file of these runs could not be read; they are left out of every table and plot \
+             below, which report the other runs.\n"
+        );
+        for x in &a.excluded {
+            let _ = writeln!(s, "- {}", x.line());
+        }
+        s.push('\n');
+    }
 
     let _ = writeln!(s, "## Warnings\n");
     if a.warnings.is_empty() && plot_outcome.errors.is_empty() {

@@ -201,7 +201,42 @@ pub struct Analysis {
         crate::contents::ThrottleLimits,
         Vec<crate::contents::ThrottlePrediction>,
     )>,
+    /// Runs whose files could not be read: left out of every table.
+    pub excluded: Vec<ExcludedRun>,
 }
+
+/// A run left out of the analysis because one of its files is unreadable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExcludedRun {
+    pub run_id: i64,
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Why it could not be used (the reader's error).
+    pub reason: String,
+}
+
+impl ExcludedRun {
+    /// One line for the report and stderr.
+    pub fn line(&self) -> String {
+        format!("run {} excluded: {}", self.run_id, self.reason)
+    }
+}
+
+/// The result set with the excluded runs marked `status = excluded` (not
+/// ok), so every table leaves them out.
+fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> ResultSet {
+    let mut out = rs.clone();
+    for r in &mut out.runs {
+        if let Some(x) = excluded.iter().find(|x| x.run_id == r.run_id) {
+            r.status = STATUS_EXCLUDED.to_string();
+            r.error = x.reason.clone();
+        }
+    }
+    out
+}
+
+/// The `status` given to runs left out because a file is unreadable.
+pub const STATUS_EXCLUDED: &str = "excluded";
 
 impl Analysis {
     /// The loss row used for fits and the recommendation at a frequency:
@@ -226,7 +261,10 @@ impl Analysis {
 
 /// Build all tables: those of the primary sample contents (with every 0 Hz
 /// run), and the same analysis for each other contents, side by side in
-/// `by_contents`, with the throttle predicted for each.
+/// `by_contents`, with the throttle predicted for each. A run whose events,
+/// gaps or samples file cannot be read is left out (listed in
+/// [`Analysis::excluded`], the warnings and on stderr); the analysis fails
+/// only when no ok run is left.
 pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     use crate::contents;
     let names = contents::contents_of(rs);
@@ -249,10 +287,45 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
     let throttle = contents::ThrottleLimits::from_manifest(rs)
         .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
+    // Every contents' excluded runs (0 Hz runs are in each subset: once).
+    let mut excluded: Vec<ExcludedRun> = Vec::new();
+    for (_, a) in &each {
+        for x in &a.excluded {
+            if !excluded.iter().any(|e| e.run_id == x.run_id) {
+                excluded.push(x.clone());
+            }
+        }
+    }
+    excluded.sort_by_key(|x| x.run_id);
+    for x in &excluded {
+        tracing::warn!("{}", x.line());
+    }
+    if !excluded.is_empty()
+        && !rs
+            .runs
+            .iter()
+            .any(|r| r.ok() && !excluded.iter().any(|x| x.run_id == r.run_id))
+    {
+        let lines: Vec<String> = excluded.iter().map(ExcludedRun::line).collect();
+        return Err(AnalysisError::Insufficient(format!(
+            "{}: no usable run left ({}); re-run the sweep (or `driver sweep --resume` after \
+             removing the damaged runs' rows from runs.csv)",
+            rs.dir.display(),
+            lines.join("; ")
+        )));
+    }
     let mut primary = each.swap_remove(0).1;
     primary.contents = names;
     primary.by_contents = by_contents;
     primary.throttle = throttle;
+    // The primary's warnings name its own excluded runs; add the others'.
+    for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {
+        primary.warnings.push(format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        ));
+    }
+    primary.excluded = excluded;
     Ok(primary)
 }
 
@@ -289,9 +362,27 @@ fn analyse_one(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         .iter()
         .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0)
         .collect();
-    let run_intervals = read_all_intervals(rs, &util_runs)?;
-    let mut a = analyse_with(rs, run_intervals);
+    let (run_intervals, mut excluded) = read_all_intervals(rs, &util_runs);
     let gaps = crate::percost_load::load_gaps(rs)?;
+    excluded.extend(gaps.excluded.iter().cloned());
+    excluded.sort_by_key(|x| x.run_id);
+    let marked;
+    let rs = if excluded.is_empty() {
+        rs
+    } else {
+        marked = without_excluded(rs, &excluded);
+        &marked
+    };
+    let mut a = analyse_with(rs, run_intervals);
+    // The warnings were built from the marked runs (status `excluded`, not
+    // counted as failed): say why each was left out.
+    a.warnings.extend(excluded.iter().map(|x| {
+        format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        )
+    }));
+    a.excluded = excluded;
     a.warnings.extend(gaps.warnings);
     if !gaps.runs.is_empty() {
         let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
@@ -302,48 +393,70 @@ fn analyse_one(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     Ok(a)
 }
 
+/// Every run's intervals, and the runs whose file could not be read.
 fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
-) -> Result<BTreeMap<i64, RunIntervals>, AnalysisError> {
+) -> (BTreeMap<i64, RunIntervals>, Vec<ExcludedRun>) {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8)
         .min(runs.len().max(1));
     let chunk = runs.len().div_ceil(workers).max(1);
-    let results: Vec<Result<Vec<(i64, RunIntervals)>, AnalysisError>> = std::thread::scope(|s| {
+    type One = (i64, Result<RunIntervals, AnalysisError>);
+    let results: Vec<Vec<One>> = std::thread::scope(|s| {
         let handles: Vec<_> = runs
             .chunks(chunk)
             .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|r| {
-                            Ok((
-                                r.run_id,
-                                read_run_intervals(&rs.events_path(r.run_id), r.cpu)?,
-                            ))
-                        })
-                        .collect::<Result<Vec<_>, AnalysisError>>()
-                })
+                (
+                    part,
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|r| {
+                                (
+                                    r.run_id,
+                                    read_run_intervals(&rs.events_path(r.run_id), r.cpu),
+                                )
+                            })
+                            .collect::<Vec<One>>()
+                    }),
+                )
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| {
+            .map(|(part, h)| {
                 h.join().unwrap_or_else(|_| {
-                    Err(AnalysisError::Insufficient(
-                        "a worker reading events/*.parquet panicked".to_string(),
-                    ))
+                    part.iter()
+                        .map(|r| {
+                            (
+                                r.run_id,
+                                Err(AnalysisError::Insufficient(
+                                    "the reader of its events file panicked".to_string(),
+                                )),
+                            )
+                        })
+                        .collect()
                 })
             })
             .collect()
     });
     let mut map = BTreeMap::new();
-    for part in results {
-        map.extend(part?);
+    let mut excluded = Vec::new();
+    for (run_id, r) in results.into_iter().flatten() {
+        match r {
+            Ok(iv) => {
+                map.insert(run_id, iv);
+            }
+            Err(e) => excluded.push(ExcludedRun {
+                run_id,
+                path: rs.events_path(run_id),
+                reason: e.to_string(),
+            }),
+        }
     }
-    Ok(map)
+    (map, excluded)
 }
 
 fn by_freq<'a>(runs: impl Iterator<Item = &'a Run>) -> BTreeMap<u64, Vec<&'a Run>> {
@@ -584,6 +697,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         contents: Vec::new(),
         by_contents: Vec::new(),
         throttle: None,
+        excluded: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),
     };

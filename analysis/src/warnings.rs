@@ -43,7 +43,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
         ));
     }
     let sel = |f: &dyn Fn(&Run) -> bool| -> Vec<&Run> { rs.runs.iter().filter(|r| f(r)).collect() };
-    let failed = sel(&|r| !r.ok());
+    let failed = sel(&|r| !r.ok() && r.status != crate::tables::STATUS_EXCLUDED);
     if !failed.is_empty() {
         let reasons = distinct(failed.iter().map(|r| r.error.clone()));
         w.push(format!(
@@ -87,6 +87,9 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
             lost.len(),
             ids(&lost)
         ));
+    }
+    if let Some(line) = lowered_limit(&rs.runs) {
+        w.push(line);
     }
     let slow = sel(&|r| {
         r.ok()
@@ -182,4 +185,137 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
         w.push("no loss runs: Table 2 and the recommendation are empty".to_string());
     }
     w
+}
+
+/// Which runs ran under a perf_event_max_sample_rate below the highest the
+/// sweep saw (the kernel lowers it on its own when sampling interrupts run
+/// long), or saw it go down while they ran; None when it never went down
+/// (or the columns are absent).
+pub(crate) fn lowered_limit(runs: &[Run]) -> Option<String> {
+    let known = |v: u64| (v > 0).then_some(v);
+    let highest = runs
+        .iter()
+        .flat_map(|r| {
+            [
+                known(r.perf_event_max_sample_rate_before),
+                known(r.perf_event_max_sample_rate_after),
+            ]
+        })
+        .flatten()
+        .max()?;
+    let mut under = Vec::new();
+    let mut during = Vec::new();
+    let mut above = Vec::new();
+    let mut lowest = highest;
+    for r in runs {
+        let (Some(b), a) = (
+            known(r.perf_event_max_sample_rate_before),
+            known(r.perf_event_max_sample_rate_after),
+        ) else {
+            continue;
+        };
+        let a = a.unwrap_or(b);
+        if b < highest {
+            under.push(r);
+        } else if a < b {
+            during.push(r);
+        } else {
+            continue;
+        }
+        lowest = lowest.min(a.min(b));
+        if r.freq_hz > a.min(b) {
+            above.push(r);
+        }
+    }
+    if under.is_empty() && during.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !during.is_empty() {
+        let detail: Vec<String> = during
+            .iter()
+            .map(|r| {
+                format!(
+                    "run {} at {} Hz: {} -> {}",
+                    r.run_id,
+                    r.freq_hz,
+                    r.perf_event_max_sample_rate_before,
+                    r.perf_event_max_sample_rate_after
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "it went down during {} runs ({})",
+            during.len(),
+            detail.join("; ")
+        ));
+    }
+    if !under.is_empty() {
+        parts.push(format!(
+            "{} runs started under a lowered limit (run_id {})",
+            under.len(),
+            ids(&under)
+        ));
+    }
+    Some(format!(
+        "kernel-lowered sample rate: perf_event_max_sample_rate was {highest} at its highest in \
+         this sweep and went down to {lowest} (the kernel lowers it when sampling interrupts \
+         take more than perf_cpu_time_max_percent of a CPU: \"perf: interrupt took too long\"); \
+         {}{}",
+        parts.join("; "),
+        if above.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; runs asking for more than their limit (run_id {}) were throttled or refused",
+                ids(&above)
+            )
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, freq_hz: u64, before: u64, after: u64) -> Run {
+        Run {
+            run_id: id,
+            freq_hz,
+            status: "ok".into(),
+            perf_event_max_sample_rate_before: before,
+            perf_event_max_sample_rate_after: after,
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn no_warning_when_the_limit_never_went_down() {
+        let runs = vec![
+            run(0, 100, 100_000, 100_000),
+            run(1, 4000, 100_000, 100_000),
+        ];
+        assert_eq!(lowered_limit(&runs), None);
+        // Older result sets have no such columns (0): nothing to say.
+        assert_eq!(lowered_limit(&[run(0, 100, 0, 0)]), None);
+    }
+
+    #[test]
+    fn names_the_run_it_went_down_in_and_the_runs_after_it() {
+        let runs = vec![
+            run(0, 100, 100_000, 100_000),
+            run(1, 100_000, 100_000, 63_000),
+            run(2, 4000, 63_000, 63_000),
+            run(3, 100_000, 63_000, 50_000),
+        ];
+        let w = lowered_limit(&runs).unwrap_or_default();
+        assert!(w.contains("run 1 at 100000 Hz: 100000 -> 63000"), "{w}");
+        assert!(
+            w.contains("2 runs started under a lowered limit (run_id 2, 3)"),
+            "{w}"
+        );
+        assert!(w.contains("went down to 50000"), "{w}");
+        assert!(w.contains("(run_id 1, 3) were throttled or refused"), "{w}");
+        assert!(!w.contains("run 0"), "{w}");
+    }
 }

@@ -159,19 +159,30 @@ fn missing_and_corrupt_files_are_named() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("r");
     let util_ids = write_results(&dir);
+    // A damaged or missing events file excludes its run, named with the
+    // reason; the rest is reported (issue 13; analysis/tests/corrupt.rs).
     let victim = dir.join(format!("events/run-{}.parquet", util_ids[0]));
+    let excluded = |dir: &std::path::Path| {
+        let rs = analysis::load::load(dir).unwrap();
+        analysis::tables::analyse(&rs).unwrap().excluded
+    };
     std::fs::write(&victim, b"not parquet").unwrap();
-    let err = analysis::write_report(&dir).unwrap_err().to_string();
+    let x = excluded(&dir);
+    assert_eq!(x.len(), 1, "{x:?}");
+    assert_eq!(x[0].run_id, util_ids[0] as i64);
     assert!(
-        err.contains(&victim.display().to_string()) && err.contains("corrupt"),
-        "{err}"
+        x[0].reason.contains(&victim.display().to_string()) && x[0].reason.contains("corrupt"),
+        "{x:?}"
     );
     std::fs::remove_file(&victim).unwrap();
-    let err = analysis::write_report(&dir).unwrap_err().to_string();
+    let x = excluded(&dir);
     assert!(
-        err.contains(&victim.display().to_string()) && err.contains("missing"),
-        "{err}"
+        x.len() == 1
+            && x[0].reason.contains(&victim.display().to_string())
+            && x[0].reason.contains("missing"),
+        "{x:?}"
     );
+    analysis::write_report(&dir).unwrap();
 
     let m = dir.join("manifest.json");
     let text = std::fs::read_to_string(&m)

@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::config::{Design, ScopeName};
+use crate::config::{Design, ScopeName, SweepOptions};
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
-use crate::plan::RunKind;
+use crate::plan::{PlannedRun, RunKind};
 use crate::results::PhaseRow;
 use crate::sampler::{EventKind, Sampler, SamplerConfig, Scope};
 use crate::system::{
@@ -134,21 +134,39 @@ fn end_wait_pause(start_ns: u64, duration_ns: u64, now_ns: u64) -> Duration {
     }
 }
 
+/// The sampler a planned run opens (also used by the budget check before
+/// the first run, with `pid` 0).
+pub(crate) fn sampler_config_for(
+    event: EventKind,
+    drain_cpu: Option<u32>,
+    run: &PlannedRun,
+    opts: &SweepOptions,
+    pid: u32,
+) -> SamplerConfig {
+    let mut cfg = SamplerConfig::new(event, run.freq_hz, opts.cpu);
+    cfg.scope = match opts.scope {
+        ScopeName::Cpu => Scope::Cpu,
+        ScopeName::System => Scope::System,
+        ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
+    };
+    cfg.contents = run.sample;
+    cfg.trace_handler = run.kind == RunKind::Util;
+    cfg.trace_irq = cfg.trace_handler && !event.is_hardware();
+    cfg.drain_cpu = drain_cpu;
+    // Rings that hold the whole run: nothing is decoded while it runs.
+    cfg.expected_duration = Some(Duration::from_nanos(opts.duration_ns));
+    cfg
+}
+
+/// Whether a planned run opens a sampler: every run above 0 Hz, and the
+/// paired design's null control (a sampler that never fires).
+pub(crate) fn opens_sampler(run: &PlannedRun) -> bool {
+    run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss)
+}
+
 impl RealBackend {
     fn sampler_config(&self, spec: &RunSpec<'_>, pid: u32) -> SamplerConfig {
-        let mut cfg = SamplerConfig::new(self.event, spec.run.freq_hz, spec.opts.cpu);
-        cfg.scope = match spec.opts.scope {
-            ScopeName::Cpu => Scope::Cpu,
-            ScopeName::System => Scope::System,
-            ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
-        };
-        cfg.contents = spec.run.sample;
-        cfg.trace_handler = spec.run.kind == RunKind::Util;
-        cfg.trace_irq = cfg.trace_handler && !self.event.is_hardware();
-        cfg.drain_cpu = self.drain_cpu;
-        // Rings that hold the whole run: nothing is decoded while it runs.
-        cfg.expected_duration = Some(Duration::from_nanos(spec.opts.duration_ns));
-        cfg
+        sampler_config_for(self.event, self.drain_cpu, spec.run, spec.opts, pid)
     }
 }
 

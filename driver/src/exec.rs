@@ -17,7 +17,7 @@ use crate::config::{Design, SweepOptions};
 use crate::plan::{PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
 use crate::sampler::ContentsStats;
-use crate::system::QuietReport;
+use crate::system::{PerfLimits, QuietReport};
 
 /// A run is flagged noisy when steal exceeds this share of its wall time.
 pub const NOISY_STEAL_FRACTION: f64 = 0.01;
@@ -136,6 +136,10 @@ pub trait Backend {
     /// The driver's own CPU time so far, ns.
     fn driver_cpu_ns(&mut self) -> u64 {
         crate::system::process_cpu_ns()
+    }
+    /// The perf sysctls now (read before and after every run).
+    fn perf_limits(&mut self) -> PerfLimits {
+        PerfLimits::read()
     }
 }
 
@@ -281,10 +285,20 @@ pub fn execute(
             settle_ns: schedule.as_ref().map_or(0, |s| s.settle_ns),
         };
         let quiet = backend.quiet_check(opts.cpu, interrupt);
+        let limits_before = backend.perf_limits();
         let cpu_before = backend.driver_cpu_ns();
         let result = backend.run(&spec, interrupt);
         let driver_cpu_ns = backend.driver_cpu_ns().saturating_sub(cpu_before);
+        let limits_after = backend.perf_limits();
         let mut row = base_row(&spec);
+        row.perf_event_max_sample_rate_before = limits_before.max_sample_rate;
+        row.perf_event_max_sample_rate_after = limits_after.max_sample_rate;
+        row.perf_cpu_time_max_percent_before = limits_before.cpu_time_max_percent;
+        row.perf_cpu_time_max_percent_after = limits_after.cpu_time_max_percent;
+        if let Some(w) = lowered_limit_warning(run, &limits_before, &limits_after) {
+            tracing::warn!("{w}");
+            manifest.warnings.push(w);
+        }
         row.quiet = quiet.quiet;
         row.idle_busy_pct = quiet.busy_pct;
         row.procs_running = quiet.procs_running;
@@ -415,6 +429,37 @@ pub fn execute(
     manifest.ended_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     dir.write_manifest(manifest)?;
     Ok(summary)
+}
+
+/// The warning when perf_event_max_sample_rate went down during a run: the
+/// kernel lowers it on its own ("perf: interrupt took too long") when the
+/// sampling interrupt's time exceeds perf_cpu_time_max_percent. None when it
+/// did not go down (or was unreadable).
+pub fn lowered_limit_warning(
+    run: &PlannedRun,
+    before: &PerfLimits,
+    after: &PerfLimits,
+) -> Option<String> {
+    let (b, a) = (before.max_sample_rate?, after.max_sample_rate?);
+    if a >= b {
+        return None;
+    }
+    Some(format!(
+        "run {} ({} Hz): perf_event_max_sample_rate went down from {b} to {a} during the run \
+         (the kernel lowers it when sampling interrupts take more than \
+         perf_cpu_time_max_percent = {} of the CPU; `dmesg` shows \"perf: interrupt took too \
+         long\"){}",
+        run.run_id,
+        run.freq_hz,
+        after
+            .cpu_time_max_percent
+            .map_or("?".to_string(), |p| format!("{p}%")),
+        if run.freq_hz > a {
+            format!(": later runs above {a} Hz will be refused or throttled")
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// Writes a gaps-design run's files.

@@ -11,15 +11,19 @@
 //! them through a backend trait), `backend` (the real one: workload child
 //! and sampler), `gaps` (the gaps design's matching), `results` (the
 //! on-disk format), `system` (settings changed on the host and their
-//! restoration) and `sweep` (the command that ties them together).
+//! restoration), `hoststate` (the record of those changes that survives a
+//! kill, and the host-wide sweep lock) and `sweep` (the command that ties
+//! them together).
 #![deny(unsafe_code)]
 
 mod backend;
+pub mod budget;
 pub mod config;
 pub mod contents;
 pub mod exec;
 pub mod gaps;
 pub mod handler;
+pub mod hoststate;
 pub mod perf;
 pub mod plan;
 pub mod probe;

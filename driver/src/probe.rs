@@ -25,6 +25,11 @@ pub struct ProbeArgs {
     /// Skip the live self-test (facts only).
     #[arg(long)]
     pub no_self_test: bool,
+    /// Leave settings that a driver which did not exit cleanly changed
+    /// (kill -9) as they are, instead of restoring them (said on stderr
+    /// either way).
+    #[arg(long)]
+    pub leave_settings: bool,
 }
 
 /// What the host offers for the measurement.
@@ -387,6 +392,12 @@ struct Report<'a> {
 
 /// Runs `driver probe`.
 pub fn cli(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
+    // Before the facts: they include the sysctls a dead sweep may have left.
+    crate::hoststate::check_at_start(if args.leave_settings {
+        crate::hoststate::OnLeftover::Leave
+    } else {
+        crate::hoststate::OnLeftover::Restore
+    });
     let facts = probe_host();
     let test = if args.no_self_test {
         None

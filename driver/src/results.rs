@@ -7,7 +7,6 @@
 //! in progress.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -195,6 +194,14 @@ pub struct RunRow {
     /// `loop`.
     #[serde(default)]
     pub workload: String,
+    /// The perf sysctls just before and just after the run (the kernel
+    /// lowers the rate on its own when handlers run long); empty when
+    /// unreadable.
+    #[serde(default)]
+    pub perf_event_max_sample_rate_before: Option<u64>,
+    pub perf_event_max_sample_rate_after: Option<u64>,
+    pub perf_cpu_time_max_percent_before: Option<u64>,
+    pub perf_cpu_time_max_percent_after: Option<u64>,
 }
 
 /// One phases.csv row.
@@ -432,18 +439,14 @@ fn flush(w: &mut csv::Writer<File>, path: &Path) -> Result<(), ResultsError> {
 /// Replaces `<root>/manifest.json` atomically.
 pub fn write_manifest(root: &Path, manifest: &Manifest) -> Result<(), ResultsError> {
     let path = root.join("manifest.json");
-    let tmp = root.join(".manifest.json.tmp");
-    let text = serde_json::to_string_pretty(manifest).map_err(|source| ResultsError::Json {
+    let mut text = serde_json::to_string_pretty(manifest).map_err(|source| ResultsError::Json {
         path: path.clone(),
         source,
     })?;
-    {
-        let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
-        f.write_all(text.as_bytes()).map_err(io_err(&tmp))?;
-        f.write_all(b"\n").map_err(io_err(&tmp))?;
-        f.sync_data().map_err(io_err(&tmp))?;
-    }
-    std::fs::rename(&tmp, &path).map_err(io_err(&path))
+    text.push('\n');
+    // Through `.manifest.json.tmp`, removed when any step fails (a full
+    // disk left a zero-byte one behind before).
+    crate::hoststate::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))
 }
 
 /// Reads `<root>/manifest.json`.
@@ -588,6 +591,18 @@ mod tests {
         assert_eq!(read_runs(&root).unwrap().len(), 3);
         let text = std::fs::read_to_string(root.join("runs.csv")).unwrap();
         assert_eq!(text.matches("run_id,kind").count(), 1);
+    }
+
+    #[test]
+    fn a_failed_manifest_write_leaves_no_temporary() {
+        let tmp = tempfile::tempdir().unwrap();
+        // manifest.json is a non-empty directory: the rename fails.
+        std::fs::create_dir_all(tmp.path().join("manifest.json").join("x")).unwrap();
+        let e = write_manifest(tmp.path(), &manifest())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("manifest.json"), "{e}");
+        assert!(!tmp.path().join(".manifest.json.tmp").exists());
     }
 
     #[test]

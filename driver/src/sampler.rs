@@ -396,19 +396,32 @@ pub fn ring_bytes_per_sec(cfg: &SamplerConfig, cpu: u32) -> u64 {
     cfg.freq_hz.saturating_mul(per_sample)
 }
 
+/// Smallest ring of a CPU other than the measured one when rings hold the
+/// whole run: those rings carry that CPU's samples only, and on a big host
+/// (system scope maps one ring per CPU) a 16 MiB floor each is gigabytes of
+/// locked memory for a few hundred KiB of records.
+pub const OTHER_CPU_MIN_RING_BYTES: usize = 1 << 20;
+
 /// Ring data size for `cpu`: with an expected duration, the smallest power
 /// of two whose space above [`drain_reserve`] holds the estimated bytes of
-/// the run plus half a second, between `ring_data_bytes` and
+/// the run plus half a second, between `ring_data_bytes` (the measured CPU)
+/// or [`OTHER_CPU_MIN_RING_BYTES`] (the others: their rings carry their own
+/// samples only) and
 /// [`MAX_RING_DATA_BYTES`].
 pub fn ring_bytes_for(cfg: &SamplerConfig, cpu: u32) -> usize {
     let Some(d) = cfg.expected_duration else {
         return cfg.ring_data_bytes;
     };
+    let floor = if cpu == cfg.measured_cpu {
+        cfg.ring_data_bytes
+    } else {
+        cfg.ring_data_bytes.min(OTHER_CPU_MIN_RING_BYTES)
+    };
     let secs = d.as_secs_f64() + 0.5;
     let want = ring_bytes_per_sec(cfg, cpu) as f64 * secs;
     let want = usize::try_from(want as u64).unwrap_or(MAX_RING_DATA_BYTES);
-    let max = MAX_RING_DATA_BYTES.max(cfg.ring_data_bytes);
-    let mut size = cfg.ring_data_bytes.max(1).next_power_of_two();
+    let max = MAX_RING_DATA_BYTES.max(floor);
+    let mut size = floor.max(1).next_power_of_two();
     while size < max && size - drain_reserve(size) < want {
         size *= 2;
     }
@@ -1173,6 +1186,29 @@ mod tests {
         let mut cfg = traced(100_000, 10.0);
         cfg.expected_duration = None;
         assert_eq!(ring_bytes_for(&cfg, 1), DEFAULT_RING_DATA_BYTES);
+    }
+
+    #[test]
+    fn other_cpus_rings_follow_their_own_rate() {
+        for (freq, secs) in [(100, 10.0), (4000, 10.0), (20_000, 8.0), (100_000, 10.0)] {
+            let cfg = traced(freq, secs);
+            let size = ring_bytes_for(&cfg, 0);
+            assert!(size.is_power_of_two());
+            assert!(size >= OTHER_CPU_MIN_RING_BYTES);
+            // Holds the run without reaching the reserve: nothing decoded
+            // while sampling.
+            let run = ring_bytes_per_sec(&cfg, 0) as f64 * (secs + 0.5);
+            assert!(
+                run <= (size - drain_reserve(size)) as f64,
+                "{freq} Hz {secs} s: {run} bytes in a {size}-byte ring"
+            );
+            assert!(size <= ring_bytes_for(&cfg, 1));
+        }
+        // At production rates below the measured CPU's 16 MiB floor
+        // (perf-default samples, 56 bytes: 59 KB, 2.4 MB and 59 MB a run).
+        assert_eq!(ring_bytes_for(&traced(100, 10.0), 0), 1 << 20);
+        assert_eq!(ring_bytes_for(&traced(4000, 10.0), 0), 8 << 20);
+        assert_eq!(ring_bytes_for(&traced(100_000, 10.0), 0), 128 << 20);
     }
 
     #[test]

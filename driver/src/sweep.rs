@@ -94,6 +94,12 @@ pub struct SweepFlags {
     /// Raise perf_event_max_sample_rate for the sweep when a frequency is above it (restored at exit).
     #[arg(long)]
     pub raise_max_rate: bool,
+    /// Settings left changed by a driver that did not exit cleanly (kill -9)
+    /// are normally restored before the sweep starts; with this flag they
+    /// are left as they are for the sweep and restored to their original
+    /// values when it ends (said on stderr either way).
+    #[arg(long)]
+    pub leave_settings: bool,
     /// Skip the analysis report at the end.
     #[arg(long)]
     pub no_report: bool,
@@ -230,20 +236,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         }
     };
 
-    // 2. The sample-rate ceiling, before anything is written.
-    let max_rate = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
-    let needs_raise = max_rate.is_some_and(|r| opts.max_freq_hz() > r);
-    if needs_raise && !args.raise_max_rate {
-        return Err(usage(format!(
-            "frequency {} Hz is above perf_event_max_sample_rate = {} ({MAX_SAMPLE_RATE_PATH}); \
-             pass --raise-max-rate to raise it for the sweep (restored at exit), or drop frequencies above {}",
-            opts.max_freq_hz(),
-            max_rate.unwrap_or(0),
-            max_rate.unwrap_or(0)
-        )));
-    }
-
-    // 3. The output directory: never overwritten.
+    // 2. The output directory: never overwritten.
     let root = match (&resumed, &args.out) {
         (Some((dir, _)), _) => dir.clone(),
         (None, Some(out)) => out.clone(),
@@ -261,7 +254,72 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         )));
     }
 
-    // 4. The event, with the fallback made loud.
+    // 3. One sweep per host. The lock is released when the process ends,
+    // however it ends; `_lock` is declared before `guard`, so it is dropped
+    // after the guard has restored the settings.
+    let state_dir = crate::hoststate::state_dir();
+    let _lock = match crate::hoststate::SweepLock::acquire(&state_dir, &root) {
+        Ok(lock) => lock,
+        Err(e @ crate::hoststate::HostStateError::Busy { .. }) => return Err(usage(e)),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot take the sweep lock")),
+    };
+
+    // 4. What a driver that died left changed: restored before anything is
+    // read from the host (or, with --leave-settings, taken over by this
+    // sweep's guard, which restores the original values at its end).
+    let mut guard = SettingsGuard::persisted(&state_dir, &root);
+    let on_leftover = if args.leave_settings {
+        crate::hoststate::OnLeftover::Leave
+    } else {
+        crate::hoststate::OnLeftover::Restore
+    };
+    let leftovers = crate::hoststate::handle_leftovers_locked(&state_dir, on_leftover).context(
+        "refusing to start: the record of settings a previous driver changed is unreadable",
+    )?;
+    let mut leftover_lines = leftovers.lines();
+    for item in &leftovers.items {
+        if item.action == crate::hoststate::LeftoverAction::Left {
+            guard
+                .adopt(item.change.clone())
+                .context("cannot take over a leftover setting")?;
+            leftover_lines.push(format!(
+                "{} stays at {} for this sweep and is restored to its original {} when it ends",
+                item.change.path, item.change.new, item.change.old
+            ));
+        }
+    }
+    for line in &leftover_lines {
+        eprintln!("driver: {line}");
+    }
+    // Changes an earlier invocation of this sweep recorded as not restored
+    // (it was killed) whose setting has its original value again: restored
+    // just now, or by another driver command since.
+    let back_to_original: Vec<crate::results::SettingChange> = match &resumed {
+        Some((_, m)) => m
+            .settings_changed
+            .iter()
+            .filter(|c| {
+                !c.restored && std::fs::read_to_string(&c.path).is_ok_and(|v| v.trim() == c.old)
+            })
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
+
+    // 5. The sample-rate ceiling, as found (after the leftovers).
+    let max_rate = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
+    let needs_raise = max_rate.is_some_and(|r| opts.max_freq_hz() > r);
+    if needs_raise && !args.raise_max_rate {
+        return Err(usage(format!(
+            "frequency {} Hz is above perf_event_max_sample_rate = {} ({MAX_SAMPLE_RATE_PATH}); \
+             pass --raise-max-rate to raise it for the sweep (restored at exit), or drop frequencies above {}",
+            opts.max_freq_hz(),
+            max_rate.unwrap_or(0),
+            max_rate.unwrap_or(0)
+        )));
+    }
+
+    // 6. The event, with the fallback made loud.
     let requested: EventKind = opts.event.parse().map_err(usage)?;
     let (event, fallback) = resolve_event(requested)
         .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
@@ -289,11 +347,32 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         );
     }
 
+    // The largest run's rings and file descriptors against this host's
+    // limits, before anything is changed or written.
+    let budget_plan = match &resumed {
+        Some((_, m)) => m.plan.clone(),
+        None => build_plan(&opts),
+    };
+    let configs =
+        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, n_cpus));
+    match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
+        Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
+        Ok(_) => {}
+        Err(e) => return Err(usage(e)),
+    }
+
     pin_self_away_from(opts.cpu, n_cpus);
     let interrupt = interrupt_flag();
 
-    // 5. System settings, restored by the guard whatever happens.
-    let mut guard = SettingsGuard::new();
+    // 7. The host's facts, before this sweep changes anything: the manifest
+    // keeps the values found.
+    let host = resumed.is_none().then(|| {
+        serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
+    });
+    warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
+
+    // 8. System settings: recorded in the state file, then changed; the
+    // guard restores them whatever happens (Ctrl-C and SIGTERM included).
     if needs_raise {
         guard
             .set(
@@ -308,7 +387,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         ));
     }
 
-    // 6. Directory and manifest.
+    // 9. Directory and manifest.
     let command: Vec<String> = std::env::args().collect();
     let (mut dir, mut manifest, todo) = match resumed {
         Some((_, mut m)) => {
@@ -322,6 +401,14 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
             );
             m.status = Status::Running;
             m.ended_at = None;
+            // A change of the interrupted invocation that is back at its
+            // original value: its record says so; its `old` stays the value
+            // found before the first change.
+            for c in m.settings_changed.iter_mut().filter(|c| !c.restored) {
+                if back_to_original.contains(c) {
+                    c.restored = true;
+                }
+            }
             m.warnings.extend(warnings);
             m.warnings.push(format!(
                 "resumed at {}",
@@ -334,8 +421,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
             (dir, m, todo)
         }
         None => {
-            let host =
-                serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null);
+            let host = host.unwrap_or(serde_json::Value::Null);
             let plan = build_plan(&opts);
             let m = Manifest {
                 format_version: FORMAT_VERSION,
@@ -368,7 +454,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         opts.seed
     );
 
-    // 7. Runs.
+    // 10. Runs.
     let mut backend = RealBackend {
         event,
         drain_cpu: other_cpu(opts.cpu, n_cpus),
@@ -390,7 +476,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         &writer,
     );
 
-    // 8. Restore, and record that we did.
+    // 11. Restore, and record that we did.
     let restore_errors = guard.restore();
     manifest.settings_changed = merge_changes(&manifest.settings_changed, guard.changes());
     if result.is_err() {
@@ -427,7 +513,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         summary.noisy
     );
 
-    // 9. Report.
+    // 12. Report.
     let mut code = if restore_errors.is_empty() {
         ExitCode::SUCCESS
     } else {

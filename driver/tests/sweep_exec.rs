@@ -314,3 +314,73 @@ fn repeated_failures_stop_the_sweep() {
     assert!(s.stop_reason.unwrap().contains("perf refused"));
     assert_eq!(read_manifest(&root).unwrap().status, Status::Interrupted);
 }
+
+/// The kernel lowers perf_event_max_sample_rate during the third run: the
+/// rows carry the sysctl before and after every run, and the manifest (and
+/// log) warn about that run only.
+#[test]
+fn a_kernel_lowered_max_sample_rate_is_recorded_and_warned() {
+    struct Lowering {
+        inner: Mock,
+        reads: u32,
+    }
+    impl Backend for Lowering {
+        fn quiet_check(&mut self, cpu: u32, f: &AtomicBool) -> QuietReport {
+            self.inner.quiet_check(cpu, f)
+        }
+        fn run(&mut self, spec: &RunSpec<'_>, f: &AtomicBool) -> Result<RunOutcome, RunError> {
+            self.inner.run(spec, f)
+        }
+        fn driver_cpu_ns(&mut self) -> u64 {
+            0
+        }
+        // Two reads per run (before, after): the 6th read is after run 2.
+        fn perf_limits(&mut self) -> driver::system::PerfLimits {
+            self.reads += 1;
+            driver::system::PerfLimits {
+                max_sample_rate: Some(if self.reads >= 6 { 63_000 } else { 100_000 }),
+                cpu_time_max_percent: Some(25),
+            }
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    let mut dir = ResultsDir::create(&root).unwrap();
+    let mut m = manifest(options("classic"));
+    let plan = m.plan.clone();
+    let flag = AtomicBool::new(false);
+    let mut b = Lowering {
+        inner: mock(&root),
+        reads: 0,
+    };
+    execute(&mut b, &mut dir, &mut m, &plan, &flag, &write_csv_intervals).unwrap();
+    let rows = read_runs(&root).unwrap();
+    let rates: Vec<(Option<u64>, Option<u64>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.perf_event_max_sample_rate_before,
+                r.perf_event_max_sample_rate_after,
+            )
+        })
+        .collect();
+    assert_eq!(rates[0], (Some(100_000), Some(100_000)));
+    assert_eq!(rates[2], (Some(100_000), Some(63_000)));
+    assert_eq!(rates[3], (Some(63_000), Some(63_000)));
+    assert!(
+        rows.iter()
+            .all(|r| r.perf_cpu_time_max_percent_before == Some(25)
+                && r.perf_cpu_time_max_percent_after == Some(25))
+    );
+    let on_disk = read_manifest(&root).unwrap().warnings;
+    let lowered: Vec<&String> = on_disk
+        .iter()
+        .filter(|w| w.contains("perf_event_max_sample_rate went down"))
+        .collect();
+    assert_eq!(lowered.len(), 1, "{on_disk:?}");
+    let w = lowered[0];
+    assert!(
+        w.contains(&format!("run {} ", plan[2].run_id)) && w.contains("100000 to 63000"),
+        "{w}"
+    );
+}

@@ -79,6 +79,25 @@ pub enum DecodeError {
     },
 }
 
+impl DecodeError {
+    /// The same error with its offset moved by `by` bytes (an offset counted
+    /// in the second slice of a wrapped region, made one in the whole).
+    fn shifted(self, by: usize) -> DecodeError {
+        match self {
+            DecodeError::Truncated { offset, need, have } => DecodeError::Truncated {
+                offset: offset + by,
+                need,
+                have,
+            },
+            DecodeError::BadSize { offset, size } => DecodeError::BadSize {
+                offset: offset + by,
+                size,
+            },
+            other => other,
+        }
+    }
+}
+
 /// How the records of one ring are laid out: the sample_type of each event
 /// (looked up by PERF_SAMPLE_IDENTIFIER when several events share the ring)
 /// and whether sample_id_all is set.
@@ -776,7 +795,7 @@ where
         if head_a < 8 {
             hdr[head_a..].copy_from_slice(&b[..8 - head_a]);
         }
-        let size = record_size(&hdr, 0).map_err(|e| (e, at))?;
+        let size = record_size(&hdr, 0).map_err(|e| (e.shifted(at), at))?;
         if at + size > total {
             return Err((
                 DecodeError::Truncated {
@@ -797,7 +816,9 @@ where
     let off = a.len();
     while at < total {
         let bat = at - off;
-        let size = record_size(b, bat).map_err(|e| (e, at))?;
+        // record_size counts from the start of `b`; errors name the offset
+        // in the whole region, like those of `a`.
+        let size = record_size(b, bat).map_err(|e| (e.shifted(off), at))?;
         let rec = b.get(bat..bat + size).ok_or((
             DecodeError::Truncated {
                 offset: at,

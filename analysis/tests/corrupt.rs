@@ -1,0 +1,101 @@
+//! One damaged file must not lose the whole report: a garbage or truncated
+//! events/run-N.parquet leaves that run out (listed, with the reason, in the
+//! report and on stderr) and everything else is reported; only a directory
+//! with no usable run left fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+
+fn utilisation_runs(csv: &std::path::Path) -> usize {
+    let mut r = csv::Reader::from_path(csv).unwrap();
+    let h = r.headers().unwrap().clone();
+    let i = h.iter().position(|c| c == "runs").unwrap();
+    r.records()
+        .map(|rec| rec.unwrap()[i].parse::<usize>().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_garbage_and_a_truncated_events_file_exclude_their_runs_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let util_ids = write_results(&dir);
+    // Untouched: every util run counts.
+    let out = analysis::write_report(&dir).unwrap();
+    let all = utilisation_runs(&out.join("util.csv"));
+    assert_eq!(all, util_ids.len());
+
+    let garbage = util_ids[0];
+    let truncated = util_ids[4];
+    std::fs::write(
+        dir.join(format!("events/run-{garbage}.parquet")),
+        b"this is not parquet at all",
+    )
+    .unwrap();
+    let p = dir.join(format!("events/run-{truncated}.parquet"));
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+
+    let a = bin().arg("report").arg(&dir).assert().success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    for id in [garbage, truncated] {
+        assert!(
+            stderr.contains(&format!("run {id} excluded"))
+                && stderr.contains(&format!("run-{id}.parquet")),
+            "stderr names run {id} and its file: {stderr}"
+        );
+    }
+    let md = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    assert!(md.contains("## Excluded runs"), "{md}");
+    assert!(md.contains(&format!("- run {garbage} excluded: ")), "{md}");
+    assert!(
+        md.contains(&format!("- run {truncated} excluded: ")),
+        "{md}"
+    );
+    assert!(md.contains("2 excluded)"), "{md}");
+    let warnings = md.split("## Warnings").nth(1).unwrap_or_default();
+    for id in [garbage, truncated] {
+        assert!(
+            warnings.contains(&format!("- run {id} excluded: ")),
+            "the warnings list run {id}: {md}"
+        );
+    }
+    // Everything else is still there: two util runs fewer, loss intact.
+    assert_eq!(
+        utilisation_runs(&dir.join("report/util.csv")),
+        util_ids.len() - 2
+    );
+    let loss = std::fs::read_to_string(dir.join("report/loss.csv")).unwrap();
+    assert!(loss.lines().count() > 1, "{loss}");
+}
+
+#[test]
+fn nothing_usable_left_is_an_error_naming_the_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let util_ids = write_results(&dir);
+    // Keep only the util runs (whose files are then damaged) in runs.csv.
+    let text = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_owned();
+    let kept: Vec<&str> = lines.filter(|l| l.contains(",util,")).collect();
+    assert_eq!(kept.len(), util_ids.len());
+    std::fs::write(
+        dir.join("runs.csv"),
+        format!("{header}\n{}\n", kept.join("\n")),
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join("phases.csv")).unwrap();
+    for id in &util_ids {
+        std::fs::write(dir.join(format!("events/run-{id}.parquet")), b"").unwrap();
+    }
+    let a = bin().arg("report").arg(&dir).assert().failure();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(stderr.contains("no usable run left"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("run-{}.parquet", util_ids[0])),
+        "{stderr}"
+    );
+}
