@@ -1,6 +1,6 @@
 //! Embeds the commit the driver is built from as `DRIVER_GIT_REVISION`:
 //! `git rev-parse HEAD`, with `-dirty` when `git status --porcelain` lists
-//! changes to what goes into the binary ([`BUILT`]), and `unknown` outside a
+//! changes to what goes into the binary (built-paths.txt), and `unknown` outside a
 //! git checkout or without git. A results manifest then names the code that
 //! measured, not whatever the source directory holds when the binary runs.
 
@@ -12,20 +12,8 @@ use std::process::Command;
 /// and the files analysis embeds. A change elsewhere (docs, tests, experiments) builds the same
 /// binary and is not "dirty". driver/tests/build_revision.rs checks the
 /// same list.
-const BUILT: &[&str] = &[
-    "build.rs",
-    "Cargo.toml",
-    "src",
-    "../Cargo.toml",
-    "../Cargo.lock",
-    "../.cargo",
-    "../workload/Cargo.toml",
-    "../workload/src",
-    "../analysis/Cargo.toml",
-    "../analysis/src",
-    "../analysis/assets",
-    "../results/reference",
-];
+/// One path per line in built-paths.txt, which the test reads too.
+const BUILT_PATHS: &str = include_str!("built-paths.txt");
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
@@ -54,7 +42,8 @@ fn main() {
         let p = PathBuf::from(p);
         if p.is_absolute() { p } else { dir.join(p) }
     };
-    let mut watch: Vec<PathBuf> = BUILT.iter().map(|p| dir.join(p)).collect();
+    let built: Vec<&str> = BUILT_PATHS.lines().filter(|l| !l.is_empty()).collect();
+    let mut watch: Vec<PathBuf> = built.iter().map(|p| dir.join(p)).collect();
     if let Some(git_dir) = git(&dir, &["rev-parse", "--git-dir"]).map(abs) {
         watch.push(git_dir.join("HEAD"));
     }
@@ -72,7 +61,7 @@ fn main() {
     // --no-optional-locks: a build only reads the repository; a status that
     // refreshed the index would take its lock and race an interactive git.
     let mut status = vec!["--no-optional-locks", "status", "--porcelain", "--"];
-    status.extend_from_slice(BUILT);
+    status.extend_from_slice(&built);
     let dirty = git(&dir, &status).is_some_and(|s| !s.is_empty());
     let suffix = if dirty { "-dirty" } else { "" };
     println!("cargo::rustc-env=DRIVER_GIT_REVISION={commit}{suffix}");

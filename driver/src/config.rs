@@ -168,6 +168,47 @@ impl ScopeName {
     }
 }
 
+/// A setting that is a list: a comma-separated flag over an experiment-file
+/// key (one value or a list, which must not be empty); None when neither
+/// gives it.
+fn list_setting<T>(
+    (flag, flag_name): (Option<&str>, &'static str),
+    (file, origin): (Option<&OneOrMany<String>>, Origin),
+    (empty, fix): (&str, &str),
+    parse: fn(&str, &Origin) -> Result<T, ConfigError>,
+) -> Result<Option<Vec<T>>, ConfigError> {
+    if let Some(text) = flag {
+        let o = Origin::Flag(flag_name);
+        return text
+            .split(',')
+            .map(|s| parse(s.trim(), &o))
+            .collect::<Result<_, _>>()
+            .map(Some);
+    }
+    let Some(list) = file else {
+        return Ok(None);
+    };
+    let list = list.to_vec();
+    if list.is_empty() {
+        return Err(invalid("[]", &origin, empty, fix));
+    }
+    list.iter()
+        .map(|s| parse(s, &origin))
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// The values in their first-given order, each once.
+fn dedup_in_order<T: PartialEq>(list: Vec<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(list.len());
+    for v in list {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 fn legacy_workloads() -> Vec<WorkKind> {
     vec![WorkKind::Loop]
 }
@@ -564,28 +605,16 @@ impl SweepOptions {
             ScopeName::System
         };
 
-        let mut designs = if let Some(text) = &flags.design {
-            let o = Origin::Flag("--design");
-            text.split(',')
-                .map(|s| parse_design(s.trim(), &o))
-                .collect::<Result<Vec<_>, _>>()?
-        } else if let Some(d) = &exp.design {
-            let o = key("design");
-            let list = d.to_vec();
-            if list.is_empty() {
-                return Err(invalid(
-                    "[]",
-                    &o,
-                    "no design",
-                    "use \"classic\", \"paired\", \"gaps\" or a list of them",
-                ));
-            }
-            list.iter()
-                .map(|s| parse_design(s, &o))
-                .collect::<Result<Vec<_>, _>>()?
-        } else {
-            DEFAULT_DESIGNS.to_vec()
-        };
+        let mut designs = list_setting(
+            (flags.design.as_deref(), "--design"),
+            (exp.design.as_ref(), key("design")),
+            (
+                "no design",
+                "use \"classic\", \"paired\", \"gaps\" or a list of them",
+            ),
+            parse_design,
+        )?
+        .unwrap_or_else(|| DEFAULT_DESIGNS.to_vec());
         designs.sort_unstable();
         designs.dedup();
 
@@ -626,57 +655,28 @@ impl SweepOptions {
 
         let util = !flags.no_util && exp.util.unwrap_or(true);
 
-        let sample_list = if let Some(text) = &flags.sample {
-            let o = Origin::Flag("--sample");
-            text.split(',')
-                .map(|s| parse_contents(s.trim(), &o))
-                .collect::<Result<Vec<_>, _>>()?
-        } else if let Some(list) = &exp.sample {
-            let o = key("sample");
-            let list = list.to_vec();
-            if list.is_empty() {
-                return Err(invalid(
-                    "[]",
-                    &o,
-                    "no sample contents",
-                    format!("use {PRESETS}"),
-                ));
-            }
-            list.iter()
-                .map(|s| parse_contents(s, &o))
-                .collect::<Result<Vec<_>, _>>()?
-        } else {
-            vec![SampleContents::DEFAULT]
-        };
-        let workload_list = if let Some(text) = &flags.workload {
-            let o = Origin::Flag("--workload");
-            text.split(',')
-                .map(|s| parse_workload(s.trim(), &o))
-                .collect::<Result<Vec<_>, _>>()?
-        } else if let Some(list) = &exp.workload {
-            let o = key("workload");
-            list.to_vec()
-                .iter()
-                .map(|s| parse_workload(s, &o))
-                .collect::<Result<Vec<_>, _>>()?
-        } else {
-            vec![WorkKind::Loop]
-        };
-        let mut workloads: Vec<WorkKind> = Vec::new();
-        for w in workload_list {
-            if !workloads.contains(&w) {
-                workloads.push(w);
-            }
-        }
-        if workloads.is_empty() {
-            workloads.push(WorkKind::Loop);
-        }
-        let mut samples: Vec<SampleContents> = Vec::new();
-        for c in sample_list {
-            if !samples.contains(&c) {
-                samples.push(c);
-            }
-        }
+        let presets = format!("use {PRESETS}");
+        let samples = dedup_in_order(
+            list_setting(
+                (flags.sample.as_deref(), "--sample"),
+                (exp.sample.as_ref(), key("sample")),
+                ("no sample contents", &presets),
+                parse_contents,
+            )?
+            .unwrap_or_else(|| vec![SampleContents::DEFAULT]),
+        );
+        let workloads = dedup_in_order(
+            list_setting(
+                (flags.workload.as_deref(), "--workload"),
+                (exp.workload.as_ref(), key("workload")),
+                (
+                    "no workload kind",
+                    "use loop, stack:32 or memory:8M, or a list of them",
+                ),
+                parse_workload,
+            )?
+            .unwrap_or_else(|| vec![WorkKind::Loop]),
+        );
 
         Ok(SweepOptions {
             freqs_hz,
