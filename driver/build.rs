@@ -10,9 +10,8 @@ use std::process::Command;
 /// What the driver binary is compiled from, relative to driver/: the three
 /// crates' sources and manifests, the lock file, the cargo configuration,
 /// and the files analysis embeds. A change elsewhere (docs, tests, experiments) builds the same
-/// binary and is not "dirty". driver/tests/build_revision.rs checks the
-/// same list.
-/// One path per line in built-paths.txt, which the test reads too.
+/// binary and is not "dirty". One path per line in built-paths.txt, which
+/// driver/tests/build_revision.rs reads too.
 const BUILT_PATHS: &str = include_str!("built-paths.txt");
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
