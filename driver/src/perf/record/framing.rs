@@ -1,0 +1,193 @@
+//! Splitting a ring's bytes into whole records: sizes validated, a record
+//! that wraps around the end of the ring copied into scratch.
+
+use super::*;
+
+/// header.size of the record at `at`, validated.
+#[inline]
+fn record_size(b: &[u8], at: usize) -> Result<usize, DecodeError> {
+    let hdr = rd_u64(b, at).ok_or(DecodeError::Truncated {
+        offset: at,
+        need: 8,
+        have: b.len().saturating_sub(at),
+    })?;
+    let size = (hdr >> 48) as u16;
+    if size < 8 || !size.is_multiple_of(8) {
+        return Err(DecodeError::BadSize { offset: at, size });
+    }
+    Ok(usize::from(size))
+}
+
+/// Iterates the records of one contiguous byte slice; stops after the first
+/// error.
+#[derive(Debug)]
+pub struct RecordIter<'a, 'f> {
+    buf: &'a [u8],
+    at: usize,
+    formats: &'f Formats,
+    failed: bool,
+}
+
+impl<'a, 'f> RecordIter<'a, 'f> {
+    /// Records of `buf`, laid out as `formats` says.
+    pub fn new(buf: &'a [u8], formats: &'f Formats) -> Self {
+        RecordIter {
+            buf,
+            at: 0,
+            formats,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a, '_> {
+    type Item = Result<Record<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.at >= self.buf.len() {
+            return None;
+        }
+        let at = self.at;
+        let r = record_size(self.buf, at).and_then(|size| {
+            let rec = self.buf.get(at..at + size).ok_or(DecodeError::Truncated {
+                offset: at,
+                need: size,
+                have: self.buf.len() - at,
+            })?;
+            self.at = at + size;
+            parse_record(rec, self.formats, at)
+        });
+        if r.is_err() {
+            self.failed = true;
+        }
+        Some(r)
+    }
+}
+
+/// Decodes every complete record of the concatenation `a ++ b` (the two
+/// slices of a ring region that wraps), calling `f` on each. A record that
+/// straddles the two slices is copied into `scratch`. Returns the bytes
+/// consumed (always whole records); on error, the error and the bytes
+/// consumed before the bad record.
+pub fn for_each_record<F>(
+    a: &[u8],
+    b: &[u8],
+    formats: &Formats,
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, (DecodeError, usize)>
+where
+    F: FnMut(Record<'_>),
+{
+    // Samples (the bulk of any ring) skip the generic match of parse_record.
+    for_each_record_bytes(a, b, scratch, |rec, at| {
+        if record_kind(rec) == RECORD_SAMPLE {
+            f(Record::Sample(parse_sample(rec, formats, at)?));
+        } else {
+            f(parse_record(rec, formats, at)?);
+        }
+        Ok(())
+    })
+}
+
+/// The header type of a complete record (`rec.len() >= 8`, as given by
+/// [`for_each_record_bytes`]).
+#[inline]
+pub fn record_kind(rec: &[u8]) -> u32 {
+    rd_u32(rec, 0).unwrap_or(0)
+}
+
+/// Decodes a PERF_RECORD_SAMPLE (the fast path of the drain thread, which
+/// checks [`record_kind`] first and skips building a [`Record`]).
+#[inline]
+pub fn parse_sample_record<'a>(
+    rec: &'a [u8],
+    formats: &Formats,
+    base: usize,
+) -> Result<Sample<'a>, DecodeError> {
+    parse_sample(rec, formats, base)
+}
+
+/// Splits the concatenation `a ++ b` into whole records (validated sizes)
+/// and calls `f(record_bytes, offset)` on each; a record that straddles the
+/// two slices is copied into `scratch`. Returns the bytes consumed; on
+/// error (from the framing or from `f`), the error and the bytes consumed
+/// before the bad record.
+pub fn for_each_record_bytes<F>(
+    a: &[u8],
+    b: &[u8],
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, (DecodeError, usize)>
+where
+    F: FnMut(&[u8], usize) -> Result<(), DecodeError>,
+{
+    let total = a.len() + b.len();
+    let mut at = 0usize;
+    // Records wholly inside `a`.
+    while at < a.len() {
+        if a.len() - at < 8 {
+            break;
+        }
+        let size = record_size(a, at).map_err(|e| (e, at))?;
+        if at + size > a.len() {
+            break;
+        }
+        f(&a[at..at + size], at).map_err(|e| (e, at))?;
+        at += size;
+    }
+    // At most one record straddles the boundary.
+    if at < a.len() {
+        let mut hdr = [0u8; 8];
+        let head_a = a.len() - at;
+        if total - at < 8 {
+            return Err((
+                DecodeError::Truncated {
+                    offset: at,
+                    need: 8,
+                    have: total - at,
+                },
+                at,
+            ));
+        }
+        hdr[..head_a.min(8)].copy_from_slice(&a[at..at + head_a.min(8)]);
+        if head_a < 8 {
+            hdr[head_a..].copy_from_slice(&b[..8 - head_a]);
+        }
+        let size = record_size(&hdr, 0).map_err(|e| (e.shifted(at), at))?;
+        if at + size > total {
+            return Err((
+                DecodeError::Truncated {
+                    offset: at,
+                    need: size,
+                    have: total - at,
+                },
+                at,
+            ));
+        }
+        scratch.clear();
+        scratch.extend_from_slice(&a[at..]);
+        scratch.extend_from_slice(&b[..size - head_a]);
+        f(scratch, at).map_err(|e| (e, at))?;
+        at += size;
+    }
+    // Records wholly inside `b`.
+    let off = a.len();
+    while at < total {
+        let bat = at - off;
+        // record_size counts from the start of `b`; errors name the offset
+        // in the whole region, like those of `a`.
+        let size = record_size(b, bat).map_err(|e| (e.shifted(off), at))?;
+        let rec = b.get(bat..bat + size).ok_or((
+            DecodeError::Truncated {
+                offset: at,
+                need: size,
+                have: total - at,
+            },
+            at,
+        ))?;
+        f(rec, at).map_err(|e| (e, at))?;
+        at += size;
+    }
+    Ok(at)
+}
