@@ -26,6 +26,35 @@ pub struct GapsLoad {
     pub excluded: Vec<crate::tables::ExcludedRun>,
 }
 
+impl GapsLoad {
+    /// The part of the load that belongs to `rs`'s runs (a subset of the
+    /// result set it was loaded from).
+    pub fn restricted_to(&self, rs: &ResultSet) -> GapsLoad {
+        let ids: std::collections::BTreeSet<i64> = rs.runs.iter().map(|r| r.run_id).collect();
+        GapsLoad {
+            runs: self
+                .runs
+                .iter()
+                .filter(|g| ids.contains(&i64::from(g.row.run_id)))
+                .cloned()
+                .collect(),
+            recovery: self
+                .recovery
+                .iter()
+                .filter(|r| ids.contains(&i64::from(r.run_id)))
+                .cloned()
+                .collect(),
+            warnings: self.warnings.clone(),
+            excluded: self
+                .excluded
+                .iter()
+                .filter(|x| ids.contains(&x.run_id))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
 /// 0) samples. A results directory without gaps runs gives an empty load.
 pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {

@@ -269,9 +269,12 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     use crate::contents;
     let names = contents::contents_of(rs);
     let mut each = Vec::with_capacity(names.len());
+    // The gaps files are read once: the 0 Hz runs belong to every
+    // configuration of their workload.
+    let gaps = crate::percost_load::load_gaps(rs)?;
     for name in &names {
         let sub = contents::subset(rs, name);
-        let mut a = analyse_one(&sub)?;
+        let mut a = analyse_one(&sub, &gaps)?;
         if each.is_empty() {
             a.warnings.extend(contents_warnings(rs, &names));
         } else {
@@ -356,14 +359,17 @@ fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
 
 /// Read every util run's intervals (in parallel over runs) and build all
 /// tables of one contents' runs.
-fn analyse_one(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+fn analyse_one(
+    rs: &ResultSet,
+    all_gaps: &crate::percost_load::GapsLoad,
+) -> Result<Analysis, AnalysisError> {
     let util_runs: Vec<&Run> = rs
         .runs
         .iter()
         .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0)
         .collect();
     let (run_intervals, mut excluded) = read_all_intervals(rs, &util_runs);
-    let gaps = crate::percost_load::load_gaps(rs)?;
+    let gaps = all_gaps.restricted_to(rs);
     excluded.extend(gaps.excluded.iter().cloned());
     excluded.sort_by_key(|x| x.run_id);
     let marked;
