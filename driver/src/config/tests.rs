@@ -1,0 +1,202 @@
+use super::*;
+
+fn flags() -> FlagSettings {
+    FlagSettings::default()
+}
+
+#[test]
+fn defaults_are_the_article_frequencies_with_the_designs_that_resolve() {
+    let o = SweepOptions::resolve(&flags(), None, 2, 7).unwrap();
+    assert_eq!(o.freqs_hz, vec![0, 100, 500, 2000, 4000, 100_000]);
+    assert_eq!(o.duration_ns, 8_000_000_000);
+    assert_eq!(o.reps, 5);
+    assert_eq!(o.cpu, 1);
+    assert_eq!(o.event, "cycles");
+    assert_eq!(o.scope, ScopeName::System);
+    assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
+    assert_eq!(o.seed, 7);
+    assert!(o.util);
+}
+
+#[test]
+fn durations_parse_with_units() {
+    let o = Origin::Flag("--duration");
+    assert_eq!(parse_duration("10s", &o).unwrap(), 10_000_000_000);
+    assert_eq!(parse_duration("250ms", &o).unwrap(), 250_000_000);
+    assert_eq!(parse_duration("1.5", &o).unwrap(), 1_500_000_000);
+    assert_eq!(parse_duration("2m", &o).unwrap(), 120_000_000_000);
+    for bad in ["0s", "0", "-1s", "abc", "5 parsecs", ""] {
+        let e = parse_duration(bad, &o).unwrap_err().to_string();
+        assert!(e.contains("--duration"), "{e}");
+    }
+}
+
+#[test]
+fn bad_freqs_name_the_value() {
+    let cases = [
+        ("", "empty"),
+        ("100,-5", "-5"),
+        ("100,abc", "abc"),
+        ("100,100", "duplicate"),
+        ("100,,200", "empty item"),
+    ];
+    for (text, needle) in cases {
+        let f = FlagSettings {
+            freqs: Some(text.to_owned()),
+            ..flags()
+        };
+        let e = SweepOptions::resolve(&f, None, 2, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(needle) && e.contains("--freqs"), "{text}: {e}");
+    }
+}
+
+#[test]
+fn zero_is_always_added_and_freqs_sorted() {
+    let f = FlagSettings {
+        freqs: Some("4000, 100".to_owned()),
+        ..flags()
+    };
+    let o = SweepOptions::resolve(&f, None, 2, 0).unwrap();
+    assert_eq!(o.freqs_hz, vec![0, 100, 4000]);
+}
+
+#[test]
+fn bad_reps_cpu_event_scope() {
+    let cases: Vec<(FlagSettings, &str)> = vec![
+        (
+            FlagSettings {
+                reps: Some("0".into()),
+                ..flags()
+            },
+            "\"0\" for --reps",
+        ),
+        (
+            FlagSettings {
+                reps: Some("x".into()),
+                ..flags()
+            },
+            "\"x\" for --reps",
+        ),
+        (
+            FlagSettings {
+                cpu: Some("2".into()),
+                ..flags()
+            },
+            "\"2\" for --cpu",
+        ),
+        (
+            FlagSettings {
+                cpu: Some("-1".into()),
+                ..flags()
+            },
+            "\"-1\" for --cpu",
+        ),
+        (
+            FlagSettings {
+                event: Some("bogus".into()),
+                ..flags()
+            },
+            "\"bogus\" for --event",
+        ),
+        (
+            FlagSettings {
+                scope: Some("world".into()),
+                ..flags()
+            },
+            "\"world\" for --scope",
+        ),
+        (
+            FlagSettings {
+                design: Some("fancy".into()),
+                ..flags()
+            },
+            "\"fancy\" for --design",
+        ),
+    ];
+    for (f, needle) in cases {
+        let e = SweepOptions::resolve(&f, None, 2, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(needle), "{needle}: {e}");
+    }
+}
+
+#[test]
+fn paired_needs_four_phases() {
+    // 300 ms holds fewer than four default (100 ms) phases.
+    let f = FlagSettings {
+        design: Some("paired".into()),
+        duration: Some("300ms".into()),
+        ..flags()
+    };
+    let e = SweepOptions::resolve(&f, None, 2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--phase"), "{e}");
+    let f = FlagSettings {
+        phase: Some("75ms".into()),
+        ..f
+    };
+    assert!(SweepOptions::resolve(&f, None, 2, 0).is_ok());
+}
+
+#[test]
+fn file_settings_and_flag_override() {
+    let path = Path::new("experiments/x.toml");
+    let exp = ExperimentFile::parse(
+        "freqs = [0, 1000, 20000]\nduration = \"1s\"\nreps = 2\ndesign = [\"paired\", \"classic\"]\nphase = \"100ms\"\nseed = 3\nevent = \"cpu-clock\"\nscope = \"cpu\"\n",
+        path,
+    )
+    .unwrap();
+    let o = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0).unwrap();
+    assert_eq!(o.freqs_hz, vec![0, 1000, 20000]);
+    assert_eq!(o.duration_ns, 1_000_000_000);
+    assert_eq!(o.reps, 2);
+    assert_eq!(o.designs, vec![Design::Classic, Design::Paired]);
+    assert_eq!(o.phase_ns, 100_000_000);
+    assert_eq!(o.seed, 3);
+    assert_eq!(o.scope, ScopeName::Cpu);
+    let f = FlagSettings {
+        reps: Some("4".into()),
+        design: Some("classic".into()),
+        seed: Some("9".into()),
+        ..flags()
+    };
+    let o = SweepOptions::resolve(&f, Some((&exp, path)), 2, 0).unwrap();
+    assert_eq!(o.reps, 4);
+    assert_eq!(o.designs, vec![Design::Classic]);
+    assert_eq!(o.seed, 9);
+    assert_eq!(o.duration_ns, 1_000_000_000);
+}
+
+#[test]
+fn unknown_key_is_named_with_the_file() {
+    let path = Path::new("experiments/typo.toml");
+    let e = ExperimentFile::parse("freqs = [1]\nrepetitions = 3\n", path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("repetitions") && e.contains("experiments/typo.toml"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_file_values_name_the_key_and_file() {
+    let path = Path::new("e.toml");
+    let exp = ExperimentFile::parse("freqs = [100, 100]\n", path).unwrap();
+    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("key `freqs` in e.toml") && e.contains("duplicate"),
+        "{e}"
+    );
+    let exp = ExperimentFile::parse("reps = 0\n", path).unwrap();
+    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("key `reps`"), "{e}");
+}

@@ -1,0 +1,219 @@
+//! One setting's value, parsed and checked: each error names the value,
+//! where it came from (flag or experiment-file key) and the fix.
+
+use super::*;
+
+/// A setting that is a list: a comma-separated flag over an experiment-file
+/// key (one value or a list, which must not be empty); None when neither
+/// gives it.
+pub(super) fn list_setting<T>(
+    (flag, flag_name): (Option<&str>, &'static str),
+    (file, origin): (Option<&OneOrMany<String>>, Origin),
+    (empty, fix): (&str, &str),
+    parse: fn(&str, &Origin) -> Result<T, ConfigError>,
+) -> Result<Option<Vec<T>>, ConfigError> {
+    if let Some(text) = flag {
+        let o = Origin::Flag(flag_name);
+        return text
+            .split(',')
+            .map(|s| parse(s.trim(), &o))
+            .collect::<Result<_, _>>()
+            .map(Some);
+    }
+    let Some(list) = file else {
+        return Ok(None);
+    };
+    let list = list.to_vec();
+    if list.is_empty() {
+        return Err(invalid("[]", &origin, empty, fix));
+    }
+    list.iter()
+        .map(|s| parse(s, &origin))
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// The values in their first-given order, each once.
+pub(super) fn dedup_in_order<T: PartialEq>(list: Vec<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(list.len());
+    for v in list {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+pub(super) fn legacy_workloads() -> Vec<WorkKind> {
+    vec![WorkKind::Loop]
+}
+
+pub(super) fn parse_workload(s: &str, origin: &Origin) -> Result<WorkKind, ConfigError> {
+    WorkKind::parse(s).map_err(|e| {
+        invalid(
+            s,
+            origin,
+            e.to_string(),
+            "use loop, stack[:DEPTH] (e.g. stack:32) or memory:SIZE (e.g. memory:32K, memory:8M, memory:1G)",
+        )
+    })
+}
+
+pub(super) fn legacy_samples() -> Vec<SampleContents> {
+    vec![SampleContents::Time]
+}
+
+pub(super) fn parse_contents(s: &str, origin: &Origin) -> Result<SampleContents, ConfigError> {
+    SampleContents::parse(s).map_err(|e| {
+        let (what, fix) = match &e {
+            ContentsError::Unknown(_) => ("unknown sample contents", format!("use {PRESETS}")),
+            ContentsError::StackSize(_) => (
+                "dwarf stack size refused by the kernel",
+                format!(
+                    "give a multiple of 8 bytes from 8 to {MAX_STACK_USER_BYTES}, e.g. dwarf:8192"
+                ),
+            ),
+        };
+        invalid(s, origin, what, fix)
+    })
+}
+
+pub(super) fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigError> {
+    match s {
+        "classic" => Ok(Design::Classic),
+        "paired" => Ok(Design::Paired),
+        "gaps" => Ok(Design::Gaps),
+        _ => Err(invalid(
+            s,
+            origin,
+            "unknown design",
+            "use classic, paired or gaps (or several, comma-separated)",
+        )),
+    }
+}
+
+/// Parses a duration such as `10s`, `250ms`, `1.5s`, `500us`, `100ns`, `2m`.
+/// A bare number is seconds.
+pub fn parse_duration(text: &str, origin: &Origin) -> Result<u64, ConfigError> {
+    let t = text.trim();
+    let fix = "give a positive duration such as 10s, 1.5s or 250ms";
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        _ => return Err(invalid(text, origin, "unknown unit", fix)),
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| invalid(text, origin, "not a number", fix))?;
+    if !value.is_finite() || value <= 0.0 {
+        return Err(invalid(text, origin, "must be greater than zero", fix));
+    }
+    let ns = value * scale;
+    if !(1.0..=1e18).contains(&ns) {
+        return Err(invalid(text, origin, "out of range", fix));
+    }
+    // Rounded to whole ns; in range checked above.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(ns.round() as u64)
+}
+
+/// Parses a comma-separated frequency list: non-negative integers, no duplicates.
+pub fn parse_freq_list(text: &str, origin: &Origin) -> Result<Vec<i64>, ConfigError> {
+    let fix =
+        "give non-negative integer frequencies in Hz, comma-separated, e.g. --freqs 100,1000,4000";
+    if text.trim().is_empty() {
+        return Err(invalid(text, origin, "empty frequency list", fix));
+    }
+    text.split(',')
+        .map(|item| {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(invalid(text, origin, "empty item in frequency list", fix));
+            }
+            item.parse::<i64>()
+                .map_err(|_| invalid(item, origin, "not an integer frequency", fix))
+        })
+        .collect()
+}
+
+pub(super) fn check_freqs(freqs: &[i64], origin: &Origin) -> Result<Vec<u64>, ConfigError> {
+    let fix = "give non-negative integer frequencies in Hz without repeats, e.g. 100,1000,4000";
+    if freqs.is_empty() {
+        return Err(invalid("[]", origin, "empty frequency list", fix));
+    }
+    let mut out = Vec::with_capacity(freqs.len() + 1);
+    for &f in freqs {
+        if f < 0 {
+            return Err(invalid(f.to_string(), origin, "negative frequency", fix));
+        }
+        let f = f.unsigned_abs();
+        if out.contains(&f) {
+            return Err(invalid(f.to_string(), origin, "duplicate frequency", fix));
+        }
+        out.push(f);
+    }
+    if !out.contains(&0) {
+        out.push(0);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+pub(super) fn check_reps(reps: i64, origin: &Origin) -> Result<u32, ConfigError> {
+    if reps <= 0 {
+        return Err(invalid(
+            reps.to_string(),
+            origin,
+            "repetitions must be at least 1",
+            "give e.g. 5",
+        ));
+    }
+    u32::try_from(reps).map_err(|_| {
+        invalid(
+            reps.to_string(),
+            origin,
+            "too many repetitions",
+            "give e.g. 5",
+        )
+    })
+}
+
+pub(super) fn check_cpu(cpu: i64, n_cpus: u32, origin: &Origin) -> Result<u32, ConfigError> {
+    let fix = format!(
+        "this host has CPUs 0..={}; give one of them (default: the last)",
+        n_cpus.saturating_sub(1)
+    );
+    if cpu < 0 {
+        return Err(invalid(cpu.to_string(), origin, "negative CPU number", fix));
+    }
+    match u32::try_from(cpu) {
+        Ok(c) if c < n_cpus => Ok(c),
+        _ => Err(invalid(cpu.to_string(), origin, "no such CPU", fix)),
+    }
+}
+
+pub(super) fn check_event(event: &str, origin: &Origin) -> Result<String, ConfigError> {
+    if KNOWN_EVENTS.contains(&event) {
+        Ok(event.to_owned())
+    } else {
+        Err(invalid(
+            event,
+            origin,
+            "unknown sampling event",
+            format!("use one of {}", KNOWN_EVENTS.join(", ")),
+        ))
+    }
+}
+
+pub(super) fn parse_int(text: &str, origin: &Origin, fix: &str) -> Result<i64, ConfigError> {
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| invalid(text, origin, "not an integer", fix))
+}
