@@ -1,0 +1,223 @@
+//! The handler-duration histograms.
+
+use super::*;
+
+pub(super) struct Hist {
+    label: String,
+    /// Percent of the group's values per bin.
+    pct: Vec<f64>,
+}
+
+pub(super) struct Durations {
+    title: String,
+    hists: Vec<Hist>,
+    lo: f64,
+    width: f64,
+    y_max: f64,
+    notes: Vec<String>,
+}
+
+/// Percentiles of one group, by O(n) selection (nearest rank).
+///
+/// Not [`crate::stats::quantile_type7`], on purpose: these only label and
+/// bound the duration plot (the legend's median, the end of the x axis),
+/// and nearest rank makes both an observed duration. Type 7 would
+/// interpolate between two and change the legends and axes of the
+/// committed plots.
+pub(super) struct GroupStats {
+    pub(super) min: f64,
+    pub(super) median: f64,
+    pub(super) p995: f64,
+}
+
+pub(super) fn group_stats(values: &[f64]) -> GroupStats {
+    let mut v = values.to_vec();
+    let n = v.len();
+    let k995 = (((0.995 * n as f64).ceil() as usize).max(1) - 1).min(n - 1);
+    let (left, p995, _) = v.select_nth_unstable_by(k995, f64::total_cmp);
+    let p995 = *p995;
+    let kmed = (n - 1) / 2;
+    let median = if kmed < k995 {
+        *left.select_nth_unstable_by(kmed, f64::total_cmp).1
+    } else {
+        p995
+    };
+    let min = if left.is_empty() {
+        p995
+    } else {
+        left.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    GroupStats { min, median, p995 }
+}
+
+pub(super) fn fmt_count(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub(super) const DURATION_BINS: f64 = 100.0;
+
+impl Durations {
+    pub(super) fn prepare(
+        title: &str,
+        groups: &[(String, Vec<f64>)],
+        file: &Path,
+    ) -> Result<Self, PlotError> {
+        if groups.is_empty() {
+            return Err(PlotError::NoData {
+                file: file.to_path_buf(),
+                detail: "no duration groups were given".to_string(),
+            });
+        }
+        let mut stats = Vec::new();
+        for (label, values) in groups {
+            let what = format!("durations of group '{label}'");
+            check_finite(file, &what, values)?;
+            if let Some(index) = values.iter().position(|v| *v < 0.0) {
+                return Err(PlotError::InvalidData {
+                    file: file.to_path_buf(),
+                    what,
+                    detail: format!(
+                        "value [{index}] is {} ns; a handler duration cannot be negative \
+                         (check the start/end pairing of the records)",
+                        values[index]
+                    ),
+                });
+            }
+            if values.is_empty() {
+                tracing::warn!(group = %label, plot = %file.display(), "duration group is empty; left out of the plot");
+                continue;
+            }
+            stats.push((label, values, group_stats(values)));
+        }
+        if stats.is_empty() {
+            return Err(PlotError::NoData {
+                file: file.to_path_buf(),
+                detail: format!("all {} duration groups are empty", groups.len()),
+            });
+        }
+        let min = stats.iter().map(|s| s.2.min).fold(f64::INFINITY, f64::min);
+        let top = stats
+            .iter()
+            .map(|s| s.2.p995)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let span = if top > min {
+            top - min
+        } else {
+            (min * 0.1).max(1.0)
+        };
+        // Whole-nanosecond data binned finer than 1 ns would alternate full
+        // and empty bins: never go below 1 ns then.
+        let integral = stats
+            .iter()
+            .all(|(_, values, _)| values.iter().all(|v| v.fract() == 0.0));
+        let width = nice_step(span / DURATION_BINS);
+        let width = if integral { width.max(1.0) } else { width };
+        let lo = (min / width).floor() * width;
+        let nbins = (((top - lo) / width).floor() as usize + 1).max(1);
+
+        let mut hists = Vec::new();
+        let mut beyond_total = 0usize;
+        let mut total = 0usize;
+        let mut y_max: f64 = 0.0;
+        for (label, values, st) in &stats {
+            let mut counts = vec![0u64; nbins];
+            let mut beyond = 0usize;
+            for &v in values.iter() {
+                let idx = ((v - lo) / width) as usize;
+                match counts.get_mut(idx) {
+                    Some(c) => *c += 1,
+                    None => beyond += 1,
+                }
+            }
+            let n = values.len() as f64;
+            let pct: Vec<f64> = counts.iter().map(|&c| 100.0 * c as f64 / n).collect();
+            y_max = pct.iter().copied().fold(y_max, f64::max);
+            beyond_total += beyond;
+            total += values.len();
+            hists.push(Hist {
+                label: format!(
+                    "{label}: n={}, median {} ns",
+                    fmt_count(values.len()),
+                    TickFmt::new(0.0, st.median, false).fmt(st.median)
+                ),
+                pct,
+            });
+        }
+        let notes = vec![
+            format!(
+                "x axis clipped at the largest per-group 99.5th percentile ({} ns)",
+                TickFmt::new(0.0, top, false).fmt(top),
+            ),
+            format!(
+                "{} of {} durations ({:.2}%) lie beyond it and are not drawn; bin width {} ns",
+                fmt_count(beyond_total),
+                fmt_count(total),
+                100.0 * beyond_total as f64 / total as f64,
+                TickFmt::new(0.0, 10.0 * width, false).fmt(width),
+            ),
+        ];
+        Ok(Self {
+            title: title.to_string(),
+            hists,
+            lo,
+            width,
+            y_max: if y_max > 0.0 { y_max * 1.12 } else { 1.0 },
+            notes,
+        })
+    }
+
+    fn hi(&self) -> f64 {
+        self.lo + self.width * self.hists.first().map_or(1, |h| h.pct.len()) as f64
+    }
+}
+
+impl Figure for Durations {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let area = header(root, &self.title, &self.notes)?;
+        let (lo, hi) = (self.lo, self.hi());
+        let x_fmt = TickFmt::new(lo, hi, false);
+        let mut chart = framed_chart(
+            &area,
+            lo..hi,
+            (0.0, self.y_max),
+            ("handler duration (ns)", "share of handler runs per bin (%)"),
+            &move |v: &f64| x_fmt.fmt(*v),
+            TickFmt::new(0.0, self.y_max, false),
+            8,
+        )?;
+        let mut legend_points = Vec::new();
+        for (i, h) in self.hists.iter().enumerate() {
+            let colour = PALETTE[i % PALETTE.len()];
+            let mut steps = Vec::with_capacity(2 * h.pct.len() + 2);
+            steps.push((lo, 0.0));
+            for (b, &p) in h.pct.iter().enumerate() {
+                let x0 = lo + b as f64 * self.width;
+                steps.push((x0, p));
+                steps.push((x0 + self.width, p));
+                if p > 0.0 {
+                    legend_points.push((frac(x0, lo, hi), frac(p, 0.0, self.y_max)));
+                }
+            }
+            steps.push((hi, 0.0));
+            chart
+                .draw_series(LineSeries::new(steps, colour.stroke_width(2)))?
+                .label(h.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+        }
+        let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
+        let pos = legend_corner(&legend_points, legend_h_frac(self.hists.len(), plot_h));
+        legend_style(&mut chart, pos)
+    }
+}
+
+// ---------------------------------------------------------------- paired traces

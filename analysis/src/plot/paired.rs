@@ -1,0 +1,192 @@
+//! The paired design's loop rate per phase over time.
+
+use super::*;
+
+pub(super) struct Paired {
+    title: String,
+    traces: Vec<PairedTrace>,
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+impl Paired {
+    pub(super) fn prepare(
+        title: &str,
+        traces: &[PairedTrace],
+        file: &Path,
+    ) -> Result<Self, PlotError> {
+        let mut xe = Extent::empty();
+        let mut ye = Extent::empty();
+        let mut kept = Vec::new();
+        for t in traces {
+            let what = |field: &str| format!("trace '{}' {field}", t.label);
+            let n = t.t_s.len();
+            check_len(file, &what("rate"), ("rate", t.rate.len()), ("t_s", n))?;
+            check_len(
+                file,
+                &what("sampling"),
+                ("sampling", t.sampling.len()),
+                ("t_s", n),
+            )?;
+            check_finite(file, &what("t_s"), &t.t_s)?;
+            check_finite(file, &what("rate"), &t.rate)?;
+            if n == 0 {
+                tracing::warn!(trace = %t.label, plot = %file.display(), "paired trace has no phases; left out of the plot");
+                continue;
+            }
+            t.t_s.iter().for_each(|&v| xe.add(v));
+            t.rate.iter().for_each(|&v| ye.add(v));
+            kept.push(t.clone());
+        }
+        if kept.is_empty() {
+            return Err(PlotError::NoData {
+                file: file.to_path_buf(),
+                detail: if traces.is_empty() {
+                    "no paired traces were given".to_string()
+                } else {
+                    format!("all {} paired traces have no phases", traces.len())
+                },
+            });
+        }
+        // Pad both sides even below t = 0, so a phase at the run's start is
+        // not drawn half-hidden on the y axis.
+        let (_, x_hi) = xe.padded_linear(0.03, 0.03);
+        let x = (xe.lo - (x_hi - xe.hi), x_hi);
+        // Rates are far from zero: keep the axis tight so drift is visible.
+        let span = (ye.hi - ye.lo).max(ye.hi.abs() * 1e-3);
+        let span = if span > 0.0 { span } else { 1.0 };
+        // Keep the top of the plot free for the legend: with `f` the legend's
+        // share of the plot height, a top pad of 1.08 f / (1 - f) spans leaves
+        // that share above the highest point (plot ~540 px high); 0.08 more
+        // keeps a gap.
+        let entries = paired_legend_entries(&kept);
+        let f = (legend_h_frac(entries, 540.0) + 0.03).min(0.6);
+        let y = (
+            ye.lo - 0.08 * span,
+            ye.hi + (0.08 + 1.08 * f / (1.0 - f)) * span,
+        );
+        Ok(Self {
+            title: title.to_string(),
+            traces: kept,
+            x,
+            y,
+        })
+    }
+
+    fn colours(&self, i: usize) -> (RGBColor, RGBColor) {
+        if self.traces.len() == 1 {
+            (PALETTE[1], PALETTE[0])
+        } else {
+            let c = PALETTE[i % PALETTE.len()];
+            (c, c)
+        }
+    }
+}
+
+/// Legend rows of a paired plot (see `Paired::draw`).
+pub(super) fn paired_legend_entries(traces: &[PairedTrace]) -> usize {
+    if traces.len() == 1 {
+        let on = traces[0].sampling.iter().any(|&s| s);
+        let off = traces[0].sampling.iter().any(|&s| !s);
+        usize::from(on) + usize::from(off)
+    } else {
+        traces.len() + 2
+    }
+}
+
+impl Figure for Paired {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let area = header(root, &self.title, &[])?;
+        let x_fmt = TickFmt::new(self.x.0, self.x.1, false);
+        let mut chart = framed_chart(
+            &area,
+            self.x.0..self.x.1,
+            self.y,
+            ("time since run start (s)", "loop rate (loops/s)"),
+            &move |v: &f64| x_fmt.fmt(*v),
+            TickFmt::new(self.y.0, self.y.1, true),
+            8,
+        )?;
+        let mut legend_points = Vec::new();
+        // One trace: legend "label: sampling on/off" in two colours. Several:
+        // one colour per trace, and the marker legend given once, in grey, so
+        // the legend grows by one row per trace rather than two.
+        let single = self.traces.len() == 1;
+        for (i, t) in self.traces.iter().enumerate() {
+            let (on_c, off_c) = self.colours(i);
+            let prefix = if t.label.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", t.label)
+            };
+            for on in [true, false] {
+                let pts: Vec<(f64, f64)> = (0..t.t_s.len())
+                    .filter(|&j| t.sampling[j] == on)
+                    .map(|j| (t.t_s[j], t.rate[j]))
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                legend_points.extend(
+                    pts.iter()
+                        .map(|p| (frac(p.0, self.x.0, self.x.1), frac(p.1, self.y.0, self.y.1))),
+                );
+                let colour = if on { on_c } else { off_c };
+                chart.draw_series(LineSeries::new(
+                    pts.iter().copied(),
+                    colour.mix(0.45).stroke_width(1),
+                ))?;
+                let anno = if on {
+                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))?
+                } else {
+                    chart.draw_series(pts.iter().map(|&p| {
+                        EmptyElement::at(p)
+                            + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
+                    }))?
+                };
+                if single {
+                    let label = format!("{prefix}sampling {}", if on { "on" } else { "off" });
+                    anno.label(label).legend(move |(x, y)| {
+                        if on {
+                            Circle::new((x + 10, y), 4, colour.filled()).into_dyn()
+                        } else {
+                            Rectangle::new(
+                                [(x + 6, y - 4), (x + 14, y + 4)],
+                                colour.stroke_width(2),
+                            )
+                            .into_dyn()
+                        }
+                    });
+                }
+            }
+            if !single {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                    .label(t.label.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], on_c.stroke_width(3))
+                    });
+            }
+        }
+        if !single {
+            let grey = RGBColor(90, 90, 90);
+            for on in [true, false] {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                    .label(if on { "sampling on" } else { "sampling off" })
+                    .legend(move |(x, y)| {
+                        if on {
+                            Circle::new((x + 10, y), 4, grey.filled()).into_dyn()
+                        } else {
+                            Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], grey.stroke_width(2))
+                                .into_dyn()
+                        }
+                    });
+            }
+        }
+        let entries = paired_legend_entries(&self.traces);
+        let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
+        let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
+        legend_style(&mut chart, pos)
+    }
+}
