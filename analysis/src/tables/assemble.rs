@@ -1,0 +1,244 @@
+//! Reading a result set's files and assembling the tables, once per sample
+//! contents and workload configuration; runs whose files cannot be read are
+//! left out and listed.
+
+use super::*;
+
+/// A run left out of the analysis because one of its files is unreadable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExcludedRun {
+    pub run_id: i64,
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Why it could not be used (the reader's error).
+    pub reason: String,
+}
+
+impl ExcludedRun {
+    /// One line for the report and stderr.
+    pub fn line(&self) -> String {
+        format!("run {} excluded: {}", self.run_id, self.reason)
+    }
+}
+
+/// The result set with the excluded runs marked `status = excluded` (not
+/// ok), so every table leaves them out.
+pub(super) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> ResultSet {
+    let mut out = rs.clone();
+    for r in &mut out.runs {
+        if let Some(x) = excluded.iter().find(|x| x.run_id == r.run_id) {
+            r.status = STATUS_EXCLUDED.to_string();
+            r.error = x.reason.clone();
+        }
+    }
+    out
+}
+
+/// The `status` given to runs left out because a file is unreadable.
+pub const STATUS_EXCLUDED: &str = "excluded";
+
+/// Build all tables: those of the primary sample contents (with every 0 Hz
+/// run), and the same analysis for each other contents, side by side in
+/// `by_contents`, with the throttle predicted for each. A run whose events,
+/// gaps or samples file cannot be read is left out (listed in
+/// [`Analysis::excluded`], the warnings and on stderr); the analysis fails
+/// only when no ok run is left.
+pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+    use crate::contents;
+    let names = contents::contents_of(rs);
+    let mut each = Vec::with_capacity(names.len());
+    // The gaps files are read once: the 0 Hz runs belong to every
+    // configuration of their workload.
+    let gaps = crate::percost_load::load_gaps(rs)?;
+    for name in &names {
+        let sub = contents::subset(rs, name);
+        let mut a = analyse_one(&sub, &gaps)?;
+        if each.is_empty() {
+            a.warnings.extend(contents_warnings(rs, &names));
+        } else {
+            a.warnings = Vec::new();
+        }
+        each.push((name.clone(), a));
+    }
+    let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let by_contents = contents::rows(rs, &refs);
+    let hardware = rs
+        .runs
+        .iter()
+        .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
+    let throttle = contents::ThrottleLimits::from_manifest(rs)
+        .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
+    // Every contents' excluded runs (0 Hz runs are in each subset: once).
+    let mut excluded: Vec<ExcludedRun> = Vec::new();
+    for (_, a) in &each {
+        for x in &a.excluded {
+            if !excluded.iter().any(|e| e.run_id == x.run_id) {
+                excluded.push(x.clone());
+            }
+        }
+    }
+    excluded.sort_by_key(|x| x.run_id);
+    for x in &excluded {
+        tracing::warn!("{}", x.line());
+    }
+    if !excluded.is_empty()
+        && !rs
+            .runs
+            .iter()
+            .any(|r| r.ok() && !excluded.iter().any(|x| x.run_id == r.run_id))
+    {
+        let lines: Vec<String> = excluded.iter().map(ExcludedRun::line).collect();
+        return Err(AnalysisError::Insufficient(format!(
+            "{}: no usable run left ({}); re-run the sweep (or `driver sweep --resume` after \
+             removing the damaged runs' rows from runs.csv)",
+            rs.dir.display(),
+            lines.join("; ")
+        )));
+    }
+    let mut primary = each.swap_remove(0).1;
+    primary.contents = names;
+    primary.by_contents = by_contents;
+    primary.throttle = throttle;
+    // The primary's warnings name its own excluded runs; add the others'.
+    for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {
+        primary.warnings.push(format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        ));
+    }
+    primary.excluded = excluded;
+    Ok(primary)
+}
+
+/// What the by-contents analysis cannot say.
+pub(super) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
+    let mut w = Vec::new();
+    if names.len() > 1 {
+        w.push(format!(
+            "sample contents: the tables and fits are those of {} (the first given); the other \
+             contents ({}) are in the table by contents",
+            names[0],
+            names[1..].join(", ")
+        ));
+    }
+    if names.iter().all(|n| n == crate::load::LEGACY_SAMPLE)
+        && rs.runs.iter().any(|r| r.freq_hz > 0)
+    {
+        w.push(
+            "sample contents: these samples carried only a timestamp (`time`), the cheapest \
+             record; `perf record` writes ip, tid, time, cpu and period, which costs more per \
+             sample (sweep with --sample perf-default, the default since contents became a \
+             dimension)"
+                .to_string(),
+        );
+    }
+    w
+}
+
+/// Read every util run's intervals (in parallel over runs) and build all
+/// tables of one contents' runs.
+pub(super) fn analyse_one(
+    rs: &ResultSet,
+    all_gaps: &crate::percost_load::GapsLoad,
+) -> Result<Analysis, AnalysisError> {
+    let util_runs: Vec<&Run> = rs
+        .runs
+        .iter()
+        .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0)
+        .collect();
+    let (run_intervals, mut excluded) = read_all_intervals(rs, &util_runs);
+    let gaps = all_gaps.restricted_to(rs);
+    excluded.extend(gaps.excluded.iter().cloned());
+    excluded.sort_by_key(|x| x.run_id);
+    let marked;
+    let rs = if excluded.is_empty() {
+        rs
+    } else {
+        marked = without_excluded(rs, &excluded);
+        &marked
+    };
+    let mut a = analyse_with(rs, run_intervals);
+    // The warnings were built from the marked runs (status `excluded`, not
+    // counted as failed): say why each was left out.
+    a.warnings.extend(excluded.iter().map(|x| {
+        format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        )
+    }));
+    a.excluded = excluded;
+    a.warnings.extend(gaps.warnings);
+    if !gaps.runs.is_empty() {
+        let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
+        a.warnings.extend(table.warnings.iter().cloned());
+        a.per_sample = Some(table);
+        a.recovery = gaps.recovery;
+    }
+    Ok(a)
+}
+
+/// Every run's intervals, and the runs whose file could not be read.
+pub(super) fn read_all_intervals(
+    rs: &ResultSet,
+    runs: &[&Run],
+) -> (BTreeMap<i64, RunIntervals>, Vec<ExcludedRun>) {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+        .min(runs.len().max(1));
+    let chunk = runs.len().div_ceil(workers).max(1);
+    type One = (i64, Result<RunIntervals, AnalysisError>);
+    let results: Vec<Vec<One>> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(chunk)
+            .map(|part| {
+                (
+                    part,
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|r| {
+                                (
+                                    r.run_id,
+                                    read_run_intervals(&rs.events_path(r.run_id), r.cpu),
+                                )
+                            })
+                            .collect::<Vec<One>>()
+                    }),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(part, h)| {
+                h.join().unwrap_or_else(|_| {
+                    part.iter()
+                        .map(|r| {
+                            (
+                                r.run_id,
+                                Err(AnalysisError::Insufficient(
+                                    "the reader of its events file panicked".to_string(),
+                                )),
+                            )
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    });
+    let mut map = BTreeMap::new();
+    let mut excluded = Vec::new();
+    for (run_id, r) in results.into_iter().flatten() {
+        match r {
+            Ok(iv) => {
+                map.insert(run_id, iv);
+            }
+            Err(e) => excluded.push(ExcludedRun {
+                run_id,
+                path: rs.events_path(run_id),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    (map, excluded)
+}
