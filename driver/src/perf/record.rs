@@ -395,79 +395,6 @@ impl<'a> Cur<'a> {
     }
 }
 
-/// The sample_id trailer size for a sample_type.
-fn trailer_len(sample_type: u64) -> usize {
-    [
-        st::TID,
-        st::TIME,
-        st::ID,
-        st::STREAM_ID,
-        st::CPU,
-        st::IDENTIFIER,
-    ]
-    .iter()
-    .filter(|&&bit| sample_type & bit != 0)
-    .count()
-        * 8
-}
-
-fn parse_sample_id(
-    rec: &[u8],
-    body_end: usize,
-    formats: &Formats,
-    base: usize,
-) -> Result<(SampleId, usize), DecodeError> {
-    if !formats.sample_id_all {
-        return Ok((SampleId::default(), rec.len()));
-    }
-    let sample_type = if formats.has_identifier() && !formats.by_id.is_empty() {
-        let len = rec.len();
-        let id = rd_u64(rec, len.wrapping_sub(8)).ok_or(DecodeError::Truncated {
-            offset: base,
-            need: 8,
-            have: len,
-        })?;
-        formats.lookup(id)?
-    } else {
-        formats.default
-    };
-    let tl = trailer_len(sample_type);
-    let start =
-        rec.len()
-            .checked_sub(tl)
-            .filter(|&s| s >= body_end)
-            .ok_or(DecodeError::Truncated {
-                offset: base,
-                need: body_end + tl,
-                have: rec.len(),
-            })?;
-    let mut c = Cur {
-        b: rec,
-        at: start,
-        base,
-    };
-    let mut sid = SampleId::default();
-    if sample_type & st::TID != 0 {
-        sid.tid = Some(c.pair_u32()?);
-    }
-    if sample_type & st::TIME != 0 {
-        sid.time = Some(c.u64()?);
-    }
-    if sample_type & st::ID != 0 {
-        sid.id = Some(c.u64()?);
-    }
-    if sample_type & st::STREAM_ID != 0 {
-        sid.stream_id = Some(c.u64()?);
-    }
-    if sample_type & st::CPU != 0 {
-        sid.cpu = Some(c.pair_u32()?.0);
-    }
-    if sample_type & st::IDENTIFIER != 0 {
-        sid.identifier = Some(c.u64()?);
-    }
-    Ok((sid, start))
-}
-
 /// Decodes one complete record (`rec.len()` == header.size). `base` is its
 /// offset in the input, for error messages.
 pub fn parse_record<'a>(
@@ -645,7 +572,10 @@ fn parse_tail<'a>(
 }
 
 mod framing;
+mod sample_id;
+
 pub use framing::*;
+use sample_id::parse_sample_id;
 
 /// An encoder of records, for tests, fixtures and benchmarks.
 pub mod encode;
