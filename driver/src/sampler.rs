@@ -1,7 +1,8 @@
 //! One measurement session: the sampling event(s), the handler tracepoints,
 //! their ring buffers and the thread that drains them. What a session is
 //! asked to do and how big its rings are is in `sampler/config.rs`; the
-//! drain thread in `sampler/drain.rs`; opening, enabling and finishing here.
+//! drain thread in `sampler/drain.rs`; opening one event in
+//! `sampler/events.rs`; the session (open all, enable, finish) here.
 //!
 //! Layout: one ring per CPU the sampling event is opened on; the handler
 //! tracepoints (CPU-wide on `measured_cpu`) send their records into the
@@ -60,10 +61,13 @@ use crate::perf::{PerfError, sys, tracefs};
 
 mod config;
 mod drain;
+mod events;
 
 pub use config::*;
 pub use drain::ContentsStats;
 use drain::{DrainOutput, Drainer, IdRole, Shared};
+use events::*;
+pub use events::{NEVER_FIRES_PERIOD, resolve_event};
 
 /// Everything a finished session measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -159,67 +163,6 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-const READ_FORMAT: u64 =
-    read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
-
-fn sampling_sample_type(cfg: &SamplerConfig) -> u64 {
-    cfg.contents
-        .sample_type(matches!(cfg.scope, Scope::Task(_)))
-}
-
-/// The sample period of a 0 Hz sampler: 2^62 events (ns for cpu-clock,
-/// about 146 years; decades of cycles), so it never fires. The paired
-/// design's null control opens and toggles it like a real sampler, so any
-/// bias of the toggling itself shows in the null control.
-pub const NEVER_FIRES_PERIOD: u64 = 1 << 62;
-
-fn sampling_attr(cfg: &SamplerConfig) -> Attr {
-    let (t, c) = cfg.event.type_config();
-    let attr = Attr::new().type_(t).config(c);
-    let attr = if cfg.freq_hz == 0 {
-        attr.sample_period(NEVER_FIRES_PERIOD)
-    } else {
-        attr.sample_freq(cfg.freq_hz)
-    };
-    cfg.contents
-        .apply(attr, matches!(cfg.scope, Scope::Task(_)))
-        .read_format(READ_FORMAT)
-        .sample_id_all(true)
-        .disabled(true)
-}
-
-fn open(attr: &mut Attr, ctx: &OpenContext) -> Result<OwnedFd, PerfError> {
-    sys::perf_event_open(attr.raw_mut(), ctx.pid, ctx.cpu, None)
-        .map_err(|e| PerfError::from_open(e, ctx))
-}
-
-/// Opens `requested` briefly (counting, this process, any CPU). On
-/// ENOENT/EOPNOTSUPP for a hardware event returns (CpuClock, Some(warning)).
-pub fn resolve_event(requested: EventKind) -> Result<(EventKind, Option<String>), PerfError> {
-    let (t, c) = requested.type_config();
-    let mut attr = Attr::new().type_(t).config(c).read_format(READ_FORMAT);
-    let ctx = OpenContext {
-        event: requested.name().into(),
-        freq_hz: 0,
-        pid: 0,
-        cpu: -1,
-    };
-    match open(&mut attr, &ctx) {
-        Ok(_fd) => Ok((requested, None)),
-        Err(e) if e.is_no_such_event() && requested.is_hardware() => Ok((
-            EventKind::CpuClock,
-            Some(format!(
-                "WARNING: event `{}` is not available on this host ({e}). FALLING BACK to the \
-                 software event `cpu-clock`: its sampling interrupt is an hrtimer, not a PMU NMI, \
-                 so the measured overhead is that of cpu-clock, not of {}.",
-                requested.name(),
-                requested.name()
-            )),
-        )),
-        Err(e) => Err(e),
-    }
-}
-
 #[derive(Debug, Clone, Copy)]
 enum Role {
     Sampling,
@@ -247,29 +190,6 @@ pub struct Sampler {
     cpu_at_enable: AtomicU64,
     window_cpu: AtomicU64,
     ring_bytes: usize,
-}
-
-fn validate(cfg: &SamplerConfig, online: &[u32]) -> Result<(), PerfError> {
-    if !online.contains(&cfg.measured_cpu) {
-        return Err(PerfError::Config {
-            field: "measured_cpu",
-            value: cfg.measured_cpu.to_string(),
-            fix: format!("must be an online CPU ({online:?})"),
-        });
-    }
-    if let Some(d) = cfg.drain_cpu
-        && (d == cfg.measured_cpu || !online.contains(&d))
-    {
-        return Err(PerfError::Config {
-            field: "drain_cpu",
-            value: d.to_string(),
-            fix: format!(
-                "must be an online CPU other than the measured cpu {}",
-                cfg.measured_cpu
-            ),
-        });
-    }
-    Ok(())
 }
 
 impl Sampler {
@@ -685,19 +605,6 @@ impl Sampler {
             )),
         }
     }
-}
-
-fn set_filter(fd: &OwnedFd, event: &str, filter: &str) -> Result<(), PerfError> {
-    let c = std::ffi::CString::new(filter).map_err(|_| PerfError::Config {
-        field: "tracepoint filter",
-        value: filter.into(),
-        fix: "no NUL bytes".into(),
-    })?;
-    sys::set_filter(fd.as_fd(), &c).map_err(|source| PerfError::Filter {
-        event: event.into(),
-        filter: filter.into(),
-        source,
-    })
 }
 
 impl Drop for Sampler {
