@@ -126,6 +126,11 @@ pub enum RunError {
         /// MiB available.
         avail_mib: u64,
     },
+    /// `--kind command`: the driver runs the user's command itself.
+    #[error(
+        "--kind command: the user's own program is run by `driver sweep --command 'CMD ARGS'`, not by the workload; give loop, stack[:DEPTH] or memory:SIZE"
+    )]
+    CommandKind,
 }
 
 impl RunError {
@@ -138,6 +143,7 @@ impl RunError {
                 | RunError::WaitGoWithoutCounter
                 | RunError::Timeline(TimelineError::ZeroCapacity)
                 | RunError::WorkingSet { .. }
+                | RunError::CommandKind
         )
     }
 }
@@ -334,6 +340,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
             // ~100 ns per hop beyond the caches: 1024-hop probes.
             run_with(opts, &mut m, 1 << 10)
         }
+        WorkKind::Command => Err(RunError::CommandKind),
     }
 }
 

@@ -144,6 +144,10 @@ pub enum WorkKind {
         /// Working set, bytes.
         working_set: u64,
     },
+    /// `command`: the user's own program (`driver sweep --command`) in
+    /// place of a built-in loop. The driver runs it; the workload binary
+    /// refuses it.
+    Command,
 }
 
 /// Default depth of `stack`: the depth of a typical server request's stack.
@@ -167,11 +171,13 @@ pub enum KindError {
 
 impl WorkKind {
     /// Parses `loop`, `stack`, `stack:N`, `memory:SIZE` (K, M, G suffixes,
-    /// powers of 1024).
+    /// powers of 1024) and `command` (the name recorded for the user's own
+    /// program).
     pub fn parse(text: &str) -> Result<WorkKind, KindError> {
         let t = text.trim();
         match t {
             "loop" => return Ok(WorkKind::Loop),
+            "command" => return Ok(WorkKind::Command),
             "stack" => {
                 return Ok(WorkKind::Stack {
                     depth: DEFAULT_STACK_DEPTH,
@@ -210,6 +216,7 @@ impl WorkKind {
             WorkKind::Loop => "loop".into(),
             WorkKind::Stack { depth } => format!("stack:{depth}"),
             WorkKind::Memory { working_set } => format!("memory:{}", fmt_size(*working_set)),
+            WorkKind::Command => "command".into(),
         }
     }
 }
