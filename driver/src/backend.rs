@@ -21,6 +21,8 @@ use crate::system::{
     wait_quiet,
 };
 
+mod command_run;
+
 /// The real backend: workload child + perf sampler.
 pub(crate) struct RealBackend {
     pub(crate) event: EventKind,
@@ -182,6 +184,9 @@ impl Backend for RealBackend {
     }
 
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
+        if let Some(argv) = &spec.opts.command {
+            return self.run_command(spec, argv, interrupt);
+        }
         let opts = spec.opts;
         let counter_path = std::env::temp_dir().join(format!(
             "perf-overhead-{}-run-{}.counter",
@@ -415,32 +420,37 @@ impl Backend for RealBackend {
             ..RunOutcome::default()
         };
         if let Some(s) = outcome {
-            o.window_ns = s.enabled_ns;
-            o.samples = s.samples;
-            o.samples_all_cpus = s.samples_all_cpus;
-            o.throttled = s.throttled;
-            o.unthrottled = s.unthrottled;
-            o.lost = s.lost;
-            o.lost_samples = s.lost_samples;
-            o.duplicates = s.duplicates;
-            o.unmatched = s.unmatched;
-            o.foreign_intervals = s.foreign_intervals;
-            o.driver_cpu_sampling_ns = s.window_cpu_ns;
-            o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
-            o.contents = s.contents;
-            o.intervals = s
-                .intervals
-                .iter()
-                .map(|i| Interval {
-                    cpu: i.cpu,
-                    entry_ns: i.entry_ns,
-                    duration_ns: i.duration_ns,
-                    source: i.source.as_str(),
-                })
-                .collect();
+            with_sampler_outcome(&mut o, &s);
         }
         Ok(o)
     }
+}
+
+/// What the sampler measured, into the run's outcome.
+fn with_sampler_outcome(o: &mut RunOutcome, s: &crate::sampler::SamplerOutcome) {
+    o.window_ns = s.enabled_ns;
+    o.samples = s.samples;
+    o.samples_all_cpus = s.samples_all_cpus;
+    o.throttled = s.throttled;
+    o.unthrottled = s.unthrottled;
+    o.lost = s.lost;
+    o.lost_samples = s.lost_samples;
+    o.duplicates = s.duplicates;
+    o.unmatched = s.unmatched;
+    o.foreign_intervals = s.foreign_intervals;
+    o.driver_cpu_sampling_ns = s.window_cpu_ns;
+    o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
+    o.contents = s.contents;
+    o.intervals = s
+        .intervals
+        .iter()
+        .map(|i| Interval {
+            cpu: i.cpu,
+            entry_ns: i.entry_ns,
+            duration_ns: i.duration_ns,
+            source: i.source.as_str(),
+        })
+        .collect();
 }
 
 #[cfg(test)]

@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::contents::{ContentsError, MAX_STACK_USER_BYTES, PRESETS, SampleContents};
 use workload::work::WorkKind;
 
+mod command;
 mod values;
 
+use command::*;
+pub use command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
 pub use values::{parse_duration, parse_freq_list};
 
@@ -224,6 +227,12 @@ pub struct ExperimentFile {
     pub sample: Option<OneOrMany<String>>,
     /// Workload kind(s): "loop", "stack:32", "memory:8M", or a list.
     pub workload: Option<OneOrMany<String>>,
+    /// The user's own program in place of the workload: one string split
+    /// like a shell splits words ("gzip -9 -c data.bin"), or the argv as a
+    /// list (["gzip", "-9", "-c", "data.bin"]).
+    pub command: Option<OneOrMany<String>>,
+    /// Unmeasured runs of the command before the first measured one.
+    pub warmup: Option<i64>,
 }
 
 impl ExperimentFile {
@@ -273,6 +282,10 @@ pub struct FlagSettings {
     pub sample: Option<String>,
     /// `--workload`
     pub workload: Option<String>,
+    /// `--command`
+    pub command: Option<String>,
+    /// `--warmup`
+    pub warmup: Option<String>,
 }
 
 /// The sweep options as resolved: flags over experiment file over defaults.
@@ -308,6 +321,14 @@ pub struct SweepOptions {
     /// manifests written before kinds existed).
     #[serde(default = "legacy_workloads")]
     pub workloads: Vec<WorkKind>,
+    /// The user's program run in place of the workload (`--command`), as
+    /// argv; None for the built-in workload.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Unmeasured runs of the command before the first measured one (0
+    /// without a command).
+    #[serde(default)]
+    pub warmup: u32,
     /// Experiment file the options came from, if any.
     pub experiment: Option<PathBuf>,
     /// The experiment file's description.
@@ -346,7 +367,16 @@ impl SweepOptions {
             v
         };
 
-        let duration_ns = if let Some(text) = &flags.duration {
+        let command = resolve_command(flags, exp, &key)?;
+        if command.is_some() {
+            refuse_with_command(flags, exp, &key)?;
+        }
+
+        let duration_ns = if command.is_some() {
+            // Set from the warm-up runs before the first measured run (it
+            // sizes the rings); rows of command runs record 0.
+            0
+        } else if let Some(text) = &flags.duration {
             parse_duration(text, &Origin::Flag("--duration"))?
         } else if let Some(text) = &exp.duration {
             parse_duration(text, &key("duration"))?
@@ -404,7 +434,13 @@ impl SweepOptions {
             ),
             parse_design,
         )?
-        .unwrap_or_else(|| DEFAULT_DESIGNS.to_vec());
+        .unwrap_or_else(|| {
+            if command.is_some() {
+                vec![Design::Classic]
+            } else {
+                DEFAULT_DESIGNS.to_vec()
+            }
+        });
         designs.sort_unstable();
         designs.dedup();
 
@@ -455,18 +491,23 @@ impl SweepOptions {
             )?
             .unwrap_or_else(|| vec![SampleContents::DEFAULT]),
         );
-        let workloads = dedup_in_order(
-            list_setting(
-                (flags.workload.as_deref(), "--workload"),
-                (exp.workload.as_ref(), key("workload")),
-                (
-                    "no workload kind",
-                    "use loop, stack:32 or memory:8M, or a list of them",
-                ),
-                parse_workload,
-            )?
-            .unwrap_or_else(|| vec![WorkKind::Loop]),
-        );
+        let warmup = resolve_warmup(flags, exp, &key, command.is_some())?;
+        let workloads = if command.is_some() {
+            vec![WorkKind::Command]
+        } else {
+            dedup_in_order(
+                list_setting(
+                    (flags.workload.as_deref(), "--workload"),
+                    (exp.workload.as_ref(), key("workload")),
+                    (
+                        "no workload kind",
+                        "use loop, stack:32 or memory:8M, or a list of them",
+                    ),
+                    parse_workload,
+                )?
+                .unwrap_or_else(|| vec![WorkKind::Loop]),
+            )
+        };
 
         Ok(SweepOptions {
             freqs_hz,
@@ -481,6 +522,8 @@ impl SweepOptions {
             util,
             samples,
             workloads,
+            command,
+            warmup,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),
         })

@@ -217,7 +217,13 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         workload: run.workload.name(),
         scope: spec.opts.scope.as_str().to_owned(),
         cpu: spec.opts.cpu,
-        duration_ns: spec.opts.duration_ns,
+        // A command runs to completion: no requested duration, and its
+        // wall time is the measurement.
+        duration_ns: if spec.opts.command.is_some() {
+            0
+        } else {
+            spec.opts.duration_ns
+        },
         ..RunRow::default()
     }
 }

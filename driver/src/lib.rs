@@ -18,6 +18,7 @@
 
 mod backend;
 pub mod budget;
+pub mod command;
 pub mod config;
 pub mod contents;
 pub mod exec;

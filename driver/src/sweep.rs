@@ -79,6 +79,20 @@ pub struct SweepFlags {
     /// and TLB pollution shows as lost work). Default loop.
     #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub workload: Option<String>,
+    /// Your own program in place of the built-in workload, e.g. --command
+    /// 'gzip -9 -c data.bin' (split into words like a shell does; for pipes
+    /// or redirections give "sh -c '...'"). It runs pinned to --cpu with
+    /// stdout on /dev/null, once per run, in randomised blocks with 0 Hz;
+    /// its loss is measured from its wall time per run (classic design,
+    /// whole runs), after --warmup unmeasured runs. A run that exits
+    /// non-zero is recorded as failed with its stderr.
+    #[arg(long, value_name = "'CMD ARGS'")]
+    pub command: Option<String>,
+    /// Unmeasured runs of --command before the first measured run (at
+    /// least 1: the first checks the command and tells how long it runs).
+    /// Default 1.
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub warmup: Option<String>,
     /// Seed of the randomised run order. Default: from the clock (recorded).
     #[arg(long, allow_hyphen_values = true)]
     pub seed: Option<String>,
@@ -146,6 +160,8 @@ fn flag_settings(args: &SweepFlags) -> FlagSettings {
         no_util: args.no_util,
         sample: args.sample.clone(),
         workload: args.workload.clone(),
+        command: args.command.clone(),
+        warmup: args.warmup.clone(),
     }
 }
 
@@ -163,6 +179,8 @@ fn has_settings(args: &SweepFlags) -> bool {
         || f.no_util
         || f.sample.is_some()
         || f.workload.is_some()
+        || f.command.is_some()
+        || f.warmup.is_some()
         || args.experiment.is_some()
         || args.out.is_some()
 }
@@ -212,7 +230,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let opts = match &resumed {
+    let mut opts = match &resumed {
         Some((_, m)) => m.options.clone(),
         None => {
             let file = match &args.experiment {
@@ -345,6 +363,25 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
             m.event,
             event.name()
         );
+    }
+
+    // 6b. The user's command: the warm-up runs check it before anything is
+    // measured and tell how long one run lasts (the rings' size).
+    if let Some(argv) = opts.command.clone() {
+        let interrupt = interrupt_flag();
+        match crate::command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
+            Ok(walls) if resumed.is_none() => {
+                opts.duration_ns = crate::command::expected_run_ns(&walls);
+            }
+            Ok(_) => {}
+            Err(crate::command::CommandError::Interrupted) => return Ok(ExitCode::from(130)),
+            Err(e) => {
+                return Err(usage(format!(
+                    "--command {}: its warm-up run failed, so nothing was measured: {e};                      run it by hand to see why, and fix the command",
+                    shell_words::join(&argv)
+                )));
+            }
+        }
     }
 
     // The largest run's rings and file descriptors against this host's

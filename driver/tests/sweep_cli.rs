@@ -126,3 +126,33 @@ fn resume_refuses_new_settings() {
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(stderr.contains("--resume"), "{stderr}");
 }
+
+#[test]
+fn bad_commands() {
+    check_rejected(
+        &["--command", "no-such-program-xyz -9"],
+        &[
+            "\"no-such-program-xyz -9\"",
+            "--command",
+            "no executable no-such-program-xyz on PATH",
+            "install it",
+        ],
+    );
+    check_rejected(
+        &["--command", "sh -c 'exit"],
+        &["--command", "cannot split"],
+    );
+    check_rejected(
+        &["--command", "sh", "--duration", "5s"],
+        &["--duration", "runs to completion"],
+    );
+    check_rejected(
+        &["--command", "sh", "--design", "paired"],
+        &["--design", "whole runs"],
+    );
+    check_rejected(&["--warmup", "2"], &["--warmup", "for --command"]);
+    check_rejected(
+        &["--workload", "command"],
+        &["--workload", "--command 'CMD ARGS'"],
+    );
+}

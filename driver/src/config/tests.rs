@@ -200,3 +200,135 @@ fn bad_file_values_name_the_key_and_file() {
         .to_string();
     assert!(e.contains("key `reps`"), "{e}");
 }
+
+#[test]
+fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
+    let f = FlagSettings {
+        command: Some("sh -c 'exit 0'".to_owned()),
+        freqs: Some("1000,10000".to_owned()),
+        ..flags()
+    };
+    let o = SweepOptions::resolve(&f, None, 2, 0).unwrap();
+    assert_eq!(
+        o.command,
+        Some(vec!["sh".to_owned(), "-c".to_owned(), "exit 0".to_owned()])
+    );
+    assert_eq!(o.designs, vec![Design::Classic]);
+    assert_eq!(o.workloads, vec![WorkKind::Command]);
+    assert_eq!(o.warmup, DEFAULT_WARMUP);
+    // Set from the warm-up by the sweep.
+    assert_eq!(o.duration_ns, 0);
+
+    // The same from an experiment file, as an argv list.
+    let exp = ExperimentFile::parse(
+        "command = [\"sh\", \"-c\", \"exit 0\"]\nwarmup = 3\n",
+        Path::new("e.toml"),
+    )
+    .unwrap();
+    let o = SweepOptions::resolve(&flags(), Some((&exp, Path::new("e.toml"))), 2, 0).unwrap();
+    assert_eq!(o.command.as_ref().map(Vec::len), Some(3));
+    assert_eq!(o.warmup, 3);
+}
+
+#[test]
+fn command_errors_name_the_value_the_origin_and_the_fix() {
+    let with = |command: &str, more: FlagSettings| FlagSettings {
+        command: Some(command.to_owned()),
+        ..more
+    };
+    let cases: Vec<(FlagSettings, &[&str])> = vec![
+        (
+            with("no-such-program-xyz --fast", flags()),
+            &[
+                "no-such-program-xyz --fast",
+                "--command",
+                "no executable no-such-program-xyz on PATH",
+                "install it",
+            ],
+        ),
+        (with("/etc/passwd", flags()), &["not an executable file"]),
+        (with("sh -c 'exit", flags()), &["cannot split", "--command"]),
+        (with("   ", flags()), &["no program"]),
+        (
+            with(
+                "sh",
+                FlagSettings {
+                    duration: Some("5s".into()),
+                    ..flags()
+                },
+            ),
+            &["--duration", "runs to completion", "--reps"],
+        ),
+        (
+            with(
+                "sh",
+                FlagSettings {
+                    design: Some("gaps".into()),
+                    ..flags()
+                },
+            ),
+            &["--design", "whole runs", "classic"],
+        ),
+        (
+            with(
+                "sh",
+                FlagSettings {
+                    workload: Some("loop".into()),
+                    ..flags()
+                },
+            ),
+            &["--workload", "the command is the workload"],
+        ),
+        (
+            with(
+                "sh",
+                FlagSettings {
+                    scope: Some("task".into()),
+                    ..flags()
+                },
+            ),
+            &["--scope", "--scope cpu"],
+        ),
+        (
+            with(
+                "sh",
+                FlagSettings {
+                    warmup: Some("0".into()),
+                    ..flags()
+                },
+            ),
+            &["--warmup", "must be 1 to 100"],
+        ),
+        (
+            FlagSettings {
+                warmup: Some("2".into()),
+                ..flags()
+            },
+            &["--warmup", "for --command"],
+        ),
+        (
+            FlagSettings {
+                workload: Some("command".into()),
+                ..flags()
+            },
+            &["--workload", "--command 'CMD ARGS'"],
+        ),
+    ];
+    for (f, needles) in cases {
+        let e = SweepOptions::resolve(&f, None, 2, 0)
+            .unwrap_err()
+            .to_string();
+        for n in needles {
+            assert!(e.contains(n), "{f:?}: {e} lacks {n:?}");
+        }
+    }
+    // Explicitly classic is fine.
+    let f = with(
+        "sh",
+        FlagSettings {
+            design: Some("classic".into()),
+            ..flags()
+        },
+    );
+    assert!(SweepOptions::resolve(&f, None, 2, 0).is_ok());
+}

@@ -49,6 +49,14 @@ pub(super) fn legacy_workloads() -> Vec<WorkKind> {
 }
 
 pub(super) fn parse_workload(s: &str, origin: &Origin) -> Result<WorkKind, ConfigError> {
+    if WorkKind::parse(s) == Ok(WorkKind::Command) {
+        return Err(invalid(
+            s,
+            origin,
+            "the command kind is the user's own program",
+            "give it with --command 'CMD ARGS' (or `command` in the experiment file)",
+        ));
+    }
     WorkKind::parse(s).map_err(|e| {
         invalid(
             s,

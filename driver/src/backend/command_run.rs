@@ -1,0 +1,55 @@
+//! A run of the user's own program (`--command`): the sampler is opened
+//! and switched on, the command runs once pinned to the measured CPU, and
+//! the sampler is switched off as soon as it exits. The run's measurement
+//! is the command's wall time; `iterations` is 1 (one whole run of it).
+
+use super::*;
+use crate::command::{CommandError, run_limit, run_pinned};
+
+impl RealBackend {
+    pub(super) fn run_command(
+        &mut self,
+        spec: &RunSpec<'_>,
+        argv: &[String],
+        interrupt: &AtomicBool,
+    ) -> Result<RunOutcome, RunError> {
+        let opts = spec.opts;
+        let sampler = if spec.run.freq_hz > 0 {
+            let cfg = self.sampler_config(spec, 0);
+            Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
+        } else {
+            None
+        };
+        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        if let Some(s) = &sampler {
+            s.enable().map_err(failed)?;
+        }
+        let result = run_pinned(argv, opts.cpu, run_limit(opts.duration_ns), interrupt);
+        if let Some(s) = &sampler {
+            let _ = s.disable();
+        }
+        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let run = match result {
+            Ok(r) => r,
+            Err(CommandError::Interrupted) => return Err(RunError::Interrupted),
+            Err(e) => return Err(failed(e)),
+        };
+        let mut o = RunOutcome {
+            iterations: 1,
+            wall_ns: run.wall_ns,
+            nvcsw: run.nvcsw,
+            nivcsw: run.nivcsw,
+            user_ns: run.user_ns,
+            sys_ns: run.sys_ns,
+            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            started_at_ns: run.started_at_ns,
+            ended_at_ns: run.ended_at_ns,
+            ..RunOutcome::default()
+        };
+        if let Some(s) = sampler {
+            let s = s.finish().map_err(|e| failed(format!("sampler: {e}")))?;
+            with_sampler_outcome(&mut o, &s);
+        }
+        Ok(o)
+    }
+}

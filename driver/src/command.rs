@@ -1,0 +1,484 @@
+//! The user's own program as the workload (`driver sweep --command 'CMD
+//! ARGS'`): its argv checked before anything runs, and one run of it pinned
+//! to the measured CPU, timed from just before the fork to the moment the
+//! kernel reports its exit.
+//!
+//! The loss of a command comes from whole runs (its wall time at F Hz
+//! against 0 Hz, hyperfine-style), not from a loop's count: see
+//! analysis::command for the estimator.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::system::monotonic_raw_ns;
+
+/// How much of a failed command's stderr a run records.
+pub const STDERR_TAIL_BYTES: usize = 2000;
+
+/// The argv of `--command` (or the experiment file's `command`), split like
+/// a POSIX shell splits words (quotes and backslashes; no expansion, no
+/// pipes: for those give `sh -c '...'`).
+pub fn split_command(text: &str) -> Result<Vec<String>, String> {
+    let argv = shell_words::split(text).map_err(|e| format!("cannot split it into words: {e}"))?;
+    if argv.is_empty() {
+        return Err("no program in it".to_string());
+    }
+    Ok(argv)
+}
+
+/// Where `program` is run from: itself when it names a path (has a `/`),
+/// else the first executable of that name on `path_var` (`$PATH`).
+pub fn find_program(program: &str, path_var: Option<&str>) -> Result<PathBuf, String> {
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if is_executable(p) {
+            Ok(p.to_path_buf())
+        } else if p.exists() {
+            Err(format!("{program} is not an executable file"))
+        } else {
+            Err(format!("{program} does not exist"))
+        };
+    }
+    let dirs = path_var.unwrap_or("");
+    dirs.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| format!("no executable {program} on PATH ({dirs})"))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// One finished run of the command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandRun {
+    /// From just before the fork to the exit, ns.
+    pub wall_ns: u64,
+    /// CLOCK_MONOTONIC_RAW just before the fork.
+    pub started_at_ns: u64,
+    /// CLOCK_MONOTONIC_RAW when its exit was reported.
+    pub ended_at_ns: u64,
+    /// User CPU time of the command and the children it waited for, ns
+    /// (/proc/<pid>/stat, clock-tick resolution).
+    pub user_ns: u64,
+    /// System CPU time, likewise.
+    pub sys_ns: u64,
+    /// Voluntary context switches of the command's main process.
+    pub nvcsw: u64,
+    /// Involuntary context switches of the command's main process.
+    pub nivcsw: u64,
+}
+
+/// Why a run of the command has no result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CommandError {
+    /// It could not be started.
+    #[error("cannot start {program}: {message}")]
+    Spawn {
+        /// argv[0].
+        program: String,
+        /// The OS error.
+        message: String,
+    },
+    /// It exited non-zero or was killed by a signal.
+    #[error("the command {status}; its stderr ends: {stderr}")]
+    Exit {
+        /// "exited with status 1", "was killed by signal 9".
+        status: String,
+        /// The last [`STDERR_TAIL_BYTES`] of its stderr.
+        stderr: String,
+    },
+    /// It ran longer than its time limit and was killed.
+    #[error("the command ran longer than {limit_s:.1} s and was killed (process group)")]
+    TimedOut {
+        /// The limit, s.
+        limit_s: f64,
+    },
+    /// Ctrl-C/SIGTERM: it was killed.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// What the waiter thread sends: the exit, when it was seen, and the
+/// process's counters read before it was reaped.
+struct Exited {
+    at_ns: u64,
+    status: std::io::Result<std::process::ExitStatus>,
+    usage: Usage,
+}
+
+#[derive(Default)]
+struct Usage {
+    user_ns: u64,
+    sys_ns: u64,
+    nvcsw: u64,
+    nivcsw: u64,
+}
+
+/// Runs `argv` once pinned to `cpu` (it and everything it starts inherit
+/// the affinity), stdin and stdout on /dev/null, stderr kept for the
+/// error. Stops it (its whole process group) on `interrupt` or after
+/// `limit`. A sampler switched on before the call and off after it covers
+/// the command's whole life.
+pub fn run_pinned(
+    argv: &[String],
+    cpu: u32,
+    limit: Duration,
+    interrupt: &AtomicBool,
+) -> Result<CommandRun, CommandError> {
+    let program = argv.first().cloned().unwrap_or_default();
+    let mut cmd = Command::new(&program);
+    cmd.args(argv.iter().skip(1))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Its own process group: Ctrl-C reaches the driver only, and a
+        // time-out or interruption stops everything the command started.
+        .process_group(0);
+    type Started = Result<(u32, u64, Option<std::process::ChildStderr>), String>;
+    let (tx, rx) = mpsc::channel::<Started>();
+    let (done_tx, done_rx) = mpsc::channel::<Exited>();
+    // The fork happens on a thread pinned to the measured CPU (the driver's
+    // own threads keep off it), so the command starts there; that thread
+    // then waits for the exit.
+    let waiter = std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(usize::try_from(cpu).unwrap_or(0));
+            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+                let _ = tx.send(Err(format!("cannot pin to CPU {cpu}: {e}")));
+                return;
+            }
+            let started_at_ns = monotonic_raw_ns();
+            let mut child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let pid = child.id();
+            let _ = tx.send(Ok((pid, started_at_ns, child.stderr.take())));
+            // Wait without reaping, so /proc/<pid> still holds its counters.
+            let rpid = rustix::process::Pid::from_child(&child);
+            let _ = rustix::process::waitid(
+                rustix::process::WaitId::Pid(rpid),
+                rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+            );
+            let at_ns = monotonic_raw_ns();
+            let usage = read_usage(pid);
+            let status = child.wait();
+            let _ = done_tx.send(Exited {
+                at_ns,
+                status,
+                usage,
+            });
+        });
+        let started = rx
+            .recv()
+            .unwrap_or_else(|_| Err("spawner thread ended".into()));
+        let (pid, started_at_ns, stderr) = match started {
+            Ok(v) => v,
+            Err(message) => {
+                let _ = handle.join();
+                return Err(CommandError::Spawn {
+                    program: program.clone(),
+                    message,
+                });
+            }
+        };
+        let stderr_text = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut e) = stderr {
+                let _ = e.read_to_end(&mut buf);
+            }
+            tail(&String::from_utf8_lossy(&buf), STDERR_TAIL_BYTES)
+        });
+        let t0 = std::time::Instant::now();
+        let mut stopped: Option<CommandError> = None;
+        let exited = loop {
+            match done_rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(e) => break Some(e),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if stopped.is_none() {
+                if interrupt.load(Ordering::SeqCst) {
+                    stopped = Some(CommandError::Interrupted);
+                } else if t0.elapsed() > limit {
+                    stopped = Some(CommandError::TimedOut {
+                        limit_s: limit.as_secs_f64(),
+                    });
+                }
+                if stopped.is_some()
+                    && let Some(p) = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0))
+                {
+                    let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+                }
+            }
+        };
+        let _ = handle.join();
+        let stderr = stderr_text.join().unwrap_or_default();
+        Ok((exited, stopped, stderr, started_at_ns))
+    });
+    let (exited, stopped, stderr, started_at_ns) = waiter?;
+    if let Some(e) = stopped {
+        return Err(e);
+    }
+    let Some(exited) = exited else {
+        return Err(CommandError::Spawn {
+            program,
+            message: "the waiter thread ended without the exit status".into(),
+        });
+    };
+    let status = exited.status.map_err(|e| CommandError::Spawn {
+        program: program.clone(),
+        message: e.to_string(),
+    })?;
+    if !status.success() {
+        return Err(CommandError::Exit {
+            status: describe_status(status),
+            stderr: stderr.trim().to_string(),
+        });
+    }
+    Ok(CommandRun {
+        wall_ns: exited.at_ns.saturating_sub(started_at_ns),
+        started_at_ns,
+        ended_at_ns: exited.at_ns,
+        user_ns: exited.usage.user_ns,
+        sys_ns: exited.usage.sys_ns,
+        nvcsw: exited.usage.nvcsw,
+        nivcsw: exited.usage.nivcsw,
+    })
+}
+
+/// Runs the command `n` times, unmeasured, as the measured runs will run
+/// it (pinned, no sampler): the first failure stops it. Returns each run's
+/// wall time, ns.
+pub fn warm_up(
+    argv: &[String],
+    cpu: u32,
+    n: u32,
+    interrupt: &AtomicBool,
+) -> Result<Vec<u64>, CommandError> {
+    let mut walls = Vec::new();
+    for i in 0..n {
+        let r = run_pinned(argv, cpu, WARMUP_LIMIT, interrupt)?;
+        tracing::info!(
+            "warm-up run {}/{n} of the command: {:.3} s",
+            i + 1,
+            r.wall_ns as f64 * 1e-9
+        );
+        walls.push(r.wall_ns);
+    }
+    Ok(walls)
+}
+
+/// The longest a warm-up run may take.
+pub const WARMUP_LIMIT: Duration = Duration::from_secs(600);
+
+/// What a measured run is expected to last, from the warm-up: twice the
+/// longest warm-up run (at least 100 ms). Sizes the sampler's rings.
+pub fn expected_run_ns(warmup_walls_ns: &[u64]) -> u64 {
+    warmup_walls_ns
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        .saturating_mul(2)
+        .max(100_000_000)
+}
+
+/// The longest a measured run may take before it is killed and recorded
+/// as failed: ten times the expected run, at least a minute.
+pub fn run_limit(expected_run_ns: u64) -> Duration {
+    Duration::from_nanos(expected_run_ns.saturating_mul(10)).max(Duration::from_secs(60))
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
+        _ => status.to_string(),
+    }
+}
+
+/// The last `max` bytes of `text` (at a character boundary), with `...`
+/// before it when cut.
+pub fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("...{}", &text[start..])
+}
+
+/// A zombie's CPU times and context switches (zeros when unreadable).
+fn read_usage(pid: u32) -> Usage {
+    let mut u = Usage::default();
+    let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        let (user, sys) = stat_cpu_ticks(&stat);
+        u.user_ns = user.saturating_mul(tick_ns);
+        u.sys_ns = sys.saturating_mul(tick_ns);
+    }
+    if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        for line in status.lines() {
+            let value = |l: &str| l.split(':').nth(1).and_then(|v| v.trim().parse().ok());
+            if line.starts_with("voluntary_ctxt_switches") {
+                u.nvcsw = value(line).unwrap_or(0);
+            } else if line.starts_with("nonvoluntary_ctxt_switches") {
+                u.nivcsw = value(line).unwrap_or(0);
+            }
+        }
+    }
+    u
+}
+
+/// (utime + cutime, stime + cstime) in clock ticks from /proc/<pid>/stat
+/// (fields 14-17; the command name in field 2 may hold spaces and
+/// parentheses, so fields are counted after its last `)`).
+fn stat_cpu_ticks(stat: &str) -> (u64, u64) {
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_ascii_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    // rest[0] is field 3 (state): utime is field 14.
+    (at(11) + at(13), at(12) + at(14))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell_and_refuses_nothing_or_open_quotes() {
+        assert_eq!(
+            split_command("gzip -9 -c 'a file.bin'").unwrap(),
+            vec!["gzip", "-9", "-c", "a file.bin"]
+        );
+        assert!(split_command("  ").unwrap_err().contains("no program"));
+        assert!(
+            split_command("sh -c 'echo")
+                .unwrap_err()
+                .contains("cannot split")
+        );
+    }
+
+    #[test]
+    fn finds_programs_on_path_and_names_what_is_missing() {
+        let found = find_program("sh", Some("/nonexistent:/bin:/usr/bin")).unwrap();
+        assert!(found.ends_with("sh"), "{found:?}");
+        let e = find_program("no-such-program-xyz", Some("/bin:/usr/bin")).unwrap_err();
+        assert!(
+            e.contains("no executable no-such-program-xyz on PATH (/bin:/usr/bin)"),
+            "{e}"
+        );
+        assert!(
+            find_program("/etc/passwd", None)
+                .unwrap_err()
+                .contains("not an executable")
+        );
+        assert!(
+            find_program("./missing/prog", None)
+                .unwrap_err()
+                .contains("does not exist")
+        );
+    }
+
+    #[test]
+    fn stat_fields_are_counted_after_the_name() {
+        // pid (comm with ") (" in it) state ppid ... utime stime cutime cstime
+        let stat = "42 (a) (b) Z 1 42 42 0 -1 4194560 100 0 0 0 7 3 5 2 20 0 1 0 99";
+        assert_eq!(stat_cpu_ticks(stat), (12, 5));
+        assert_eq!(stat_cpu_ticks("garbage"), (0, 0));
+    }
+
+    #[test]
+    fn expected_run_and_limit_follow_the_longest_warm_up() {
+        assert_eq!(expected_run_ns(&[300_000_000, 500_000_000]), 1_000_000_000);
+        assert_eq!(expected_run_ns(&[1_000]), 100_000_000);
+        assert_eq!(run_limit(1_000_000_000), Duration::from_secs(60));
+        assert_eq!(run_limit(20_000_000_000), Duration::from_secs(200));
+    }
+
+    #[test]
+    fn tail_keeps_the_end_at_a_char_boundary() {
+        assert_eq!(tail("short", 10), "short");
+        assert_eq!(tail("abcdef", 3), "...def");
+        assert_eq!(tail("aé€", 4), "...€");
+    }
+
+    #[test]
+    fn runs_pinned_times_it_and_reports_failures_with_stderr() {
+        let never = AtomicBool::new(false);
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status >&2; exit 3",
+        ]
+        .map(String::from)
+        .to_vec();
+        let e = run_pinned(&argv, 0, Duration::from_secs(30), &never).unwrap_err();
+        match e {
+            CommandError::Exit { status, stderr } => {
+                assert_eq!(status, "exited with status 3");
+                // Pinned: the only CPU it may run on is 0.
+                assert!(stderr.ends_with("Cpus_allowed_list:\t0"), "{stderr:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let ok = run_pinned(
+            &["sleep".to_string(), "0.2".to_string()],
+            0,
+            Duration::from_secs(30),
+            &never,
+        )
+        .unwrap();
+        assert!((200_000_000..1_000_000_000).contains(&ok.wall_ns), "{ok:?}");
+        assert_eq!(ok.wall_ns, ok.ended_at_ns - ok.started_at_ns);
+        let missing = run_pinned(
+            &["/nonexistent/prog".to_string()],
+            0,
+            Duration::from_secs(30),
+            &never,
+        )
+        .unwrap_err();
+        assert!(matches!(missing, CommandError::Spawn { .. }), "{missing:?}");
+    }
+
+    #[test]
+    fn a_command_over_its_limit_is_killed_with_its_children() {
+        let never = AtomicBool::new(false);
+        let t = std::time::Instant::now();
+        let e = run_pinned(
+            &[
+                "sh".to_string(),
+                "-c".to_string(),
+                "sleep 30; sleep 30".to_string(),
+            ],
+            0,
+            Duration::from_millis(300),
+            &never,
+        )
+        .unwrap_err();
+        assert!(matches!(e, CommandError::TimedOut { .. }), "{e:?}");
+        // The stderr pipe closed, so the grandchild (sleep) was killed too.
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+}

@@ -1,0 +1,171 @@
+//! The `--command` settings: the user's program, its warm-up, and the
+//! settings that do not apply to it (each refused with the reason).
+
+use super::*;
+use crate::command::{find_program, split_command};
+
+/// Most warm-up runs allowed.
+pub const MAX_WARMUP: i64 = 100;
+/// Warm-up runs when none is given: one, which also checks that the
+/// command works and tells how long it runs (to size the rings).
+pub const DEFAULT_WARMUP: u32 = 1;
+
+/// The command's argv from `--command` or the file's `command`, its
+/// program found (on PATH or as a path); None without a command.
+pub(super) fn resolve_command(
+    flags: &FlagSettings,
+    exp: &ExperimentFile,
+    key: &dyn Fn(&'static str) -> Origin,
+) -> Result<Option<Vec<String>>, ConfigError> {
+    let (argv, shown, origin) = if let Some(text) = &flags.command {
+        let o = Origin::Flag("--command");
+        let argv = split_command(text).map_err(|p| {
+            invalid(
+                text.as_str(),
+                &o,
+                p,
+                "give the program and its arguments, e.g. --command 'gzip -9 -c data.bin' (for pipes or redirections: --command \"sh -c '...'\")",
+            )
+        })?;
+        (argv, text.clone(), o)
+    } else if let Some(c) = &exp.command {
+        let o = key("command");
+        let argv = match c {
+            OneOrMany::One(text) => split_command(text).map_err(|p| {
+                invalid(
+                    text.as_str(),
+                    &o,
+                    p,
+                    "give e.g. command = \"gzip -9 -c data.bin\"",
+                )
+            })?,
+            OneOrMany::Many(list) if list.is_empty() => {
+                return Err(invalid(
+                    "[]",
+                    &o,
+                    "no program in it",
+                    "give e.g. command = [\"gzip\", \"-9\", \"-c\", \"data.bin\"]",
+                ));
+            }
+            OneOrMany::Many(list) => list.clone(),
+        };
+        let shown = shell_words::join(&argv);
+        (argv, shown, o)
+    } else {
+        return Ok(None);
+    };
+    let program = argv.first().map(String::as_str).unwrap_or("");
+    let path = std::env::var("PATH").ok();
+    find_program(program, path.as_deref()).map_err(|p| {
+        invalid(
+            shown,
+            &origin,
+            p,
+            "install it, or give its path (e.g. ./build/myprog or /usr/bin/gzip)",
+        )
+    })?;
+    Ok(Some(argv))
+}
+
+/// Refuses the settings that have no meaning for a command: it runs to
+/// completion (no --duration), it is the workload (no --workload), a
+/// per-task sampler would have to be opened before it starts (no --scope
+/// task), and only whole runs measure it (no paired or gaps design).
+pub(super) fn refuse_with_command(
+    flags: &FlagSettings,
+    exp: &ExperimentFile,
+    key: &dyn Fn(&'static str) -> Origin,
+) -> Result<(), ConfigError> {
+    let pick =
+        |flag: &Option<String>, name: &'static str, file: Option<String>, k: &'static str| {
+            flag.clone()
+                .map(|v| (v, Origin::Flag(name)))
+                .or_else(|| file.map(|v| (v, key(k))))
+        };
+    if let Some((v, o)) = pick(
+        &flags.duration,
+        "--duration",
+        exp.duration.clone(),
+        "duration",
+    ) {
+        return Err(invalid(
+            v,
+            &o,
+            "a command runs to completion: its wall time is the measurement",
+            "drop the duration (use --reps for more runs)",
+        ));
+    }
+    let file_workload = exp.workload.as_ref().map(|w| w.to_vec().join(","));
+    if let Some((v, o)) = pick(&flags.workload, "--workload", file_workload, "workload") {
+        return Err(invalid(
+            v,
+            &o,
+            "the command is the workload",
+            "drop the workload setting, or drop the command to use the built-in loop",
+        ));
+    }
+    if let Some((v, o)) = pick(&flags.scope, "--scope", exp.scope.clone(), "scope")
+        && v.trim() == "task"
+    {
+        return Err(invalid(
+            v,
+            &o,
+            "a per-task sampler must be opened before the command starts, which --command does not do",
+            "use --scope cpu (the command's CPU, like perf record -C) or system",
+        ));
+    }
+    let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
+    if let Some((v, o)) = pick(&flags.design, "--design", file_design, "design")
+        && v.split(',').any(|d| d.trim() != "classic")
+    {
+        return Err(invalid(
+            v,
+            &o,
+            "only whole runs measure a command (the paired and gaps designs need the built-in loop's count and timeline)",
+            "drop the design (classic is used) or give --design classic",
+        ));
+    }
+    Ok(())
+}
+
+/// `--warmup` or the file's `warmup`: at least 1 with a command (the first
+/// run checks it and sizes the rings), refused without one.
+pub(super) fn resolve_warmup(
+    flags: &FlagSettings,
+    exp: &ExperimentFile,
+    key: &dyn Fn(&'static str) -> Origin,
+    has_command: bool,
+) -> Result<u32, ConfigError> {
+    let given = if let Some(text) = &flags.warmup {
+        let o = Origin::Flag("--warmup");
+        Some((
+            parse_int(text, &o, "give a whole number, e.g. --warmup 2")?,
+            text.clone(),
+            o,
+        ))
+    } else {
+        exp.warmup.map(|w| (w, w.to_string(), key("warmup")))
+    };
+    let Some((n, text, origin)) = given else {
+        return Ok(if has_command { DEFAULT_WARMUP } else { 0 });
+    };
+    if !has_command {
+        return Err(invalid(
+            text,
+            &origin,
+            "warm-up runs are for --command",
+            "drop it, or give a command",
+        ));
+    }
+    if !(1..=MAX_WARMUP).contains(&n) {
+        return Err(invalid(
+            text,
+            &origin,
+            format!(
+                "must be 1 to {MAX_WARMUP}: the first warm-up run checks the command and tells how long it runs"
+            ),
+            "give e.g. --warmup 2",
+        ));
+    }
+    Ok(u32::try_from(n).unwrap_or(DEFAULT_WARMUP))
+}
