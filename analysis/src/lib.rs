@@ -8,6 +8,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod command;
+mod command_report;
 pub mod compare;
 pub mod contents;
 mod contents_report;

@@ -30,14 +30,49 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if !analysis.by_contents.is_empty() {
         crate::contents_report::write_csv(&out.join("by_contents.csv"), &analysis.by_contents)?;
     }
+    let command = crate::command::command_table(&rs.runs);
+    if !command.is_empty() {
+        crate::command_report::write_csv(&out.join("command.csv"), &command)?;
+    }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
     let plots = crate::plots::write_plots(&out, &analysis, &reference);
-    let md = render_markdown(&rs, &analysis, &reference, &plots);
+    let mut md = render_markdown(&rs, &analysis, &reference, &plots);
+    if !command.is_empty() {
+        // Right after the summary: for a command sweep it is the answer.
+        let section = crate::command_report::render(&command, command_line(&rs).as_deref());
+        let at = md.find("## Table 1").unwrap_or(md.len());
+        md.insert_str(at, &section);
+    }
     write_file(&out.join("report.md"), &md)?;
     Ok(out)
+}
+
+/// The sweep's `--command`, shell-quoted, from the manifest's options.
+fn command_line(rs: &ResultSet) -> Option<String> {
+    let argv = rs.manifest.raw["options"]["command"].as_array()?;
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| w.as_str().unwrap_or_default().to_string())
+        .collect();
+    Some(
+        words
+            .iter()
+            .map(|w| {
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c))
+                {
+                    w.clone()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), AnalysisError> {
