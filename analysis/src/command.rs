@@ -12,8 +12,8 @@
 //!
 //! Outliers are flagged as hyperfine flags them: a run whose modified
 //! z-score (0.6745 (x - median) / MAD, Iglewicz and Hoaglin) exceeds
-//! [`OUTLIER_Z`] among the runs of its configuration. They stay in the
-//! estimate; the report names them.
+//! [`OUTLIER_Z`] among the runs of its configuration (of at least
+//! [`OUTLIER_MIN_RUNS`]). They stay in the estimate; the report names them.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +23,10 @@ use crate::stats::{Estimate, mean, median, std_dev, t_interval};
 /// The modified z-score above which a run is flagged (Iglewicz and
 /// Hoaglin's 3.5).
 pub const OUTLIER_Z: f64 = 3.5;
+/// Fewest runs of a configuration among which outliers are looked for
+/// (with fewer, the median absolute deviation is one or two of the
+/// values themselves and flags half of them).
+pub const OUTLIER_MIN_RUNS: usize = 5;
 
 /// One configuration (contents, frequency) of the command's runs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -96,12 +100,15 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<i64, &Run>
         .collect();
     let walls: Vec<f64> = ok.iter().map(|r| r.wall_ns as f64 * 1e-9).collect();
     let z = modified_z(&walls);
-    let outliers = ok
-        .iter()
-        .zip(&z)
-        .filter(|(_, z)| z.abs() > OUTLIER_Z)
-        .map(|(r, _)| r.run_id)
-        .collect();
+    let outliers = if ok.len() < OUTLIER_MIN_RUNS {
+        Vec::new()
+    } else {
+        ok.iter()
+            .zip(&z)
+            .filter(|(_, z)| z.abs() > OUTLIER_Z)
+            .map(|(r, _)| r.run_id)
+            .collect()
+    };
     let (loss_pct, cost_per_sample_ns) = if freq_hz == 0 {
         (None, None)
     } else {
@@ -241,24 +248,15 @@ mod tests {
 
     #[test]
     fn interval_is_the_t_interval_of_the_log_ratios() {
-        // d = ln(1.01), ln(1.03), ln(1.02): scipy.stats.t.interval(0.95, 2,
-        // loc=mean(d), scale=sem(d)) = (-0.00498..., 0.04448...) in log
-        // space (computed by hand from t_0.975,2 = 4.302653).
+        // numpy/scipy: d = log([1.01, 1.03, 1.02]); lo, hi =
+        // scipy.stats.t.interval(0.95, 2, loc=d.mean(), scale=sem(d));
+        // 100 (1 - exp(-x)) for x in (mean, lo, hi).
         let d = [1.01f64.ln(), 1.03f64.ln(), 1.02f64.ln()];
         let e = loss_from_log_ratios(&d);
-        let m = d.iter().sum::<f64>() / 3.0;
-        let sd = (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 2.0).sqrt();
-        let h = 4.302_652_729_911_275 * sd / 3f64.sqrt();
-        assert!((e.value - 100.0 * (1.0 - (-m).exp())).abs() < 1e-9);
-        assert!(
-            (e.lo - 100.0 * (1.0 - (-(m - h)).exp())).abs() < 1e-6,
-            "{e:?}"
-        );
-        assert!(
-            (e.hi - 100.0 * (1.0 - (-(m + h)).exp())).abs() < 1e-6,
-            "{e:?}"
-        );
-        assert!(e.lo < e.value && e.value < e.hi);
+        assert!((e.value - 1.957_643_037_988_443_5).abs() < 1e-9, "{e:?}");
+        assert!((e.lo - -0.459_510_764_394_233_1).abs() < 1e-6, "{e:?}");
+        assert!((e.hi - 4.316_637_762_550_457).abs() < 1e-6, "{e:?}");
+        assert_eq!(e.n, 3);
     }
 
     #[test]
@@ -288,5 +286,12 @@ mod tests {
         assert_eq!(r.outliers, vec![51]);
         assert_eq!(r.loss_pct.unwrap().n, 6);
         assert!((r.wall_max_s - 3.0).abs() < 1e-12);
+        // Three runs are too few to call one an outlier.
+        let few: Vec<Run> = runs.iter().filter(|r| r.block >= 3).cloned().collect();
+        let r = command_table(&few)
+            .into_iter()
+            .find(|r| r.freq_hz == 100)
+            .unwrap();
+        assert_eq!((r.runs, r.outliers.len()), (3, 0));
     }
 }

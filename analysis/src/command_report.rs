@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::command::{CommandRow, OUTLIER_Z};
+use crate::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 use crate::error::AnalysisError;
 use crate::report::fmt_est;
 use crate::stats::Estimate;
@@ -29,7 +29,7 @@ pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {
     }
     let _ = writeln!(
         s,
-        "This loss comes from whole runs of the command (its wall time per run, from just before the fork to its exit), not from a per-interrupt measurement: each randomised block ran the command once at 0 Hz and once per configuration, after unmeasured warm-up runs. Loss = 1 - exp(-mean d) with d = ln(wall at F / wall at 0 Hz) in the same block, and its 95% t interval over blocks, so drift between blocks cancels and the interval is as wide as the run-to-run noise of the command on this host. Cost per sample = mean over blocks of (wall at F - wall at 0 Hz) / samples. Outliers: runs whose modified z-score (0.6745 (x - median) / MAD) exceeds {OUTLIER_Z} among their configuration's runs; they are kept in the estimates and named here.\n"
+        "This loss comes from whole runs of the command (its wall time per run, from just before the fork to its exit), not from a per-interrupt measurement: each randomised block ran the command once at 0 Hz and once per configuration, after unmeasured warm-up runs. Loss = 1 - exp(-mean d) with d = ln(wall at F / wall at 0 Hz) in the same block, and its 95% t interval over blocks, so drift between blocks cancels and the interval is as wide as the run-to-run noise of the command on this host. Cost per sample = mean over blocks of (wall at F - wall at 0 Hz) / samples. Outliers: runs whose modified z-score (0.6745 (x - median) / MAD) exceeds {OUTLIER_Z} among their configuration's runs (at least {OUTLIER_MIN_RUNS}); they are kept in the estimates and named here.\n"
     );
     let _ = writeln!(
         s,

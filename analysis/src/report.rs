@@ -43,7 +43,10 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if !command.is_empty() {
         // Right after the summary: for a command sweep it is the answer.
         let section = crate::command_report::render(&command, command_line(&rs).as_deref());
-        let at = md.find("## Table 1").unwrap_or(md.len());
+        let at = md
+            .find("## Summary")
+            .and_then(|i| md[i + 1..].find("\n## ").map(|j| i + j + 2))
+            .unwrap_or(md.len());
         md.insert_str(at, &section);
     }
     write_file(&out.join("report.md"), &md)?;
