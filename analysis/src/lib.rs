@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aftereffect;
 pub mod command;
 mod command_report;
 pub mod compare;

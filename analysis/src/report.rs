@@ -30,6 +30,12 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if !analysis.by_contents.is_empty() {
         crate::contents_report::write_csv(&out.join("by_contents.csv"), &analysis.by_contents)?;
     }
+    if !analysis.after_rows.is_empty() {
+        crate::contents_report::write_after_csv(
+            &out.join("after_effect.csv"),
+            &analysis.after_rows,
+        )?;
+    }
     let command = crate::command::command_table(&rs.runs);
     if !command.is_empty() {
         crate::command_report::write_csv(&out.join("command.csv"), &command)?;
@@ -459,6 +465,7 @@ fn render_markdown(
         s.push_str(&crate::percost_report::render(ps));
     }
     s.push_str(&crate::contents_report::render(a));
+    s.push_str(&crate::contents_report::render_after(&a.after_rows));
 
     let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
     let _ = writeln!(

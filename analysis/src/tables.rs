@@ -207,6 +207,9 @@ pub struct Analysis {
     )>,
     /// Runs whose files could not be read: left out of every table.
     pub excluded: Vec<ExcludedRun>,
+    /// The after-effect from throughput (paired loss - gaps direct cost),
+    /// by configuration and rate.
+    pub after_rows: Vec<crate::aftereffect::AfterRow>,
 }
 
 impl Analysis {
@@ -469,6 +472,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         by_contents: Vec::new(),
         throttle: None,
         excluded: Vec::new(),
+        after_rows: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),
     };

@@ -62,6 +62,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     }
     let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
     let by_contents = contents::rows(rs, &refs);
+    let after_rows = crate::aftereffect::rows(&refs);
     let hardware = rs
         .runs
         .iter()
@@ -98,6 +99,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let mut primary = each.swap_remove(0).1;
     primary.contents = names;
     primary.by_contents = by_contents;
+    primary.after_rows = after_rows;
     primary.throttle = throttle;
     // The primary's warnings name its own excluded runs; add the others'.
     for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {

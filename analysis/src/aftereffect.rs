@@ -1,0 +1,130 @@
+//! The after-effect of a sample measured from throughput: what the
+//! workload loses per sample in the paired design (sampling switched on
+//! and off within a run, so the host's drift cancels) minus what the gaps
+//! design measures inside the interrupt (the direct cost). The remainder is
+//! everything the interrupt costs after it has returned: caches and TLB
+//! refilled by the loop, the slower clock of a core that was busy. It needs
+//! no model of the loop's recovery, so it checks the timeline's own
+//! after-effect (chunks after a gap against the run's speed beyond a
+//! horizon), which is biased for loops whose chunk times are irregular
+//! (a pointer chase beyond the caches).
+
+use crate::stats::Estimate;
+use crate::tables::Analysis;
+
+/// One configuration and rate with both paired and gaps runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AfterRow {
+    /// The configuration ("contents @ workload").
+    pub sample: String,
+    pub freq_hz: u64,
+    /// Achieved rate of the gaps runs, Hz.
+    pub achieved_hz: f64,
+    /// Paired throughput loss per sample, ns (its trusted interval, scaled).
+    pub throughput_ns: Estimate,
+    /// Gaps design: the direct cost per sample (inside the episode), ns.
+    pub direct_ns: Estimate,
+    /// throughput - direct, ns, normal interval (independent runs).
+    pub after_ns: Estimate,
+    /// The timeline's own after-effect estimate, ns, for comparison.
+    pub timeline_after_ns: Estimate,
+}
+
+/// `e` times `k` (k > 0).
+fn scaled(e: &Estimate, k: f64) -> Estimate {
+    Estimate {
+        value: e.value * k,
+        lo: e.lo * k,
+        hi: e.hi * k,
+        se: e.se * k,
+        n: e.n,
+    }
+}
+
+/// a - b for independent estimates: normal 95 % interval on the SEs added
+/// in quadrature.
+pub fn difference(a: &Estimate, b: &Estimate) -> Estimate {
+    let value = a.value - b.value;
+    let se = (a.se.powi(2) + b.se.powi(2)).sqrt();
+    Estimate {
+        value,
+        lo: value - 1.96 * se,
+        hi: value + 1.96 * se,
+        se,
+        n: a.n.min(b.n),
+    }
+}
+
+/// The rows of every configuration (each analysed alone) at every rate
+/// where the paired loss and the gaps direct cost both exist.
+pub fn rows(analyses: &[(String, &Analysis)]) -> Vec<AfterRow> {
+    let mut out = Vec::new();
+    for (sample, a) in analyses {
+        let Some(ps) = &a.per_sample else {
+            continue;
+        };
+        for r in ps.rows.iter().filter(|r| r.freq_hz > 0) {
+            let Some(paired) = &r.paired_loss_pct else {
+                continue;
+            };
+            if !(r.achieved_hz > 0.0) || !paired.value.is_finite() {
+                continue;
+            }
+            // loss % / 100 of each second, per achieved sample, in ns.
+            let throughput_ns = scaled(paired, 1e7 / r.achieved_hz);
+            out.push(AfterRow {
+                sample: sample.clone(),
+                freq_hz: r.freq_hz,
+                achieved_hz: r.achieved_hz,
+                after_ns: difference(&throughput_ns, &r.direct_ns),
+                throughput_ns,
+                direct_ns: r.direct_ns,
+                timeline_after_ns: r.after_effect_ns,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn difference_adds_the_errors_in_quadrature() {
+        let a = Estimate {
+            value: 10.0,
+            lo: 4.0,
+            hi: 16.0,
+            se: 3.0,
+            n: 4,
+        };
+        let b = Estimate {
+            value: 4.0,
+            lo: 0.0,
+            hi: 8.0,
+            se: 4.0,
+            n: 5,
+        };
+        let d = difference(&a, &b);
+        assert_eq!((d.value, d.se, d.n), (6.0, 5.0, 4));
+        assert!((d.lo - (6.0 - 9.8)).abs() < 1e-12 && (d.hi - 15.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn throughput_per_sample_is_the_loss_share_over_the_rate() {
+        // 2 % loss at 4000 samples/s: 0.02 s of each second / 4000 = 5 us.
+        let loss = Estimate {
+            value: 2.0,
+            lo: 1.0,
+            hi: 3.0,
+            se: 0.5,
+            n: 4,
+        };
+        let t = scaled(&loss, 1e7 / 4000.0);
+        assert!((t.value - 5000.0).abs() < 1e-9);
+        assert!((t.lo - 2500.0).abs() < 1e-9 && (t.hi - 7500.0).abs() < 1e-9);
+        assert!((t.se - 1250.0).abs() < 1e-9);
+    }
+}
