@@ -67,7 +67,7 @@ pub fn rows(analyses: &[(String, &Analysis)]) -> Vec<AfterRow> {
             let Some(paired) = &r.paired_loss_pct else {
                 continue;
             };
-            if !(r.achieved_hz > 0.0) || !paired.value.is_finite() {
+            if r.achieved_hz.is_nan() || r.achieved_hz <= 0.0 || !paired.value.is_finite() {
                 continue;
             }
             // loss % / 100 of each second, per achieved sample, in ns.
