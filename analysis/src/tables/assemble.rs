@@ -56,7 +56,14 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         if each.is_empty() {
             a.warnings.extend(contents_warnings(rs, &names));
         } else {
-            a.warnings = Vec::new();
+            // The run-level warnings are the primary's too; what only this
+            // configuration's gaps runs showed (samples in no gap, a full
+            // gap buffer ...) is kept, with its name.
+            a.warnings = a
+                .per_sample
+                .as_ref()
+                .map(|ps| ps.warnings.iter().map(|w| format!("{name}: {w}")).collect())
+                .unwrap_or_default();
         }
         each.push((name.clone(), a));
     }
@@ -96,7 +103,13 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
             lines.join("; ")
         )));
     }
+    let others: Vec<String> = each
+        .iter()
+        .skip(1)
+        .flat_map(|(_, a)| a.warnings.iter().cloned())
+        .collect();
     let mut primary = each.swap_remove(0).1;
+    primary.warnings.extend(others);
     primary.contents = names;
     primary.by_contents = by_contents;
     primary.after_rows = after_rows;

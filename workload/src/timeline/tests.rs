@@ -87,3 +87,15 @@ fn a_truncated_gaps_file_is_an_error() {
     std::fs::write(&p, [0u8; 25]).unwrap();
     assert!(read_gaps_file(&p).is_err());
 }
+
+#[test]
+fn slow_work_is_stamped_every_iteration_or_so() {
+    // The counting loop (~0.3 ns an iteration): ~330, a multiple of 8.
+    assert_eq!(stamp_chunk_iterations(0.3), 328);
+    assert_eq!(stamp_chunk_iterations(6.25), 16);
+    // A chase in L3 (~40 ns a hop) and beyond it (~190 ns): 2 and 1 hops,
+    // not the 16 of the counting loops' floor.
+    assert_eq!(stamp_chunk_iterations(40.0), 2);
+    assert_eq!(stamp_chunk_iterations(190.0), 1);
+    assert_eq!(stamp_chunk_iterations(5000.0), 1);
+}
