@@ -8,12 +8,14 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 
 use crate::backend::RealBackend;
-use crate::config::{ExperimentFile, FlagSettings, SweepOptions};
+use crate::config::FlagSettings;
 use crate::exec::{Interval, execute};
 use crate::plan::build_plan;
-use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, Status};
+use crate::results::Status;
 use crate::sampler::{EventKind, resolve_event};
-use crate::system::{MAX_SAMPLE_RATE_PATH, SettingsGuard, interrupt_flag, other_cpu, read_u64};
+use crate::system::{MAX_SAMPLE_RATE_PATH, interrupt_flag, other_cpu, read_u64};
+
+mod steps;
 
 /// Arguments of `driver sweep` (boxed: they are large next to the other
 /// subcommands').
@@ -216,61 +218,10 @@ fn pin_self_away_from(cpu: u32, n_cpus: u32) {
 fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     let n_cpus = crate::system::online_cpus();
     // 1. Options: recorded (resume) or flags over file over defaults.
-    let resumed: Option<(PathBuf, Manifest)> = match &args.resume {
-        Some(dir) => {
-            if has_settings(args) {
-                return Err(usage(format!(
-                    "--resume {} reuses the recorded options, plan and seed: drop the other settings flags",
-                    dir.display()
-                )));
-            }
-            let m = crate::results::read_manifest(dir)
-                .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
-            Some((dir.clone(), m))
-        }
-        None => None,
-    };
-    let mut opts = match &resumed {
-        Some((_, m)) => m.options.clone(),
-        None => {
-            let file = match &args.experiment {
-                Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
-                None => None,
-            };
-            let default_seed = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() % u128::from(u64::MAX))
-                    .unwrap_or(0),
-            )
-            .unwrap_or(0);
-            SweepOptions::resolve(
-                &flag_settings(args),
-                file.as_ref().zip(args.experiment.as_deref()),
-                n_cpus,
-                default_seed,
-            )
-            .map_err(usage)?
-        }
-    };
+    let (resumed, mut opts) = steps::resolve_options(args, n_cpus)?;
 
     // 2. The output directory: never overwritten.
-    let root = match (&resumed, &args.out) {
-        (Some((dir, _)), _) => dir.clone(),
-        (None, Some(out)) => out.clone(),
-        (None, None) => PathBuf::from("results").join(format!(
-            "{}-{}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-            hostname()
-        )),
-    };
-    if resumed.is_none() && root.exists() {
-        return Err(usage(format!(
-            "output directory {} already exists; results are never overwritten: give a new --out, or --resume {} to finish it",
-            root.display(),
-            root.display()
-        )));
-    }
+    let root = steps::output_dir(args, resumed.as_ref())?;
 
     // 3. One sweep per host. The lock is released when the process ends,
     // however it ends; `_lock` is declared before `guard`, so it is dropped
@@ -285,44 +236,8 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     // 4. What a driver that died left changed: restored before anything is
     // read from the host (or, with --leave-settings, taken over by this
     // sweep's guard, which restores the original values at its end).
-    let mut guard = SettingsGuard::persisted(&state_dir, &root);
-    let on_leftover = if args.leave_settings {
-        crate::hoststate::OnLeftover::Leave
-    } else {
-        crate::hoststate::OnLeftover::Restore
-    };
-    let leftovers = crate::hoststate::handle_leftovers_locked(&state_dir, on_leftover).context(
-        "refusing to start: the record of settings a previous driver changed is unreadable",
-    )?;
-    let mut leftover_lines = leftovers.lines();
-    for item in &leftovers.items {
-        if item.action == crate::hoststate::LeftoverAction::Left {
-            guard
-                .adopt(item.change.clone())
-                .context("cannot take over a leftover setting")?;
-            leftover_lines.push(format!(
-                "{} stays at {} for this sweep and is restored to its original {} when it ends",
-                item.change.path, item.change.new, item.change.old
-            ));
-        }
-    }
-    for line in &leftover_lines {
-        eprintln!("driver: {line}");
-    }
-    // Changes an earlier invocation of this sweep recorded as not restored
-    // (it was killed) whose setting has its original value again: restored
-    // just now, or by another driver command since.
-    let back_to_original: Vec<crate::results::SettingChange> = match &resumed {
-        Some((_, m)) => m
-            .settings_changed
-            .iter()
-            .filter(|c| {
-                !c.restored && std::fs::read_to_string(&c.path).is_ok_and(|v| v.trim() == c.old)
-            })
-            .cloned()
-            .collect(),
-        None => Vec::new(),
-    };
+    let (mut guard, leftover_lines, back_to_original) =
+        steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
 
     // 5. The sample-rate ceiling, as found (after the leftovers).
     let max_rate = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
@@ -425,61 +340,18 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     }
 
     // 9. Directory and manifest.
-    let command: Vec<String> = std::env::args().collect();
-    let (mut dir, mut manifest, todo) = match resumed {
-        Some((_, mut m)) => {
-            let done = crate::results::read_runs(&root)?;
-            let todo = crate::results::missing_runs(&m.plan, &done);
-            tracing::info!(
-                "resuming {}: {} of {} runs to go",
-                root.display(),
-                todo.len(),
-                m.plan.len()
-            );
-            m.status = Status::Running;
-            m.ended_at = None;
-            // A change of the interrupted invocation that is back at its
-            // original value: its record says so; its `old` stays the value
-            // found before the first change.
-            for c in m.settings_changed.iter_mut().filter(|c| !c.restored) {
-                if back_to_original.contains(c) {
-                    c.restored = true;
-                }
-            }
-            m.warnings.extend(warnings);
-            m.warnings.push(format!(
-                "resumed at {}",
-                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            ));
-            m.settings_changed.extend(guard.changes().iter().cloned());
-            m.command.push("--".into());
-            m.command.extend(command);
-            let dir = ResultsDir::open_existing(&root)?;
-            (dir, m, todo)
-        }
-        None => {
-            let host = host.unwrap_or(serde_json::Value::Null);
-            let plan = build_plan(&opts);
-            let m = Manifest {
-                format_version: FORMAT_VERSION,
-                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-                git_revision: git_revision(),
-                status: Status::Running,
-                started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                ended_at: None,
-                host,
-                seed: opts.seed,
-                event: event.name().to_owned(),
-                plan: plan.clone(),
-                options: opts.clone(),
-                warnings,
-                settings_changed: guard.changes().to_vec(),
-                command,
-            };
-            let dir = ResultsDir::create(&root)?;
-            (dir, m, plan)
-        }
-    };
+    let (mut dir, mut manifest, todo) = steps::open_results(
+        &root,
+        resumed,
+        &opts,
+        steps::Fresh {
+            host,
+            event,
+            warnings,
+            changes: guard.changes(),
+            back_to_original: &back_to_original,
+        },
+    )?;
     dir.write_manifest(&manifest)?;
     tracing::info!(
         "sweep into {}: {} runs of {} ms, event {}, scope {}, seed {}",
