@@ -149,7 +149,7 @@ fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
         let mut rec = vec![
             row.freq_hz.to_string(),
             f(row.achieved_hz),
-            row.design.clone(),
+            row.design.to_string(),
         ];
         rec.extend((0..nmax).map(|i| {
             row.iterations
