@@ -5,43 +5,14 @@
 //! (tests/common).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use assert_cmd::Command;
-use driver::results::{read_manifest, read_phases, read_runs, run_columns};
+use driver::results::{read_manifest, read_phases, read_runs};
 use results_format::{Design, RunKind, RunStatus};
 
 mod common;
-
-/// Column names in the runs.csv table of docs/results-format.md.
-fn documented_run_columns() -> HashSet<String> {
-    let doc = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results-format.md"),
-    )
-    .unwrap();
-    let section = doc.split("## runs.csv").nth(1).unwrap();
-    let section = section.split("\n## ").next().unwrap();
-    let mut cols = HashSet::new();
-    for line in section.lines().filter(|l| l.starts_with("| `")) {
-        let first = line.split('|').nth(1).unwrap();
-        for part in first.split('`').skip(1).step_by(2) {
-            cols.insert(part.to_owned());
-        }
-    }
-    cols
-}
-
-#[test]
-fn every_runs_csv_column_is_documented() {
-    let documented = documented_run_columns();
-    for c in run_columns() {
-        assert!(
-            documented.contains(&c),
-            "runs.csv column {c} not in docs/results-format.md"
-        );
-    }
-}
 
 #[test]
 fn quick_experiment_end_to_end() {
