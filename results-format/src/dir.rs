@@ -320,6 +320,18 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_row_before_the_last_is_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(RUNS_CSV),
+            "run_id,kind,freq_hz,iterations,status\n0,loss,1,x,ok\n1,loss,1,2,ok\n",
+        )
+        .unwrap();
+        let e = read_runs(tmp.path()).unwrap_err().to_string();
+        assert!(e.contains("runs.csv") && e.contains("line: 2"), "{e}");
+    }
+
+    #[test]
     fn a_missing_required_column_is_named() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(

@@ -217,13 +217,13 @@ pub fn phase_columns() -> Vec<String> {
 
 /// Reads a results CSV whose `required` columns must be present; the other
 /// columns may be absent (they read as defaults). A row that does not parse
-/// is skipped with a warning when `skip_bad` (a torn last line after a
-/// crash), else an error naming the file.
+/// is an error naming the file, except the last one when `torn_last`: a
+/// crash mid-write leaves a torn last line, skipped with a warning.
 fn read_rows<T: DeserializeOwned>(
     path: &Path,
     what: &'static str,
     required: &[&str],
-    skip_bad: bool,
+    torn_last: bool,
 ) -> Result<Vec<T>, FormatError> {
     FormatError::require_file(path, what)?;
     let mut r = csv::ReaderBuilder::new()
@@ -238,11 +238,15 @@ fn read_rows<T: DeserializeOwned>(
         });
     }
     let mut rows = Vec::new();
-    for rec in r.deserialize::<T>() {
+    let mut records = r.deserialize::<T>().peekable();
+    while let Some(rec) = records.next() {
         match rec {
             Ok(row) => rows.push(row),
-            Err(e) if skip_bad => {
-                tracing::warn!("{}: ignoring unreadable row: {e}", path.display());
+            Err(e) if torn_last && records.peek().is_none() => {
+                tracing::warn!(
+                    "{}: ignoring the unreadable last row (torn by a crash?): {e}",
+                    path.display()
+                );
             }
             Err(e) => return Err(FormatError::corrupt(path, e)),
         }
@@ -250,8 +254,9 @@ fn read_rows<T: DeserializeOwned>(
     Ok(rows)
 }
 
-/// Reads every `<root>/runs.csv` row, in file order. A row that does not
-/// parse (a torn last line after a crash) is skipped with a warning.
+/// Reads every `<root>/runs.csv` row, in file order. A last row that does
+/// not parse (torn by a crash mid-write) is skipped with a warning; any
+/// other unreadable row is an error naming the file and the line.
 pub fn read_runs(root: &Path) -> Result<Vec<RunRow>, FormatError> {
     let path = root.join(RUNS_CSV);
     let mut rows: Vec<RunRow> = read_rows(&path, "runs.csv, one row per run", &RUN_REQUIRED, true)?;
