@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What the driver binary is compiled from, relative to driver/: the three
-/// crates' sources and manifests, the lock file, the cargo configuration,
+/// What the driver binary is compiled from, relative to driver/: the
+/// workspace crates' sources and manifests, the lock file, the cargo configuration,
 /// and the files analysis embeds. A change elsewhere (docs, tests, experiments) builds the same
 /// binary and is not "dirty". One path per line in built-paths.txt, which
 /// driver/tests/build_revision.rs reads too.

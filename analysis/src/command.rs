@@ -50,7 +50,7 @@ pub struct CommandRow {
     pub wall_min_s: f64,
     pub wall_max_s: f64,
     /// Run ids whose modified z-score exceeds [`OUTLIER_Z`].
-    pub outliers: Vec<i64>,
+    pub outliers: Vec<u32>,
     /// Throughput loss against 0 Hz in the same blocks, % (None at 0 Hz).
     pub loss_pct: Option<Estimate>,
     /// The whole-run cost of one sample, ns (None at 0 Hz).
@@ -59,7 +59,7 @@ pub struct CommandRow {
 
 /// Whether a run is one of the command's measured runs.
 pub fn is_command_loss_run(r: &Run) -> bool {
-    r.workload == "command" && r.kind == "loss"
+    r.workload == "command" && r.kind == results_format::RunKind::Loss
 }
 
 /// The table: 0 Hz first, then each contents by rate.
@@ -73,7 +73,7 @@ pub fn command_table(runs: &[Run]) -> Vec<CommandRow> {
         };
         groups.entry((r.freq_hz, sample)).or_default().push(r);
     }
-    let baseline: BTreeMap<i64, &Run> = groups
+    let baseline: BTreeMap<u32, &Run> = groups
         .get(&(0, String::new()))
         .map(|v| {
             v.iter()
@@ -92,7 +92,7 @@ pub fn command_table(runs: &[Run]) -> Vec<CommandRow> {
     rows
 }
 
-fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<i64, &Run>) -> CommandRow {
+fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>) -> CommandRow {
     let ok: Vec<&Run> = runs
         .iter()
         .copied()
@@ -188,17 +188,17 @@ pub fn modified_z(x: &[f64]) -> Vec<f64> {
 mod tests {
     use super::*;
 
-    fn run(run_id: i64, block: i64, freq_hz: u64, wall_ns: u64, samples: u64) -> Run {
+    fn run(run_id: u32, block: u32, freq_hz: u64, wall_ns: u64, samples: u64) -> Run {
         Run {
             run_id,
-            kind: "loss".into(),
-            design: "classic".into(),
+            kind: results_format::RunKind::Loss,
+            design: results_format::Design::Classic,
             block,
             freq_hz,
             rep: block,
             workload: "command".into(),
             sample: "perf-default".into(),
-            status: "ok".into(),
+            status: results_format::RunStatus::Ok,
             wall_ns,
             samples,
             achieved_hz: samples as f64 / (wall_ns as f64 * 1e-9),
@@ -225,7 +225,7 @@ mod tests {
         // wall_F = wall_0 / 0.98.
         let mut runs = Vec::new();
         for (b, w0) in [1.0e9, 1.5e9, 2.0e9].iter().enumerate() {
-            let b = b as i64;
+            let b = b as u32;
             runs.push(run(10 * b, b, 0, *w0 as u64, 0));
             runs.push(run(10 * b + 1, b, 1000, (*w0 / 0.98) as u64, 1000));
         }
@@ -263,16 +263,22 @@ mod tests {
     fn failed_runs_are_counted_not_used_and_outliers_are_named() {
         let mut runs = Vec::new();
         for b in 0..6 {
-            runs.push(run(10 * b, b, 0, 1_000_000_000 + b as u64 * 1_000_000, 0));
+            runs.push(run(
+                10 * b,
+                b,
+                0,
+                1_000_000_000 + u64::from(b) * 1_000_000,
+                0,
+            ));
             let wall = if b == 5 {
                 3_000_000_000
             } else {
-                1_010_000_000 + b as u64 * 1_000_000
+                1_010_000_000 + u64::from(b) * 1_000_000
             };
             runs.push(run(10 * b + 1, b, 100, wall, 100));
         }
         runs.push(Run {
-            status: "failed".into(),
+            status: results_format::RunStatus::Failed,
             ..run(99, 6, 100, 0, 0)
         });
         // Not the command's: ignored.

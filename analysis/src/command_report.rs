@@ -62,7 +62,7 @@ pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {
             } else {
                 r.outliers
                     .iter()
-                    .map(i64::to_string)
+                    .map(u32::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
             }
@@ -126,7 +126,7 @@ pub fn write_csv(path: &Path, rows: &[CommandRow]) -> Result<(), AnalysisError> 
             ch,
             r.outliers
                 .iter()
-                .map(i64::to_string)
+                .map(u32::to_string)
                 .collect::<Vec<_>>()
                 .join(" "),
         ])

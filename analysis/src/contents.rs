@@ -47,7 +47,7 @@ pub fn sample_of(config: &str) -> &str {
 /// others by name.
 pub fn contents_of(rs: &ResultSet) -> Vec<String> {
     let strs = |k: &str| -> Vec<String> {
-        rs.manifest.raw["options"][k]
+        rs.manifest.options[k]
             .as_array()
             .map(|a| {
                 a.iter()
@@ -81,7 +81,7 @@ pub fn contents_of(rs: &ResultSet) -> Vec<String> {
         }
     }
     if out.is_empty() {
-        out.push(crate::load::LEGACY_SAMPLE.to_string());
+        out.push(results_format::LEGACY_SAMPLE.to_string());
     }
     out
 }
@@ -97,7 +97,7 @@ pub fn subset(rs: &ResultSet, config: &str) -> ResultSet {
             config_key(r) == config
         }
     };
-    let ids: std::collections::BTreeSet<i64> = rs
+    let ids: std::collections::BTreeSet<u32> = rs
         .runs
         .iter()
         .filter(|r| keep(r))
@@ -114,6 +114,11 @@ pub fn subset(rs: &ResultSet, config: &str) -> ResultSet {
             .cloned()
             .collect(),
     }
+}
+
+/// A per-sample mean of runs.csv, 0 when empty or absent.
+fn finite_or_zero(x: Option<f64>) -> f64 {
+    x.filter(|x| x.is_finite()).unwrap_or(0.0)
 }
 
 /// One (configuration, rate) row of the table "what a sample costs, by
@@ -196,8 +201,8 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
                 handler_ns: util.map(|u| u.per_sample_ns),
                 total_ns: gaps.map(|g| g.total_ns),
                 after_ns: gaps.map(|g| g.after_effect_ns),
-                callchain_mean: per_run(|r| r.callchain_mean),
-                stack_user_mean_bytes: per_run(|r| r.stack_user_mean_bytes),
+                callchain_mean: per_run(|r| finite_or_zero(r.callchain_mean)),
+                stack_user_mean_bytes: per_run(|r| finite_or_zero(r.stack_user_mean_bytes)),
                 handler_ratio: None,
                 total_ratio: None,
                 throttled: runs.iter().map(|r| r.throttled).sum(),
@@ -240,7 +245,7 @@ pub struct ThrottleLimits {
 impl ThrottleLimits {
     /// From the manifest's `host` facts; None when one is missing.
     pub fn from_manifest(rs: &ResultSet) -> Option<ThrottleLimits> {
-        let host = &rs.manifest.raw["host"];
+        let host = &rs.manifest.host;
         Some(ThrottleLimits {
             max_sample_rate: host["perf_event_max_sample_rate"].as_u64()?,
             cpu_time_max_percent: host["perf_cpu_time_max_percent"].as_u64()?,

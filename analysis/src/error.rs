@@ -15,20 +15,9 @@ pub enum AnalysisError {
     #[error("{path}: corrupt or unreadable: {reason}")]
     Corrupt { path: PathBuf, reason: String },
 
-    /// A required column is absent from a table.
-    #[error("{path}: no column `{column}` (see docs/results-format.md)")]
-    MissingColumn { path: PathBuf, column: String },
-
-    /// manifest.json has a format_version this reader does not know.
-    #[error(
-        "{path}: format_version {found} is not supported (this analysis reads version {supported}); \
-         use the analysis built from the same source revision as the driver"
-    )]
-    FormatVersion {
-        path: PathBuf,
-        found: String,
-        supported: u64,
-    },
+    /// A file of the results directory could not be read.
+    #[error(transparent)]
+    Format(#[from] results_format::FormatError),
 
     /// Writing an output file failed.
     #[error("{path}: cannot write: {source}")]
@@ -36,19 +25,6 @@ pub enum AnalysisError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
-    },
-
-    /// The caller passed columns of different lengths.
-    #[error(
-        "write_intervals_parquet({path}): columns differ in length (cpu {cpu}, entry_ns {entry}, \
-         duration_ns {duration}, source {source_len}); pass one value per interval in every column"
-    )]
-    LengthMismatch {
-        path: PathBuf,
-        cpu: usize,
-        entry: usize,
-        duration: usize,
-        source_len: usize,
     },
 
     /// The data do not allow the requested computation.
@@ -69,19 +45,6 @@ impl AnalysisError {
         Self::Corrupt {
             path: path.into(),
             reason: reason.to_string(),
-        }
-    }
-
-    /// [`AnalysisError::Missing`] unless `path` exists: a file the results
-    /// format requires, holding `what`.
-    pub(crate) fn require_file(path: &std::path::Path, what: &'static str) -> Result<(), Self> {
-        if path.exists() {
-            Ok(())
-        } else {
-            Err(Self::Missing {
-                path: path.to_path_buf(),
-                what,
-            })
         }
     }
 

@@ -1,54 +1,16 @@
-//! `events/run-<id>.parquet`: writing the handler intervals (called by the
-//! driver) and aggregating them per run (the hot path of a report).
+//! `events/run-<id>.parquet` (written and read by `results_format::events`):
+//! aggregating the handler intervals per run (the hot path of a report).
 
 use std::path::Path;
 
 use polars::prelude::*;
 
-use crate::error::AnalysisError;
+use results_format::events::{SOURCE_HRTIMER, SOURCE_LOCAL_TIMER, SOURCE_NMI, read_intervals};
 
-/// Handler interval sources, as written in the `source` column.
-pub const SOURCE_NMI: &str = "nmi";
-/// perf_swevent_hrtimer expire entry/exit.
-pub const SOURCE_HRTIMER: &str = "hrtimer";
-/// irq_vectors:local_timer_entry/exit: the whole timer interrupt.
-pub const SOURCE_LOCAL_TIMER: &str = "local_timer";
+use crate::error::AnalysisError;
 
 /// Most handler durations kept per run for the duration plot.
 const PLOT_SAMPLE_PER_RUN: usize = 20_000;
-
-/// Write the handler intervals of one util run as `events/run-<id>.parquet`
-/// (docs/results-format.md). The file appears atomically: it is written
-/// under a temporary name and renamed, so a reader never sees half a file.
-pub fn write_intervals_parquet(
-    path: &Path,
-    cpu: &[u32],
-    entry_ns: &[u64],
-    duration_ns: &[u64],
-    source: &[&str],
-) -> Result<(), AnalysisError> {
-    let n = cpu.len();
-    if entry_ns.len() != n || duration_ns.len() != n || source.len() != n {
-        return Err(AnalysisError::LengthMismatch {
-            path: path.to_path_buf(),
-            cpu: n,
-            entry: entry_ns.len(),
-            duration: duration_ns.len(),
-            source_len: source.len(),
-        });
-    }
-    let df = DataFrame::new(
-        n,
-        vec![
-            Column::new("cpu".into(), cpu),
-            Column::new("entry_ns".into(), entry_ns),
-            Column::new("duration_ns".into(), duration_ns),
-            Column::new("source".into(), source),
-        ],
-    )
-    .map_err(|e| AnalysisError::corrupt(path, format!("building the interval table: {e}")))?;
-    crate::parquet::write_atomic(path, df)
-}
 
 /// Summary of a set of interval durations (ns).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -259,10 +221,6 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
 /// Lazily scan one run's parquet file (projection: cpu, duration_ns,
 /// source) and aggregate it for the measured CPU.
 pub fn read_run_intervals(path: &Path, cpu: u32) -> Result<RunIntervals, AnalysisError> {
-    let mut df = crate::parquet::read_columns(
-        path,
-        "handler intervals of a util run",
-        &["cpu", "duration_ns", "source"],
-    )?;
+    let mut df = read_intervals(path, &["cpu", "duration_ns", "source"])?;
     aggregate_intervals(&mut df, cpu).map_err(|e| AnalysisError::corrupt(path, e))
 }

@@ -2,7 +2,8 @@
 //! report, safe-rate recommendation and cross-host comparison.
 //!
 //! Layering (after criterion): `stats` and `fit` (pure numerics) ->
-//! `load` / `events` / `timeline` / `percost_load` (the results format) ->
+//! the `results-format` crate (every file's type, reader and writer) ->
+//! `load` / `events` / `percost_load` (reading a result set) ->
 //! `tables`, `percost` (analysis) ->
 //! `report`, `recommend`, `compare` (outputs) -> `plots`.
 
@@ -18,7 +19,6 @@ pub mod error;
 pub mod events;
 pub mod fit;
 pub mod load;
-pub mod parquet;
 pub mod percost;
 pub mod percost_load;
 mod percost_report;
@@ -29,9 +29,8 @@ pub mod reference;
 pub mod report;
 pub mod stats;
 pub mod tables;
-pub mod timeline;
 mod warnings;
 
 pub use error::AnalysisError;
-pub use events::write_intervals_parquet;
 pub use report::write_report;
+pub use results_format::events::write_intervals_parquet;

@@ -25,7 +25,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
 use crate::tables::{LossRow, UtilRow};
-use crate::timeline::{Episode, RecoveryRow, TimelineRow, match_times};
+use results_format::Design;
+use results_format::timeline::{Episode, RecoveryRow, TimelineRow, match_times};
 
 /// Sampler timestamps drawn per 0 Hz run and frequency, at least (in
 /// replications of one run's length each).
@@ -523,7 +524,7 @@ fn row_at(
         .filter(|v| v.is_finite());
     let paired_loss_pct = loss
         .iter()
-        .find(|l| l.freq_hz == f && l.design == "paired")
+        .find(|l| l.freq_hz == f && l.design == Design::Paired)
         .map(|l| l.trusted());
     PerSampleRow {
         freq_hz: f,

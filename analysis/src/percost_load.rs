@@ -6,14 +6,15 @@ use std::collections::BTreeMap;
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
 use crate::percost::{GapsRun, LONG_EPISODE_NS};
-use crate::timeline::{
-    RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, episodes_of, gaps_path, read_csv_rows,
+use results_format::timeline::{
+    RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, episodes_of, gaps_path,
     read_gaps_parquet, read_samples_parquet, samples_path,
 };
+use results_format::{Design, RunKind, read_csv_rows};
 
-/// The design's runs.csv rows: `design == "gaps"`, `kind == "loss"`.
+/// The design's runs.csv rows: `design == gaps`, `kind == loss`.
 pub fn is_gaps_run(r: &Run) -> bool {
-    r.design == "gaps" && r.kind == "loss"
+    r.design == Design::Gaps && r.kind == RunKind::Loss
 }
 
 /// Loaded gaps runs plus what was wrong with the files.
@@ -30,18 +31,18 @@ impl GapsLoad {
     /// The part of the load that belongs to `rs`'s runs (a subset of the
     /// result set it was loaded from).
     pub fn restricted_to(&self, rs: &ResultSet) -> GapsLoad {
-        let ids: std::collections::BTreeSet<i64> = rs.runs.iter().map(|r| r.run_id).collect();
+        let ids: std::collections::BTreeSet<u32> = rs.runs.iter().map(|r| r.run_id).collect();
         GapsLoad {
             runs: self
                 .runs
                 .iter()
-                .filter(|g| ids.contains(&i64::from(g.row.run_id)))
+                .filter(|g| ids.contains(&g.row.run_id))
                 .cloned()
                 .collect(),
             recovery: self
                 .recovery
                 .iter()
-                .filter(|r| ids.contains(&i64::from(r.run_id)))
+                .filter(|r| ids.contains(&r.run_id))
                 .cloned()
                 .collect(),
             warnings: self.warnings.clone(),
@@ -58,7 +59,7 @@ impl GapsLoad {
 /// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
 /// 0) samples. A results directory without gaps runs gives an empty load.
 pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
-    let ok: BTreeMap<i64, &Run> = rs
+    let ok: BTreeMap<u32, &Run> = rs
         .runs
         .iter()
         .filter(|r| r.ok() && is_gaps_run(r))
@@ -98,7 +99,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     }
     let mut seen = Vec::new();
     for row in timeline {
-        let id = i64::from(row.run_id);
+        let id = row.run_id;
         let Some(run) = ok.get(&id) else {
             continue;
         };
@@ -123,6 +124,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
             Err(e) => out.excluded.push(crate::tables::ExcludedRun {
                 run_id: id,
                 path: match &e {
+                    AnalysisError::Format(f) => f.path().to_path_buf(),
                     AnalysisError::Corrupt { path, .. } | AnalysisError::Missing { path, .. } => {
                         path.clone()
                     }
@@ -148,7 +150,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     out.recovery = recovery
         .into_iter()
         .filter(|r| {
-            let id = i64::from(r.run_id);
+            let id = r.run_id;
             seen.contains(&id) && !out.excluded.iter().any(|x| x.run_id == id)
         })
         .collect();
@@ -161,7 +163,7 @@ fn read_run(
     recovery: Vec<RecoveryRow>,
     warnings: &mut Vec<String>,
 ) -> Result<GapsRun, AnalysisError> {
-    let id = i64::from(row.run_id);
+    let id = row.run_id;
     let gaps = read_gaps_parquet(&gaps_path(&rs.dir, id))?;
     let episodes = episodes_of(&gaps);
     let mut run = GapsRun {

@@ -12,7 +12,7 @@ use crate::plot::{
 use crate::reference::Reference;
 use crate::stats::Estimate;
 use crate::tables::Analysis;
-use crate::timeline::RecoveryRow;
+use results_format::timeline::RecoveryRow;
 
 /// Most paired runs drawn (one per frequency, lowest run id first).
 const MAX_PAIRED_TRACES: usize = 6;

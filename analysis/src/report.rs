@@ -61,7 +61,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
 
 /// The sweep's `--command`, shell-quoted, from the manifest's options.
 fn command_line(rs: &ResultSet) -> Option<String> {
-    let argv = rs.manifest.raw["options"]["command"].as_array()?;
+    let argv = rs.manifest.options["command"].as_array()?;
     let words: Vec<String> = argv
         .iter()
         .map(|w| w.as_str().unwrap_or_default().to_string())
@@ -193,7 +193,7 @@ fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
         let mut rec = vec![
             row.freq_hz.to_string(),
             f(row.achieved_hz),
-            row.design.clone(),
+            row.design.to_string(),
         ];
         rec.extend((0..nmax).map(|i| {
             row.iterations

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use results_format::{Design, RunKind};
+
 use crate::error::AnalysisError;
 use crate::events::{IntervalStats, RunIntervals, read_run_intervals};
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
@@ -11,7 +13,7 @@ use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
 mod assemble;
 
-pub use assemble::{ExcludedRun, STATUS_EXCLUDED, analyse};
+pub use assemble::{ExcludedRun, analyse};
 
 /// Achieved rate below this fraction of the request is a warning.
 pub const ACHIEVED_RATE_WARN: f64 = 0.9;
@@ -54,7 +56,7 @@ pub struct UtilRow {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LossRow {
     pub freq_hz: u64,
-    pub design: String,
+    pub design: Design,
     /// How the interval was computed.
     pub method: String,
     /// Loop counts of the runs, in repetition order.
@@ -167,7 +169,7 @@ pub struct DurationGroup {
 /// A paired run's phase trace (for plots).
 #[derive(Debug, Clone)]
 pub struct PairedRunTrace {
-    pub run_id: i64,
+    pub run_id: u32,
     pub freq_hz: u64,
     pub t_s: Vec<f64>,
     pub rate: Vec<f64>,
@@ -185,7 +187,7 @@ pub struct Analysis {
     pub durations: Vec<DurationGroup>,
     pub paired: Vec<PairedRunTrace>,
     /// Per-run aggregates of util runs, by run_id.
-    pub run_intervals: BTreeMap<i64, RunIntervals>,
+    pub run_intervals: BTreeMap<u32, RunIntervals>,
     /// Sampling events opened (non-empty, distinct).
     pub events: Vec<String>,
     pub scopes: Vec<String>,
@@ -193,7 +195,7 @@ pub struct Analysis {
     /// (None without gaps runs).
     pub per_sample: Option<crate::percost::PerSample>,
     /// The gaps runs' speed-recovery histograms (for the plot).
-    pub recovery: Vec<crate::timeline::RecoveryRow>,
+    pub recovery: Vec<results_format::timeline::RecoveryRow>,
     /// The sample contents of the sweep, primary first: every other table
     /// is computed on the primary's runs (and the 0 Hz runs).
     pub contents: Vec<String>,
@@ -223,7 +225,7 @@ impl Analysis {
                 continue;
             }
             match by_freq.get(&row.freq_hz) {
-                Some(prev) if prev.design == "paired" => {}
+                Some(prev) if prev.design == Design::Paired => {}
                 _ => {
                     by_freq.insert(row.freq_hz, row);
                 }
@@ -245,11 +247,11 @@ fn by_freq<'a>(runs: impl Iterator<Item = &'a Run>) -> BTreeMap<u64, Vec<&'a Run
 }
 
 /// Build the tables from already aggregated intervals.
-pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) -> Analysis {
+pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
     let util_runs = by_freq(
         rs.runs
             .iter()
-            .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0),
+            .filter(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0),
     );
     let mut util = Vec::new();
     let mut durations = Vec::new();
@@ -318,7 +320,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     let classic = by_freq(
         rs.runs
             .iter()
-            .filter(|r| r.ok() && r.kind == "loss" && r.design == "classic"),
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
     );
     let baseline: Vec<f64> = classic
         .get(&0)
@@ -331,8 +333,8 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             .iter()
             .filter(|r| {
                 r.ok()
-                    && r.kind == "loss"
-                    && r.design == "paired"
+                    && r.kind == RunKind::Loss
+                    && r.design == Design::Paired
                     && r.freq_hz == 0
                     && r.iterations > 0
             })
@@ -370,7 +372,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             } else {
                 mean(&achieved)
             },
-            design: "classic".to_string(),
+            design: Design::Classic,
             method: "1 - mean(F)/mean(0); delta method, t on Welch df".to_string(),
             mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
             iterations,
@@ -384,9 +386,9 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
     let paired_runs = by_freq(
         rs.runs
             .iter()
-            .filter(|r| r.ok() && r.kind == "loss" && r.design == "paired"),
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Paired),
     );
-    let mut phases_by_run: BTreeMap<i64, Vec<&Phase>> = BTreeMap::new();
+    let mut phases_by_run: BTreeMap<u32, Vec<&Phase>> = BTreeMap::new();
     for p in &rs.phases {
         phases_by_run.entry(p.run_id).or_default().push(p);
     }
@@ -436,7 +438,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
                 f64::NAN
             },
             between_runs: one_way_anova(&by_run),
-            design: "paired".to_string(),
+            design: Design::Paired,
             method: format!(
                 "mean of ABBA-group losses 1 - on/off rate ({} groups); t interval",
                 pair_losses.len()
@@ -446,7 +448,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
             loss_pct: t_interval(&pair_losses),
         });
     }
-    loss.sort_by(|a, b| (a.freq_hz, &a.design).cmp(&(b.freq_hz, &b.design)));
+    loss.sort_by_key(|a| (a.freq_hz, a.design));
 
     let mut analysis = Analysis {
         util,
@@ -474,7 +476,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<i64, RunIntervals>) 
         excluded: Vec::new(),
         after_rows: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
-        scopes: distinct(rs.runs.iter().map(|r| r.scope.clone())),
+        scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
     };
 
     // Tracing cost: util runs' loop rates against the loss baseline.
@@ -597,6 +599,6 @@ pub fn fit_all(a: &Analysis) -> Fits {
 }
 
 /// Summary of one run's intervals, for tests and debugging.
-pub fn handler_stats(a: &Analysis, run_id: i64) -> Option<&IntervalStats> {
+pub fn handler_stats(a: &Analysis, run_id: u32) -> Option<&IntervalStats> {
     a.run_intervals.get(&run_id).map(|r| &r.handler)
 }

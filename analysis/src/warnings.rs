@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use results_format::{Design, RunKind, RunStatus, Status};
+
 use crate::load::{ResultSet, Run};
 use crate::tables::{ACHIEVED_RATE_WARN, Analysis, DRIVER_CPU_WARN, distinct};
 
@@ -17,7 +19,7 @@ fn ids(runs: &[&Run]) -> String {
 /// status and the driver's own, then each check over the runs and tables.
 pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
     let mut w = Vec::new();
-    if rs.manifest.status != "complete" {
+    if rs.manifest.status != Status::Complete {
         w.push(format!(
             "sweep status is `{}`, not `complete`: some planned runs may be missing",
             rs.manifest.status
@@ -43,7 +45,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
         ));
     }
     let sel = |f: &dyn Fn(&Run) -> bool| -> Vec<&Run> { rs.runs.iter().filter(|r| f(r)).collect() };
-    let failed = sel(&|r| !r.ok() && r.status != crate::tables::STATUS_EXCLUDED);
+    let failed = sel(&|r| !r.ok() && r.status != RunStatus::Excluded);
     if !failed.is_empty() {
         let reasons = distinct(failed.iter().map(|r| r.error.clone()));
         w.push(format!(
@@ -159,7 +161,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
             row.tracing_cost_pp()
         ));
     }
-    let empty: Vec<i64> = a
+    let empty: Vec<u32> = a
         .run_intervals
         .iter()
         .filter(|(_, iv)| iv.handler.count == 0)
@@ -174,11 +176,11 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
     let has_loss = rs
         .runs
         .iter()
-        .any(|r| r.ok() && r.kind == "loss" && r.freq_hz > 0);
+        .any(|r| r.ok() && r.kind == RunKind::Loss && r.freq_hz > 0);
     let classic_loss = rs
         .runs
         .iter()
-        .any(|r| r.ok() && r.kind == "loss" && r.design == "classic" && r.freq_hz > 0);
+        .any(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic && r.freq_hz > 0);
     if classic_loss && baseline.is_empty() {
         w.push("no successful 0 Hz loss runs: classic loss cannot be computed".to_string());
     } else if !has_loss {
@@ -192,7 +194,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
 /// long), or saw it go down while they ran; None when it never went down
 /// (or the columns are absent).
 pub(crate) fn lowered_limit(runs: &[Run]) -> Option<String> {
-    let known = |v: u64| (v > 0).then_some(v);
+    let known = |v: Option<u64>| v.filter(|&v| v > 0);
     let highest = runs
         .iter()
         .flat_map(|r| {
@@ -239,8 +241,8 @@ pub(crate) fn lowered_limit(runs: &[Run]) -> Option<String> {
                     "run {} at {} Hz: {} -> {}",
                     r.run_id,
                     r.freq_hz,
-                    r.perf_event_max_sample_rate_before,
-                    r.perf_event_max_sample_rate_after
+                    r.perf_event_max_sample_rate_before.unwrap_or(0),
+                    r.perf_event_max_sample_rate_after.unwrap_or(0)
                 )
             })
             .collect();
@@ -278,13 +280,13 @@ pub(crate) fn lowered_limit(runs: &[Run]) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn run(id: i64, freq_hz: u64, before: u64, after: u64) -> Run {
+    fn run(id: u32, freq_hz: u64, before: u64, after: u64) -> Run {
         Run {
             run_id: id,
             freq_hz,
-            status: "ok".into(),
-            perf_event_max_sample_rate_before: before,
-            perf_event_max_sample_rate_after: after,
+            status: RunStatus::Ok,
+            perf_event_max_sample_rate_before: (before > 0).then_some(before),
+            perf_event_max_sample_rate_after: (after > 0).then_some(after),
             ..Run::default()
         }
     }

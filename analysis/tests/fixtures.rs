@@ -10,6 +10,7 @@ use analysis::load::{Manifest, ResultSet, Run};
 use analysis::recommend::recommend;
 use analysis::stats::{loss_delta, t_interval, t_ppf};
 use analysis::tables::analyse_with;
+use results_format::{Design, RunKind, RunStatus, Status};
 use serde_json::Value;
 
 fn expected() -> Value {
@@ -148,9 +149,8 @@ fn intervals_match_scipy() {
 fn manifest() -> Manifest {
     Manifest {
         format_version: 1,
-        status: "complete".to_string(),
-        warnings: Vec::new(),
-        raw: serde_json::json!({"format_version": 1}),
+        status: Status::Complete,
+        ..Manifest::default()
     }
 }
 
@@ -163,14 +163,14 @@ fn recommendation_matches_scipy() {
     for (freq, counts) in r["runs"].as_object().unwrap() {
         for (rep, c) in counts.as_array().unwrap().iter().enumerate() {
             runs.push(Run {
-                run_id: runs.len() as i64,
-                kind: "loss".to_string(),
-                design: "classic".to_string(),
+                run_id: runs.len() as u32,
+                kind: RunKind::Loss,
+                design: Design::Classic,
                 freq_hz: freq.parse().unwrap(),
-                rep: rep as i64,
+                rep: rep as u32,
                 duration_ns,
                 iterations: c.as_u64().unwrap(),
-                status: "ok".to_string(),
+                status: RunStatus::Ok,
                 ..Run::default()
             });
         }

@@ -7,8 +7,8 @@ mod common;
 
 use analysis::percost::*;
 use analysis::stats::Estimate;
-use analysis::timeline::{Episode, RecoveryRow, TimelineRow};
 use common::*;
+use results_format::timeline::{Episode, RecoveryRow, TimelineRow};
 
 /// Recovery bins of a 1 s run: `near_excess_ns` in the first bin (within
 /// every horizon), nothing beyond 100 us (the run's reference speed).
@@ -324,7 +324,13 @@ fn table_on_a_synthetic_results_directory() {
         ps.rows[1]
     );
     // Gaps runs are no classic loss runs.
-    assert!(a.loss.iter().all(|l| l.design == "paired"), "{:?}", a.loss);
+    assert!(
+        a.loss
+            .iter()
+            .all(|l| l.design == results_format::Design::Paired),
+        "{:?}",
+        a.loss
+    );
     assert!(ps.warnings.is_empty(), "{:?}", ps.warnings);
 
     // One 0 Hz run with a 10x heavier background: b's interval and the
@@ -569,9 +575,8 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
         dir: "/nonexistent".into(),
         manifest: analysis::load::Manifest {
             format_version: 1,
-            status: "complete".into(),
-            warnings: Vec::new(),
-            raw: serde_json::json!({}),
+            status: results_format::Status::Complete,
+            ..Default::default()
         },
         runs: Vec::new(),
         phases: Vec::new(),
@@ -660,7 +665,7 @@ fn build_puts_handler_interrupt_remainder_and_paired_beside_the_cost() {
     };
     let paired = LossRow {
         freq_hz: 1000,
-        design: "paired".into(),
+        design: results_format::Design::Paired,
         method: String::new(),
         iterations: Vec::new(),
         mean_iterations: f64::NAN,

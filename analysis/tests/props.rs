@@ -8,6 +8,7 @@ use analysis::fit::{fit_line, fit_origin};
 use analysis::load::{Manifest, Phase, ResultSet, Run};
 use analysis::tables::analyse_with;
 use proptest::prelude::*;
+use results_format::{Design, RunKind, RunStatus, Status};
 
 proptest! {
     #[test]
@@ -41,14 +42,14 @@ proptest! {
         let mut runs = Vec::new();
         for (i, c) in counts.iter().enumerate() {
             runs.push(Run {
-                run_id: i as i64,
-                kind: "loss".to_string(),
-                design: "classic".to_string(),
+                run_id: i as u32,
+                kind: RunKind::Loss,
+                design: Design::Classic,
                 freq_hz: freqs[i % 5],
-                rep: (i / 5) as i64,
+                rep: (i / 5) as u32,
                 duration_ns: 10_000_000_000,
                 iterations: *c,
-                status: "ok".to_string(),
+                status: RunStatus::Ok,
                 ..Run::default()
             });
         }
@@ -157,7 +158,7 @@ fn paired_set(losses: [[f64; 3]; 2]) -> ResultSet {
     let mut runs = Vec::new();
     let mut phases = Vec::new();
     for (r, groups) in losses.iter().enumerate() {
-        runs.push(paired_run(r as i64));
+        runs.push(paired_run(r as u32));
         for (g, loss) in groups.iter().enumerate() {
             for k in 0..4u64 {
                 let i = g as u64 * 4 + k;
@@ -166,7 +167,7 @@ fn paired_set(losses: [[f64; 3]; 2]) -> ResultSet {
                 } else {
                     1e9
                 };
-                phases.push(abba_phase(r as i64, i, rate as u64));
+                phases.push(abba_phase(r as u32, i, rate as u64));
             }
         }
     }
@@ -174,28 +175,29 @@ fn paired_set(losses: [[f64; 3]; 2]) -> ResultSet {
 }
 
 /// A successful paired loss run at 4 kHz.
-fn paired_run(run_id: i64) -> Run {
+fn paired_run(run_id: u32) -> Run {
     Run {
         run_id,
-        kind: "loss".to_string(),
-        design: "paired".to_string(),
+        kind: RunKind::Loss,
+        design: Design::Paired,
         freq_hz: 4000,
         iterations: 1,
-        status: "ok".to_string(),
+        status: RunStatus::Ok,
         ..Run::default()
     }
 }
 
 /// Phase `i` (1 s long) of an ABBA sequence: off, on, on, off, ...
-fn abba_phase(run_id: i64, i: u64, iterations: u64) -> Phase {
+fn abba_phase(run_id: u32, i: u64, iterations: u64) -> Phase {
     Phase {
         run_id,
-        phase: i as i64,
+        phase: i as u32,
         sampling: matches!(i % 4, 1 | 2),
         start_ns: i * 1_000_000_000,
         end_ns: (i + 1) * 1_000_000_000,
         iterations,
         samples: 0,
+        ..Phase::default()
     }
 }
 
@@ -205,9 +207,8 @@ fn result_set(runs: Vec<Run>, phases: Vec<Phase>) -> ResultSet {
         dir: PathBuf::from("/nonexistent"),
         manifest: Manifest {
             format_version: 1,
-            status: "complete".to_string(),
-            warnings: Vec::new(),
-            raw: serde_json::json!({}),
+            status: Status::Complete,
+            ..Manifest::default()
         },
         runs,
         phases,
@@ -220,7 +221,7 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
         &paired_set([[9.9, 10.1, 10.0], [19.9, 20.1, 20.0]]),
         BTreeMap::new(),
     );
-    let row = a.loss.iter().find(|r| r.design == "paired").unwrap();
+    let row = a.loss.iter().find(|r| r.design == Design::Paired).unwrap();
     let by_run = row.loss_by_run_pct.unwrap();
     assert_eq!(by_run.n, 2);
     assert!((by_run.value - 15.0).abs() < 1e-6, "{by_run:?}");
@@ -246,7 +247,7 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
         &paired_set([[9.8, 10.2, 10.0], [10.1, 9.9, 10.05]]),
         BTreeMap::new(),
     );
-    let row = a.loss.iter().find(|r| r.design == "paired").unwrap();
+    let row = a.loss.iter().find(|r| r.design == Design::Paired).unwrap();
     assert!(row.between_runs.unwrap().1 > 0.05);
     assert!(
         !a.warnings
@@ -306,19 +307,19 @@ fn fits_use_the_rate_the_kernel_delivered() {
         .enumerate()
     {
         runs.push(Run {
-            run_id: i as i64,
-            kind: "util".to_string(),
-            design: "paired".to_string(),
+            run_id: i as u32,
+            kind: RunKind::Util,
+            design: Design::Paired,
             freq_hz,
             window_ns: 1_000_000_000,
             achieved_hz,
             iterations: 1,
-            status: "ok".to_string(),
+            status: RunStatus::Ok,
             ..Run::default()
         });
         let count = achieved_hz as u64;
         iv.insert(
-            i as i64,
+            i as u32,
             RunIntervals {
                 handler: IntervalStats {
                     count,

@@ -169,7 +169,7 @@ fn missing_and_corrupt_files_are_named() {
     std::fs::write(&victim, b"not parquet").unwrap();
     let x = excluded(&dir);
     assert_eq!(x.len(), 1, "{x:?}");
-    assert_eq!(x[0].run_id, util_ids[0] as i64);
+    assert_eq!(x[0].run_id, util_ids[0] as u32);
     assert!(
         x[0].reason.contains(&victim.display().to_string()) && x[0].reason.contains("corrupt"),
         "{x:?}"

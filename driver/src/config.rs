@@ -110,71 +110,12 @@ fn invalid(
     }
 }
 
-/// Experiment design.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Design {
-    /// Whole runs per frequency in randomised blocks.
-    Classic,
-    /// Sampling switched on and off in alternating ABBA phases within one run.
-    Paired,
-    /// Whole runs with the workload's timeline on: every interruption of
-    /// the loop is a gap, and each sample's cost is the gap that holds it.
-    Gaps,
-}
+pub use results_format::{Design, ScopeName};
 
 /// The designs run when none is given: the ones that resolve production
 /// rates on a noisy host (the article's classic design stays in
 /// experiments/article-2014.toml).
 pub const DEFAULT_DESIGNS: [Design; 2] = [Design::Paired, Design::Gaps];
-
-impl Design {
-    /// The name used in files and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Design::Classic => "classic",
-            Design::Paired => "paired",
-            Design::Gaps => "gaps",
-        }
-    }
-}
-
-/// Which CPUs the sampling event watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScopeName {
-    /// The measured CPU only (`perf record -C`).
-    Cpu,
-    /// Every CPU (`perf record -a`, the article's setup).
-    System,
-    /// The workload process only.
-    Task,
-}
-
-impl ScopeName {
-    /// The name used in files and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScopeName::Cpu => "cpu",
-            ScopeName::System => "system",
-            ScopeName::Task => "task",
-        }
-    }
-
-    fn parse(s: &str, origin: &Origin) -> Result<Self, ConfigError> {
-        match s {
-            "cpu" => Ok(ScopeName::Cpu),
-            "system" => Ok(ScopeName::System),
-            "task" => Ok(ScopeName::Task),
-            _ => Err(invalid(
-                s,
-                origin,
-                "unknown scope",
-                "use one of cpu, system, task",
-            )),
-        }
-    }
-}
 
 /// A TOML value that may be one item or a list.
 #[derive(Debug, Clone, Deserialize)]
@@ -418,9 +359,9 @@ impl SweepOptions {
         };
 
         let scope = if let Some(text) = &flags.scope {
-            ScopeName::parse(text, &Origin::Flag("--scope"))?
+            values::parse_scope(text, &Origin::Flag("--scope"))?
         } else if let Some(text) = &exp.scope {
-            ScopeName::parse(text, &key("scope"))?
+            values::parse_scope(text, &key("scope"))?
         } else {
             ScopeName::System
         };

@@ -8,7 +8,8 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use analysis::timeline::{
+use results_format::RunStatus;
+use results_format::timeline::{
     Gap, RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, gaps_path, samples_path,
     write_gaps_parquet, write_samples_parquet,
 };
@@ -98,7 +99,7 @@ pub struct RunOutcome {
 }
 
 /// What a gaps-design run adds: written to gaps/, samples/, timeline.csv
-/// and recovery.csv (analysis::timeline defines them).
+/// and recovery.csv (results_format::timeline defines them).
 #[derive(Debug, Clone, Default)]
 pub struct TimelineOutcome {
     /// The gaps, joined into episodes.
@@ -201,8 +202,8 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
     let run = spec.run;
     RunRow {
         run_id: run.run_id,
-        kind: run.kind.as_str().to_owned(),
-        design: run.design.as_str().to_owned(),
+        kind: run.kind,
+        design: run.design,
         block: run.block,
         freq_hz: run.freq_hz,
         rep: run.rep,
@@ -215,7 +216,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         requested_event: spec.opts.event.clone(),
         sample: run.sample.name(),
         workload: run.workload.name(),
-        scope: spec.opts.scope.as_str().to_owned(),
+        scope: spec.opts.scope,
         cpu: spec.opts.cpu,
         // A command runs to completion: no requested duration, and its
         // wall time is the measurement.
@@ -318,7 +319,7 @@ pub fn execute(
             }
             Err(RunError::Failed(message)) => {
                 tracing::error!("run {} failed: {message}", run.run_id);
-                row.status = "failed".into();
+                row.status = RunStatus::Failed;
                 row.error = message.clone();
                 row.noisy = !quiet.quiet;
                 dir.append_run(&row)?;
@@ -374,7 +375,7 @@ pub fn execute(
                 fill_row(&mut row, &out);
                 row.noisy = !reasons.is_empty();
                 row.noise_reasons = reasons.join("; ");
-                row.status = "ok".into();
+                row.status = RunStatus::Ok;
                 dir.append_run(&row)?;
                 summary.recorded += 1;
                 if row.noisy {
@@ -474,9 +475,9 @@ fn write_timeline(
     run: &PlannedRun,
     t: &TimelineOutcome,
 ) -> Result<(), ExecError> {
-    let id = i64::from(run.run_id);
+    let id = run.run_id;
     let parquet_err = |path: std::path::PathBuf| {
-        move |e: analysis::AnalysisError| ExecError::Intervals {
+        move |e: ResultsError| ExecError::Intervals {
             path,
             message: e.to_string(),
         }

@@ -1,6 +1,6 @@
 //! The gaps design after a run: the workload's timeline (its gaps file and
 //! report) and the sampler's sample times become the run's episodes and
-//! matches (analysis::timeline defines the files they are written to).
+//! matches (results_format::timeline defines the files they are written to).
 //!
 //! Gaps are joined into episodes ([`join_episodes`]); each sample of the
 //! measured CPU inside the loop's window is matched to the episode that
@@ -9,7 +9,7 @@
 //! workload could not store are counted (`gaps_dropped`), and each problem
 //! is a sentence in the row's `warnings`.
 
-use analysis::timeline::{Gap, RecoveryRow, TimelineRow, join_episodes, match_times};
+use results_format::timeline::{Gap, RecoveryRow, TimelineRow, join_episodes, match_times};
 use workload::timeline::TimelineReport;
 
 use crate::exec::TimelineOutcome;

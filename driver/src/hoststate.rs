@@ -113,27 +113,9 @@ pub struct StateFile {
     pub changes: Vec<SettingChange>,
 }
 
-/// Writes `contents` to `path` through a temporary file in the same
-/// directory and a rename, so a reader sees the old or the new file, never
-/// half of one; the temporary is removed when any step fails.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), std::io::Error> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_data()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+/// Writes a file through a temporary in the same directory and a rename
+/// (the results directory's manifest is written the same way).
+pub use results_format::write_atomic;
 
 fn ensure_dir(dir: &Path) -> Result<(), HostStateError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))

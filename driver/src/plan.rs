@@ -26,25 +26,7 @@ use crate::config::{Design, SweepOptions};
 use crate::contents::SampleContents;
 use workload::work::WorkKind;
 
-/// What a run measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunKind {
-    /// No tracepoints; the workload's loop count is the measurement.
-    Loss,
-    /// Handler tracepoints on; handler intervals are the measurement.
-    Util,
-}
-
-impl RunKind {
-    /// The name used in files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunKind::Loss => "loss",
-            RunKind::Util => "util",
-        }
-    }
-}
+pub use results_format::RunKind;
 
 /// One planned run, as in the manifest's `plan`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -374,7 +374,8 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         let entry: Vec<u64> = iv.iter().map(|i| i.entry_ns).collect();
         let dur: Vec<u64> = iv.iter().map(|i| i.duration_ns).collect();
         let src: Vec<&str> = iv.iter().map(|i| i.source).collect();
-        analysis::write_intervals_parquet(path, &cpu, &entry, &dur, &src).map_err(|e| e.to_string())
+        results_format::events::write_intervals_parquet(path, &cpu, &entry, &dur, &src)
+            .map_err(|e| e.to_string())
     };
     let result = execute(
         &mut backend,

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use assert_cmd::Command;
 use driver::results::{read_manifest, read_runs};
+use results_format::{Design, RunKind, RunStatus};
 
 mod common;
 
@@ -80,9 +81,9 @@ fn a_command_is_measured_from_whole_runs_and_reported() {
     // 3 blocks x (0 Hz + 1000 Hz loss + 1000 Hz util).
     assert_eq!(rows.len(), 9, "{rows:?}");
     for r in &rows {
-        assert_eq!(r.status, "ok", "{r:?}");
+        assert_eq!(r.status, RunStatus::Ok, "{r:?}");
         assert_eq!(r.workload, "command");
-        assert_eq!(r.design, "classic");
+        assert_eq!(r.design, Design::Classic);
         assert_eq!((r.iterations, r.duration_ns), (1, 0), "{r:?}");
         assert!(r.wall_ns > 1_000_000, "{r:?}");
         assert_eq!(r.wall_ns, r.ended_at_ns - r.started_at_ns);
@@ -99,7 +100,7 @@ fn a_command_is_measured_from_whole_runs_and_reported() {
             assert_eq!(r.samples, 0);
         }
     }
-    let util = rows.iter().filter(|r| r.kind == "util").count();
+    let util = rows.iter().filter(|r| r.kind == RunKind::Util).count();
     assert_eq!(util, 3);
     let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
     assert!(md.contains("## Your command: loss from whole runs"), "{md}");
@@ -162,7 +163,10 @@ fn a_command_that_fails_is_refused_before_anything_runs_or_recorded_when_it_fail
     assert!(o.status.success(), "{stderr}");
     let rows = read_runs(&out).unwrap();
     assert_eq!(rows.len(), 4);
-    let failed: Vec<_> = rows.iter().filter(|r| r.status == "failed").collect();
+    let failed: Vec<_> = rows
+        .iter()
+        .filter(|r| r.status == RunStatus::Failed)
+        .collect();
     assert_eq!(failed.len(), 1, "{rows:?}");
     assert_eq!(failed[0].run_id, 1);
     assert!(

@@ -14,6 +14,7 @@ use driver::results::{
     read_runs,
 };
 use driver::system::QuietReport;
+use results_format::RunStatus;
 
 /// A backend whose loop count falls 1% per kHz, that can fail or interrupt
 /// at a given run id, and that checks that every earlier run is already in
@@ -167,16 +168,19 @@ fn rows_are_written_as_runs_end_and_a_failure_does_not_stop_the_sweep() {
 
     let rows = read_runs(&root).unwrap();
     assert_eq!(rows.len(), plan.len());
-    let failed: Vec<_> = rows.iter().filter(|r| r.status == "failed").collect();
+    let failed: Vec<_> = rows
+        .iter()
+        .filter(|r| r.status == RunStatus::Failed)
+        .collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].run_id, 4);
     assert!(failed[0].error.contains("signal 9") && failed[0].error.contains("oops"));
     for (row, p) in rows.iter().zip(&plan) {
         assert_eq!(row.run_id, p.run_id);
         assert_eq!(row.freq_hz, p.freq_hz);
-        assert_eq!(row.kind, p.kind.as_str());
-        assert_eq!(row.design, p.design.as_str());
-        if row.status == "ok" {
+        assert_eq!(row.kind, p.kind);
+        assert_eq!(row.design, p.design);
+        if row.status == RunStatus::Ok {
             assert_eq!(row.iterations, 1_000_000 - p.freq_hz * 10);
             // The paired null control opens a sampler that never fires.
             let opened = p.freq_hz > 0 || p.design == Design::Paired;
@@ -193,15 +197,17 @@ fn rows_are_written_as_runs_end_and_a_failure_does_not_stop_the_sweep() {
         assert_eq!(
             root.join(format!("events/run-{}.parquet", p.run_id))
                 .exists(),
-            row.status == "ok" && p.kind == RunKind::Util
+            row.status == RunStatus::Ok && p.kind == RunKind::Util
         );
         // Mock makes run 1 switch a million times: flagged, not hidden.
-        assert_eq!(row.noisy, row.run_id == 1 && row.status == "ok");
+        assert_eq!(row.noisy, row.run_id == 1 && row.status == RunStatus::Ok);
     }
     let phases = read_phases(&root).unwrap();
     let paired_ok = rows
         .iter()
-        .filter(|r| r.design == "paired" && r.kind == "loss" && r.status == "ok")
+        .filter(|r| {
+            r.design == Design::Paired && r.kind == RunKind::Loss && r.status == RunStatus::Ok
+        })
         .count();
     // 1 s with 100 ms phases: 400 ms settling, then 6 phases -> one group
     // of four per paired run.

@@ -5,42 +5,14 @@
 //! (tests/common).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use assert_cmd::Command;
-use driver::results::{read_manifest, read_phases, read_runs, run_columns};
+use driver::results::{read_manifest, read_phases, read_runs};
+use results_format::{Design, RunKind, RunStatus};
 
 mod common;
-
-/// Column names in the runs.csv table of docs/results-format.md.
-fn documented_run_columns() -> HashSet<String> {
-    let doc = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results-format.md"),
-    )
-    .unwrap();
-    let section = doc.split("## runs.csv").nth(1).unwrap();
-    let section = section.split("\n## ").next().unwrap();
-    let mut cols = HashSet::new();
-    for line in section.lines().filter(|l| l.starts_with("| `")) {
-        let first = line.split('|').nth(1).unwrap();
-        for part in first.split('`').skip(1).step_by(2) {
-            cols.insert(part.to_owned());
-        }
-    }
-    cols
-}
-
-#[test]
-fn every_runs_csv_column_is_documented() {
-    let documented = documented_run_columns();
-    for c in run_columns() {
-        assert!(
-            documented.contains(&c),
-            "runs.csv column {c} not in docs/results-format.md"
-        );
-    }
-}
 
 #[test]
 fn quick_experiment_end_to_end() {
@@ -79,7 +51,7 @@ fn quick_experiment_end_to_end() {
     let rows = read_runs(&out).unwrap();
     assert_eq!(rows.len(), m.plan.len());
     assert!(
-        rows.iter().all(|r| r.status == "ok"),
+        rows.iter().all(|r| r.status == RunStatus::Ok),
         "failed runs: {rows:?}"
     );
     // 2 reps x (3 classic + 3 paired + 3 gaps loss + 2 util).
@@ -109,7 +81,7 @@ fn quick_experiment_end_to_end() {
             v[0]
         );
     }
-    for r in rows.iter().filter(|r| r.kind == "util") {
+    for r in rows.iter().filter(|r| r.kind == RunKind::Util) {
         assert!(
             r.handler_intervals > 0,
             "util run {} has no intervals",
@@ -170,8 +142,9 @@ fn quick_experiment_end_to_end() {
 /// almost every sample falls in a gap of the loop (on the development VM all
 /// of them did), the 0 Hz runs have no samples, and sampling adds gap time.
 fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
-    use analysis::timeline::{TIMELINE_CSV, TimelineRow, read_csv_rows, read_gaps_parquet};
-    let gaps_runs: Vec<_> = rows.iter().filter(|r| r.design == "gaps").collect();
+    use results_format::read_csv_rows;
+    use results_format::timeline::{TIMELINE_CSV, TimelineRow, read_gaps_parquet};
+    let gaps_runs: Vec<_> = rows.iter().filter(|r| r.design == Design::Gaps).collect();
     assert_eq!(gaps_runs.len(), 6);
     let tl: Vec<TimelineRow> = read_csv_rows(&out.join(TIMELINE_CSV)).unwrap();
     assert_eq!(tl.len(), 6, "{tl:?}");
@@ -179,7 +152,7 @@ fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
     for t in &tl {
         let r = gaps_runs.iter().find(|r| r.run_id == t.run_id).unwrap();
         assert_eq!(t.freq_hz, r.freq_hz);
-        let gaps = read_gaps_parquet(&analysis::timeline::gaps_path(out, t.run_id.into())).unwrap();
+        let gaps = read_gaps_parquet(&results_format::timeline::gaps_path(out, t.run_id)).unwrap();
         assert_eq!(gaps.len() as u64, t.gaps - t.gaps_dropped);
         assert!(
             out.join(format!("samples/run-{}.parquet", t.run_id))
@@ -262,7 +235,7 @@ fn check_report_numbers(
     let mean_iters = |f: u64| {
         let v: Vec<f64> = rows
             .iter()
-            .filter(|r| r.kind == "loss" && r.design == "classic" && r.freq_hz == f)
+            .filter(|r| r.kind == RunKind::Loss && r.design == Design::Classic && r.freq_hz == f)
             .map(|r| r.iterations as f64)
             .collect();
         v.iter().sum::<f64>() / v.len() as f64

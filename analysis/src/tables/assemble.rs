@@ -3,11 +3,12 @@
 //! left out and listed.
 
 use super::*;
+use results_format::RunStatus;
 
 /// A run left out of the analysis because one of its files is unreadable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExcludedRun {
-    pub run_id: i64,
+    pub run_id: u32,
     /// The file.
     pub path: std::path::PathBuf,
     /// Why it could not be used (the reader's error).
@@ -27,15 +28,12 @@ pub(super) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> Resu
     let mut out = rs.clone();
     for r in &mut out.runs {
         if let Some(x) = excluded.iter().find(|x| x.run_id == r.run_id) {
-            r.status = STATUS_EXCLUDED.to_string();
+            r.status = RunStatus::Excluded;
             r.error = x.reason.clone();
         }
     }
     out
 }
-
-/// The `status` given to runs left out because a file is unreadable.
-pub const STATUS_EXCLUDED: &str = "excluded";
 
 /// Build all tables: those of the primary sample contents (with every 0 Hz
 /// run), and the same analysis for each other contents, side by side in
@@ -136,7 +134,7 @@ pub(super) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String>
             names[1..].join(", ")
         ));
     }
-    if names.iter().all(|n| n == crate::load::LEGACY_SAMPLE)
+    if names.iter().all(|n| n == results_format::LEGACY_SAMPLE)
         && rs.runs.iter().any(|r| r.freq_hz > 0)
     {
         w.push(
@@ -159,7 +157,7 @@ pub(super) fn analyse_one(
     let util_runs: Vec<&Run> = rs
         .runs
         .iter()
-        .filter(|r| r.ok() && r.kind == "util" && r.freq_hz > 0)
+        .filter(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0)
         .collect();
     let (run_intervals, mut excluded) = read_all_intervals(rs, &util_runs);
     let gaps = all_gaps.restricted_to(rs);
@@ -196,14 +194,14 @@ pub(super) fn analyse_one(
 pub(super) fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
-) -> (BTreeMap<i64, RunIntervals>, Vec<ExcludedRun>) {
+) -> (BTreeMap<u32, RunIntervals>, Vec<ExcludedRun>) {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8)
         .min(runs.len().max(1));
     let chunk = runs.len().div_ceil(workers).max(1);
-    type One = (i64, Result<RunIntervals, AnalysisError>);
+    type One = (u32, Result<RunIntervals, AnalysisError>);
     let results: Vec<Vec<One>> = std::thread::scope(|s| {
         let handles: Vec<_> = runs
             .chunks(chunk)

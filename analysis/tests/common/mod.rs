@@ -341,8 +341,8 @@ pub fn synthetic_gaps(
     freq_hz: u64,
     start_ns: u64,
     bg_scale: u64,
-) -> (Vec<analysis::timeline::Gap>, Vec<u64>) {
-    use analysis::timeline::Gap;
+) -> (Vec<results_format::timeline::Gap>, Vec<u64>) {
+    use results_format::timeline::Gap;
     let mut rng = Lcg(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let end = start_ns + GAPS_WINDOW_NS;
     let mut gaps = Vec::new();
@@ -396,10 +396,10 @@ pub fn write_gaps_run(
     rep: u32,
     bg_scale: u64,
 ) -> (
-    analysis::timeline::TimelineRow,
-    Vec<analysis::timeline::RecoveryRow>,
+    results_format::timeline::TimelineRow,
+    Vec<results_format::timeline::RecoveryRow>,
 ) {
-    use analysis::timeline::*;
+    use results_format::timeline::*;
     let start = 5_000_000_000 + u64::from(run_id) * 2 * GAPS_WINDOW_NS;
     let (mut gaps, samples) = synthetic_gaps(u64::from(run_id) + 1, freq_hz, start, bg_scale);
     let episodes = join_episodes(&mut gaps);
@@ -412,9 +412,9 @@ pub fn write_gaps_run(
         .count();
     std::fs::create_dir_all(dir.join("gaps")).unwrap();
     std::fs::create_dir_all(dir.join("samples")).unwrap();
-    write_gaps_parquet(&gaps_path(dir, i64::from(run_id)), &gaps).unwrap();
+    write_gaps_parquet(&gaps_path(dir, run_id), &gaps).unwrap();
     if freq_hz > 0 {
-        write_samples_parquet(&samples_path(dir, i64::from(run_id)), &samples, &matched).unwrap();
+        write_samples_parquet(&samples_path(dir, run_id), &samples, &matched).unwrap();
     }
     let row = TimelineRow {
         run_id,

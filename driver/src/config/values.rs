@@ -100,6 +100,20 @@ pub(super) fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigErr
     }
 }
 
+pub(super) fn parse_scope(s: &str, origin: &Origin) -> Result<ScopeName, ConfigError> {
+    match s {
+        "cpu" => Ok(ScopeName::Cpu),
+        "system" => Ok(ScopeName::System),
+        "task" => Ok(ScopeName::Task),
+        _ => Err(invalid(
+            s,
+            origin,
+            "unknown scope",
+            "use one of cpu, system, task",
+        )),
+    }
+}
+
 /// Parses a duration such as `10s`, `250ms`, `1.5s`, `500us`, `100ns`, `2m`.
 /// A bare number is seconds.
 pub fn parse_duration(text: &str, origin: &Origin) -> Result<u64, ConfigError> {

@@ -1,5 +1,5 @@
-//! The gaps design's files, defined once: the driver writes them with these
-//! types and functions, the analysis reads them with the same ones
+//! The gaps design's files: the driver writes them with these types and
+//! functions, the analysis reads them with the same ones
 //! (docs/results-format.md, "gaps design").
 //!
 //! - `gaps/run-<id>.parquet`: every gap the workload's timeline saw, one row
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::AnalysisError;
+use crate::FormatError;
 
 /// Gaps whose loop progress between them is shorter than this are one
 /// episode (on the development VM split gaps were a few ns of progress apart;
@@ -183,22 +183,27 @@ pub struct RecoveryRow {
     pub excess_ns_sum: f64,
 }
 
+/// The columns of `gaps/run-<id>.parquet`, in order.
+pub const GAP_COLUMNS: [&str; 4] = ["start_ns", "end_ns", "excess_ns", "episode"];
+/// The columns of `samples/run-<id>.parquet`, in order.
+pub const SAMPLE_COLUMNS: [&str; 2] = ["time_ns", "episode"];
+
 /// Writes `gaps/run-<id>.parquet` (atomically: temporary name, then rename).
-pub fn write_gaps_parquet(path: &Path, gaps: &[Gap]) -> Result<(), AnalysisError> {
+pub fn write_gaps_parquet(path: &Path, gaps: &[Gap]) -> Result<(), FormatError> {
     let col = |name: &str, v: Vec<u64>| Column::new(name.into(), v);
     let df = DataFrame::new(
         gaps.len(),
         vec![
-            col("start_ns", gaps.iter().map(|g| g.start_ns).collect()),
-            col("end_ns", gaps.iter().map(|g| g.end_ns).collect()),
-            col("excess_ns", gaps.iter().map(|g| g.excess_ns).collect()),
+            col(GAP_COLUMNS[0], gaps.iter().map(|g| g.start_ns).collect()),
+            col(GAP_COLUMNS[1], gaps.iter().map(|g| g.end_ns).collect()),
+            col(GAP_COLUMNS[2], gaps.iter().map(|g| g.excess_ns).collect()),
             Column::new(
-                "episode".into(),
+                GAP_COLUMNS[3].into(),
                 gaps.iter().map(|g| g.episode).collect::<Vec<u32>>(),
             ),
         ],
     )
-    .map_err(|e| AnalysisError::corrupt(path, format!("building the gap table: {e}")))?;
+    .map_err(|e| FormatError::corrupt(path, format!("building the gap table: {e}")))?;
     crate::parquet::write_atomic(path, df)
 }
 
@@ -208,32 +213,28 @@ pub fn write_samples_parquet(
     path: &Path,
     time_ns: &[u64],
     episode: &[i64],
-) -> Result<(), AnalysisError> {
+) -> Result<(), FormatError> {
     let df = DataFrame::new(
         time_ns.len(),
         vec![
-            Column::new("time_ns".into(), time_ns),
-            Column::new("episode".into(), episode),
+            Column::new(SAMPLE_COLUMNS[0].into(), time_ns),
+            Column::new(SAMPLE_COLUMNS[1].into(), episode),
         ],
     )
-    .map_err(|e| AnalysisError::corrupt(path, format!("building the sample table: {e}")))?;
+    .map_err(|e| FormatError::corrupt(path, format!("building the sample table: {e}")))?;
     crate::parquet::write_atomic(path, df)
 }
 
-fn u64_column(df: &DataFrame, name: &str, path: &Path) -> Result<Vec<u64>, AnalysisError> {
-    let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
+fn u64_column(df: &DataFrame, name: &str, path: &Path) -> Result<Vec<u64>, FormatError> {
+    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
     let c = df.column(name).map_err(corrupt)?;
     let c = c.cast(&DataType::UInt64).map_err(corrupt)?;
     Ok(c.u64().map_err(corrupt)?.into_no_null_iter().collect())
 }
 
 /// Reads `gaps/run-<id>.parquet`.
-pub fn read_gaps_parquet(path: &Path) -> Result<Vec<Gap>, AnalysisError> {
-    let df = crate::parquet::read_columns(
-        path,
-        "timeline gaps of a gaps run",
-        &["start_ns", "end_ns", "excess_ns", "episode"],
-    )?;
+pub fn read_gaps_parquet(path: &Path) -> Result<Vec<Gap>, FormatError> {
+    let df = crate::parquet::read_columns(path, "timeline gaps of a gaps run", &GAP_COLUMNS)?;
     let start = u64_column(&df, "start_ns", path)?;
     let end = u64_column(&df, "end_ns", path)?;
     let excess = u64_column(&df, "excess_ns", path)?;
@@ -249,10 +250,9 @@ pub fn read_gaps_parquet(path: &Path) -> Result<Vec<Gap>, AnalysisError> {
 }
 
 /// Reads `samples/run-<id>.parquet`: (time_ns, episode) pairs.
-pub fn read_samples_parquet(path: &Path) -> Result<(Vec<u64>, Vec<i64>), AnalysisError> {
-    let df =
-        crate::parquet::read_columns(path, "sample times of a gaps run", &["time_ns", "episode"])?;
-    let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
+pub fn read_samples_parquet(path: &Path) -> Result<(Vec<u64>, Vec<i64>), FormatError> {
+    let df = crate::parquet::read_columns(path, "sample times of a gaps run", &SAMPLE_COLUMNS)?;
+    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
     let time = u64_column(&df, "time_ns", path)?;
     let ep = df
         .column("episode")
@@ -284,12 +284,12 @@ pub fn episodes_of(gaps: &[Gap]) -> Vec<Episode> {
 }
 
 /// Paths of a run's gaps and samples files inside a results directory.
-pub fn gaps_path(dir: &Path, run_id: i64) -> PathBuf {
+pub fn gaps_path(dir: &Path, run_id: u32) -> PathBuf {
     dir.join("gaps").join(format!("run-{run_id}.parquet"))
 }
 
 /// See [`gaps_path`].
-pub fn samples_path(dir: &Path, run_id: i64) -> PathBuf {
+pub fn samples_path(dir: &Path, run_id: u32) -> PathBuf {
     dir.join("samples").join(format!("run-{run_id}.parquet"))
 }
 
@@ -298,23 +298,11 @@ pub const TIMELINE_CSV: &str = "timeline.csv";
 /// `recovery.csv` in a results directory.
 pub const RECOVERY_CSV: &str = "recovery.csv";
 
-/// Reads every row of a CSV file written with one of this module's row
-/// types; a missing file is an empty list (a sweep without the gaps design).
-pub fn read_csv_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, AnalysisError> {
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    let mut rdr =
-        csv::Reader::from_path(path).map_err(|e| AnalysisError::corrupt(path, e.to_string()))?;
-    rdr.deserialize()
-        .map(|r| r.map_err(|e| AnalysisError::corrupt(path, e.to_string())))
-        .collect()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::read_csv_rows;
 
     fn gap(start_ns: u64, end_ns: u64, excess_ns: u64) -> Gap {
         Gap {

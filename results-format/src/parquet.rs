@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use crate::error::AnalysisError;
+use crate::FormatError;
 
 fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path
@@ -20,34 +20,34 @@ fn tmp_path(path: &Path) -> PathBuf {
 
 /// Writes `df` to `path` atomically: under a temporary name (removed if
 /// the write fails), then renamed, so a reader never sees half a file.
-pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), AnalysisError> {
+pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
     let tmp = tmp_path(path);
-    let file = File::create(&tmp).map_err(|e| AnalysisError::write(&tmp, e))?;
+    let file = File::create(&tmp).map_err(|e| FormatError::write(&tmp, e))?;
     let written = ParquetWriter::new(file)
         .with_compression(ParquetCompression::Lz4Raw)
         .finish(&mut df);
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(AnalysisError::write(
+        return Err(FormatError::write(
             &tmp,
             std::io::Error::other(e.to_string()),
         ));
     }
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        AnalysisError::write(path, e)
+        FormatError::write(path, e)
     })
 }
 
 /// Lazily scans `cols` of a parquet file; a missing file is
-/// [`AnalysisError::Missing`], naming `what` it should have held.
+/// [`FormatError::Missing`], naming `what` it should have held.
 pub fn read_columns(
     path: &Path,
     what: &'static str,
     cols: &[&str],
-) -> Result<DataFrame, AnalysisError> {
-    AnalysisError::require_file(path, what)?;
-    let corrupt = |e: PolarsError| AnalysisError::corrupt(path, e);
+) -> Result<DataFrame, FormatError> {
+    FormatError::require_file(path, what)?;
+    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
     let pl_path = PlRefPath::try_from_path(path).map_err(corrupt)?;
     LazyFrame::scan_parquet(pl_path, ScanArgsParquet::default())
         .map_err(corrupt)?

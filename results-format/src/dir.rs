@@ -1,0 +1,351 @@
+//! Writing a results directory as the sweep goes: a runs.csv row is
+//! appended, flushed and synced when each run ends, and the manifest is
+//! replaced atomically (write to a temporary file, then rename), so a crash
+//! or Ctrl-C loses at most the run in progress.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::runs::{PHASES_CSV, RUNS_CSV, header_of, phase_columns, run_columns};
+use crate::{FormatError, Manifest, PhaseRow, RunRow};
+
+/// Path of a util run's handler intervals in the results directory `root`.
+pub fn events_path(root: &Path, run_id: u32) -> PathBuf {
+    root.join("events").join(format!("run-{run_id}.parquet"))
+}
+
+/// Path of a run's workload report in the results directory `root`.
+pub fn workload_path(root: &Path, run_id: u32) -> PathBuf {
+    root.join("workload").join(format!("run-{run_id}.json"))
+}
+
+/// An open results directory, being written.
+#[derive(Debug)]
+pub struct ResultsDir {
+    root: PathBuf,
+    runs: csv::Writer<File>,
+    phases: csv::Writer<File>,
+}
+
+impl ResultsDir {
+    /// Creates a new results directory; refuses an existing one.
+    pub fn create(root: &Path) -> Result<Self, FormatError> {
+        if root.exists() {
+            return Err(FormatError::Exists {
+                path: root.to_owned(),
+            });
+        }
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(FormatError::io(parent))?;
+        }
+        std::fs::create_dir(root).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                FormatError::Exists {
+                    path: root.to_owned(),
+                }
+            } else {
+                FormatError::Io {
+                    path: root.to_owned(),
+                    source,
+                }
+            }
+        })?;
+        for sub in ["events", "workload"] {
+            let p = root.join(sub);
+            std::fs::create_dir(&p).map_err(FormatError::io(&p))?;
+        }
+        let runs_path = root.join(RUNS_CSV);
+        let phases_path = root.join(PHASES_CSV);
+        let mut runs = csv_appender(&runs_path)?;
+        runs.write_record(run_columns())
+            .map_err(|source| FormatError::Csv {
+                path: runs_path.clone(),
+                source,
+            })?;
+        flush(&mut runs, &runs_path)?;
+        let mut phases = csv_appender(&phases_path)?;
+        phases
+            .write_record(phase_columns())
+            .map_err(|source| FormatError::Csv {
+                path: phases_path.clone(),
+                source,
+            })?;
+        flush(&mut phases, &phases_path)?;
+        Ok(ResultsDir {
+            root: root.to_owned(),
+            runs,
+            phases,
+        })
+    }
+
+    /// Opens an existing directory to append to (`--resume`).
+    pub fn open_existing(root: &Path) -> Result<Self, FormatError> {
+        for sub in ["events", "workload"] {
+            let p = root.join(sub);
+            std::fs::create_dir_all(&p).map_err(FormatError::io(&p))?;
+        }
+        Ok(ResultsDir {
+            root: root.to_owned(),
+            runs: csv_appender(&root.join(RUNS_CSV))?,
+            phases: csv_appender(&root.join(PHASES_CSV))?,
+        })
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path of a util run's handler intervals.
+    pub fn events_path(&self, run_id: u32) -> PathBuf {
+        events_path(&self.root, run_id)
+    }
+
+    /// Path of a run's workload report.
+    pub fn workload_path(&self, run_id: u32) -> PathBuf {
+        workload_path(&self.root, run_id)
+    }
+
+    /// Appends one runs.csv row, flushed and synced.
+    pub fn append_run(&mut self, row: &RunRow) -> Result<(), FormatError> {
+        let path = self.root.join(RUNS_CSV);
+        self.runs
+            .serialize(row)
+            .map_err(|source| FormatError::Csv {
+                path: path.clone(),
+                source,
+            })?;
+        flush(&mut self.runs, &path)
+    }
+
+    /// Appends phases.csv rows, flushed and synced.
+    pub fn append_phases(&mut self, rows: &[PhaseRow]) -> Result<(), FormatError> {
+        let path = self.root.join(PHASES_CSV);
+        for row in rows {
+            self.phases
+                .serialize(row)
+                .map_err(|source| FormatError::Csv {
+                    path: path.clone(),
+                    source,
+                })?;
+        }
+        flush(&mut self.phases, &path)
+    }
+
+    /// Appends rows to `<root>/<name>` (a CSV with a header row, created on
+    /// first use: the gaps design's timeline.csv and recovery.csv exist
+    /// only in sweeps that run it), flushed and synced.
+    pub fn append_rows<T: Serialize + Default>(
+        &self,
+        name: &str,
+        rows: &[T],
+    ) -> Result<(), FormatError> {
+        let path = self.root.join(name);
+        let new = std::fs::metadata(&path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(true);
+        let mut w = csv_appender(&path)?;
+        let csv_err = |source| FormatError::Csv {
+            path: path.clone(),
+            source,
+        };
+        if new {
+            w.write_record(header_of::<T>()).map_err(csv_err)?;
+        }
+        for row in rows {
+            w.serialize(row).map_err(csv_err)?;
+        }
+        flush(&mut w, &path)
+    }
+
+    /// Creates the directory that will hold `path` (the gaps design's
+    /// `gaps/` and `samples/` exist only in sweeps that run it).
+    pub fn ensure_parent(&self, path: &Path) -> Result<(), FormatError> {
+        match path.parent() {
+            Some(dir) => std::fs::create_dir_all(dir).map_err(FormatError::io(dir)),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes a run's workload report (the workload's own JSON).
+    pub fn write_workload(&self, run_id: u32, json: &str) -> Result<(), FormatError> {
+        let path = self.workload_path(run_id);
+        std::fs::write(&path, json).map_err(FormatError::io(&path))
+    }
+
+    /// Replaces manifest.json atomically.
+    pub fn write_manifest<O: Serialize, P: Serialize>(
+        &self,
+        manifest: &Manifest<O, P>,
+    ) -> Result<(), FormatError> {
+        crate::write_manifest(&self.root, manifest)
+    }
+}
+
+fn csv_appender(path: &Path) -> Result<csv::Writer<File>, FormatError> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(FormatError::io(path))?;
+    Ok(csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(file))
+}
+
+fn flush(w: &mut csv::Writer<File>, path: &Path) -> Result<(), FormatError> {
+    w.flush().map_err(FormatError::io(path))?;
+    w.get_ref().sync_data().map_err(FormatError::io(path))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::{Design, RunKind, RunStatus, Status, read_manifest, read_phases, read_runs};
+
+    #[test]
+    fn round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("r");
+        let mut dir = ResultsDir::create(&root).unwrap();
+        let m: Manifest = Manifest {
+            format_version: crate::FORMAT_VERSION,
+            status: Status::Running,
+            plan: vec![serde_json::json!({"run_id": 0})],
+            options: serde_json::json!({"reps": 2}),
+            ..Manifest::default()
+        };
+        dir.write_manifest(&m).unwrap();
+        let row = RunRow {
+            run_id: 3,
+            kind: RunKind::Util,
+            design: Design::Gaps,
+            freq_hz: 4000,
+            achieved_hz: 3998.5,
+            quiet: true,
+            error: "boom, \"quoted\"\nline".into(),
+            status: RunStatus::Failed,
+            sample: "callchain".into(),
+            workload: "stack:8".into(),
+            callchain_mean: Some(3.5),
+            perf_event_max_sample_rate_after: Some(1000),
+            ..RunRow::default()
+        };
+        dir.append_run(&row).unwrap();
+        dir.append_run(&RunRow {
+            run_id: 4,
+            ..row.clone()
+        })
+        .unwrap();
+        let ph = PhaseRow {
+            run_id: 3,
+            phase: 1,
+            sampling: true,
+            iterations: 10,
+            order: "ABBA".into(),
+            ..PhaseRow::default()
+        };
+        dir.append_phases(&[ph.clone(), ph.clone()]).unwrap();
+        drop(dir);
+        let rows = read_runs(&root).unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                row.clone(),
+                RunRow {
+                    run_id: 4,
+                    ..row.clone()
+                }
+            ]
+        );
+        assert_eq!(read_phases(&root).unwrap(), vec![ph.clone(), ph]);
+        assert_eq!(
+            read_manifest::<serde_json::Value, serde_json::Value>(&root).unwrap(),
+            m
+        );
+        // Appending after reopening keeps one header.
+        let mut dir = ResultsDir::open_existing(&root).unwrap();
+        dir.append_run(&RunRow { run_id: 5, ..row }).unwrap();
+        assert_eq!(read_runs(&root).unwrap().len(), 3);
+        let text = std::fs::read_to_string(root.join(RUNS_CSV)).unwrap();
+        assert_eq!(text.matches("run_id,kind").count(), 1);
+    }
+
+    #[test]
+    fn refuses_existing_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = ResultsDir::create(tmp.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("already exists") && e.contains("--resume"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn columns_start_with_the_documented_order() {
+        let cols = run_columns();
+        assert_eq!(&cols[..3], &["run_id", "kind", "design"]);
+        assert!(cols.contains(&"noisy".to_owned()));
+        assert_eq!(phase_columns()[..3], ["run_id", "phase", "sampling"]);
+    }
+
+    #[test]
+    fn older_rows_read_with_their_documented_defaults() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(RUNS_CSV),
+            "run_id,kind,design,freq_hz,iterations,status,extra\n\
+             0,loss,,4000,10,ok,x\n\
+             1,util,paired,100,20,failed,y\n\
+             2,loss,gaps,10",
+        )
+        .unwrap();
+        let rows = read_runs(tmp.path()).unwrap();
+        // The torn last line is skipped.
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].design, Design::Classic);
+        assert_eq!(
+            (rows[0].sample.as_str(), rows[0].workload.as_str()),
+            ("time", "loop")
+        );
+        assert_eq!(rows[0].callchain_mean, None);
+        assert!(rows[0].ok() && !rows[1].ok());
+        assert_eq!(
+            (rows[1].kind, rows[1].design),
+            (RunKind::Util, Design::Paired)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_row_before_the_last_is_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(RUNS_CSV),
+            "run_id,kind,freq_hz,iterations,status\n0,loss,1,x,ok\n1,loss,1,2,ok\n",
+        )
+        .unwrap();
+        let e = read_runs(tmp.path()).unwrap_err().to_string();
+        assert!(e.contains("runs.csv") && e.contains("line: 2"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_required_column_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(RUNS_CSV),
+            "run_id,kind,freq_hz,status\n0,loss,1,ok\n",
+        )
+        .unwrap();
+        let e = read_runs(tmp.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("no column `iterations`") && e.contains("runs.csv"),
+            "{e}"
+        );
+        std::fs::write(tmp.path().join(PHASES_CSV), "run_id,phase\n0,0\n").unwrap();
+        let e = read_phases(tmp.path()).unwrap_err().to_string();
+        assert!(e.contains("no column `sampling`"), "{e}");
+    }
+}

@@ -1,0 +1,222 @@
+//! manifest.json: one type for the driver that writes it and the analysis
+//! that reads it.
+//!
+//! The sweep options and the plan are the driver's types; the manifest is
+//! generic over them so this crate does not depend on the driver. The
+//! driver reads and writes `Manifest<SweepOptions, PlannedRun>`; the
+//! analysis reads the default, `Manifest` (both as JSON values).
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::{FORMAT_VERSION, FormatError, Status};
+
+/// The manifest's file name in a results directory.
+pub const MANIFEST_JSON: &str = "manifest.json";
+
+/// A system setting the sweep changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingChange {
+    /// The file (e.g. /proc/sys/kernel/perf_event_max_sample_rate).
+    pub path: String,
+    /// Value before.
+    pub old: String,
+    /// Value set.
+    pub new: String,
+    /// Whether the old value has been written back.
+    pub restored: bool,
+}
+
+/// manifest.json. Keys other than `format_version` and `options` read as
+/// empty when absent (hand-made and test result sets omit them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest<O = serde_json::Value, P = serde_json::Value> {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Driver crate version.
+    #[serde(default)]
+    pub tool_version: String,
+    /// `git rev-parse HEAD` of the source tree, if known.
+    #[serde(default)]
+    pub git_revision: Option<String>,
+    /// running / complete / interrupted.
+    #[serde(default)]
+    pub status: Status,
+    /// UTC RFC 3339.
+    #[serde(default)]
+    pub started_at: String,
+    /// UTC RFC 3339, set when the sweep stops.
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    /// `driver probe --json` facts.
+    #[serde(default)]
+    pub host: serde_json::Value,
+    /// The options as resolved.
+    pub options: O,
+    /// Seed of the randomised order (also in `options`).
+    #[serde(default)]
+    pub seed: u64,
+    /// Sampling event actually used (after a fallback).
+    #[serde(default)]
+    pub event: String,
+    /// Every planned run.
+    #[serde(default = "Vec::new")]
+    pub plan: Vec<P>,
+    /// Everything switched or doubtful.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// System settings changed and whether they were restored.
+    #[serde(default)]
+    pub settings_changed: Vec<SettingChange>,
+    /// The command line of the first invocation (and of resumes).
+    #[serde(default)]
+    pub command: Vec<String>,
+}
+
+impl<O, P> Manifest<O, P> {
+    /// A short label for the host: `host.hostname`, else the directory name.
+    pub fn host_label(&self, dir: &Path) -> String {
+        let host = &self.host;
+        for key in ["hostname", "host", "name"] {
+            if let Some(s) = host[key].as_str() {
+                return s.to_string();
+            }
+        }
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string())
+    }
+
+    /// A field of `host` (e.g. `cpu_model`, `kernel`) as text, if present.
+    pub fn host_str(&self, key: &str) -> Option<String> {
+        match &self.host[key] {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Null => None,
+            v => Some(v.to_string()),
+        }
+    }
+}
+
+/// Writes `contents` to `path` through `.<name>.tmp` (synced, then renamed,
+/// removed when any step fails: a full disk left a zero-byte one behind
+/// before), so a reader never sees half a file.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), std::io::Error> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_data()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Replaces `<root>/manifest.json` atomically.
+pub fn write_manifest<O: Serialize, P: Serialize>(
+    root: &Path,
+    manifest: &Manifest<O, P>,
+) -> Result<(), FormatError> {
+    let path = root.join(MANIFEST_JSON);
+    let mut text = serde_json::to_string_pretty(manifest).map_err(|source| FormatError::Json {
+        path: path.clone(),
+        source,
+    })?;
+    text.push('\n');
+    write_atomic(&path, text.as_bytes()).map_err(FormatError::io(&path))
+}
+
+/// Reads `<root>/manifest.json`, refusing a format version this build does
+/// not know (checked before the rest, whose shape may differ).
+pub fn read_manifest<O: DeserializeOwned, P: DeserializeOwned>(
+    root: &Path,
+) -> Result<Manifest<O, P>, FormatError> {
+    let path = root.join(MANIFEST_JSON);
+    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => FormatError::Missing {
+            path: path.clone(),
+            what: "manifest.json of the results directory",
+        },
+        _ => FormatError::corrupt(&path, e),
+    })?;
+    let raw: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| FormatError::corrupt(&path, e))?;
+    let version = &raw["format_version"];
+    if version.as_u64() != Some(u64::from(FORMAT_VERSION)) {
+        return Err(FormatError::FormatVersion {
+            path,
+            found: version.to_string(),
+        });
+    }
+    serde_json::from_value(raw).map_err(|e| FormatError::corrupt(&path, e))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minimal_manifest_reads_with_defaults() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(MANIFEST_JSON),
+            r#"{"format_version": 1, "options": {}, "host": {"hostname": "h", "cpus": 4}}"#,
+        )
+        .unwrap();
+        let m: Manifest = read_manifest(tmp.path()).unwrap();
+        assert_eq!(m.status, Status::Unknown);
+        assert!(m.plan.is_empty() && m.warnings.is_empty());
+        assert_eq!(m.host_label(tmp.path()), "h");
+        assert_eq!(m.host_str("cpus").as_deref(), Some("4"));
+        assert_eq!(m.host_str("kernel"), None);
+    }
+
+    #[test]
+    fn another_version_is_refused_naming_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(MANIFEST_JSON),
+            r#"{"format_version": 2, "something": "else"}"#,
+        )
+        .unwrap();
+        let e = read_manifest::<serde_json::Value, serde_json::Value>(tmp.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("format_version 2") && e.contains("manifest.json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_missing_manifest_says_what_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = read_manifest::<serde_json::Value, serde_json::Value>(tmp.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing") && e.contains("manifest.json"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary() {
+        let tmp = tempfile::tempdir().unwrap();
+        // manifest.json is a non-empty directory: the rename fails.
+        std::fs::create_dir_all(tmp.path().join(MANIFEST_JSON).join("x")).unwrap();
+        let m: Manifest = Manifest::default();
+        let e = write_manifest(tmp.path(), &m).unwrap_err().to_string();
+        assert!(e.contains("manifest.json"), "{e}");
+        assert!(!tmp.path().join(".manifest.json.tmp").exists());
+    }
+}

@@ -1,0 +1,147 @@
+//! The words that appear in the files (runs.csv, the manifest and its plan),
+//! as enums: one spelling, shared by the driver that writes them and the
+//! analysis that compares them.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! names {
+    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            /// The name used in files and on the command line.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// Experiment design (runs.csv `design`, `options.designs`, the plan).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Design {
+    /// Whole runs per frequency in randomised blocks (rows written before
+    /// designs existed were classic, hence the default).
+    #[default]
+    Classic,
+    /// Sampling switched on and off in alternating ABBA phases within one run.
+    Paired,
+    /// Whole runs with the workload's timeline on: every interruption of
+    /// the loop is a gap, and each sample's cost is the gap that holds it.
+    Gaps,
+}
+
+names!(Design { Classic => "classic", Paired => "paired", Gaps => "gaps" });
+
+/// What a run measures (runs.csv `kind`, the plan).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// No tracepoints; the workload's loop count is the measurement.
+    #[default]
+    Loss,
+    /// Handler tracepoints on; handler intervals are the measurement.
+    Util,
+}
+
+names!(RunKind { Loss => "loss", Util => "util" });
+
+/// Which CPUs the sampling event watches (runs.csv `scope`,
+/// `options.scope`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeName {
+    /// The measured CPU only (`perf record -C`).
+    Cpu,
+    /// Every CPU (`perf record -a`, the article's setup, the default).
+    #[default]
+    System,
+    /// The workload process only.
+    Task,
+}
+
+names!(ScopeName { Cpu => "cpu", System => "system", Task => "task" });
+
+/// How a run ended (runs.csv `status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// The run finished and its numbers can be used.
+    Ok,
+    /// The run failed; the reason is in `error` (the default: a row whose
+    /// status was never set is not used).
+    #[default]
+    Failed,
+    /// Never in a file: the analysis marks a run whose events, gaps or
+    /// samples file is unreadable, so every table leaves it out.
+    Excluded,
+}
+
+names!(RunStatus { Ok => "ok", Failed => "failed", Excluded => "excluded" });
+
+/// Sweep status (manifest.json `status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Runs in progress (or the driver died).
+    Running,
+    /// Every planned run done.
+    Complete,
+    /// Stopped by Ctrl-C/SIGTERM or an error; resumable.
+    Interrupted,
+    /// Absent or a word this build does not know (never written).
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+names!(Status {
+    Running => "running",
+    Complete => "complete",
+    Interrupted => "interrupted",
+    Unknown => "unknown",
+});
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serde_names() {
+        for d in [Design::Classic, Design::Paired, Design::Gaps] {
+            assert_eq!(serde_json::to_string(&d).unwrap(), format!("\"{d}\""));
+        }
+        for k in [RunKind::Loss, RunKind::Util] {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{k}\""));
+        }
+        for s in [ScopeName::Cpu, ScopeName::System, ScopeName::Task] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+        for s in [RunStatus::Ok, RunStatus::Failed, RunStatus::Excluded] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+        for s in [Status::Running, Status::Complete, Status::Interrupted] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+    }
+
+    #[test]
+    fn an_unknown_sweep_status_reads_as_unknown() {
+        let s: Status = serde_json::from_str("\"paused\"").unwrap();
+        assert_eq!(s, Status::Unknown);
+        let s: Status = serde_json::from_str("\"complete\"").unwrap();
+        assert_eq!(s, Status::Complete);
+    }
+}

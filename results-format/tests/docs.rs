@@ -1,0 +1,96 @@
+//! docs/results-format.md against the types: every column and key a file
+//! holds is documented, in the order written, and the document names none
+//! that is not written.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use results_format::events::EVENT_COLUMNS;
+use results_format::timeline::{GAP_COLUMNS, RecoveryRow, SAMPLE_COLUMNS, TimelineRow};
+use results_format::{Manifest, PhaseRow, RunRow, header_of};
+
+fn doc() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/results-format.md");
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The names in the first cell of the table rows (`| \`name\`, \`other\` |`)
+/// of the section under `heading`, up to the next heading, in order.
+fn documented(doc: &str, heading: &str) -> Vec<String> {
+    let start = doc
+        .lines()
+        .position(|l| l == heading)
+        .unwrap_or_else(|| panic!("docs/results-format.md has no heading {heading:?}"));
+    let mut names = Vec::new();
+    for line in doc
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with("| `"))
+    {
+        let first = line.split('|').nth(1).unwrap();
+        for name in first.split('`').skip(1).step_by(2) {
+            names.push(name.to_owned());
+        }
+    }
+    assert!(!names.is_empty(), "no table under {heading:?}");
+    names
+}
+
+fn same_order(heading: &str, written: &[String]) {
+    let doc = doc();
+    assert_eq!(
+        documented(&doc, heading),
+        written,
+        "docs/results-format.md {heading:?} (left) disagrees with the columns written (right)"
+    );
+}
+
+fn strings(cols: &[&str]) -> Vec<String> {
+    cols.iter().map(|c| (*c).to_owned()).collect()
+}
+
+#[test]
+fn runs_csv_columns_are_documented_in_order() {
+    same_order("## runs.csv", &header_of::<RunRow>());
+}
+
+#[test]
+fn phases_csv_columns_are_documented_in_order() {
+    same_order("## phases.csv (paired design)", &header_of::<PhaseRow>());
+}
+
+#[test]
+fn gaps_design_csv_columns_are_documented_in_order() {
+    same_order("### timeline.csv", &header_of::<TimelineRow>());
+    same_order("### recovery.csv", &header_of::<RecoveryRow>());
+}
+
+#[test]
+fn parquet_columns_are_documented_in_order() {
+    same_order("## events/run-<run_id>.parquet", &strings(&EVENT_COLUMNS));
+    same_order("### gaps/run-<run_id>.parquet", &strings(&GAP_COLUMNS));
+    same_order(
+        "### samples/run-<run_id>.parquet",
+        &strings(&SAMPLE_COLUMNS),
+    );
+}
+
+#[test]
+fn manifest_keys_are_documented() {
+    let manifest: Manifest = Manifest::default();
+    let written: BTreeSet<String> = match serde_json::to_value(manifest).unwrap() {
+        serde_json::Value::Object(m) => m.keys().cloned().collect(),
+        v => panic!("the manifest is not an object: {v}"),
+    };
+    let doc = doc();
+    let documented: BTreeSet<String> = documented(&doc, "## manifest.json").into_iter().collect();
+    assert_eq!(documented, written);
+}
+
+/// The check itself: a column missing from the document is caught.
+#[test]
+fn a_missing_column_would_be_caught() {
+    let doc = doc().replace("| `nvcsw`, `nivcsw` |", "| `nivcsw` |");
+    assert_ne!(documented(&doc, "## runs.csv"), header_of::<RunRow>());
+}
