@@ -1,0 +1,312 @@
+//! report.md, one function per section, in the order they appear.
+
+use super::*;
+
+/// The whole report; `command` is the section on the user's own program
+/// (empty without one), right after the summary.
+pub(super) fn render(
+    rs: &ResultSet,
+    a: &Analysis,
+    r: &Reference,
+    plot_outcome: &crate::plots::PlotOutcome,
+    command: &str,
+) -> String {
+    let mut s = String::new();
+    header(&mut s, rs, a);
+    warnings(&mut s, a, plot_outcome);
+    summary(&mut s, a);
+    s.push_str(command);
+    per_sample_sections(&mut s, a);
+    table1(&mut s, a, r);
+    table2(&mut s, a, r);
+    tracing_cost(&mut s, a);
+    fits(&mut s, a);
+    footer(&mut s, a, &plot_outcome.files);
+    s
+}
+
+/// Title, host, what ran, and the runs left out.
+fn header(s: &mut String, rs: &ResultSet, a: &Analysis) {
+    let m = &rs.manifest;
+    let _ = writeln!(s, "# perf sampling overhead on {}\n", m.host_label(&rs.dir));
+    let _ = writeln!(
+        s,
+        "- results: `{}` (status `{}`)",
+        rs.dir.display(),
+        m.status
+    );
+    for key in ["cpu_model", "kernel", "hypervisor", "pmu", "handler_source"] {
+        if let Some(v) = m.host_str(key) {
+            let _ = writeln!(s, "- {key}: {v}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "- sampling event(s): {}; scope: {}; sample contents: {}; runs: {} ({} failed, {} excluded)\n",
+        if a.events.is_empty() {
+            "none".to_string()
+        } else {
+            a.events.join(", ")
+        },
+        if a.scopes.is_empty() {
+            "n/a".to_string()
+        } else {
+            a.scopes.join(", ")
+        },
+        if a.contents.is_empty() {
+            "n/a".to_string()
+        } else {
+            a.contents.join(", ")
+        },
+        rs.runs.len(),
+        rs.runs.iter().filter(|r| !r.ok()).count(),
+        a.excluded.len()
+    );
+    if !a.excluded.is_empty() {
+        let _ = writeln!(s, "## Excluded runs\n");
+        let _ = writeln!(
+            s,
+            "A file of these runs could not be read; they are left out of every table and plot \
+             below, which report the other runs.\n"
+        );
+        for x in &a.excluded {
+            let _ = writeln!(s, "- {}", x.line());
+        }
+        s.push('\n');
+    }
+}
+
+/// Everything switched or doubtful, with the plots that failed.
+fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::plots::PlotOutcome) {
+    let _ = writeln!(s, "## Warnings\n");
+    if a.warnings.is_empty() && plot_outcome.errors.is_empty() {
+        let _ = writeln!(s, "None.\n");
+    } else {
+        for w in a.warnings.iter().chain(&plot_outcome.errors) {
+            let _ = writeln!(s, "- {w}");
+        }
+        s.push('\n');
+    }
+}
+
+/// The key figures and the recommendation for each budget.
+fn summary(s: &mut String, a: &Analysis) {
+    let _ = writeln!(s, "## Summary\n");
+    for line in key_lines(a) {
+        let _ = writeln!(s, "- {line}");
+    }
+    for budget in REPORT_BUDGETS_PCT {
+        match recommend(a, budget) {
+            Ok(rec) => {
+                let _ = writeln!(
+                    s,
+                    "- Recommendation for a {budget}% loss budget: {}",
+                    rec.headline()
+                );
+                for line in &rec.reasoning {
+                    let _ = writeln!(s, "  {line}");
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(s, "- Recommendation for a {budget}% loss budget: {e}");
+            }
+        }
+    }
+    s.push('\n');
+}
+
+/// What a sample costs: the gaps design, by contents, the after-effect.
+fn per_sample_sections(s: &mut String, a: &Analysis) {
+    if let Some(ps) = &a.per_sample {
+        s.push_str(&crate::percost_report::render(ps));
+    }
+    s.push_str(&crate::contents_report::render(a));
+    s.push_str(&crate::contents_report::render_after(&a.after_rows));
+}
+
+/// Table 1: handler CPU utilisation.
+fn table1(s: &mut String, a: &Analysis, r: &Reference) {
+    let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
+    let _ = writeln!(
+        s,
+        "Utilisation = sum of handler durations (source hrtimer or nmi) on the measured CPU / the run's window_ns x 100; mean over runs with a 95% t interval. Durations: handler ns per sample = mean over runs of each run's mean handler duration, with a 95% t interval over runs (the handler's cost per sample at this rate); mean pooled over runs; median and p99 = median over runs of each run's value.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| freq_hz | runs | calls/s | achieved_hz | handler ns per sample [95% CI] | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    if a.util.is_empty() {
+        let _ = writeln!(s, "| (no successful util runs) ||||||||||");
+    }
+    for row in &a.util {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
+            row.freq_hz,
+            row.runs,
+            row.calls_per_s,
+            row.achieved_hz,
+            fmt_est(&row.per_sample_ns, 0),
+            row.mean_ns,
+            row.median_ns,
+            row.p99_ns,
+            fmt_est(&row.util_pct, 4),
+            row.local_timer_util_pct
+                .map_or("not captured".to_string(), |e| fmt_est(&e, 4)),
+            fmt_opt(r.util_at(row.freq_hz), 4),
+        );
+    }
+    s.push('\n');
+}
+
+/// Table 2: performance loss.
+fn table2(s: &mut String, a: &Analysis, r: &Reference) {
+    let _ = writeln!(s, "## Table 2: performance loss\n");
+    let _ = writeln!(
+        s,
+        "Loop counts per run (rep order), their mean, and loss = 1 - mean rate(F) / mean rate(0). Classic design: 95% interval by the delta method on the ratio of means, t quantile on Welch-Satterthwaite df. Paired design: per ABBA group loss = 1 - mean on-rate / mean off-rate (phases.csv), t interval over groups; the last column is the t interval over runs of each run's mean group loss, which also covers a loss that varies between runs (a warning says when a one-way ANOVA by run finds it does, p < 0.05).\n"
+    );
+    let nmax = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
+    let mut header = "| freq_hz | achieved_hz | design |".to_string();
+    for i in 1..=nmax {
+        let _ = write!(header, " run{i} |");
+    }
+    header.push_str(
+        " mean | loss_pct [95% CI] | n | 2014 loss_pct | paired: 95% CI over runs (runs) |",
+    );
+    let _ = writeln!(s, "{header}");
+    let _ = writeln!(s, "|{}", "---|".repeat(nmax + 8));
+    for row in &a.loss {
+        let achieved = if row.achieved_hz.is_finite() {
+            format!("{:.0}", row.achieved_hz)
+        } else {
+            "-".to_string()
+        };
+        let mut line = format!("| {} | {achieved} | {} |", row.freq_hz, row.design);
+        for i in 0..nmax {
+            let _ = write!(
+                line,
+                " {} |",
+                row.iterations
+                    .get(i)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            );
+        }
+        let _ = write!(
+            line,
+            " {:.1} | {} | {} | {} |",
+            row.mean_iterations,
+            fmt_est(&row.loss_pct, 3),
+            row.loss_pct.n,
+            fmt_opt(r.loss_at(row.freq_hz), 2)
+        );
+        match row.loss_by_run_pct {
+            Some(e) if e.lo.is_finite() => {
+                let _ = write!(line, " [{:.3}, {:.3}] ({}) |", e.lo, e.hi, e.n);
+            }
+            Some(e) => {
+                let _ = write!(line, " n/a ({} run) |", e.n);
+            }
+            None => line.push_str("  |"),
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    s.push('\n');
+}
+
+/// What the handler tracepoints cost.
+fn tracing_cost(s: &mut String, a: &Analysis) {
+    let _ = writeln!(s, "## Tracing cost\n");
+    let _ = writeln!(
+        s,
+        "Loss measured in util runs (handler tracepoints on) against the 0 Hz loss runs, next to the loss without tracepoints. Utilisation is measured with tracing on; loss only without.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| freq_hz | loss_pct (no tracepoints) | loss_pct (tracepoints on) | tracing cost (pp) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|");
+    if a.tracing.is_empty() {
+        let _ = writeln!(s, "| (needs util runs and 0 Hz loss runs) ||||");
+    }
+    for row in &a.tracing {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3} |",
+            row.freq_hz,
+            row.loss_pct.map_or("n/a".to_string(), |e| fmt_est(&e, 3)),
+            fmt_est(&row.loss_util_runs_pct, 3),
+            row.tracing_cost_pp()
+        );
+    }
+    s.push('\n');
+}
+
+/// The fitted factors.
+fn fits(s: &mut String, a: &Analysis) {
+    let _ = writeln!(s, "## Fitted factors\n");
+    let _ = writeln!(
+        s,
+        "Frequencies in kHz; weighted least squares (weights 1 / variance of each point's mean) when every point has a variance, else unweighted.\n"
+    );
+    if let Some(fit) = &a.fits.util_origin {
+        let _ = writeln!(
+            s,
+            "- util % = delta x f (through the origin, the article's form): {}",
+            fmt_fit_line(fit, "%")
+        );
+    }
+    if let Some(fit) = &a.fits.util_line {
+        let _ = writeln!(s, "- util % = a + b x f: {}", fmt_fit_line(fit, "%"));
+    }
+    if let Some(fit) = &a.fits.loss_line {
+        let _ = writeln!(s, "- loss % = a + b x f: {}", fmt_fit_line(fit, "%"));
+    }
+    let _ = writeln!(
+        s,
+        "- handler cost per sample = delta x 10^4 ns: {} ns (from util = a + b f: {} ns); 2014: {:.0} ns",
+        fmt_opt(a.fits.cost_per_sample_ns, 0),
+        fmt_opt(a.fits.cost_per_sample_line_ns, 0),
+        ARTICLE_DELTA_PCT_PER_KHZ * 1e4
+    );
+    let _ = writeln!(
+        s,
+        "- the article's own estimator (mean of util/f over frequencies): {} %/kHz here, {:.4} %/kHz in 2014",
+        fmt_opt(a.fits.delta_mean_ratio, 4),
+        ARTICLE_DELTA_PCT_PER_KHZ
+    );
+    let _ = writeln!(
+        s,
+        "- loss slope / util slope: {}\n",
+        fmt_opt(a.fits.loss_to_util_slope_ratio, 2)
+    );
+}
+
+/// The plots and where the tables are.
+fn footer(s: &mut String, a: &Analysis, plots: &[PathBuf]) {
+    if !plots.is_empty() {
+        let _ = writeln!(s, "## Plots\n");
+        for p in plots {
+            if p.extension().is_some_and(|e| e == "svg") {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let _ = writeln!(s, "![{name}]({name})");
+            }
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. Method: docs/methodology.md.",
+        match (a.per_sample.is_some(), a.by_contents.is_empty()) {
+            (true, false) => ", per_sample.csv, by_contents.csv",
+            (true, true) => ", per_sample.csv",
+            (false, false) => ", by_contents.csv",
+            (false, true) => "",
+        }
+    );
+}
