@@ -197,30 +197,7 @@ impl Backend for RealBackend {
         let gaps_file =
             (spec.run.design == Design::Gaps).then(|| counter_path.with_extension("gaps"));
         let _remove_gaps = gaps_file.clone().map(RemoveOnDrop);
-        let exe = std::env::current_exe().map_err(failed)?;
-        let mut cmd = Command::new(exe);
-        cmd.arg("workload")
-            .arg("--duration")
-            .arg(format!("{}ns", opts.duration_ns))
-            .arg("--cpu")
-            .arg(opts.cpu.to_string())
-            .arg("--kind")
-            .arg(spec.run.workload.name())
-            .arg("--json")
-            .arg("--counter")
-            .arg(&counter_path)
-            .arg("--wait-go")
-            .arg("--go-timeout")
-            .arg("60s")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group: Ctrl-C reaches the driver only, which
-            // stops the child itself.
-            .process_group(0);
-        if let Some(path) = &gaps_file {
-            cmd.arg("--timeline").arg(path);
-        }
+        let mut cmd = workload_command(spec, &counter_path, gaps_file.as_deref())?;
         let mut child = spawn_unpinned(&mut cmd, self.n_cpus)
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
@@ -229,14 +206,9 @@ impl Backend for RealBackend {
         let mut guard = ChildGuard(Some(child));
 
         // Wait for the workload to be set up (pinned, calibrated).
-        let t = Instant::now();
-        let reader = loop {
-            if interrupt.load(Ordering::SeqCst) {
-                return Err(RunError::Interrupted);
-            }
-            if let Some(c) = guard.child()
-                && let Ok(Some(status)) = c.try_wait()
-            {
+        let reader = match wait_ready(&mut guard, &counter_path, interrupt)? {
+            Ok(r) => r,
+            Err(status) => {
                 drop(guard);
                 let err = stderr.join().unwrap_or_default();
                 return Err(failed(format!(
@@ -244,17 +216,6 @@ impl Backend for RealBackend {
                     err.trim()
                 )));
             }
-            if let Ok(r) = workload::counter::CounterReader::open(&counter_path)
-                && r.state() == workload::counter::State::Ready
-            {
-                break r;
-            }
-            if t.elapsed() > READY_TIMEOUT {
-                return Err(failed(format!(
-                    "workload not ready after {READY_TIMEOUT:?}"
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(1));
         };
 
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
@@ -275,95 +236,17 @@ impl Backend for RealBackend {
             reader.release();
         } else {
             reader.release();
-            // Phases start with the loop.
-            let t = Instant::now();
-            while reader.state() != workload::counter::State::Running && reader.start_ns() == 0 {
-                if t.elapsed() > Duration::from_secs(5) || interrupt.load(Ordering::SeqCst) {
-                    break;
-                }
-                // Sleep, not spin: the wait lasts as long as the workload's
-                // start-up, and a spinning driver costs a CPU (~0.1 s per
-                // run was seen). Phase 0 is timed from t0 below, so 50 us
-                // of latency here shifts nothing that is measured.
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            // The settling period: the loop runs, sampling stays off, and
-            // nothing is measured.
-            let t0 = monotonic_ns() + spec.settle_ns;
-            sleep_until_monotonic(t0);
-            if interrupt.load(Ordering::SeqCst) {
-                return Err(RunError::Interrupted);
-            }
-            let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
-            let mut prev = (monotonic_raw_ns(), reader.iterations());
-            let mut prev_sched = read_schedstat(&schedstat);
-            if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
-                s.enable().map_err(failed)?;
-            }
-            for (i, &on) in spec.phases.iter().enumerate() {
-                let deadline = t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1);
-                sleep_until_monotonic(deadline);
-                let t_now = monotonic_raw_ns();
-                let it_now = reader.iterations();
-                let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
-                // Samples are counted per phase by their timestamps after
-                // the run (see phase_samples): no decoding while it runs.
-                // Switch right after the boundary's reads, so few samples
-                // fall between them and the switch (they count, by time,
-                // for the next phase, whose iterations they slow).
-                if let Some(s) = &sampler {
-                    if on && !next_on {
-                        s.disable().map_err(failed)?;
-                    }
-                    if next_on && !on {
-                        s.enable().map_err(failed)?;
-                    }
-                }
-                let sched_now = read_schedstat(&schedstat);
-                phases.push(PhaseRow {
-                    phase: u32::try_from(i).unwrap_or(u32::MAX),
-                    sampling: on,
-                    start_ns: prev.0,
-                    end_ns: t_now,
-                    iterations: it_now.saturating_sub(prev.1),
-                    task_ns: sched_now.0.saturating_sub(prev_sched.0),
-                    wait_ns: sched_now.1.saturating_sub(prev_sched.1),
-                    ..PhaseRow::default()
-                });
-                prev = (t_now, it_now);
-                prev_sched = sched_now;
-                if interrupt.load(Ordering::SeqCst) {
-                    return Err(RunError::Interrupted);
-                }
-            }
-            if let Some(s) = &sampler {
-                s.disable().map_err(failed)?;
-            }
+            phases = run_phases(spec, &reader, sampler.as_ref(), pid, interrupt)?;
         }
 
         // Wait for the end of the loop; stop sampling as soon as it ends.
-        let status = loop {
-            if interrupt.load(Ordering::SeqCst) {
-                return Err(RunError::Interrupted);
-            }
-            if reader.state() == workload::counter::State::Done
-                && let Some(s) = &sampler
-            {
-                let _ = s.disable();
-            }
-            let Some(c) = guard.child() else {
-                return Err(failed("workload process lost"));
-            };
-            match c.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => std::thread::sleep(end_wait_pause(
-                    reader.start_ns(),
-                    opts.duration_ns,
-                    monotonic_raw_ns(),
-                )),
-                Err(e) => return Err(failed(e)),
-            }
-        };
+        let status = wait_end(
+            &mut guard,
+            &reader,
+            sampler.as_ref(),
+            opts.duration_ns,
+            interrupt,
+        )?;
         let ended_at_ns = monotonic_raw_ns();
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         let outcome = match sampler {
@@ -387,21 +270,7 @@ impl Backend for RealBackend {
             })?;
 
         let sample_times: &[u64] = outcome.as_ref().map_or(&[], |s| &s.sample_times_ns);
-        let timeline = match (&report.timeline, &gaps_file) {
-            (Some(t), Some(path)) => {
-                let raw = workload::timeline::read_gaps_file(path).map_err(|e| {
-                    failed(format!(
-                        "cannot read the workload's gaps ({}): {e}",
-                        path.display()
-                    ))
-                })?;
-                Some(crate::gaps::timeline_outcome(t, &raw, sample_times))
-            }
-            (None, Some(_)) => {
-                return Err(failed("the workload ran without its timeline (--timeline)"));
-            }
-            _ => None,
-        };
+        let timeline = read_timeline(&report, gaps_file.as_deref(), sample_times)?;
 
         let mut o = RunOutcome {
             iterations: report.iterations,
@@ -424,6 +293,207 @@ impl Backend for RealBackend {
         }
         Ok(o)
     }
+}
+
+/// The workload child of a run: this binary's hidden `workload`
+/// subcommand, waiting for the go signal on its counter file, with its
+/// timeline written to `gaps_file` in the gaps design.
+fn workload_command(
+    spec: &RunSpec<'_>,
+    counter_path: &Path,
+    gaps_file: Option<&Path>,
+) -> Result<Command, RunError> {
+    let opts = spec.opts;
+    let exe = std::env::current_exe().map_err(failed)?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("workload")
+        .arg("--duration")
+        .arg(format!("{}ns", opts.duration_ns))
+        .arg("--cpu")
+        .arg(opts.cpu.to_string())
+        .arg("--kind")
+        .arg(spec.run.workload.name())
+        .arg("--json")
+        .arg("--counter")
+        .arg(counter_path)
+        .arg("--wait-go")
+        .arg("--go-timeout")
+        .arg("60s")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: Ctrl-C reaches the driver only, which
+        // stops the child itself.
+        .process_group(0);
+    if let Some(path) = gaps_file {
+        cmd.arg("--timeline").arg(path);
+    }
+    Ok(cmd)
+}
+
+/// Waits for the workload to exit, switching the sampler off as soon as
+/// its loop is done.
+fn wait_end(
+    guard: &mut ChildGuard,
+    reader: &workload::counter::CounterReader,
+    sampler: Option<&Sampler>,
+    duration_ns: u64,
+    interrupt: &AtomicBool,
+) -> Result<std::process::ExitStatus, RunError> {
+    loop {
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+        if reader.state() == workload::counter::State::Done
+            && let Some(s) = &sampler
+        {
+            let _ = s.disable();
+        }
+        let Some(c) = guard.child() else {
+            return Err(failed("workload process lost"));
+        };
+        match c.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) => std::thread::sleep(end_wait_pause(
+                reader.start_ns(),
+                duration_ns,
+                monotonic_raw_ns(),
+            )),
+            Err(e) => return Err(failed(e)),
+        }
+    }
+}
+
+/// The gaps design's timeline of a run: the workload's gaps file matched
+/// with the run's sample times; None in the other designs.
+fn read_timeline(
+    report: &workload::report::RunReport,
+    gaps_file: Option<&Path>,
+    sample_times: &[u64],
+) -> Result<Option<crate::exec::TimelineOutcome>, RunError> {
+    match (&report.timeline, gaps_file) {
+        (Some(t), Some(path)) => {
+            let raw = workload::timeline::read_gaps_file(path).map_err(|e| {
+                failed(format!(
+                    "cannot read the workload's gaps ({}): {e}",
+                    path.display()
+                ))
+            })?;
+            Ok(Some(crate::gaps::timeline_outcome(t, &raw, sample_times)))
+        }
+        (None, Some(_)) => Err(failed("the workload ran without its timeline (--timeline)")),
+        _ => Ok(None),
+    }
+}
+
+/// Waits for the workload to be set up (pinned, calibrated: its counter
+/// says ready); `Ok(Err(status))` when it exited first.
+fn wait_ready(
+    guard: &mut ChildGuard,
+    counter_path: &Path,
+    interrupt: &AtomicBool,
+) -> Result<Result<workload::counter::CounterReader, std::process::ExitStatus>, RunError> {
+    let t = Instant::now();
+    loop {
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+        if let Some(c) = guard.child()
+            && let Ok(Some(status)) = c.try_wait()
+        {
+            return Ok(Err(status));
+        }
+        if let Ok(r) = workload::counter::CounterReader::open(counter_path)
+            && r.state() == workload::counter::State::Ready
+        {
+            return Ok(Ok(r));
+        }
+        if t.elapsed() > READY_TIMEOUT {
+            return Err(failed(format!(
+                "workload not ready after {READY_TIMEOUT:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The paired design's phases: waits for the loop to start, lets it settle
+/// with sampling off, then switches the sampler at each phase boundary and
+/// records each phase's iterations and schedstat times.
+fn run_phases(
+    spec: &RunSpec<'_>,
+    reader: &workload::counter::CounterReader,
+    sampler: Option<&Sampler>,
+    pid: u32,
+    interrupt: &AtomicBool,
+) -> Result<Vec<PhaseRow>, RunError> {
+    let opts = spec.opts;
+    let mut phases = Vec::new();
+    // Phases start with the loop.
+    let t = Instant::now();
+    while reader.state() != workload::counter::State::Running && reader.start_ns() == 0 {
+        if t.elapsed() > Duration::from_secs(5) || interrupt.load(Ordering::SeqCst) {
+            break;
+        }
+        // Sleep, not spin: the wait lasts as long as the workload's
+        // start-up, and a spinning driver costs a CPU (~0.1 s per
+        // run was seen). Phase 0 is timed from t0 below, so 50 us
+        // of latency here shifts nothing that is measured.
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    // The settling period: the loop runs, sampling stays off, and
+    // nothing is measured.
+    let t0 = monotonic_ns() + spec.settle_ns;
+    sleep_until_monotonic(t0);
+    if interrupt.load(Ordering::SeqCst) {
+        return Err(RunError::Interrupted);
+    }
+    let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
+    let mut prev = (monotonic_raw_ns(), reader.iterations());
+    let mut prev_sched = read_schedstat(&schedstat);
+    if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
+        s.enable().map_err(failed)?;
+    }
+    for (i, &on) in spec.phases.iter().enumerate() {
+        let deadline = t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1);
+        sleep_until_monotonic(deadline);
+        let t_now = monotonic_raw_ns();
+        let it_now = reader.iterations();
+        let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
+        // Samples are counted per phase by their timestamps after
+        // the run (see phase_samples): no decoding while it runs.
+        // Switch right after the boundary's reads, so few samples
+        // fall between them and the switch (they count, by time,
+        // for the next phase, whose iterations they slow).
+        if let Some(s) = &sampler {
+            if on && !next_on {
+                s.disable().map_err(failed)?;
+            }
+            if next_on && !on {
+                s.enable().map_err(failed)?;
+            }
+        }
+        let sched_now = read_schedstat(&schedstat);
+        phases.push(PhaseRow {
+            phase: u32::try_from(i).unwrap_or(u32::MAX),
+            sampling: on,
+            start_ns: prev.0,
+            end_ns: t_now,
+            iterations: it_now.saturating_sub(prev.1),
+            task_ns: sched_now.0.saturating_sub(prev_sched.0),
+            wait_ns: sched_now.1.saturating_sub(prev_sched.1),
+            ..PhaseRow::default()
+        });
+        prev = (t_now, it_now);
+        prev_sched = sched_now;
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+    }
+    if let Some(s) = &sampler {
+        s.disable().map_err(failed)?;
+    }
+    Ok(phases)
 }
 
 /// What the sampler measured, into the run's outcome.
