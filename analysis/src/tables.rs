@@ -253,9 +253,87 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
             .iter()
             .filter(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0),
     );
+    let (util, durations) = util_table(&util_runs, &run_intervals);
+
+    // Table 2, classic design.
+    let classic = by_freq(
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
+    );
+    let baseline: Vec<f64> = classic
+        .get(&0)
+        .map(|v| v.iter().map(|r| r.rate()).collect())
+        .unwrap_or_default();
+    // The tracing-cost baseline: classic 0 Hz runs, else whole paired runs
+    // at 0 Hz (no sampling in any phase).
+    let tracing_baseline: Vec<f64> = if baseline.is_empty() {
+        rs.runs
+            .iter()
+            .filter(|r| {
+                r.ok()
+                    && r.kind == RunKind::Loss
+                    && r.design == Design::Paired
+                    && r.freq_hz == 0
+                    && r.iterations > 0
+            })
+            .map(|r| r.rate())
+            .collect()
+    } else {
+        baseline.clone()
+    };
+    let mut loss = classic_loss(&classic, &baseline);
+
+    // Table 2, paired design.
+    let (paired_loss, paired) = paired_loss(rs);
+    loss.extend(paired_loss);
+    loss.sort_by_key(|a| (a.freq_hz, a.design));
+
+    let mut analysis = Analysis {
+        util,
+        loss,
+        tracing: Vec::new(),
+        fits: Fits {
+            util_origin: None,
+            util_factor_up_to_hz: None,
+            util_line: None,
+            loss_line: None,
+            cost_per_sample_ns: None,
+            cost_per_sample_line_ns: None,
+            delta_mean_ratio: None,
+            loss_to_util_slope_ratio: None,
+        },
+        warnings: Vec::new(),
+        durations,
+        paired,
+        run_intervals,
+        per_sample: None,
+        recovery: Vec::new(),
+        contents: Vec::new(),
+        by_contents: Vec::new(),
+        throttle: None,
+        excluded: Vec::new(),
+        after_rows: Vec::new(),
+        events: distinct(rs.runs.iter().map(|r| r.event.clone())),
+        scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
+    };
+
+    // Tracing cost: util runs' loop rates against the loss baseline.
+    analysis.tracing = tracing_rows(&analysis, &util_runs, &tracing_baseline);
+
+    analysis.fits = fit_all(&analysis);
+    analysis.warnings = crate::warnings::warnings(rs, &analysis, &baseline);
+    analysis
+}
+
+/// Table 1: handler utilisation and durations per frequency.
+fn util_table(
+    util_runs: &BTreeMap<u64, Vec<&Run>>,
+    run_intervals: &BTreeMap<u32, RunIntervals>,
+) -> (Vec<UtilRow>, Vec<DurationGroup>) {
     let mut util = Vec::new();
     let mut durations = Vec::new();
-    for (&freq_hz, runs) in &util_runs {
+    for (&freq_hz, runs) in util_runs {
         let mut utils = Vec::new();
         let mut lt_utils = Vec::new();
         let mut calls = Vec::new();
@@ -315,36 +393,13 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
             durations_ns: sample,
         });
     }
+    (util, durations)
+}
 
-    // Table 2, classic design.
-    let classic = by_freq(
-        rs.runs
-            .iter()
-            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
-    );
-    let baseline: Vec<f64> = classic
-        .get(&0)
-        .map(|v| v.iter().map(|r| r.rate()).collect())
-        .unwrap_or_default();
-    // The tracing-cost baseline: classic 0 Hz runs, else whole paired runs
-    // at 0 Hz (no sampling in any phase).
-    let tracing_baseline: Vec<f64> = if baseline.is_empty() {
-        rs.runs
-            .iter()
-            .filter(|r| {
-                r.ok()
-                    && r.kind == RunKind::Loss
-                    && r.design == Design::Paired
-                    && r.freq_hz == 0
-                    && r.iterations > 0
-            })
-            .map(|r| r.rate())
-            .collect()
-    } else {
-        baseline.clone()
-    };
+/// Table 2, classic design: loss of whole runs against the 0 Hz runs.
+fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64]) -> Vec<LossRow> {
     let mut loss = Vec::new();
-    for (&freq_hz, runs) in &classic {
+    for (&freq_hz, runs) in classic {
         let rates: Vec<f64> = runs.iter().map(|r| r.rate()).collect();
         let loss_pct = if freq_hz == 0 {
             Estimate {
@@ -357,7 +412,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
         } else if baseline.is_empty() {
             Estimate::point(f64::NAN, rates.len())
         } else {
-            loss_delta(&rates, &baseline)
+            loss_delta(&rates, baseline)
         };
         let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
         let achieved: Vec<f64> = runs
@@ -381,8 +436,13 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
             between_runs: None,
         });
     }
+    loss
+}
 
-    // Table 2, paired design.
+/// Table 2, paired design: the ABBA-group losses per frequency, and each
+/// run's phase trace for the plot.
+fn paired_loss(rs: &ResultSet) -> (Vec<LossRow>, Vec<PairedRunTrace>) {
+    let mut loss = Vec::new();
     let paired_runs = by_freq(
         rs.runs
             .iter()
@@ -448,45 +508,23 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
             loss_pct: t_interval(&pair_losses),
         });
     }
-    loss.sort_by_key(|a| (a.freq_hz, a.design));
+    (loss, paired)
+}
 
-    let mut analysis = Analysis {
-        util,
-        loss,
-        tracing: Vec::new(),
-        fits: Fits {
-            util_origin: None,
-            util_factor_up_to_hz: None,
-            util_line: None,
-            loss_line: None,
-            cost_per_sample_ns: None,
-            cost_per_sample_line_ns: None,
-            delta_mean_ratio: None,
-            loss_to_util_slope_ratio: None,
-        },
-        warnings: Vec::new(),
-        durations,
-        paired,
-        run_intervals,
-        per_sample: None,
-        recovery: Vec::new(),
-        contents: Vec::new(),
-        by_contents: Vec::new(),
-        throttle: None,
-        excluded: Vec::new(),
-        after_rows: Vec::new(),
-        events: distinct(rs.runs.iter().map(|r| r.event.clone())),
-        scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
-    };
-
-    // Tracing cost: util runs' loop rates against the loss baseline.
+/// Tracing cost: util runs' loop rates against the loss baseline.
+fn tracing_rows(
+    analysis: &Analysis,
+    util_runs: &BTreeMap<u64, Vec<&Run>>,
+    tracing_baseline: &[f64],
+) -> Vec<TracingRow> {
+    let mut rows = Vec::new();
     if !tracing_baseline.is_empty() {
         let primary: BTreeMap<u64, Estimate> = analysis
             .primary_loss()
             .into_iter()
             .map(|r| (r.freq_hz, r.trusted()))
             .collect();
-        for (&freq_hz, runs) in &util_runs {
+        for (&freq_hz, runs) in util_runs {
             let rates: Vec<f64> = runs
                 .iter()
                 .filter(|r| r.iterations > 0)
@@ -495,17 +533,14 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
             if rates.is_empty() {
                 continue;
             }
-            analysis.tracing.push(TracingRow {
+            rows.push(TracingRow {
                 freq_hz,
                 loss_pct: primary.get(&freq_hz).copied(),
-                loss_util_runs_pct: loss_delta(&rates, &tracing_baseline),
+                loss_util_runs_pct: loss_delta(&rates, tracing_baseline),
             });
         }
     }
-
-    analysis.fits = fit_all(&analysis);
-    analysis.warnings = crate::warnings::warnings(rs, &analysis, &baseline);
-    analysis
+    rows
 }
 
 pub(crate) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
