@@ -1,0 +1,221 @@
+//! The rows of Tables 1 and 2 and of the tracing cost, each from the runs
+//! it is computed from.
+
+use super::*;
+
+/// Table 1: handler utilisation and durations per frequency.
+pub(super) fn util_table(
+    util_runs: &BTreeMap<u64, Vec<&Run>>,
+    run_intervals: &BTreeMap<u32, RunIntervals>,
+) -> (Vec<UtilRow>, Vec<DurationGroup>) {
+    let mut util = Vec::new();
+    let mut durations = Vec::new();
+    for (&freq_hz, runs) in util_runs {
+        let mut utils = Vec::new();
+        let mut lt_utils = Vec::new();
+        let mut calls = Vec::new();
+        let mut medians = Vec::new();
+        let mut p99s = Vec::new();
+        let mut run_means = Vec::new();
+        let (mut sum, mut count) = (0u64, 0u64);
+        let mut sample = Vec::new();
+        for r in runs {
+            let Some(iv) = run_intervals.get(&r.run_id) else {
+                continue;
+            };
+            let window = r.window_ns as f64;
+            if window <= 0.0 {
+                continue;
+            }
+            utils.push(iv.handler.sum_ns as f64 / window * 100.0);
+            calls.push(iv.handler.count as f64 / (window * 1e-9));
+            if let Some(lt) = &iv.local_timer {
+                lt_utils.push(lt.sum_ns as f64 / window * 100.0);
+            }
+            if iv.handler.count > 0 {
+                medians.push(iv.handler.median_ns);
+                p99s.push(iv.handler.p99_ns);
+                run_means.push(iv.handler.sum_ns as f64 / iv.handler.count as f64);
+            }
+            sum += iv.handler.sum_ns;
+            count += iv.handler.count;
+            sample.extend_from_slice(&iv.sample_ns);
+        }
+        if utils.is_empty() {
+            continue;
+        }
+        let achieved: Vec<f64> = runs
+            .iter()
+            .map(|r| r.achieved_hz)
+            .filter(|v| v.is_finite())
+            .collect();
+        util.push(UtilRow {
+            freq_hz,
+            runs: utils.len(),
+            calls_per_s: mean(&calls),
+            mean_ns: if count > 0 {
+                sum as f64 / count as f64
+            } else {
+                f64::NAN
+            },
+            per_sample_ns: t_interval(&run_means),
+            median_ns: crate::stats::median(&medians),
+            p99_ns: crate::stats::median(&p99s),
+            util_pct: t_interval(&utils),
+            local_timer_util_pct: (lt_utils.len() == utils.len()).then(|| t_interval(&lt_utils)),
+            achieved_hz: mean(&achieved),
+        });
+        durations.push(DurationGroup {
+            freq_hz,
+            durations_ns: sample,
+        });
+    }
+    (util, durations)
+}
+
+/// Table 2, classic design: loss of whole runs against the 0 Hz runs.
+pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64]) -> Vec<LossRow> {
+    let mut loss = Vec::new();
+    for (&freq_hz, runs) in classic {
+        let rates: Vec<f64> = runs.iter().map(|r| r.rate()).collect();
+        let loss_pct = if freq_hz == 0 {
+            Estimate {
+                value: 0.0,
+                lo: f64::NAN,
+                hi: f64::NAN,
+                se: f64::NAN,
+                n: rates.len(),
+            }
+        } else if baseline.is_empty() {
+            Estimate::point(f64::NAN, rates.len())
+        } else {
+            loss_delta(&rates, baseline)
+        };
+        let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
+        let achieved: Vec<f64> = runs
+            .iter()
+            .map(|r| r.achieved_hz)
+            .filter(|v| v.is_finite())
+            .collect();
+        loss.push(LossRow {
+            freq_hz,
+            achieved_hz: if achieved.is_empty() {
+                f64::NAN
+            } else {
+                mean(&achieved)
+            },
+            design: Design::Classic,
+            method: "1 - mean(F)/mean(0); delta method, t on Welch df".to_string(),
+            mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            iterations,
+            loss_pct,
+            loss_by_run_pct: None,
+            between_runs: None,
+        });
+    }
+    loss
+}
+
+/// Table 2, paired design: the ABBA-group losses per frequency, and each
+/// run's phase trace for the plot.
+pub(super) fn paired_loss(rs: &ResultSet) -> (Vec<LossRow>, Vec<PairedRunTrace>) {
+    let mut loss = Vec::new();
+    let paired_runs = by_freq(
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Paired),
+    );
+    let mut phases_by_run: BTreeMap<u32, Vec<&Phase>> = BTreeMap::new();
+    for p in &rs.phases {
+        phases_by_run.entry(p.run_id).or_default().push(p);
+    }
+    for v in phases_by_run.values_mut() {
+        v.sort_by_key(|p| p.phase);
+    }
+    let mut paired = Vec::new();
+    for (&freq_hz, runs) in &paired_runs {
+        let mut by_run: Vec<Vec<f64>> = Vec::new();
+        let (mut on_samples, mut on_ns) = (0u64, 0u64);
+        for r in runs {
+            let Some(phases) = phases_by_run.get(&r.run_id) else {
+                continue;
+            };
+            for p in phases.iter().filter(|p| p.sampling) {
+                on_samples += p.samples;
+                on_ns += p.end_ns.saturating_sub(p.start_ns);
+            }
+            by_run.push(abba_losses(phases));
+            if let Some(first) = phases.first() {
+                let t0 = first.start_ns;
+                paired.push(PairedRunTrace {
+                    run_id: r.run_id,
+                    freq_hz,
+                    t_s: phases
+                        .iter()
+                        .map(|p| (p.start_ns.saturating_sub(t0)) as f64 * 1e-9)
+                        .collect(),
+                    rate: phases.iter().map(|p| p.rate()).collect(),
+                    sampling: phases.iter().map(|p| p.sampling).collect(),
+                });
+            }
+        }
+        let pair_losses: Vec<f64> = by_run.iter().flatten().copied().collect();
+        let run_means: Vec<f64> = by_run
+            .iter()
+            .filter(|g| !g.is_empty())
+            .map(|g| mean(g))
+            .collect();
+        let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
+        loss.push(LossRow {
+            freq_hz,
+            loss_by_run_pct: Some(t_interval(&run_means)),
+            achieved_hz: if on_ns > 0 {
+                on_samples as f64 / (on_ns as f64 * 1e-9)
+            } else {
+                f64::NAN
+            },
+            between_runs: one_way_anova(&by_run),
+            design: Design::Paired,
+            method: format!(
+                "mean of ABBA-group losses 1 - on/off rate ({} groups); t interval",
+                pair_losses.len()
+            ),
+            mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            iterations,
+            loss_pct: t_interval(&pair_losses),
+        });
+    }
+    (loss, paired)
+}
+
+/// Tracing cost: util runs' loop rates against the loss baseline.
+pub(super) fn tracing_rows(
+    analysis: &Analysis,
+    util_runs: &BTreeMap<u64, Vec<&Run>>,
+    tracing_baseline: &[f64],
+) -> Vec<TracingRow> {
+    let mut rows = Vec::new();
+    if !tracing_baseline.is_empty() {
+        let primary: BTreeMap<u64, Estimate> = analysis
+            .primary_loss()
+            .into_iter()
+            .map(|r| (r.freq_hz, r.trusted()))
+            .collect();
+        for (&freq_hz, runs) in util_runs {
+            let rates: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.iterations > 0)
+                .map(|r| r.rate())
+                .collect();
+            if rates.is_empty() {
+                continue;
+            }
+            rows.push(TracingRow {
+                freq_hz,
+                loss_pct: primary.get(&freq_hz).copied(),
+                loss_util_runs_pct: loss_delta(&rates, tracing_baseline),
+            });
+        }
+    }
+    rows
+}
