@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
 use crate::error::AnalysisError;
-use crate::report::fmt_est;
+use crate::report::{fmt_est, table_head};
 use crate::stats::Estimate;
 use crate::tables::Analysis;
 
@@ -43,11 +43,12 @@ pub fn render(a: &Analysis) -> String {
         "Each contents' runs analysed alone (with the shared 0 Hz runs): handler ns per sample from its util runs (t interval over runs), application cost per sample from its gaps runs (direct + after-effect, t interval over runs), the call-chain entries and user-stack bytes its samples carried (mean over runs), and the ratio to {REFERENCE} at the same rate (95% normal interval, delta method on independent estimates). The tables above are those of {}.\n",
         a.contents.first().map_or("-", String::as_str)
     );
-    let _ = writeln!(
-        s,
-        "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled |"
+    table_head(
+        &mut s,
+        &format!(
+            "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled |"
+        ),
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &a.by_contents {
         let _ = writeln!(
             s,
@@ -78,20 +79,15 @@ pub fn render_after(rows: &[crate::aftereffect::AfterRow]) -> String {
     if rows.is_empty() {
         return s;
     }
-    let _ = writeln!(
-        s,
-        "## The after-effect, from throughput
-"
-    );
+    let _ = writeln!(s, "## The after-effect, from throughput\n");
     let _ = writeln!(
         s,
         "What the workload loses per sample in the paired design (throughput loss with its interval over runs, / the achieved rate) minus the gaps design's direct cost per sample (the time inside the interrupt's episode): the remainder is what the interrupt costs after it returns (caches and TLB refilled, a slower core), with a normal 95% interval (independent runs, errors in quadrature). The timeline's own after-effect (chunks after a gap against the run's speed beyond a horizon) is beside it. This one needs no model of the loop's recovery, so it also holds for loops whose chunk times are irregular (a pointer chase beyond the caches), but its interval is the paired design's: narrow per sample only at high rates.\n"
     );
-    let _ = writeln!(
-        s,
-        "| configuration | freq_hz | achieved_hz | throughput ns/sample [95% CI] | direct ns/sample [95% CI] | after-effect ns/sample [95% CI] | timeline's after-effect ns [95% CI] |"
+    table_head(
+        &mut s,
+        "| configuration | freq_hz | achieved_hz | throughput ns/sample [95% CI] | direct ns/sample [95% CI] | after-effect ns/sample [95% CI] | timeline's after-effect ns [95% CI] |",
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for r in rows {
         let _ = writeln!(
             s,
@@ -167,11 +163,10 @@ fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {
                 "{a:.0} ns (one period at the maximum rate x the percentage)"
             )),
     );
-    let _ = writeln!(
-        s,
-        "| contents | handler ns/sample | at Hz | kernel lowers max rate to | throttled above Hz | applies to this host's event | observed: throttle records (mean achieved Hz) by requested Hz |"
+    table_head(
+        &mut s,
+        "| contents | handler ns/sample | at Hz | kernel lowers max rate to | throttled above Hz | applies to this host's event | observed: throttle records (mean achieved Hz) by requested Hz |",
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for p in preds {
         let observed: Vec<String> = p
             .observed

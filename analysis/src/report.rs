@@ -241,6 +241,13 @@ fn write_tracing_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
 }
 
 /// `v [lo, hi]` with `d` decimals; `v` alone without an interval.
+/// A markdown table's header line and its separator (one `---` a column).
+pub(crate) fn table_head(s: &mut String, header: &str) {
+    let columns = header.matches('|').count().saturating_sub(1);
+    let _ = writeln!(s, "{header}");
+    let _ = writeln!(s, "|{}", "---|".repeat(columns));
+}
+
 pub fn fmt_est(e: &Estimate, d: usize) -> String {
     if !e.value.is_finite() {
         return "n/a".to_string();

@@ -131,11 +131,10 @@ fn table1(s: &mut String, a: &Analysis, r: &Reference) {
         s,
         "Utilisation = sum of handler durations (source hrtimer or nmi) on the measured CPU / the run's window_ns x 100; mean over runs with a 95% t interval. Durations: handler ns per sample = mean over runs of each run's mean handler duration, with a 95% t interval over runs (the handler's cost per sample at this rate); mean pooled over runs; median and p99 = median over runs of each run's value.\n"
     );
-    let _ = writeln!(
+    table_head(
         s,
-        "| freq_hz | runs | calls/s | achieved_hz | handler ns per sample [95% CI] | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |"
+        "| freq_hz | runs | calls/s | achieved_hz | handler ns per sample [95% CI] | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |",
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     if a.util.is_empty() {
         let _ = writeln!(s, "| (no successful util runs) ||||||||||");
     }
@@ -223,11 +222,10 @@ fn tracing_cost(s: &mut String, a: &Analysis) {
         s,
         "Loss measured in util runs (handler tracepoints on) against the 0 Hz loss runs, next to the loss without tracepoints. Utilisation is measured with tracing on; loss only without.\n"
     );
-    let _ = writeln!(
+    table_head(
         s,
-        "| freq_hz | loss_pct (no tracepoints) | loss_pct (tracepoints on) | tracing cost (pp) |"
+        "| freq_hz | loss_pct (no tracepoints) | loss_pct (tracepoints on) | tracing cost (pp) |",
     );
-    let _ = writeln!(s, "|---|---|---|---|");
     if a.tracing.is_empty() {
         let _ = writeln!(s, "| (needs util runs and 0 Hz loss runs) ||||");
     }
