@@ -143,93 +143,26 @@ pub fn run_pinned(
         // Its own process group: Ctrl-C reaches the driver only, and a
         // time-out or interruption stops everything the command started.
         .process_group(0);
-    type Started = Result<(u32, u64, Option<std::process::ChildStderr>), String>;
     let (tx, rx) = mpsc::channel::<Started>();
     let (done_tx, done_rx) = mpsc::channel::<Exited>();
     // The fork happens on a thread pinned to the measured CPU (the driver's
     // own threads keep off it), so the command starts there; that thread
     // then waits for the exit.
-    let waiter = std::thread::scope(|s| {
-        let handle = s.spawn(|| {
-            let mut set = rustix::thread::CpuSet::new();
-            set.set(usize::try_from(cpu).unwrap_or(0));
-            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
-                let _ = tx.send(Err(format!("cannot pin to CPU {cpu}: {e}")));
-                return;
-            }
-            let started_at_ns = monotonic_raw_ns();
-            let mut child = match cmd.spawn() {
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            let pid = child.id();
-            let _ = tx.send(Ok((pid, started_at_ns, child.stderr.take())));
-            // Wait without reaping, so /proc/<pid> still holds its counters.
-            let rpid = rustix::process::Pid::from_child(&child);
-            let _ = rustix::process::waitid(
-                rustix::process::WaitId::Pid(rpid),
-                rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
-            );
-            let at_ns = monotonic_raw_ns();
-            let usage = read_usage(pid);
-            let status = child.wait();
-            let _ = done_tx.send(Exited {
-                at_ns,
-                status,
-                usage,
-            });
-        });
-        let started = rx
-            .recv()
-            .unwrap_or_else(|_| Err("spawner thread ended".into()));
-        let (pid, started_at_ns, stderr) = match started {
-            Ok(v) => v,
-            Err(message) => {
-                let _ = handle.join();
-                return Err(CommandError::Spawn {
-                    program: program.clone(),
-                    message,
-                });
-            }
-        };
-        let stderr_text = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut e) = stderr {
-                let _ = e.read_to_end(&mut buf);
-            }
-            tail(&String::from_utf8_lossy(&buf), STDERR_TAIL_BYTES)
-        });
-        let t0 = std::time::Instant::now();
-        let mut stopped: Option<CommandError> = None;
-        let exited = loop {
-            match done_rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(e) => break Some(e),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            if stopped.is_none() {
-                if interrupt.load(Ordering::SeqCst) {
-                    stopped = Some(CommandError::Interrupted);
-                } else if t0.elapsed() > limit {
-                    stopped = Some(CommandError::TimedOut {
-                        limit_s: limit.as_secs_f64(),
-                    });
-                }
-                if stopped.is_some()
-                    && let Some(p) = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0))
-                {
-                    let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
-                }
-            }
-        };
-        let _ = handle.join();
-        let stderr = stderr_text.join().unwrap_or_default();
-        Ok((exited, stopped, stderr, started_at_ns))
-    });
-    let (exited, stopped, stderr, started_at_ns) = waiter?;
+    let waiter = std::thread::spawn(move || fork_pinned_and_wait(cmd, cpu, &tx, &done_tx));
+    let started = rx
+        .recv()
+        .unwrap_or_else(|_| Err("spawner thread ended".into()));
+    let (pid, started_at_ns, stderr) = match started {
+        Ok(v) => v,
+        Err(message) => {
+            let _ = waiter.join();
+            return Err(CommandError::Spawn { program, message });
+        }
+    };
+    let stderr_tail = read_tail(stderr);
+    let (exited, stopped) = wait_or_stop(&done_rx, pid, limit, interrupt);
+    let _ = waiter.join();
+    let stderr = stderr_tail.join().unwrap_or_default();
     if let Some(e) = stopped {
         return Err(e);
     }
@@ -258,6 +191,96 @@ pub fn run_pinned(
         nvcsw: exited.usage.nvcsw,
         nivcsw: exited.usage.nivcsw,
     })
+}
+
+/// What the spawner thread sends once the command is forked: its pid, the
+/// clock just before the fork, and its stderr; or why it could not start.
+type Started = Result<(u32, u64, Option<std::process::ChildStderr>), String>;
+
+/// The spawner thread: pins itself to `cpu`, forks the command (which
+/// inherits the pin), waits for its exit without reaping it, reads its
+/// counters from /proc, then reaps it.
+fn fork_pinned_and_wait(
+    mut cmd: Command,
+    cpu: u32,
+    started: &mpsc::Sender<Started>,
+    done: &mpsc::Sender<Exited>,
+) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(usize::try_from(cpu).unwrap_or(0));
+    if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+        let _ = started.send(Err(format!("cannot pin to CPU {cpu}: {e}")));
+        return;
+    }
+    let started_at_ns = monotonic_raw_ns();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = started.send(Err(e.to_string()));
+            return;
+        }
+    };
+    let pid = child.id();
+    let _ = started.send(Ok((pid, started_at_ns, child.stderr.take())));
+    // Wait without reaping, so /proc/<pid> still holds its counters.
+    let rpid = rustix::process::Pid::from_child(&child);
+    let _ = rustix::process::waitid(
+        rustix::process::WaitId::Pid(rpid),
+        rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+    );
+    let at_ns = monotonic_raw_ns();
+    let usage = read_usage(pid);
+    let status = child.wait();
+    let _ = done.send(Exited {
+        at_ns,
+        status,
+        usage,
+    });
+}
+
+/// The last [`STDERR_TAIL_BYTES`] of a pipe, read to its end on a thread.
+fn read_tail(pipe: Option<std::process::ChildStderr>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        tail(&String::from_utf8_lossy(&buf), STDERR_TAIL_BYTES)
+    })
+}
+
+/// Waits for the exit; on `interrupt` or past `limit`, kills the command's
+/// process group (once) and keeps waiting for the exit it causes.
+fn wait_or_stop(
+    done: &mpsc::Receiver<Exited>,
+    pid: u32,
+    limit: Duration,
+    interrupt: &AtomicBool,
+) -> (Option<Exited>, Option<CommandError>) {
+    let t0 = std::time::Instant::now();
+    let mut stopped: Option<CommandError> = None;
+    loop {
+        match done.recv_timeout(Duration::from_millis(50)) {
+            Ok(e) => return (Some(e), stopped),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return (None, stopped),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if stopped.is_some() {
+            continue;
+        }
+        if interrupt.load(Ordering::SeqCst) {
+            stopped = Some(CommandError::Interrupted);
+        } else if t0.elapsed() > limit {
+            stopped = Some(CommandError::TimedOut {
+                limit_s: limit.as_secs_f64(),
+            });
+        }
+        if stopped.is_some()
+            && let Some(p) = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0))
+        {
+            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 /// Runs the command `n` times, unmeasured, as the measured runs will run
