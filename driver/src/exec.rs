@@ -338,39 +338,7 @@ pub fn execute(
             }
             Ok(out) => {
                 consecutive_failures = 0;
-                if !out.workload_json.is_empty() {
-                    dir.write_workload(run.run_id, &out.workload_json)?;
-                }
-                if run.kind == RunKind::Util {
-                    let path = dir.events_path(run.run_id);
-                    write_intervals(&path, &out.intervals).map_err(|message| {
-                        ExecError::Intervals {
-                            path: path.clone(),
-                            message,
-                        }
-                    })?;
-                }
-                if let Some(t) = &out.timeline {
-                    write_timeline(dir, run, t)?;
-                }
-                if !out.phases.is_empty() {
-                    let phases: Vec<PhaseRow> = out
-                        .phases
-                        .iter()
-                        .map(|p| PhaseRow {
-                            run_id: run.run_id,
-                            freq_hz: run.freq_hz,
-                            group: p.phase / 4,
-                            order: schedule
-                                .as_ref()
-                                .map_or("", |s| s.order_of(p.phase as usize))
-                                .to_owned(),
-                            settle_ns: spec.settle_ns,
-                            ..p.clone()
-                        })
-                        .collect();
-                    dir.append_phases(&phases)?;
-                }
+                write_run_files(dir, &spec, schedule.as_ref(), &out, write_intervals)?;
                 let reasons = noise_reasons(&quiet, &out);
                 fill_row(&mut row, &out);
                 row.noisy = !reasons.is_empty();
@@ -382,28 +350,7 @@ pub fn execute(
                     summary.noisy += 1;
                     tracing::warn!("run {} is noisy: {}", run.run_id, row.noise_reasons);
                 }
-                if run.freq_hz > 0
-                    && row.window_ns > 0
-                    && row.achieved_hz < 0.9 * run.freq_hz as f64
-                {
-                    tracing::warn!(
-                        "run {}: achieved {:.0} Hz of the requested {} Hz (the kernel clamps the \
-                         hrtimer period to 10 us and throttles above ~50 kHz; a busy host delays expiries)",
-                        run.run_id,
-                        row.achieved_hz,
-                        run.freq_hz
-                    );
-                }
-                if row.lost > 0 {
-                    tracing::warn!("run {} lost {} records", run.run_id, row.lost);
-                }
-                if row.throttled > 0 {
-                    tracing::warn!(
-                        "run {}: the kernel throttled sampling {} times",
-                        run.run_id,
-                        row.throttled
-                    );
-                }
+                warn_about(run, &row);
                 let line = format!(
                     "run {}/{} id {} {} {} {} Hz rep {}: {} iterations, {} samples ({:.0} Hz){}",
                     i + 1,
@@ -436,6 +383,74 @@ pub fn execute(
     manifest.ended_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     dir.write_manifest(manifest)?;
     Ok(summary)
+}
+
+/// The files of a finished run other than its runs.csv row: the
+/// workload's report, the util run's intervals, the gaps design's
+/// timeline, the paired design's phases.
+fn write_run_files(
+    dir: &mut ResultsDir,
+    spec: &RunSpec<'_>,
+    schedule: Option<&crate::plan::PhaseSchedule>,
+    out: &RunOutcome,
+    write_intervals: IntervalWriter<'_>,
+) -> Result<(), ExecError> {
+    let run = spec.run;
+    if !out.workload_json.is_empty() {
+        dir.write_workload(run.run_id, &out.workload_json)?;
+    }
+    if run.kind == RunKind::Util {
+        let path = dir.events_path(run.run_id);
+        write_intervals(&path, &out.intervals).map_err(|message| ExecError::Intervals {
+            path: path.clone(),
+            message,
+        })?;
+    }
+    if let Some(t) = &out.timeline {
+        write_timeline(dir, run, t)?;
+    }
+    if !out.phases.is_empty() {
+        let phases: Vec<PhaseRow> = out
+            .phases
+            .iter()
+            .map(|p| PhaseRow {
+                run_id: run.run_id,
+                freq_hz: run.freq_hz,
+                group: p.phase / 4,
+                order: schedule
+                    .map_or("", |s| s.order_of(p.phase as usize))
+                    .to_owned(),
+                settle_ns: spec.settle_ns,
+                ..p.clone()
+            })
+            .collect();
+        dir.append_phases(&phases)?;
+    }
+    Ok(())
+}
+
+/// What the log says about a finished run's sampling: a rate the kernel
+/// did not deliver, lost records, throttling.
+fn warn_about(run: &PlannedRun, row: &RunRow) {
+    if run.freq_hz > 0 && row.window_ns > 0 && row.achieved_hz < 0.9 * run.freq_hz as f64 {
+        tracing::warn!(
+            "run {}: achieved {:.0} Hz of the requested {} Hz (the kernel clamps the \
+             hrtimer period to 10 us and throttles above ~50 kHz; a busy host delays expiries)",
+            run.run_id,
+            row.achieved_hz,
+            run.freq_hz
+        );
+    }
+    if row.lost > 0 {
+        tracing::warn!("run {} lost {} records", run.run_id, row.lost);
+    }
+    if row.throttled > 0 {
+        tracing::warn!(
+            "run {}: the kernel throttled sampling {} times",
+            run.run_id,
+            row.throttled
+        );
+    }
 }
 
 /// The warning when perf_event_max_sample_rate went down during a run: the
