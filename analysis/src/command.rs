@@ -73,14 +73,9 @@ pub fn command_table(runs: &[Run]) -> Vec<CommandRow> {
         };
         groups.entry((r.freq_hz, sample)).or_default().push(r);
     }
-    let baseline: BTreeMap<u32, &Run> = groups
+    let baseline = groups
         .get(&(0, String::new()))
-        .map(|v| {
-            v.iter()
-                .filter(|r| r.ok() && r.wall_ns > 0)
-                .map(|r| (r.block, *r))
-                .collect()
-        })
+        .map(|v| baseline_by_block(v))
         .unwrap_or_default();
     let mut rows: Vec<CommandRow> = groups
         .iter()
@@ -112,18 +107,18 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>
     let (loss_pct, cost_per_sample_ns) = if freq_hz == 0 {
         (None, None)
     } else {
-        let mut d = Vec::new();
         let mut cost = Vec::new();
         for r in &ok {
-            let Some(b) = baseline.get(&r.block) else {
-                continue;
-            };
-            d.push((r.wall_ns as f64 / b.wall_ns as f64).ln());
-            if r.samples > 0 {
+            if let Some(b) = baseline.get(&r.block)
+                && r.samples > 0
+            {
                 cost.push((r.wall_ns as f64 - b.wall_ns as f64) / r.samples as f64);
             }
         }
-        (Some(loss_from_log_ratios(&d)), Some(t_interval(&cost)))
+        (
+            Some(block_paired_loss(&ok, baseline)),
+            Some(t_interval(&cost)),
+        )
     };
     let (achieved, samples): (Vec<f64>, Vec<f64>) =
         ok.iter().map(|r| (r.achieved_hz, r.samples as f64)).unzip();
@@ -149,6 +144,29 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>
         loss_pct,
         cost_per_sample_ns,
     }
+}
+
+/// The command's loss at one configuration: per block with a 0 Hz run
+/// (`baseline`, by block), d = ln(wall_F / wall_0), through
+/// [`loss_from_log_ratios`].
+pub fn block_paired_loss(runs: &[&Run], baseline: &BTreeMap<u32, &Run>) -> Estimate {
+    let d: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.ok() && r.wall_ns > 0)
+        .filter_map(|r| {
+            let b = baseline.get(&r.block)?;
+            Some((r.wall_ns as f64 / b.wall_ns as f64).ln())
+        })
+        .collect();
+    loss_from_log_ratios(&d)
+}
+
+/// The 0 Hz runs usable as a baseline, by block.
+pub fn baseline_by_block<'a>(zero: &[&'a Run]) -> BTreeMap<u32, &'a Run> {
+    zero.iter()
+        .filter(|r| r.ok() && r.wall_ns > 0)
+        .map(|r| (r.block, *r))
+        .collect()
 }
 
 /// Loss % = 100 (1 - exp(-mean d)) from per-block log ratios d = ln(wall_F

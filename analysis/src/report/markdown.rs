@@ -166,6 +166,12 @@ fn table2(s: &mut String, a: &Analysis, r: &Reference) {
         s,
         "Loop counts per run (rep order), their mean, and loss = 1 - mean rate(F) / mean rate(0). Classic design: 95% interval by the delta method on the ratio of means, t quantile on Welch-Satterthwaite df. Paired design: per ABBA group loss = 1 - mean on-rate / mean off-rate (phases.csv), t interval over groups; the last column is the t interval over runs of each run's mean group loss, which also covers a loss that varies between runs (a warning says when a one-way ANOVA by run finds it does, p < 0.05).\n"
     );
+    if a.loss.iter().any(|r| r.method.starts_with("1 - exp(")) {
+        let _ = writeln!(
+            s,
+            "A command's runs (`--command`, one iteration each: a whole run) are compared within blocks instead: loss = 1 - exp(-mean ln(wall F / wall 0)) over the blocks with both runs, t interval over blocks, as in the section on the command.\n"
+        );
+    }
     let nmax = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
     let mut header = "| freq_hz | achieved_hz | design |".to_string();
     for i in 1..=nmax {
