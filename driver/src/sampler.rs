@@ -62,12 +62,14 @@ use crate::perf::{PerfError, sys, tracefs};
 mod config;
 mod drain;
 mod events;
+mod open;
 
 pub use config::*;
 pub use drain::ContentsStats;
 use drain::{DrainOutput, Drainer, IdRole, Shared};
 use events::*;
 pub use events::{NEVER_FIRES_PERIOD, resolve_event};
+use open::*;
 
 /// Everything a finished session measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -205,158 +207,11 @@ impl Sampler {
             Scope::Task(pid) => pid,
             _ => -1,
         };
-        let mut events = Vec::new();
-        let mut rings = Vec::new();
-        let mut ids = HashMap::new();
-        let mut measured_fd_index = None;
-        for &cpu in &cpus {
-            let mut attr = sampling_attr(cfg);
-            let ctx = OpenContext {
-                event: cfg.event.name().into(),
-                freq_hz: cfg.freq_hz,
-                pid,
-                cpu: cpu as i32,
-            };
-            let fd = open(&mut attr, &ctx)?;
-            let id = sys::id(fd.as_fd())
-                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", cfg.event.name(), e))?;
-            ids.insert(id, IdRole::Sampling);
-            if cpu == cfg.measured_cpu {
-                measured_fd_index = Some(events.len());
-            }
-            events.push(OpenEvent {
-                fd,
-                cpu,
-                role: Role::Sampling,
-            });
-        }
-        let measured_fd_index = measured_fd_index.ok_or_else(|| PerfError::Config {
-            field: "measured_cpu",
-            value: cfg.measured_cpu.to_string(),
-            fix: "the sampling event was not opened on it".into(),
-        })?;
-
+        let (mut events, mut ids, measured_fd_index) = open_sampling(cfg, &cpus, pid)?;
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
-        let initial = Formats::single(sampling_sample_type(cfg), true)
-            .map_err(|source| PerfError::Decode {
-                cpu: cfg.measured_cpu,
-                source,
-            })?
-            .with_regs_user(cfg.contents.regs_user_mask());
-        let mut ring_bytes = 0;
-        for ev in &events {
-            let want = ring_bytes_for(cfg, ev.cpu);
-            let ring = match Ring::new(ev.fd.as_fd(), ev.cpu, want, initial.clone()) {
-                Err(e) if want > cfg.ring_data_bytes => {
-                    tracing::warn!(
-                        "a {} MiB ring for the whole run could not be mapped on cpu {} ({e}); \
-                         using {} MiB, so records will be decoded while the workload runs \
-                         (drained_in_window_bytes says how much)",
-                        want >> 20,
-                        ev.cpu,
-                        cfg.ring_data_bytes >> 20
-                    );
-                    Ring::new(ev.fd.as_fd(), ev.cpu, cfg.ring_data_bytes, initial.clone())?
-                }
-                r => r?,
-            };
-            if ev.cpu == cfg.measured_cpu {
-                ring_bytes = ring.size();
-            }
-            rings.push(ring);
-        }
-
-        let mut nmi_handler = None;
-        if cfg.trace_handler || cfg.trace_irq {
-            let root = tracefs::find_or_mount()?;
-            let mut kinds = Vec::new();
-            if cfg.trace_handler {
-                if cfg.event.is_hardware() {
-                    kinds.push(TraceKind::Nmi);
-                } else {
-                    kinds.push(TraceKind::HrtimerEntry);
-                    kinds.push(TraceKind::HrtimerExit);
-                }
-            }
-            if cfg.trace_irq {
-                kinds.push(TraceKind::LocalTimerEntry);
-                kinds.push(TraceKind::LocalTimerExit);
-            }
-            for k in kinds {
-                let (system, name) = k.tracepoint();
-                let full = format!("{system}:{name}");
-                let format = tracefs::tracepoint(&root, system, name)?;
-                let layout =
-                    TraceLayout::new(k, &format).map_err(|field| PerfError::MissingField {
-                        event: full.clone(),
-                        field,
-                        path: root.join("events").join(system).join(name).join("format"),
-                    })?;
-                let mut attr = Attr::new()
-                    .type_(kind::TRACEPOINT)
-                    .config(format.id)
-                    .sample_period(1)
-                    .sample_type(trace_sample_type(k) | cfg.trace_extra_fields)
-                    .read_format(READ_FORMAT)
-                    .sample_id_all(true)
-                    .disabled(true);
-                let ctx = OpenContext {
-                    event: full.clone(),
-                    freq_hz: 0,
-                    pid: -1,
-                    cpu: cfg.measured_cpu as i32,
-                };
-                let fd = open(&mut attr, &ctx)?;
-                match k {
-                    TraceKind::HrtimerEntry => {
-                        let filter = match tracefs::kallsyms_address(HRTIMER_SYMBOL) {
-                            Ok(addr) => format!("function == 0x{addr:x}"),
-                            Err(e) => {
-                                tracing::debug!("{e}; filtering by symbol name instead");
-                                format!("function.function == {HRTIMER_SYMBOL}")
-                            }
-                        };
-                        set_filter(&fd, &full, &filter)?;
-                    }
-                    TraceKind::Nmi => {
-                        let addr = tracefs::kallsyms_address(NMI_HANDLER_SYMBOL)?;
-                        nmi_handler = Some(addr);
-                        set_filter(&fd, &full, &format!("handler == 0x{addr:x}"))?;
-                    }
-                    _ => {}
-                }
-                sys::set_output(fd.as_fd(), events[measured_fd_index].fd.as_fd()).map_err(|e| {
-                    PerfError::os("ioctl(PERF_EVENT_IOC_SET_OUTPUT)", full.clone(), e)
-                })?;
-                let id = sys::id(fd.as_fd())
-                    .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", full.clone(), e))?;
-                ids.insert(id, IdRole::Trace(layout));
-                events.push(OpenEvent {
-                    fd,
-                    cpu: cfg.measured_cpu,
-                    role: Role::Trace,
-                });
-            }
-        }
-
-        let id_types: Vec<(u64, u64)> = ids
-            .iter()
-            .map(|(&id, r)| {
-                let t = match r {
-                    IdRole::Sampling => sampling_sample_type(cfg),
-                    IdRole::Trace(layout) => {
-                        trace_sample_type(layout.kind) | cfg.trace_extra_fields
-                    }
-                };
-                (id, t)
-            })
-            .collect();
-        let formats = Formats::by_id(&id_types, true)
-            .map_err(|source| PerfError::Decode {
-                cpu: cfg.measured_cpu,
-                source,
-            })?
-            .with_regs_user(cfg.contents.regs_user_mask());
+        let (mut rings, ring_bytes) = map_rings(cfg, &events)?;
+        let nmi_handler = open_tracepoints(cfg, measured_fd_index, &mut events, &mut ids)?;
+        let formats = formats_by_id(cfg, &ids)?;
         for ring in &mut rings {
             ring.set_formats(formats.clone());
         }
