@@ -108,12 +108,21 @@ impl PlotOutcome {
 /// Draw every plot that has data into `out`.
 pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    let ref_loss: Vec<(u64, f64)> = reference
-        .loss
-        .iter()
-        .map(|r| (r.freq_hz, r.loss_pct))
-        .collect();
+    util_plot(&mut files, out, a, reference);
+    loss_plot(&mut files, out, a, reference);
+    durations_plot(&mut files, out, a);
+    cost_plot(&mut files, out, a);
+    contents_plots(&mut files, out, a);
+    if let Some(f) = production_rates(a, &out.join("production_rates")) {
+        files.add(f);
+    }
+    recovery_plot(&mut files, out, a);
+    paired_plot(&mut files, out, a);
+    files
+}
 
+/// Handler utilisation against the rate, log-log, with the 2014 points.
+fn util_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Reference) {
     if !a.util.is_empty() {
         let pts: Vec<(u64, Estimate)> = a.util.iter().map(|r| (r.freq_hz, r.util_pct)).collect();
         let s = series("this host (95% CI)", &pts);
@@ -144,7 +153,15 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             &out.join("util_vs_freq"),
         ));
     }
+}
 
+/// Throughput loss against the rate, with the 2014 points and the fit.
+fn loss_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Reference) {
+    let ref_loss: Vec<(u64, f64)> = reference
+        .loss
+        .iter()
+        .map(|r| (r.freq_hz, r.loss_pct))
+        .collect();
     let primary = a.primary_loss();
     if !primary.is_empty() {
         let pts: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
@@ -169,7 +186,10 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             &out.join("loss_vs_freq"),
         ));
     }
+}
 
+/// The handler durations' distribution per rate.
+fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
     let groups: Vec<(String, Vec<f64>)> = a
         .durations
         .iter()
@@ -188,7 +208,10 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             &out.join("handler_durations"),
         ));
     }
+}
 
+/// The gaps design's cost per sample against the rate.
+fn cost_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
     if let Some(ps) = &a.per_sample {
         let pts: Vec<(u64, Estimate)> = ps
             .rows
@@ -208,6 +231,10 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             ));
         }
     }
+}
+
+/// The cost per sample by contents (handler and application).
+fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
     if a.contents.len() > 1 {
         type Pick = fn(&crate::contents::ContentsRow) -> Option<Estimate>;
         let measures: [(&str, &str, Pick); 2] = [
@@ -244,9 +271,10 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             }
         }
     }
-    if let Some(f) = production_rates(a, &out.join("production_rates")) {
-        files.add(f);
-    }
+}
+
+/// The loop's speed recovery after a gap.
+fn recovery_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
     if !a.recovery.is_empty() {
         files.add(plot_vs_freq(
             "Speed recovery after a gap",
@@ -258,7 +286,10 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             &out.join("recovery"),
         ));
     }
+}
 
+/// A paired run per rate: the loop rate per phase.
+fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
     let mut seen = std::collections::BTreeSet::new();
     let traces: Vec<PairedTrace> = a
         .paired
@@ -280,7 +311,6 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
             &out.join("paired_phases"),
         ));
     }
-    files
 }
 
 /// Rates a production profiler uses (and the article's low rates).
