@@ -9,7 +9,7 @@
 use crate::error::AnalysisError;
 use crate::percost::{Agreement, PerSampleRow, predicted_loss_pct};
 use crate::stats::Estimate;
-use crate::tables::Analysis;
+use crate::tables::{Analysis, LossRow};
 
 /// `basis` of a recommendation from the gaps design.
 pub const MODEL_BASIS: &str = "per-sample cost model (gaps design)";
@@ -350,43 +350,74 @@ fn recommend_throughput(a: &Analysis, budget_pct: f64) -> Result<Recommendation,
     };
     rec.measured_hz = Some(safe.freq_hz);
     rec.measured_upper_pct = Some(safe.trusted().hi);
-    let mut max_hz = safe.freq_hz as f64;
-    let mut how = String::new();
-    if let (Some(next), Some(fit)) = (next, a.fits.loss_line) {
-        let upper = |f_hz: f64| {
-            let x = f_hz / 1000.0;
-            fit.at(x) + fit.band_half_width(x)
-        };
-        let (mut lo, mut hi) = (safe.freq_hz as f64, next.freq_hz as f64);
-        if upper(lo) <= budget_pct && fit.slope > 0.0 {
-            if upper(hi) <= budget_pct {
-                lo = hi;
-            } else {
-                for _ in 0..100 {
-                    let mid = 0.5 * (lo + hi);
-                    if upper(mid) <= budget_pct {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-            }
-            // Never above the first measured rate that failed.
-            if lo > max_hz && lo < next.freq_hz as f64 {
-                max_hz = lo;
-                rec.interpolated = true;
-                how = format!(
-                    " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {:.0} Hz.",
-                    fit.intercept, fit.slope, max_hz
-                );
-            }
-        }
+    let (max_hz, how) = match (next, a.fits.loss_line) {
+        (Some(next), Some(fit)) => budget_on_fit(safe, next, &fit, budget_pct),
+        _ => None,
     }
+    .map_or((safe.freq_hz as f64, String::new()), |(hz, how)| {
+        rec.interpolated = true;
+        (hz, how)
+    });
     rec.max_hz = Some(max_hz);
     rec.suggested_hz = nice_prime_below(max_hz);
     rec.rate_hz = rec.suggested_hz;
     rec.basis = format!("throughput loss ({} design)", safe.design);
-    let predicted = match (rec.suggested_hz, a.fits.loss_line) {
+    let predicted = predicted_loss(&rec, a, safe);
+    if rec.suggested_hz.is_some() {
+        rec.predicted_loss_pct = Some(predicted.value);
+        rec.predicted_loss_lo_pct = Some(predicted.lo);
+        rec.predicted_loss_hi_pct = Some(predicted.hi);
+    }
+    rec.reasoning = reasoning(&pts, safe, next, &rec, max_hz, &how, budget_pct);
+    Ok(rec)
+}
+
+/// Between the highest measured rate within budget (`safe`) and the first
+/// above it (`next`): where the fitted line's upper 95 % band reaches the
+/// budget, by bisection, and the sentence that says so; None when the fit
+/// does not place it strictly between them.
+fn budget_on_fit(
+    safe: &LossRow,
+    next: &LossRow,
+    fit: &crate::fit::LineFit,
+    budget_pct: f64,
+) -> Option<(f64, String)> {
+    let upper = |f_hz: f64| {
+        let x = f_hz / 1000.0;
+        fit.at(x) + fit.band_half_width(x)
+    };
+    let (mut lo, mut hi) = (safe.freq_hz as f64, next.freq_hz as f64);
+    if upper(lo) > budget_pct || fit.slope <= 0.0 {
+        return None;
+    }
+    if upper(hi) <= budget_pct {
+        lo = hi;
+    } else {
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if upper(mid) <= budget_pct {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    // Never above the first measured rate that failed.
+    (lo > safe.freq_hz as f64 && lo < next.freq_hz as f64).then(|| {
+        (
+            lo,
+            format!(
+                " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {:.0} Hz.",
+                fit.intercept, fit.slope, lo
+            ),
+        )
+    })
+}
+
+/// The loss at the suggested rate: on the fitted line when it was
+/// interpolated, else the measured loss of the rate within budget.
+fn predicted_loss(rec: &Recommendation, a: &Analysis, safe: &LossRow) -> Estimate {
+    match (rec.suggested_hz, a.fits.loss_line) {
         (Some(hz), Some(fit)) if rec.interpolated => {
             let x = hz as f64 / 1000.0;
             let (v, h) = (fit.at(x), fit.band_half_width(x));
@@ -401,12 +432,20 @@ fn recommend_throughput(a: &Analysis, budget_pct: f64) -> Result<Recommendation,
         // At or below the measured rate within budget: its measured loss
         // (an upper estimate for a lower rate).
         _ => safe.trusted(),
-    };
-    if rec.suggested_hz.is_some() {
-        rec.predicted_loss_pct = Some(predicted.value);
-        rec.predicted_loss_lo_pct = Some(predicted.lo);
-        rec.predicted_loss_hi_pct = Some(predicted.hi);
     }
+}
+
+/// The two sentences of the recommendation: what was measured against the
+/// budget, and the suggested rate with the method behind it.
+fn reasoning(
+    pts: &[&LossRow],
+    safe: &LossRow,
+    next: Option<&LossRow>,
+    rec: &Recommendation,
+    max_hz: f64,
+    how: &str,
+    budget_pct: f64,
+) -> Vec<String> {
     let first = match next {
         Some(n) => format!(
             "At {} Hz the loss is {:.3}% (95% upper bound {:.3}% <= {budget_pct}%); at {} Hz the upper bound {:.3}% exceeds the budget.{how}",
@@ -443,8 +482,7 @@ fn recommend_throughput(a: &Analysis, budget_pct: f64) -> Result<Recommendation,
         ),
         None => format!("Loss from the {} design ({method}).", safe.design),
     };
-    rec.reasoning = vec![first, second];
-    Ok(rec)
+    vec![first, second]
 }
 
 #[cfg(test)]
