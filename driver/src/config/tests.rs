@@ -25,7 +25,12 @@ fn durations_parse_with_units() {
     assert_eq!(parse_duration("250ms", &o).unwrap(), 250_000_000);
     assert_eq!(parse_duration("1.5", &o).unwrap(), 1_500_000_000);
     assert_eq!(parse_duration("2m", &o).unwrap(), 120_000_000_000);
-    for bad in ["0s", "0", "-1s", "abc", "5 parsecs", ""] {
+    assert_eq!(parse_duration("2min", &o).unwrap(), 120_000_000_000);
+    assert_eq!(parse_duration("1h", &o).unwrap(), 3_600_000_000_000);
+    assert_eq!(parse_duration("250µs", &o).unwrap(), 250_000);
+    // Exact, not rounded through a float.
+    assert_eq!(parse_duration("4.35s", &o).unwrap(), 4_350_000_000);
+    for bad in ["0s", "0", "-1s", "abc", "5 parsecs", "", "1.5ns", "1e3"] {
         let e = parse_duration(bad, &o).unwrap_err().to_string();
         assert!(e.contains("--duration"), "{e}");
     }

@@ -114,36 +114,29 @@ pub(super) fn parse_scope(s: &str, origin: &Origin) -> Result<ScopeName, ConfigE
     }
 }
 
-/// Parses a duration such as `10s`, `250ms`, `1.5s`, `500us`, `100ns`, `2m`.
-/// A bare number is seconds.
+/// Parses a positive duration such as `10s`, `250ms`, `1.5s`, `500us`,
+/// `100ns`, `2min`, `1h` (a bare number is seconds) with the workspace's one
+/// exact parser ([`workload::duration::parse_duration`]: no float rounding),
+/// into nanoseconds.
 pub fn parse_duration(text: &str, origin: &Origin) -> Result<u64, ConfigError> {
-    let t = text.trim();
-    let fix = "give a positive duration such as 10s, 1.5s or 250ms";
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale: f64 = match unit.trim() {
-        "" | "s" => 1e9,
-        "ms" => 1e6,
-        "us" => 1e3,
-        "ns" => 1.0,
-        "m" | "min" => 60e9,
-        _ => return Err(invalid(text, origin, "unknown unit", fix)),
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| invalid(text, origin, "not a number", fix))?;
-    if !value.is_finite() || value <= 0.0 {
+    use workload::duration::DurationError;
+    let fix = "give a positive duration such as 10s, 1.5s, 250ms, 2min or 1h";
+    let d = workload::duration::parse_duration(text).map_err(|e| {
+        let problem = match e {
+            DurationError::Empty(_) => "empty duration".to_owned(),
+            DurationError::Syntax(_) => "not a number with a unit".to_owned(),
+            DurationError::Unit { unit, .. } => {
+                format!("unknown unit `{unit}` (ns, us, µs, ms, s, min, h)")
+            }
+            DurationError::TooPrecise(_) => "more precise than 1 ns".to_owned(),
+            DurationError::TooLarge(_) => "out of range".to_owned(),
+        };
+        invalid(text, origin, problem, fix)
+    })?;
+    if d.is_zero() {
         return Err(invalid(text, origin, "must be greater than zero", fix));
     }
-    let ns = value * scale;
-    if !(1.0..=1e18).contains(&ns) {
-        return Err(invalid(text, origin, "out of range", fix));
-    }
-    // Rounded to whole ns; in range checked above.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    Ok(ns.round() as u64)
+    u64::try_from(d.as_nanos()).map_err(|_| invalid(text, origin, "out of range", fix))
 }
 
 /// Parses a comma-separated frequency list: non-negative integers, no duplicates.
