@@ -463,7 +463,8 @@ mod tests {
             seed: Some("1".into()),
             ..FlagSettings::default()
         };
-        SweepOptions::resolve(&f, None, n, 0).unwrap()
+        let online: Vec<u32> = (0..n).collect();
+        SweepOptions::resolve(&f, None, &online, 0).unwrap()
     }
 
     fn configs(o: &SweepOptions) -> Vec<(u32, SamplerConfig)> {

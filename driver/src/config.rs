@@ -278,12 +278,13 @@ pub struct SweepOptions {
 
 impl SweepOptions {
     /// Resolves flags over an experiment file over defaults and validates.
-    /// `n_cpus` is the number of CPUs of this host; `default_seed` is used
+    /// `online` is this host's online CPUs (`sampler::online_cpus`, the list
+    /// the sampler opens its events on); `default_seed` is used
     /// when neither flag nor file sets a seed.
     pub fn resolve(
         flags: &FlagSettings,
         file: Option<(&ExperimentFile, &Path)>,
-        n_cpus: u32,
+        online: &[u32],
         default_seed: u64,
     ) -> Result<Self, ConfigError> {
         let empty = ExperimentFile::default();
@@ -341,13 +342,13 @@ impl SweepOptions {
             let o = Origin::Flag("--cpu");
             check_cpu(
                 parse_int(text, &o, "give a CPU number, e.g. --cpu 1")?,
-                n_cpus,
+                online,
                 &o,
             )?
         } else if let Some(c) = exp.cpu {
-            check_cpu(c, n_cpus, &key("cpu"))?
+            check_cpu(c, online, &key("cpu"))?
         } else {
-            n_cpus.saturating_sub(1)
+            online.last().copied().unwrap_or(0)
         };
 
         let event = if let Some(text) = &flags.event {

@@ -186,7 +186,7 @@ mod tests {
             duration: Some("1s".into()),
             ..FlagSettings::default()
         };
-        SweepOptions::resolve(&f, None, 2, 0).unwrap()
+        SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
     }
 
     #[test]

@@ -203,12 +203,12 @@ fn git_revision() -> Option<String> {
         .map(str::to_owned)
 }
 
-fn pin_self_away_from(cpu: u32, n_cpus: u32) {
+fn pin_self_away_from(cpu: u32, online: &[u32]) {
     let mut set = rustix::thread::CpuSet::new();
-    for c in (0..n_cpus).filter(|&c| c != cpu) {
+    for &c in online.iter().filter(|&&c| c != cpu) {
         set.set(usize::try_from(c).unwrap_or(0));
     }
-    if n_cpus > 1
+    if online.len() > 1
         && let Err(e) = rustix::thread::sched_setaffinity(None, &set)
     {
         tracing::warn!("cannot keep the driver off CPU {cpu}: {e}");
@@ -216,9 +216,11 @@ fn pin_self_away_from(cpu: u32, n_cpus: u32) {
 }
 
 fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
-    let n_cpus = crate::system::online_cpus();
+    // The one list of online CPUs: --cpu is checked against it, and the
+    // sampler opens its events on it.
+    let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
     // 1. Options: recorded (resume) or flags over file over defaults.
-    let (resumed, mut opts) = steps::resolve_options(args, n_cpus)?;
+    let (resumed, mut opts) = steps::resolve_options(args, &online)?;
 
     // 2. The output directory: never overwritten.
     let root = steps::output_dir(args, resumed.as_ref())?;
@@ -306,14 +308,14 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         None => build_plan(&opts),
     };
     let configs =
-        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, n_cpus));
+        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, &online));
     match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
         Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
         Ok(_) => {}
         Err(e) => return Err(usage(e)),
     }
 
-    pin_self_away_from(opts.cpu, n_cpus);
+    pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();
 
     // 7. The host's facts, before this sweep changes anything: the manifest
@@ -366,8 +368,8 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     // 10. Runs.
     let mut backend = RealBackend {
         event,
-        drain_cpu: other_cpu(opts.cpu, n_cpus),
-        n_cpus,
+        drain_cpu: other_cpu(opts.cpu, &online),
+        online_cpus: online.clone(),
     };
     let writer = |path: &Path, iv: &[Interval]| -> Result<(), String> {
         let cpu: Vec<u32> = iv.iter().map(|i| i.cpu).collect();

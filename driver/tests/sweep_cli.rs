@@ -93,7 +93,7 @@ fn shipped_experiments_parse() {
             driver::config::SweepOptions::resolve(
                 &driver::config::FlagSettings::default(),
                 Some((&exp, &path)),
-                2,
+                &[0, 1],
                 0,
             )
             .unwrap();

@@ -106,7 +106,7 @@ fn options(design: &str) -> SweepOptions {
         event: Some("cpu-clock".into()),
         ..FlagSettings::default()
     };
-    SweepOptions::resolve(&f, None, 2, 0).unwrap()
+    SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
 }
 
 fn manifest(opts: SweepOptions) -> Manifest {

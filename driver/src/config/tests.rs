@@ -6,7 +6,7 @@ fn flags() -> FlagSettings {
 
 #[test]
 fn defaults_are_the_article_frequencies_with_the_designs_that_resolve() {
-    let o = SweepOptions::resolve(&flags(), None, 2, 7).unwrap();
+    let o = SweepOptions::resolve(&flags(), None, &[0, 1], 7).unwrap();
     assert_eq!(o.freqs_hz, vec![0, 100, 500, 2000, 4000, 100_000]);
     assert_eq!(o.duration_ns, 8_000_000_000);
     assert_eq!(o.reps, 5);
@@ -50,7 +50,7 @@ fn bad_freqs_name_the_value() {
             freqs: Some(text.to_owned()),
             ..flags()
         };
-        let e = SweepOptions::resolve(&f, None, 2, 0)
+        let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
             .unwrap_err()
             .to_string();
         assert!(e.contains(needle) && e.contains("--freqs"), "{text}: {e}");
@@ -63,7 +63,7 @@ fn zero_is_always_added_and_freqs_sorted() {
         freqs: Some("4000, 100".to_owned()),
         ..flags()
     };
-    let o = SweepOptions::resolve(&f, None, 2, 0).unwrap();
+    let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
     assert_eq!(o.freqs_hz, vec![0, 100, 4000]);
 }
 
@@ -121,7 +121,7 @@ fn bad_reps_cpu_event_scope() {
         ),
     ];
     for (f, needle) in cases {
-        let e = SweepOptions::resolve(&f, None, 2, 0)
+        let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
             .unwrap_err()
             .to_string();
         assert!(e.contains(needle), "{needle}: {e}");
@@ -136,7 +136,7 @@ fn paired_needs_four_phases() {
         duration: Some("300ms".into()),
         ..flags()
     };
-    let e = SweepOptions::resolve(&f, None, 2, 0)
+    let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
         .unwrap_err()
         .to_string();
     assert!(e.contains("--phase"), "{e}");
@@ -144,7 +144,7 @@ fn paired_needs_four_phases() {
         phase: Some("75ms".into()),
         ..f
     };
-    assert!(SweepOptions::resolve(&f, None, 2, 0).is_ok());
+    assert!(SweepOptions::resolve(&f, None, &[0, 1], 0).is_ok());
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn file_settings_and_flag_override() {
         path,
     )
     .unwrap();
-    let o = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0).unwrap();
+    let o = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0).unwrap();
     assert_eq!(o.freqs_hz, vec![0, 1000, 20000]);
     assert_eq!(o.duration_ns, 1_000_000_000);
     assert_eq!(o.reps, 2);
@@ -169,7 +169,7 @@ fn file_settings_and_flag_override() {
         seed: Some("9".into()),
         ..flags()
     };
-    let o = SweepOptions::resolve(&f, Some((&exp, path)), 2, 0).unwrap();
+    let o = SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0).unwrap();
     assert_eq!(o.reps, 4);
     assert_eq!(o.designs, vec![Design::Classic]);
     assert_eq!(o.seed, 9);
@@ -192,7 +192,7 @@ fn unknown_key_is_named_with_the_file() {
 fn bad_file_values_name_the_key_and_file() {
     let path = Path::new("e.toml");
     let exp = ExperimentFile::parse("freqs = [100, 100]\n", path).unwrap();
-    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0)
+    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
         .unwrap_err()
         .to_string();
     assert!(
@@ -200,7 +200,7 @@ fn bad_file_values_name_the_key_and_file() {
         "{e}"
     );
     let exp = ExperimentFile::parse("reps = 0\n", path).unwrap();
-    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), 2, 0)
+    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
         .unwrap_err()
         .to_string();
     assert!(e.contains("key `reps`"), "{e}");
@@ -213,7 +213,7 @@ fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
         freqs: Some("1000,10000".to_owned()),
         ..flags()
     };
-    let o = SweepOptions::resolve(&f, None, 2, 0).unwrap();
+    let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
     assert_eq!(
         o.command,
         Some(vec!["sh".to_owned(), "-c".to_owned(), "exit 0".to_owned()])
@@ -230,7 +230,7 @@ fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
         Path::new("e.toml"),
     )
     .unwrap();
-    let o = SweepOptions::resolve(&flags(), Some((&exp, Path::new("e.toml"))), 2, 0).unwrap();
+    let o = SweepOptions::resolve(&flags(), Some((&exp, Path::new("e.toml"))), &[0, 1], 0).unwrap();
     assert_eq!(o.command.as_ref().map(Vec::len), Some(3));
     assert_eq!(o.warmup, 3);
 }
@@ -320,7 +320,7 @@ fn command_errors_name_the_value_the_origin_and_the_fix() {
         ),
     ];
     for (f, needles) in cases {
-        let e = SweepOptions::resolve(&f, None, 2, 0)
+        let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
             .unwrap_err()
             .to_string();
         for n in needles {
@@ -335,5 +335,30 @@ fn command_errors_name_the_value_the_origin_and_the_fix() {
             ..flags()
         },
     );
-    assert!(SweepOptions::resolve(&f, None, 2, 0).is_ok());
+    assert!(SweepOptions::resolve(&f, None, &[0, 1], 0).is_ok());
+}
+
+#[test]
+fn cpu_must_be_online_and_the_message_names_the_online_list() {
+    // CPU 1 offline: the default is the last online CPU, and --cpu 1 is
+    // refused naming the list the sampler would open its events on.
+    let online = [0, 2, 3, 5];
+    let o = SweepOptions::resolve(&flags(), None, &online, 0).unwrap();
+    assert_eq!(o.cpu, 5);
+    let f = FlagSettings {
+        cpu: Some("1".into()),
+        ..flags()
+    };
+    let e = SweepOptions::resolve(&f, None, &online, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"1\" for --cpu") && e.contains("no such CPU online") && e.contains("0,2-3,5"),
+        "{e}"
+    );
+    let f = FlagSettings {
+        cpu: Some("3".into()),
+        ..flags()
+    };
+    assert_eq!(SweepOptions::resolve(&f, None, &online, 0).unwrap().cpu, 3);
 }

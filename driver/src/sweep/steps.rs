@@ -16,7 +16,7 @@ use crate::system::SettingsGuard;
 /// over experiment file over defaults.
 pub(super) fn resolve_options(
     args: &SweepFlags,
-    n_cpus: u32,
+    online: &[u32],
 ) -> anyhow::Result<(Option<(PathBuf, Manifest)>, SweepOptions)> {
     let resumed: Option<(PathBuf, Manifest)> = match &args.resume {
         Some(dir) => {
@@ -49,7 +49,7 @@ pub(super) fn resolve_options(
             SweepOptions::resolve(
                 &flag_settings(args),
                 file.as_ref().zip(args.experiment.as_deref()),
-                n_cpus,
+                online,
                 default_seed,
             )
             .map_err(usage)?
