@@ -98,11 +98,11 @@ impl Backend for Mock {
 fn options(design: &str) -> SweepOptions {
     let f = FlagSettings {
         freqs: Some("1000,20000".into()),
-        duration: Some("1s".into()),
-        reps: Some("2".into()),
+        duration_ns: Some(1_000_000_000),
+        reps: Some(2),
         design: Some(design.into()),
-        phase: Some("100ms".into()),
-        seed: Some("11".into()),
+        phase_ns: Some(100_000_000),
+        seed: Some(11),
         event: Some("cpu-clock".into()),
         ..FlagSettings::default()
     };

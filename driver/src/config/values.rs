@@ -257,3 +257,52 @@ pub(super) fn parse_int(text: &str, origin: &Origin, fix: &str) -> Result<i64, C
         .parse::<i64>()
         .map_err(|_| invalid(text, origin, "not an integer", fix))
 }
+
+/// A flag value parser's error: the problem and the fix of a
+/// [`ConfigError::Invalid`] (the driver's `main` adds the value and the
+/// flag, which clap knows).
+fn flag_error(e: ConfigError) -> String {
+    match e {
+        ConfigError::Invalid { problem, fix, .. } => format!("{problem}; {fix}"),
+        other => other.to_string(),
+    }
+}
+
+/// `--duration` and `--phase`: a positive duration, in ns.
+pub(super) fn duration_flag(text: &str) -> Result<u64, String> {
+    parse_duration(text, &Origin::Flag("--duration")).map_err(flag_error)
+}
+
+/// `--reps`: a positive integer.
+pub(super) fn reps_flag(text: &str) -> Result<u32, String> {
+    let o = Origin::Flag("--reps");
+    parse_int(text, &o, "give a positive integer, e.g. --reps 5")
+        .and_then(|r| check_reps(r, &o))
+        .map_err(flag_error)
+}
+
+/// `--cpu`: a CPU number (checked against the online list in resolve).
+pub(super) fn cpu_flag(text: &str) -> Result<u32, String> {
+    let fix = "give an online CPU (/sys/devices/system/cpu/online), e.g. --cpu 1";
+    let n = parse_int(text, &Origin::Flag("--cpu"), fix).map_err(flag_error)?;
+    if n < 0 {
+        return Err(format!("negative CPU number; {fix}"));
+    }
+    u32::try_from(n).map_err(|_| format!("no such CPU online; {fix}"))
+}
+
+/// `--seed`: a non-negative integer.
+pub(super) fn seed_flag(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| "not a non-negative integer; give e.g. --seed 42".to_owned())
+}
+
+/// `--scope`: one of the scopes (listed by `--help`).
+pub(super) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = ScopeName> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(
+        [ScopeName::Cpu, ScopeName::System, ScopeName::Task].map(ScopeName::as_str),
+    )
+    .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(flag_error))
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::{SweepFlags, flag_settings, git_revision, has_settings, hostname, usage};
+use super::{SweepFlags, git_revision, has_settings, hostname, usage};
 use crate::config::{ExperimentFile, SweepOptions};
 use crate::plan::{PlannedRun, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
@@ -47,7 +47,7 @@ pub(super) fn resolve_options(
             )
             .unwrap_or(0);
             SweepOptions::resolve(
-                &flag_settings(args),
+                &args.settings,
                 file.as_ref().zip(args.experiment.as_deref()),
                 online,
                 default_seed,
