@@ -109,7 +109,7 @@ pub(super) fn refuse_with_command(
     }
     let flag_scope = flags.scope.map(|s| s.as_str().to_owned());
     if let Some((v, o)) = pick(&flag_scope, "--scope", exp.scope.clone(), "scope")
-        && v.trim() == "task"
+        && parse_scope(v.trim(), &o).ok() == Some(ScopeName::Task)
     {
         return Err(invalid(
             v,
@@ -120,7 +120,8 @@ pub(super) fn refuse_with_command(
     }
     let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
     if let Some((v, o)) = pick(&flags.design, "--design", file_design, "design")
-        && v.split(',').any(|d| d.trim() != "classic")
+        && v.split(',')
+            .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Classic))
     {
         return Err(invalid(
             v,
