@@ -59,7 +59,8 @@ pub struct CommandRow {
 
 /// Whether a run is one of the command's measured runs.
 pub fn is_command_loss_run(r: &Run) -> bool {
-    r.workload == "command" && r.kind == results_format::RunKind::Loss
+    crate::contents::work_kind(&r.workload) == Some(workload::work::WorkKind::Command)
+        && r.kind == results_format::RunKind::Loss
 }
 
 /// The table: 0 Hz first, then each contents by rate.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use crate::load::{ResultSet, Run};
 use crate::stats::{Estimate, mean};
 use crate::tables::Analysis;
+use workload::work::WorkKind;
 
 /// The preset every other contents is compared with.
 pub const REFERENCE: &str = "perf-default";
@@ -24,8 +25,27 @@ pub fn config_key(r: &Run) -> String {
     key(&r.sample, &r.workload)
 }
 
+/// A run's workload kind from its `workload` column: rows written before
+/// kinds existed (empty) ran the loop; None for a name no kind parses.
+pub fn work_kind(workload: &str) -> Option<WorkKind> {
+    if workload.is_empty() {
+        Some(WorkKind::Loop)
+    } else {
+        WorkKind::parse(workload).ok()
+    }
+}
+
+/// Whether two `workload` names are the same kind (the same text when one
+/// is not a kind).
+fn same_workload(a: &str, b: &str) -> bool {
+    match (work_kind(a), work_kind(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 fn key(sample: &str, workload: &str) -> String {
-    if workload.is_empty() || workload == "loop" {
+    if work_kind(workload) == Some(WorkKind::Loop) {
         sample.to_string()
     } else {
         format!("{sample} @ {workload}")
@@ -58,7 +78,7 @@ pub fn contents_of(rs: &ResultSet) -> Vec<String> {
     };
     let mut workloads = strs("workloads");
     if workloads.is_empty() {
-        workloads.push("loop".to_string());
+        workloads.push(WorkKind::Loop.name());
     }
     let mut out: Vec<String> = Vec::new();
     for w in &workloads {
@@ -92,7 +112,7 @@ pub fn subset(rs: &ResultSet, config: &str) -> ResultSet {
     let workload = workload_of(config);
     let keep = |r: &Run| {
         if r.freq_hz == 0 {
-            r.workload == workload || (r.workload.is_empty() && workload == "loop")
+            same_workload(&r.workload, workload)
         } else {
             config_key(r) == config
         }
@@ -416,5 +436,21 @@ mod tests {
         assert!((r.se - 2.0 * (0.01f64 + 0.01).sqrt()).abs() < 1e-12);
         assert_eq!(r.n, 4);
         assert!(ratio(&a, &Estimate::point(0.0, 3)).is_none());
+    }
+
+    #[test]
+    fn configuration_keys_use_the_workload_kind() {
+        // Rows written before kinds existed (empty) ran the loop.
+        assert_eq!(key("callchain", ""), "callchain");
+        assert_eq!(key("callchain", "loop"), "callchain");
+        assert_eq!(key("callchain", "stack:32"), "callchain @ stack:32");
+        assert_eq!(key("time", "memory:8M"), "time @ memory:8M");
+        // A name no kind parses is kept as it is.
+        assert_eq!(key("time", "other"), "time @ other");
+        assert!(same_workload("", "loop"));
+        assert!(same_workload("memory:8M", "memory:8M"));
+        assert!(!same_workload("loop", "stack:32"));
+        assert!(!same_workload("command", "loop"));
+        assert_eq!(work_kind("command"), Some(WorkKind::Command));
     }
 }

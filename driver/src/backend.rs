@@ -27,17 +27,17 @@ mod command_run;
 pub(crate) struct RealBackend {
     pub(crate) event: EventKind,
     pub(crate) drain_cpu: Option<u32>,
-    pub(crate) n_cpus: u32,
+    pub(crate) online_cpus: Vec<u32>,
 }
 
 /// Spawns `cmd` from a thread allowed on every CPU: the driver's own
 /// threads keep off the measured CPU, but the child inherits the affinity
 /// of the thread that forks it and must be free to pin itself there.
-fn spawn_unpinned(cmd: &mut Command, n_cpus: u32) -> std::io::Result<Child> {
+fn spawn_unpinned(cmd: &mut Command, online: &[u32]) -> std::io::Result<Child> {
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut set = rustix::thread::CpuSet::new();
-            for c in 0..n_cpus {
+            for &c in online {
                 set.set(usize::try_from(c).unwrap_or(0));
             }
             if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
@@ -198,7 +198,7 @@ impl Backend for RealBackend {
             (spec.run.design == Design::Gaps).then(|| counter_path.with_extension("gaps"));
         let _remove_gaps = gaps_file.clone().map(RemoveOnDrop);
         let mut cmd = workload_command(spec, &counter_path, gaps_file.as_deref())?;
-        let mut child = spawn_unpinned(&mut cmd, self.n_cpus)
+        let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());

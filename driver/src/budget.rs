@@ -446,7 +446,7 @@ pub fn check(configs: &[(u32, SamplerConfig)], limits: &HostLimits) -> Result<Bu
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::config::FlagSettings;
+    use crate::config::{FlagSettings, Origin, ScopeName};
     use crate::plan::build_plan;
 
     const MIB: u64 = 1 << 20;
@@ -457,13 +457,20 @@ mod tests {
     fn opts(n: u32, freqs: &str, duration: &str, scope: &str) -> SweepOptions {
         let f = FlagSettings {
             freqs: Some(freqs.into()),
-            duration: Some(duration.into()),
-            scope: Some(scope.into()),
+            duration_ns: Some(
+                crate::config::parse_duration(duration, &Origin::Flag("--duration")).unwrap(),
+            ),
+            scope: Some(match scope {
+                "cpu" => ScopeName::Cpu,
+                "task" => ScopeName::Task,
+                _ => ScopeName::System,
+            }),
             event: Some("cpu-clock".into()),
-            seed: Some("1".into()),
+            seed: Some(1),
             ..FlagSettings::default()
         };
-        SweepOptions::resolve(&f, None, n, 0).unwrap()
+        let online: Vec<u32> = (0..n).collect();
+        SweepOptions::resolve(&f, None, &online, 0).unwrap()
     }
 
     fn configs(o: &SweepOptions) -> Vec<(u32, SamplerConfig)> {

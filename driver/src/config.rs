@@ -19,6 +19,7 @@ mod values;
 use command::*;
 pub use command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
+use values::{cpu_flag, duration_flag, reps_flag, scope_flag, seed_flag};
 pub use values::{parse_duration, parse_freq_list};
 
 /// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
@@ -195,38 +196,93 @@ impl ExperimentFile {
     }
 }
 
-/// Settings given on the command line, as raw text (validated here so that
-/// every error has the same form and exit status).
-#[derive(Debug, Clone, Default)]
+/// The settings flags of `driver sweep` (flattened into its arguments),
+/// typed by clap's value parsers where a value has one form on the command
+/// line; lists and the command stay text and are checked by
+/// [`SweepOptions::resolve`]. A bad value is reported on one line naming
+/// the value, the flag and the fix (the driver's `main` renders clap's
+/// error that way), with exit status 2.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct FlagSettings {
-    /// `--freqs`
+    /// Sampling frequencies in Hz, comma-separated (0 Hz is always added).
+    /// Default: the 2014 article's 100,500,2000,4000,100000.
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub freqs: Option<String>,
-    /// `--duration`
-    pub duration: Option<String>,
-    /// `--reps`
-    pub reps: Option<String>,
-    /// `--cpu`
-    pub cpu: Option<String>,
-    /// `--event`
+    /// Workload run length: a number with a unit ns, us, ms, s, min or h
+    /// (10s, 500ms, 1.5min; a bare number is seconds). Default 8s.
+    #[arg(long = "duration", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration_flag)]
+    pub duration_ns: Option<u64>,
+    /// Repetitions (randomised blocks). Default 5.
+    #[arg(long, allow_hyphen_values = true, value_parser = reps_flag)]
+    pub reps: Option<u32>,
+    /// Measured CPU (the workload is pinned there), one of
+    /// /sys/devices/system/cpu/online. Default: the last online CPU.
+    #[arg(long, allow_hyphen_values = true, value_parser = cpu_flag)]
+    pub cpu: Option<u32>,
+    /// Sampling event (cycles falls back to cpu-clock without a PMU).
+    /// Default cycles.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(KNOWN_EVENTS))]
     pub event: Option<String>,
-    /// `--scope`
-    pub scope: Option<String>,
-    /// `--design`
+    /// cpu (the measured CPU, like perf record -C), system (every CPU, like
+    /// -a, the article's setup) or task (the workload only). Default system.
+    #[arg(long, value_parser = scope_flag())]
+    pub scope: Option<ScopeName>,
+    /// Designs, comma-separated: gaps (every interruption of the loop timed
+    /// on its own timeline; a sample's cost is the gap that holds it),
+    /// paired (sampling switched on and off in ABBA phases within a run),
+    /// classic (whole runs per frequency, the article's). Default
+    /// paired,gaps.
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub design: Option<String>,
-    /// `--phase`
-    pub phase: Option<String>,
-    /// `--seed`
-    pub seed: Option<String>,
-    /// `--no-util`
+    /// Phase length of the paired design. Default 100ms (measured to give
+    /// the smallest standard error per minute here; docs/methodology.md).
+    #[arg(long = "phase", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration_flag)]
+    pub phase_ns: Option<u64>,
+    /// Seed of the randomised run order. Default: from the clock (recorded).
+    #[arg(long, allow_hyphen_values = true, value_parser = seed_flag)]
+    pub seed: Option<u64>,
+    /// Skip the handler-utilisation runs (tracepoints on).
+    #[arg(long)]
     pub no_util: bool,
-    /// `--sample`
+    /// What each sample carries, comma-separated; several make contents a
+    /// sweep dimension. Presets: perf-default (what `perf record` writes: ip,
+    /// tid, time, cpu, period, identifier), callchain (`perf record -g`:
+    /// kernel and user frame-pointer chain), dwarf[:SIZE] (`--call-graph
+    /// dwarf,SIZE`: kernel chain, user registers and SIZE bytes of user
+    /// stack; default 8192), lbr (branch stack; needs a hardware PMU), time
+    /// (timestamp only, the cheapest record); or a field list such as
+    /// ip+tid+period. Default perf-default.
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub sample: Option<String>,
-    /// `--workload`
+    /// What the workload's loop does, comma-separated; several make it a
+    /// sweep dimension: loop (one increment per iteration, the article's),
+    /// stack[:DEPTH] (the counting DEPTH frames deep, default 32, so call
+    /// chains and stack copies walk real frames), memory:SIZE (a dependent
+    /// pointer chase over SIZE bytes, e.g. 32K, 8M, 1G: an interrupt's cache
+    /// and TLB pollution shows as lost work). Default loop.
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub workload: Option<String>,
-    /// `--command`
+    /// Your own program in place of the built-in workload, e.g. --command
+    /// 'gzip -9 -c data.bin' (split into words like a shell does; for pipes
+    /// or redirections give "sh -c '...'"). It runs pinned to --cpu with
+    /// stdout on /dev/null, once per run, in randomised blocks with 0 Hz;
+    /// its loss is measured from its wall time per run (classic design,
+    /// whole runs), after --warmup unmeasured runs. A run that exits
+    /// non-zero is recorded as failed with its stderr.
+    #[arg(long, value_name = "'CMD ARGS'")]
     pub command: Option<String>,
-    /// `--warmup`
+    /// Unmeasured runs of --command before the first measured run (at
+    /// least 1: the first checks the command and tells how long it runs).
+    /// Default 1.
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub warmup: Option<String>,
+}
+
+impl FlagSettings {
+    /// Whether any setting is given (`--resume` refuses them).
+    pub fn any(&self) -> bool {
+        *self != FlagSettings::default()
+    }
 }
 
 /// The sweep options as resolved: flags over experiment file over defaults.
@@ -278,12 +334,13 @@ pub struct SweepOptions {
 
 impl SweepOptions {
     /// Resolves flags over an experiment file over defaults and validates.
-    /// `n_cpus` is the number of CPUs of this host; `default_seed` is used
+    /// `online` is this host's online CPUs (`sampler::online_cpus`, the list
+    /// the sampler opens its events on); `default_seed` is used
     /// when neither flag nor file sets a seed.
     pub fn resolve(
         flags: &FlagSettings,
         file: Option<(&ExperimentFile, &Path)>,
-        n_cpus: u32,
+        online: &[u32],
         default_seed: u64,
     ) -> Result<Self, ConfigError> {
         let empty = ExperimentFile::default();
@@ -317,49 +374,40 @@ impl SweepOptions {
             // Set from the warm-up runs before the first measured run (it
             // sizes the rings); rows of command runs record 0.
             0
-        } else if let Some(text) = &flags.duration {
-            parse_duration(text, &Origin::Flag("--duration"))?
+        } else if let Some(ns) = flags.duration_ns {
+            ns
         } else if let Some(text) = &exp.duration {
             parse_duration(text, &key("duration"))?
         } else {
             DEFAULT_DURATION_NS
         };
 
-        let reps = if let Some(text) = &flags.reps {
-            let o = Origin::Flag("--reps");
-            check_reps(
-                parse_int(text, &o, "give a positive integer, e.g. --reps 5")?,
-                &o,
-            )?
+        let reps = if let Some(r) = flags.reps {
+            r
         } else if let Some(r) = exp.reps {
             check_reps(r, &key("reps"))?
         } else {
             DEFAULT_REPS
         };
 
-        let cpu = if let Some(text) = &flags.cpu {
-            let o = Origin::Flag("--cpu");
-            check_cpu(
-                parse_int(text, &o, "give a CPU number, e.g. --cpu 1")?,
-                n_cpus,
-                &o,
-            )?
+        let cpu = if let Some(c) = flags.cpu {
+            check_cpu(i64::from(c), online, &Origin::Flag("--cpu"))?
         } else if let Some(c) = exp.cpu {
-            check_cpu(c, n_cpus, &key("cpu"))?
+            check_cpu(c, online, &key("cpu"))?
         } else {
-            n_cpus.saturating_sub(1)
+            online.last().copied().unwrap_or(0)
         };
 
-        let event = if let Some(text) = &flags.event {
-            check_event(text, &Origin::Flag("--event"))?
+        let event = if let Some(e) = &flags.event {
+            e.clone()
         } else if let Some(text) = &exp.event {
             check_event(text, &key("event"))?
         } else {
             "cycles".to_owned()
         };
 
-        let scope = if let Some(text) = &flags.scope {
-            values::parse_scope(text, &Origin::Flag("--scope"))?
+        let scope = if let Some(s) = flags.scope {
+            s
         } else if let Some(text) = &exp.scope {
             values::parse_scope(text, &key("scope"))?
         } else {
@@ -385,9 +433,8 @@ impl SweepOptions {
         designs.sort_unstable();
         designs.dedup();
 
-        let (phase_ns, phase_origin) = if let Some(text) = &flags.phase {
-            let o = Origin::Flag("--phase");
-            (parse_duration(text, &o)?, o)
+        let (phase_ns, phase_origin) = if let Some(ns) = flags.phase_ns {
+            (ns, Origin::Flag("--phase"))
         } else if let Some(text) = &exp.phase {
             let o = key("phase");
             (parse_duration(text, &o)?, o)
@@ -406,19 +453,7 @@ impl SweepOptions {
             ));
         }
 
-        let seed = if let Some(text) = &flags.seed {
-            let o = Origin::Flag("--seed");
-            text.trim().parse::<u64>().map_err(|_| {
-                invalid(
-                    text,
-                    &o,
-                    "not a non-negative integer",
-                    "give e.g. --seed 42",
-                )
-            })?
-        } else {
-            exp.seed.unwrap_or(default_seed)
-        };
+        let seed = flags.seed.or(exp.seed).unwrap_or(default_seed);
 
         let util = !flags.no_util && exp.util.unwrap_or(true);
 

@@ -53,8 +53,45 @@ fn init_logging(verbose: u8) {
         .init();
 }
 
+/// A bad flag value in the form of the driver's other usage errors: one
+/// line naming the value, the flag and the fix (clap's own message spans
+/// several lines). None for other clap errors, help and version.
+fn one_line_value_error(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return None;
+    }
+    let ContextValue::String(flag) = e.get(ContextKind::InvalidArg)? else {
+        return None;
+    };
+    let flag = flag.split_whitespace().next().unwrap_or(flag);
+    let ContextValue::String(value) = e.get(ContextKind::InvalidValue)? else {
+        return None;
+    };
+    let reason = match (e.kind(), e.get(ContextKind::ValidValue)) {
+        (ErrorKind::InvalidValue, Some(ContextValue::Strings(choices))) => {
+            format!("not one of the choices; use one of {}", choices.join(", "))
+        }
+        _ => std::error::Error::source(e)?.to_string(),
+    };
+    Some(format!("invalid value {value:?} for {flag}: {reason}"))
+}
+
 fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if let Some(line) = one_line_value_error(&e) {
+                eprintln!("error: {line}");
+                return Ok(ExitCode::from(2));
+            }
+            // Help and version to stdout (0), other errors to stderr (2).
+            e.exit();
+        }
+    };
     if let Command::Workload { args } = &cli.command {
         let argv = std::iter::once(OsString::from("workload")).chain(args.iter().cloned());
         return Ok(workload::cli::main_from(argv));

@@ -182,11 +182,11 @@ mod tests {
         let f = FlagSettings {
             freqs: Some("100,500,2000,4000,100000".into()),
             design: Some(designs.into()),
-            seed: Some(seed.to_string()),
-            duration: Some("1s".into()),
+            seed: Some(seed),
+            duration_ns: Some(1_000_000_000),
             ..FlagSettings::default()
         };
-        SweepOptions::resolve(&f, None, 2, 0).unwrap()
+        SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod tests {
     use crate::plan::build_plan;
 
     fn manifest() -> Manifest {
-        let opts = SweepOptions::resolve(&FlagSettings::default(), None, 2, 5).unwrap();
+        let opts = SweepOptions::resolve(&FlagSettings::default(), None, &[0, 1], 5).unwrap();
         Manifest {
             format_version: FORMAT_VERSION,
             tool_version: "0".into(),

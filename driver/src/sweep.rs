@@ -26,78 +26,14 @@ pub struct SweepArgs {
     pub flags: Box<SweepFlags>,
 }
 
-/// The flags of `driver sweep`. Settings are validated by
-/// [`SweepOptions::resolve`] so every bad value gets the same kind of
-/// message and exit status 2.
+/// The flags of `driver sweep`: the settings ([`FlagSettings`], merged
+/// over an experiment file by [`crate::config::SweepOptions::resolve`])
+/// and what to do with them.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SweepFlags {
-    /// Sampling frequencies in Hz, comma-separated (0 Hz is always added).
-    /// Default: the 2014 article's 100,500,2000,4000,100000.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub freqs: Option<String>,
-    /// Workload run length (10s, 500ms, ...). Default 8s.
-    #[arg(long, allow_hyphen_values = true)]
-    pub duration: Option<String>,
-    /// Repetitions (randomised blocks). Default 5.
-    #[arg(long, allow_hyphen_values = true)]
-    pub reps: Option<String>,
-    /// Measured CPU (the workload is pinned there). Default: the last CPU.
-    #[arg(long, allow_hyphen_values = true)]
-    pub cpu: Option<String>,
-    /// Sampling event: cycles (falls back to cpu-clock without a PMU),
-    /// instructions, cpu-clock, task-clock. Default cycles.
-    #[arg(long, allow_hyphen_values = true)]
-    pub event: Option<String>,
-    /// cpu (the measured CPU, like perf record -C), system (every CPU, like
-    /// -a, the article's setup) or task (the workload only). Default system.
-    #[arg(long, allow_hyphen_values = true)]
-    pub scope: Option<String>,
-    /// Designs, comma-separated: gaps (every interruption of the loop timed
-    /// on its own timeline; a sample's cost is the gap that holds it),
-    /// paired (sampling switched on and off in ABBA phases within a run),
-    /// classic (whole runs per frequency, the article's). Default
-    /// paired,gaps.
-    #[arg(long, allow_hyphen_values = true)]
-    pub design: Option<String>,
-    /// Phase length of the paired design. Default 100ms (measured to give
-    /// the smallest standard error per minute here; docs/methodology.md).
-    #[arg(long, allow_hyphen_values = true)]
-    pub phase: Option<String>,
-    /// What each sample carries, comma-separated; several make contents a
-    /// sweep dimension. Presets: perf-default (what `perf record` writes: ip,
-    /// tid, time, cpu, period, identifier), callchain (`perf record -g`:
-    /// kernel and user frame-pointer chain), dwarf[:SIZE] (`--call-graph
-    /// dwarf,SIZE`: kernel chain, user registers and SIZE bytes of user
-    /// stack; default 8192), lbr (branch stack; needs a hardware PMU), time
-    /// (timestamp only, the cheapest record); or a field list such as
-    /// ip+tid+period. Default perf-default.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub sample: Option<String>,
-    /// What the workload's loop does, comma-separated; several make it a
-    /// sweep dimension: loop (one increment per iteration, the article's),
-    /// stack[:DEPTH] (the counting DEPTH frames deep, default 32, so call
-    /// chains and stack copies walk real frames), memory:SIZE (a dependent
-    /// pointer chase over SIZE bytes, e.g. 32K, 8M, 1G: an interrupt's cache
-    /// and TLB pollution shows as lost work). Default loop.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub workload: Option<String>,
-    /// Your own program in place of the built-in workload, e.g. --command
-    /// 'gzip -9 -c data.bin' (split into words like a shell does; for pipes
-    /// or redirections give "sh -c '...'"). It runs pinned to --cpu with
-    /// stdout on /dev/null, once per run, in randomised blocks with 0 Hz;
-    /// its loss is measured from its wall time per run (classic design,
-    /// whole runs), after --warmup unmeasured runs. A run that exits
-    /// non-zero is recorded as failed with its stderr.
-    #[arg(long, value_name = "'CMD ARGS'")]
-    pub command: Option<String>,
-    /// Unmeasured runs of --command before the first measured run (at
-    /// least 1: the first checks the command and tells how long it runs).
-    /// Default 1.
-    #[arg(long, allow_hyphen_values = true, value_name = "N")]
-    pub warmup: Option<String>,
-    /// Seed of the randomised run order. Default: from the clock (recorded).
-    #[arg(long, allow_hyphen_values = true)]
-    pub seed: Option<String>,
+    /// The settings.
+    #[command(flatten)]
+    pub settings: FlagSettings,
     /// Results directory (must not exist). Default results/<UTC time>-<host>.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -119,9 +55,6 @@ pub struct SweepFlags {
     /// Skip the analysis report at the end.
     #[arg(long)]
     pub no_report: bool,
-    /// Skip the handler-utilisation runs (tracepoints on).
-    #[arg(long)]
-    pub no_util: bool,
 }
 
 /// A bad command line or input: printed as one line, exit status 2.
@@ -148,43 +81,8 @@ pub fn cli(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn flag_settings(args: &SweepFlags) -> FlagSettings {
-    FlagSettings {
-        freqs: args.freqs.clone(),
-        duration: args.duration.clone(),
-        reps: args.reps.clone(),
-        cpu: args.cpu.clone(),
-        event: args.event.clone(),
-        scope: args.scope.clone(),
-        design: args.design.clone(),
-        phase: args.phase.clone(),
-        seed: args.seed.clone(),
-        no_util: args.no_util,
-        sample: args.sample.clone(),
-        workload: args.workload.clone(),
-        command: args.command.clone(),
-        warmup: args.warmup.clone(),
-    }
-}
-
 fn has_settings(args: &SweepFlags) -> bool {
-    let f = flag_settings(args);
-    f.freqs.is_some()
-        || f.duration.is_some()
-        || f.reps.is_some()
-        || f.cpu.is_some()
-        || f.event.is_some()
-        || f.scope.is_some()
-        || f.design.is_some()
-        || f.phase.is_some()
-        || f.seed.is_some()
-        || f.no_util
-        || f.sample.is_some()
-        || f.workload.is_some()
-        || f.command.is_some()
-        || f.warmup.is_some()
-        || args.experiment.is_some()
-        || args.out.is_some()
+    args.settings.any() || args.experiment.is_some() || args.out.is_some()
 }
 
 fn hostname() -> String {
@@ -203,12 +101,12 @@ fn git_revision() -> Option<String> {
         .map(str::to_owned)
 }
 
-fn pin_self_away_from(cpu: u32, n_cpus: u32) {
+fn pin_self_away_from(cpu: u32, online: &[u32]) {
     let mut set = rustix::thread::CpuSet::new();
-    for c in (0..n_cpus).filter(|&c| c != cpu) {
+    for &c in online.iter().filter(|&&c| c != cpu) {
         set.set(usize::try_from(c).unwrap_or(0));
     }
-    if n_cpus > 1
+    if online.len() > 1
         && let Err(e) = rustix::thread::sched_setaffinity(None, &set)
     {
         tracing::warn!("cannot keep the driver off CPU {cpu}: {e}");
@@ -216,9 +114,11 @@ fn pin_self_away_from(cpu: u32, n_cpus: u32) {
 }
 
 fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
-    let n_cpus = crate::system::online_cpus();
+    // The one list of online CPUs: --cpu is checked against it, and the
+    // sampler opens its events on it.
+    let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
     // 1. Options: recorded (resume) or flags over file over defaults.
-    let (resumed, mut opts) = steps::resolve_options(args, n_cpus)?;
+    let (resumed, mut opts) = steps::resolve_options(args, &online)?;
 
     // 2. The output directory: never overwritten.
     let root = steps::output_dir(args, resumed.as_ref())?;
@@ -306,14 +206,14 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         None => build_plan(&opts),
     };
     let configs =
-        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, n_cpus));
+        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, &online));
     match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
         Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
         Ok(_) => {}
         Err(e) => return Err(usage(e)),
     }
 
-    pin_self_away_from(opts.cpu, n_cpus);
+    pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();
 
     // 7. The host's facts, before this sweep changes anything: the manifest
@@ -366,8 +266,8 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     // 10. Runs.
     let mut backend = RealBackend {
         event,
-        drain_cpu: other_cpu(opts.cpu, n_cpus),
-        n_cpus,
+        drain_cpu: other_cpu(opts.cpu, &online),
+        online_cpus: online.clone(),
     };
     let writer = |path: &Path, iv: &[Interval]| -> Result<(), String> {
         let cpu: Vec<u32> = iv.iter().map(|i| i.cpu).collect();

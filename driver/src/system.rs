@@ -419,25 +419,10 @@ pub fn wait_quiet(
     }
 }
 
-/// The driver's choice of drain CPU: another CPU than the measured one.
-pub fn other_cpu(measured: u32, n_cpus: u32) -> Option<u32> {
-    (0..n_cpus).rev().find(|&c| c != measured)
-}
-
-/// Number of CPUs online (as numbered from 0).
-pub fn online_cpus() -> u32 {
-    std::thread::available_parallelism()
-        .ok()
-        .and_then(|n| u32::try_from(n.get()).ok())
-        .map(|n| {
-            // available_parallelism honours the affinity mask; /proc/stat
-            // knows every CPU.
-            let stat_n = ProcStat::read()
-                .map(|s| u32::try_from(s.cpus.len()).unwrap_or(0))
-                .unwrap_or(0);
-            n.max(stat_n)
-        })
-        .unwrap_or(1)
+/// The driver's choice of drain CPU: another online CPU than the measured
+/// one (the highest).
+pub fn other_cpu(measured: u32, online: &[u32]) -> Option<u32> {
+    online.iter().rev().copied().find(|&c| c != measured)
 }
 
 #[cfg(test)]
@@ -580,8 +565,10 @@ mod tests {
 
     #[test]
     fn drain_cpu_differs() {
-        assert_eq!(other_cpu(1, 2), Some(0));
-        assert_eq!(other_cpu(0, 2), Some(1));
-        assert_eq!(other_cpu(0, 1), None);
+        assert_eq!(other_cpu(1, &[0, 1]), Some(0));
+        assert_eq!(other_cpu(0, &[0, 1]), Some(1));
+        assert_eq!(other_cpu(0, &[0]), None);
+        // A hole in the online list is never chosen.
+        assert_eq!(other_cpu(3, &[0, 1, 3]), Some(1));
     }
 }

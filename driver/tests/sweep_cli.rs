@@ -51,7 +51,38 @@ fn bad_reps_duration_cpu_event() {
         &["--event", "bogus"],
         &["\"bogus\"", "--event", "cpu-clock"],
     );
-    check_rejected(&["--scope", "galaxy"], &["\"galaxy\"", "--scope"]);
+    check_rejected(&["--scope", "galaxy"], &["\"galaxy\"", "--scope", "system"]);
+    check_rejected(&["--reps", "x"], &["\"x\"", "--reps", "not an integer"]);
+    check_rejected(&["--cpu", "-1"], &["\"-1\"", "--cpu", "negative"]);
+    check_rejected(&["--seed", "-1"], &["\"-1\"", "--seed", "--seed 42"]);
+    check_rejected(
+        &["--phase", "5 parsecs"],
+        &["\"5 parsecs\"", "--phase", "unknown unit"],
+    );
+    check_rejected(&["--duration", "1.5min2"], &["\"1.5min2\"", "--duration"]);
+}
+
+#[test]
+fn help_lists_the_choices_and_the_duration_units() {
+    let a = Command::cargo_bin("driver")
+        .unwrap()
+        .args(["sweep", "--help"])
+        .assert()
+        .success();
+    // Whitespace joined: --help wraps its lines.
+    let help = String::from_utf8_lossy(&a.get_output().stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains("possible values: cpu, system, task"),
+        "{help}"
+    );
+    assert!(
+        help.contains("cycles, instructions, cpu-clock, task-clock"),
+        "{help}"
+    );
+    assert!(help.contains("min or h"), "{help}");
 }
 
 #[test]
@@ -93,7 +124,7 @@ fn shipped_experiments_parse() {
             driver::config::SweepOptions::resolve(
                 &driver::config::FlagSettings::default(),
                 Some((&exp, &path)),
-                2,
+                &[0, 1],
                 0,
             )
             .unwrap();

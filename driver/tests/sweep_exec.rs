@@ -98,15 +98,15 @@ impl Backend for Mock {
 fn options(design: &str) -> SweepOptions {
     let f = FlagSettings {
         freqs: Some("1000,20000".into()),
-        duration: Some("1s".into()),
-        reps: Some("2".into()),
+        duration_ns: Some(1_000_000_000),
+        reps: Some(2),
         design: Some(design.into()),
-        phase: Some("100ms".into()),
-        seed: Some("11".into()),
+        phase_ns: Some(100_000_000),
+        seed: Some(11),
         event: Some("cpu-clock".into()),
         ..FlagSettings::default()
     };
-    SweepOptions::resolve(&f, None, 2, 0).unwrap()
+    SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
 }
 
 fn manifest(opts: SweepOptions) -> Manifest {

@@ -31,7 +31,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// How long the loop runs: 10s, 500ms, 2.5s, 250us, or a bare number of seconds.
+    /// How long the loop runs: a number with a unit ns, us, ms, s, min or h
+    /// (10s, 500ms, 2.5s, 250us, 1.5min), or a bare number of seconds.
     #[arg(long, value_parser = parse_positive_duration, required = true)]
     duration: Option<Duration>,
 

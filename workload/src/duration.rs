@@ -1,5 +1,7 @@
-//! Parsing of `--duration` values: `10s`, `500ms`, `2.5s`, `250us`, `100ns`,
-//! `1m`, or a bare number of seconds (`10`, `0.5`).
+//! Parsing of durations, the one parser of the workspace (the workload's
+//! `--duration` and the driver's `--duration`/`--phase` and experiment-file
+//! keys): `10s`, `500ms`, `2.5s`, `250us` (or `250µs`), `100ns`, `2min` (or
+//! `2m`), `1.5h`, or a bare number of seconds (`10`, `0.5`).
 //!
 //! Decimal values are converted exactly (integer arithmetic on the digits, no
 //! floating point), so `2.5s` is exactly 2 500 000 000 ns. A value with more
@@ -14,12 +16,12 @@ pub enum DurationError {
     Empty(String),
     /// The number part is not a plain decimal.
     #[error(
-        "'{0}' is not a duration: use a number with an optional unit ns/us/ms/s/m, e.g. 10s, 500ms, 2.5s"
+        "'{0}' is not a duration: use a number with an optional unit ns, us, ms, s, min or h, e.g. 10s, 500ms, 2.5s"
     )]
     Syntax(String),
     /// The unit is not one we know.
     #[error(
-        "unknown unit '{unit}' in duration '{value}': use ns, us, ms, s or m (a bare number means seconds)"
+        "unknown unit '{unit}' in duration '{value}': use ns, us, µs, ms, s, min (or m) or h (a bare number means seconds)"
     )]
     Unit {
         /// the whole value
@@ -49,11 +51,13 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let unit = unit.trim_start();
     if number.is_empty() {
         // Only a unit ("s") is an empty value; anything else is not a number.
-        return Err(if matches!(unit, "s" | "ms" | "us" | "µs" | "ns" | "m") {
-            DurationError::Empty(input.to_string())
-        } else {
-            DurationError::Syntax(input.to_string())
-        });
+        return Err(
+            if matches!(unit, "s" | "ms" | "us" | "µs" | "ns" | "m" | "min" | "h") {
+                DurationError::Empty(input.to_string())
+            } else {
+                DurationError::Syntax(input.to_string())
+            },
+        );
     }
     let ns_per_unit: u128 = match unit {
         "" | "s" | "sec" | "secs" => 1_000_000_000,
@@ -61,6 +65,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         "us" | "µs" => 1_000,
         "ns" => 1,
         "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         _ if unit.chars().all(|c| c.is_ascii_alphabetic() || c == 'µ') => {
             return Err(DurationError::Unit {
                 value: input.to_string(),
@@ -161,6 +166,15 @@ mod tests {
         assert_eq!(ns("7ns"), 7);
         assert_eq!(ns("1.5ms"), 1_500_000);
         assert_eq!(ns("2m"), 120_000_000_000);
+        assert_eq!(ns("2min"), 120_000_000_000);
+        assert_eq!(ns("1.5min"), 90_000_000_000);
+        assert_eq!(ns("1h"), 3_600_000_000_000);
+        assert_eq!(ns("0.25h"), 900_000_000_000);
+        assert_eq!(ns("1.5s"), 1_500_000_000);
+        // Decimals that floats cannot hold exactly stay exact.
+        assert_eq!(ns("0.3s"), 300_000_000);
+        assert_eq!(ns("4.35s"), 4_350_000_000);
+        assert_eq!(ns("1.000000001s"), 1_000_000_001);
         assert_eq!(ns(" 3s "), 3_000_000_000);
         assert_eq!(ns("3 s"), 3_000_000_000);
         assert_eq!(ns("0"), 0);
@@ -172,6 +186,7 @@ mod tests {
     fn rejected_forms() {
         assert!(matches!(parse_duration(""), Err(DurationError::Empty(_))));
         assert!(matches!(parse_duration("s"), Err(DurationError::Empty(_))));
+        assert!(matches!(parse_duration("h"), Err(DurationError::Empty(_))));
         assert!(matches!(
             parse_duration("abc"),
             Err(DurationError::Syntax(_))
@@ -190,7 +205,7 @@ mod tests {
             Err(DurationError::Syntax(_))
         ));
         assert!(matches!(
-            parse_duration("5h"),
+            parse_duration("5d"),
             Err(DurationError::Unit { .. })
         ));
         assert!(matches!(

@@ -187,7 +187,7 @@ fn bad_inputs_exit_2_naming_the_value() {
         (&["--duration", "0"], "'0'"),
         (&["--duration", "abc"], "abc"),
         (&["--duration=-5s"], "-5s"),
-        (&["--duration", "5h"], "5h"),
+        (&["--duration", "5d"], "5d"),
         (&["--duration", "1s", "--cpu", "999"], "999"),
         (&["--duration", "1s", "--bogus"], "--bogus"),
         (&["--duration", "1s", "--wait-go"], "--counter"),

@@ -82,8 +82,11 @@ pub(super) fn refuse_with_command(
                 .map(|v| (v, Origin::Flag(name)))
                 .or_else(|| file.map(|v| (v, key(k))))
         };
+    let flag_duration = flags
+        .duration_ns
+        .map(|ns| workload::duration::format_duration(std::time::Duration::from_nanos(ns)));
     if let Some((v, o)) = pick(
-        &flags.duration,
+        &flag_duration,
         "--duration",
         exp.duration.clone(),
         "duration",
@@ -104,8 +107,9 @@ pub(super) fn refuse_with_command(
             "drop the workload setting, or drop the command to use the built-in loop",
         ));
     }
-    if let Some((v, o)) = pick(&flags.scope, "--scope", exp.scope.clone(), "scope")
-        && v.trim() == "task"
+    let flag_scope = flags.scope.map(|s| s.as_str().to_owned());
+    if let Some((v, o)) = pick(&flag_scope, "--scope", exp.scope.clone(), "scope")
+        && parse_scope(v.trim(), &o).ok() == Some(ScopeName::Task)
     {
         return Err(invalid(
             v,
@@ -116,7 +120,8 @@ pub(super) fn refuse_with_command(
     }
     let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
     if let Some((v, o)) = pick(&flags.design, "--design", file_design, "design")
-        && v.split(',').any(|d| d.trim() != "classic")
+        && v.split(',')
+            .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Classic))
     {
         return Err(invalid(
             v,

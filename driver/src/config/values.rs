@@ -114,36 +114,29 @@ pub(super) fn parse_scope(s: &str, origin: &Origin) -> Result<ScopeName, ConfigE
     }
 }
 
-/// Parses a duration such as `10s`, `250ms`, `1.5s`, `500us`, `100ns`, `2m`.
-/// A bare number is seconds.
+/// Parses a positive duration such as `10s`, `250ms`, `1.5s`, `500us`,
+/// `100ns`, `2min`, `1h` (a bare number is seconds) with the workspace's one
+/// exact parser ([`workload::duration::parse_duration`]: no float rounding),
+/// into nanoseconds.
 pub fn parse_duration(text: &str, origin: &Origin) -> Result<u64, ConfigError> {
-    let t = text.trim();
-    let fix = "give a positive duration such as 10s, 1.5s or 250ms";
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale: f64 = match unit.trim() {
-        "" | "s" => 1e9,
-        "ms" => 1e6,
-        "us" => 1e3,
-        "ns" => 1.0,
-        "m" | "min" => 60e9,
-        _ => return Err(invalid(text, origin, "unknown unit", fix)),
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| invalid(text, origin, "not a number", fix))?;
-    if !value.is_finite() || value <= 0.0 {
+    use workload::duration::DurationError;
+    let fix = "give a positive duration such as 10s, 1.5s, 250ms, 2min or 1h";
+    let d = workload::duration::parse_duration(text).map_err(|e| {
+        let problem = match e {
+            DurationError::Empty(_) => "empty duration".to_owned(),
+            DurationError::Syntax(_) => "not a number with a unit".to_owned(),
+            DurationError::Unit { unit, .. } => {
+                format!("unknown unit `{unit}` (ns, us, µs, ms, s, min, h)")
+            }
+            DurationError::TooPrecise(_) => "more precise than 1 ns".to_owned(),
+            DurationError::TooLarge(_) => "out of range".to_owned(),
+        };
+        invalid(text, origin, problem, fix)
+    })?;
+    if d.is_zero() {
         return Err(invalid(text, origin, "must be greater than zero", fix));
     }
-    let ns = value * scale;
-    if !(1.0..=1e18).contains(&ns) {
-        return Err(invalid(text, origin, "out of range", fix));
-    }
-    // Rounded to whole ns; in range checked above.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    Ok(ns.round() as u64)
+    u64::try_from(d.as_nanos()).map_err(|_| invalid(text, origin, "out of range", fix))
 }
 
 /// Parses a comma-separated frequency list: non-negative integers, no duplicates.
@@ -207,17 +200,42 @@ pub(super) fn check_reps(reps: i64, origin: &Origin) -> Result<u32, ConfigError>
     })
 }
 
-pub(super) fn check_cpu(cpu: i64, n_cpus: u32, origin: &Origin) -> Result<u32, ConfigError> {
+pub(super) fn check_cpu(cpu: i64, online: &[u32], origin: &Origin) -> Result<u32, ConfigError> {
     let fix = format!(
-        "this host has CPUs 0..={}; give one of them (default: the last)",
-        n_cpus.saturating_sub(1)
+        "this host's online CPUs are {} (/sys/devices/system/cpu/online); give one of them (default: the last)",
+        format_cpu_list(online)
     );
     if cpu < 0 {
         return Err(invalid(cpu.to_string(), origin, "negative CPU number", fix));
     }
     match u32::try_from(cpu) {
-        Ok(c) if c < n_cpus => Ok(c),
-        _ => Err(invalid(cpu.to_string(), origin, "no such CPU", fix)),
+        Ok(c) if online.contains(&c) => Ok(c),
+        _ => Err(invalid(cpu.to_string(), origin, "no such CPU online", fix)),
+    }
+}
+
+/// A CPU list the way the kernel writes it ("0-3,5").
+pub(super) fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            end += 1;
+            i += 1;
+        }
+        parts.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(",")
     }
 }
 
@@ -238,4 +256,53 @@ pub(super) fn parse_int(text: &str, origin: &Origin, fix: &str) -> Result<i64, C
     text.trim()
         .parse::<i64>()
         .map_err(|_| invalid(text, origin, "not an integer", fix))
+}
+
+/// A flag value parser's error: the problem and the fix of a
+/// [`ConfigError::Invalid`] (the driver's `main` adds the value and the
+/// flag, which clap knows).
+fn flag_error(e: ConfigError) -> String {
+    match e {
+        ConfigError::Invalid { problem, fix, .. } => format!("{problem}; {fix}"),
+        other => other.to_string(),
+    }
+}
+
+/// `--duration` and `--phase`: a positive duration, in ns.
+pub(super) fn duration_flag(text: &str) -> Result<u64, String> {
+    parse_duration(text, &Origin::Flag("--duration")).map_err(flag_error)
+}
+
+/// `--reps`: a positive integer.
+pub(super) fn reps_flag(text: &str) -> Result<u32, String> {
+    let o = Origin::Flag("--reps");
+    parse_int(text, &o, "give a positive integer, e.g. --reps 5")
+        .and_then(|r| check_reps(r, &o))
+        .map_err(flag_error)
+}
+
+/// `--cpu`: a CPU number (checked against the online list in resolve).
+pub(super) fn cpu_flag(text: &str) -> Result<u32, String> {
+    let fix = "give an online CPU (/sys/devices/system/cpu/online), e.g. --cpu 1";
+    let n = parse_int(text, &Origin::Flag("--cpu"), fix).map_err(flag_error)?;
+    if n < 0 {
+        return Err(format!("negative CPU number; {fix}"));
+    }
+    u32::try_from(n).map_err(|_| format!("no such CPU online; {fix}"))
+}
+
+/// `--seed`: a non-negative integer.
+pub(super) fn seed_flag(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| "not a non-negative integer; give e.g. --seed 42".to_owned())
+}
+
+/// `--scope`: one of the scopes (listed by `--help`).
+pub(super) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = ScopeName> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(
+        [ScopeName::Cpu, ScopeName::System, ScopeName::Task].map(ScopeName::as_str),
+    )
+    .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(flag_error))
 }

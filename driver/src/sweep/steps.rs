@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::{SweepFlags, flag_settings, git_revision, has_settings, hostname, usage};
+use super::{SweepFlags, git_revision, has_settings, hostname, usage};
 use crate::config::{ExperimentFile, SweepOptions};
 use crate::plan::{PlannedRun, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
@@ -16,7 +16,7 @@ use crate::system::SettingsGuard;
 /// over experiment file over defaults.
 pub(super) fn resolve_options(
     args: &SweepFlags,
-    n_cpus: u32,
+    online: &[u32],
 ) -> anyhow::Result<(Option<(PathBuf, Manifest)>, SweepOptions)> {
     let resumed: Option<(PathBuf, Manifest)> = match &args.resume {
         Some(dir) => {
@@ -47,9 +47,9 @@ pub(super) fn resolve_options(
             )
             .unwrap_or(0);
             SweepOptions::resolve(
-                &flag_settings(args),
+                &args.settings,
                 file.as_ref().zip(args.experiment.as_deref()),
-                n_cpus,
+                online,
                 default_seed,
             )
             .map_err(usage)?
