@@ -12,7 +12,6 @@ use crate::config::FlagSettings;
 use crate::exec::{Interval, execute};
 use crate::plan::build_plan;
 use crate::results::Status;
-use crate::sampler::{EventKind, resolve_event};
 use crate::system::{MAX_SAMPLE_RATE_PATH, interrupt_flag, other_cpu, read_u64};
 
 mod steps;
@@ -153,50 +152,12 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     }
 
     // 6. The event, with the fallback made loud.
-    let requested: EventKind = opts.event.parse().map_err(usage)?;
-    let (event, fallback) = resolve_event(requested)
-        .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
-    let mut warnings = Vec::new();
-    if let Some(w) = fallback {
-        tracing::warn!("{w}");
-        warnings.push(w);
-    }
-    if !event.is_hardware()
-        && let Some(c) = opts.samples.iter().find(|c| c.needs_pmu())
-    {
-        return Err(usage(format!(
-            "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
-            event.name()
-        )));
-    }
-    if let Some((_, m)) = &resumed
-        && m.event != event.name()
-    {
-        anyhow::bail!(
-            "cannot resume {}: it sampled {} but this host now opens {}",
-            root.display(),
-            m.event,
-            event.name()
-        );
-    }
+    let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
 
     // 6b. The user's command: the warm-up runs check it before anything is
     // measured and tell how long one run lasts (the rings' size).
-    if let Some(argv) = opts.command.clone() {
-        let interrupt = interrupt_flag();
-        match crate::command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
-            Ok(walls) if resumed.is_none() => {
-                opts.duration_ns = crate::command::expected_run_ns(&walls);
-            }
-            Ok(_) => {}
-            Err(crate::command::CommandError::Interrupted) => return Ok(ExitCode::from(130)),
-            Err(e) => {
-                return Err(usage(format!(
-                    "--command {}: its warm-up run failed, so nothing was measured: {e};                      run it by hand to see why, and fix the command",
-                    shell_words::join(&argv)
-                )));
-            }
-        }
+    if let Some(code) = steps::warm_up_command(&mut opts, resumed.is_none())? {
+        return Ok(code);
     }
 
     // The largest run's rings and file descriptors against this host's

@@ -2,6 +2,7 @@
 //! numbered comments name them).
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 
@@ -9,8 +10,9 @@ use super::{SweepFlags, git_revision, has_settings, hostname, usage};
 use crate::config::{ExperimentFile, SweepOptions};
 use crate::plan::{PlannedRun, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
-use crate::sampler::EventKind;
+use crate::sampler::{EventKind, resolve_event};
 use crate::system::SettingsGuard;
+use crate::system::interrupt_flag;
 
 /// Step 1: the recorded options and manifest of `--resume DIR`, or flags
 /// over experiment file over defaults.
@@ -218,4 +220,68 @@ pub(super) fn open_results(
         }
     };
     Ok((dir, manifest, todo))
+}
+
+/// Step 6: the sampling event opened (a fallback said in the log and
+/// returned as the first warning), refused when the contents need a PMU
+/// the host lacks or a resumed sweep sampled another event.
+pub(super) fn open_event(
+    opts: &SweepOptions,
+    resumed: Option<&(PathBuf, Manifest)>,
+    root: &Path,
+) -> anyhow::Result<(EventKind, Vec<String>)> {
+    let requested: EventKind = opts.event.parse().map_err(usage)?;
+    let (event, fallback) = resolve_event(requested)
+        .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
+    let mut warnings = Vec::new();
+    if let Some(w) = fallback {
+        tracing::warn!("{w}");
+        warnings.push(w);
+    }
+    if !event.is_hardware()
+        && let Some(c) = opts.samples.iter().find(|c| c.needs_pmu())
+    {
+        return Err(usage(format!(
+            "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
+            event.name()
+        )));
+    }
+    if let Some((_, m)) = resumed
+        && m.event != event.name()
+    {
+        anyhow::bail!(
+            "cannot resume {}: it sampled {} but this host now opens {}",
+            root.display(),
+            m.event,
+            event.name()
+        );
+    }
+    Ok((event, warnings))
+}
+
+/// Step 6b: the command's warm-up runs (`--command`): they check it before
+/// anything is measured and, for a new sweep, set the expected run length
+/// (the rings' size). `Some(code)` when the sweep ends here (Ctrl-C).
+pub(super) fn warm_up_command(
+    opts: &mut SweepOptions,
+    fresh: bool,
+) -> anyhow::Result<Option<ExitCode>> {
+    if let Some(argv) = opts.command.clone() {
+        let interrupt = interrupt_flag();
+        match crate::command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
+            Ok(walls) if fresh => {
+                opts.duration_ns = crate::command::expected_run_ns(&walls);
+            }
+            Ok(_) => {}
+            Err(crate::command::CommandError::Interrupted) => return Ok(Some(ExitCode::from(130))),
+            Err(e) => {
+                return Err(usage(format!(
+                    "--command {}: its warm-up run failed, so nothing was measured: {e}; \
+                     run it by hand to see why, and fix the command",
+                    shell_words::join(&argv)
+                )));
+            }
+        }
+    }
+    Ok(None)
 }
