@@ -6,13 +6,8 @@ use std::path::Path;
 
 use crate::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 use crate::error::AnalysisError;
-use crate::report::{fmt_est, table_head};
+use crate::report::{opt_est, table_head};
 use crate::stats::Estimate;
-
-fn opt_est(e: Option<&Estimate>, d: usize) -> String {
-    e.filter(|e| e.value.is_finite())
-        .map_or_else(|| "-".to_string(), |e| fmt_est(e, d))
-}
 
 /// The markdown section (empty without command runs).
 pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {

@@ -6,14 +6,9 @@ use std::path::Path;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
 use crate::error::AnalysisError;
-use crate::report::{fmt_est, table_head};
+use crate::report::{fmt_est, opt_est, table_head};
 use crate::stats::Estimate;
 use crate::tables::Analysis;
-
-fn opt_est(e: Option<&Estimate>, d: usize) -> String {
-    e.filter(|e| e.value.is_finite())
-        .map_or_else(|| "-".to_string(), |e| fmt_est(e, d))
-}
 
 fn num(v: f64, d: usize) -> String {
     if v.is_finite() && v != 0.0 {

@@ -60,26 +60,9 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
 /// The sweep's `--command`, shell-quoted, from the manifest's options.
 fn command_line(rs: &ResultSet) -> Option<String> {
     let argv = rs.manifest.options["command"].as_array()?;
-    let words: Vec<String> = argv
-        .iter()
-        .map(|w| w.as_str().unwrap_or_default().to_string())
-        .collect();
-    Some(
-        words
-            .iter()
-            .map(|w| {
-                if !w.is_empty()
-                    && w.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c))
-                {
-                    w.clone()
-                } else {
-                    format!("'{}'", w.replace('\'', "'\\''"))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
+    Some(shell_words::join(
+        argv.iter().map(|w| w.as_str().unwrap_or_default()),
+    ))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), AnalysisError> {
@@ -246,6 +229,12 @@ pub(crate) fn table_head(s: &mut String, header: &str) {
     let columns = header.matches('|').count().saturating_sub(1);
     let _ = writeln!(s, "{header}");
     let _ = writeln!(s, "|{}", "---|".repeat(columns));
+}
+
+/// An optional estimate, `-` when absent or not finite.
+pub(crate) fn opt_est(e: Option<&Estimate>, d: usize) -> String {
+    e.filter(|e| e.value.is_finite())
+        .map_or_else(|| "-".to_string(), |e| fmt_est(e, d))
 }
 
 pub fn fmt_est(e: &Estimate, d: usize) -> String {
