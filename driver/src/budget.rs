@@ -446,7 +446,7 @@ pub fn check(configs: &[(u32, SamplerConfig)], limits: &HostLimits) -> Result<Bu
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::config::{FlagSettings, Origin, ScopeName};
+    use crate::config::FlagSettings;
     use crate::plan::build_plan;
 
     const MIB: u64 = 1 << 20;
@@ -455,20 +455,15 @@ mod tests {
     /// The default sweep's options on a host with `n` CPUs, measured CPU
     /// the last one.
     fn opts(n: u32, freqs: &str, duration: &str, scope: &str) -> SweepOptions {
-        let f = FlagSettings {
-            freqs: Some(freqs.into()),
-            duration_ns: Some(
-                crate::config::parse_duration(duration, &Origin::Flag("--duration")).unwrap(),
-            ),
-            scope: Some(match scope {
-                "cpu" => ScopeName::Cpu,
-                "task" => ScopeName::Task,
-                _ => ScopeName::System,
-            }),
-            event: Some("cpu-clock".into()),
-            seed: Some(1),
-            ..FlagSettings::default()
-        };
+        let args = [
+            format!("--freqs={freqs}"),
+            format!("--duration={duration}"),
+            format!("--scope={scope}"),
+            "--event=cpu-clock".to_owned(),
+            "--seed=1".to_owned(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let f = FlagSettings::from_args(&args).unwrap();
         let online: Vec<u32> = (0..n).collect();
         SweepOptions::resolve(&f, None, &online, 0).unwrap()
     }

@@ -11,16 +11,18 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::contents::{ContentsError, MAX_STACK_USER_BYTES, PRESETS, SampleContents};
+use crate::sampler::EventKind;
 use workload::work::WorkKind;
 
 mod command;
+mod resolve;
 mod values;
 
 use command::*;
 pub use command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
+pub use values::{FlagList, parse_duration, parse_freq_list};
 use values::{cpu_flag, duration_flag, reps_flag, scope_flag, seed_flag};
-pub use values::{parse_duration, parse_freq_list};
 
 /// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
 pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
@@ -197,17 +199,16 @@ impl ExperimentFile {
 }
 
 /// The settings flags of `driver sweep` (flattened into its arguments),
-/// typed by clap's value parsers where a value has one form on the command
-/// line; lists and the command stay text and are checked by
-/// [`SweepOptions::resolve`]. A bad value is reported on one line naming
+/// each typed by clap's value parser (lists item by item); the command
+/// stays text and is split and looked up by [`SweepOptions::resolve`]. A bad value is reported on one line naming
 /// the value, the flag and the fix (the driver's `main` renders clap's
 /// error that way), with exit status 2.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct FlagSettings {
     /// Sampling frequencies in Hz, comma-separated (0 Hz is always added).
     /// Default: the 2014 article's 100,500,2000,4000,100000.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub freqs: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = freqs_flag)]
+    pub freqs: Option<FlagList<u64>>,
     /// Workload run length: a number with a unit ns, us, ms, s, min or h
     /// (10s, 500ms, 1.5min; a bare number is seconds). Default 8s.
     #[arg(long = "duration", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration_flag)]
@@ -221,8 +222,8 @@ pub struct FlagSettings {
     pub cpu: Option<u32>,
     /// Sampling event (cycles falls back to cpu-clock without a PMU).
     /// Default cycles.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(KNOWN_EVENTS))]
-    pub event: Option<String>,
+    #[arg(long, value_parser = event_flag())]
+    pub event: Option<EventKind>,
     /// cpu (the measured CPU, like perf record -C), system (every CPU, like
     /// -a, the article's setup) or task (the workload only). Default system.
     #[arg(long, value_parser = scope_flag())]
@@ -232,8 +233,8 @@ pub struct FlagSettings {
     /// paired (sampling switched on and off in ABBA phases within a run),
     /// classic (whole runs per frequency, the article's). Default
     /// paired,gaps.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub design: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = design_flag)]
+    pub design: Option<FlagList<Design>>,
     /// Phase length of the paired design. Default 100ms (measured to give
     /// the smallest standard error per minute here; docs/methodology.md).
     #[arg(long = "phase", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration_flag)]
@@ -252,16 +253,16 @@ pub struct FlagSettings {
     /// stack; default 8192), lbr (branch stack; needs a hardware PMU), time
     /// (timestamp only, the cheapest record); or a field list such as
     /// ip+tid+period. Default perf-default.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub sample: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = sample_flag)]
+    pub sample: Option<FlagList<SampleContents>>,
     /// What the workload's loop does, comma-separated; several make it a
     /// sweep dimension: loop (one increment per iteration, the article's),
     /// stack[:DEPTH] (the counting DEPTH frames deep, default 32, so call
     /// chains and stack copies walk real frames), memory:SIZE (a dependent
     /// pointer chase over SIZE bytes, e.g. 32K, 8M, 1G: an interrupt's cache
     /// and TLB pollution shows as lost work). Default loop.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub workload: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = workload_flag)]
+    pub workload: Option<FlagList<WorkKind>>,
     /// Your own program in place of the built-in workload, e.g. --command
     /// 'gzip -9 -c data.bin' (split into words like a shell does; for pipes
     /// or redirections give "sh -c '...'"). It runs pinned to --cpu with
@@ -274,14 +275,26 @@ pub struct FlagSettings {
     /// Unmeasured runs of --command before the first measured run (at
     /// least 1: the first checks the command and tells how long it runs).
     /// Default 1.
-    #[arg(long, allow_hyphen_values = true, value_name = "N")]
-    pub warmup: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = warmup_flag)]
+    pub warmup: Option<u32>,
 }
 
 impl FlagSettings {
     /// Whether any setting is given (`--resume` refuses them).
     pub fn any(&self) -> bool {
         *self != FlagSettings::default()
+    }
+
+    /// The settings given by `args` (flags as on the command line, without
+    /// the program name), parsed by the same value parsers as `driver sweep`.
+    pub fn from_args(args: &[&str]) -> Result<Self, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Settings {
+            #[command(flatten)]
+            flags: FlagSettings,
+        }
+        let argv = std::iter::once("settings").chain(args.iter().copied());
+        <Settings as clap::Parser>::try_parse_from(argv).map(|s| s.flags)
     }
 }
 
@@ -298,7 +311,7 @@ pub struct SweepOptions {
     /// Measured CPU (the workload is pinned there).
     pub cpu: u32,
     /// Requested sampling event.
-    pub event: String,
+    pub event: EventKind,
     /// Scope of the sampling event.
     pub scope: ScopeName,
     /// Designs to run, in canonical order.
@@ -333,178 +346,6 @@ pub struct SweepOptions {
 }
 
 impl SweepOptions {
-    /// Resolves flags over an experiment file over defaults and validates.
-    /// `online` is this host's online CPUs (`sampler::online_cpus`, the list
-    /// the sampler opens its events on); `default_seed` is used
-    /// when neither flag nor file sets a seed.
-    pub fn resolve(
-        flags: &FlagSettings,
-        file: Option<(&ExperimentFile, &Path)>,
-        online: &[u32],
-        default_seed: u64,
-    ) -> Result<Self, ConfigError> {
-        let empty = ExperimentFile::default();
-        let (exp, path) = match file {
-            Some((e, p)) => (e, Some(p)),
-            None => (&empty, None),
-        };
-        let key = |key: &'static str| Origin::File {
-            key,
-            file: path.map(Path::to_path_buf).unwrap_or_default(),
-        };
-
-        let freqs_hz = if let Some(text) = &flags.freqs {
-            let o = Origin::Flag("--freqs");
-            check_freqs(&parse_freq_list(text, &o)?, &o)?
-        } else if let Some(list) = &exp.freqs {
-            check_freqs(list, &key("freqs"))?
-        } else {
-            let mut v = ARTICLE_FREQS_HZ.to_vec();
-            v.push(0);
-            v.sort_unstable();
-            v
-        };
-
-        let command = resolve_command(flags, exp, &key)?;
-        if command.is_some() {
-            refuse_with_command(flags, exp, &key)?;
-        }
-
-        let duration_ns = if command.is_some() {
-            // Set from the warm-up runs before the first measured run (it
-            // sizes the rings); rows of command runs record 0.
-            0
-        } else if let Some(ns) = flags.duration_ns {
-            ns
-        } else if let Some(text) = &exp.duration {
-            parse_duration(text, &key("duration"))?
-        } else {
-            DEFAULT_DURATION_NS
-        };
-
-        let reps = if let Some(r) = flags.reps {
-            r
-        } else if let Some(r) = exp.reps {
-            check_reps(r, &key("reps"))?
-        } else {
-            DEFAULT_REPS
-        };
-
-        let cpu = if let Some(c) = flags.cpu {
-            check_cpu(i64::from(c), online, &Origin::Flag("--cpu"))?
-        } else if let Some(c) = exp.cpu {
-            check_cpu(c, online, &key("cpu"))?
-        } else {
-            online.last().copied().unwrap_or(0)
-        };
-
-        let event = if let Some(e) = &flags.event {
-            e.clone()
-        } else if let Some(text) = &exp.event {
-            check_event(text, &key("event"))?
-        } else {
-            "cycles".to_owned()
-        };
-
-        let scope = if let Some(s) = flags.scope {
-            s
-        } else if let Some(text) = &exp.scope {
-            values::parse_scope(text, &key("scope"))?
-        } else {
-            ScopeName::System
-        };
-
-        let mut designs = list_setting(
-            (flags.design.as_deref(), "--design"),
-            (exp.design.as_ref(), key("design")),
-            (
-                "no design",
-                "use \"classic\", \"paired\", \"gaps\" or a list of them",
-            ),
-            parse_design,
-        )?
-        .unwrap_or_else(|| {
-            if command.is_some() {
-                vec![Design::Classic]
-            } else {
-                DEFAULT_DESIGNS.to_vec()
-            }
-        });
-        designs.sort_unstable();
-        designs.dedup();
-
-        let (phase_ns, phase_origin) = if let Some(ns) = flags.phase_ns {
-            (ns, Origin::Flag("--phase"))
-        } else if let Some(text) = &exp.phase {
-            let o = key("phase");
-            (parse_duration(text, &o)?, o)
-        } else {
-            (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
-        };
-        if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
-            return Err(invalid(
-                format!("{}ms", phase_ns / 1_000_000),
-                &phase_origin,
-                format!(
-                    "the paired design needs at least 4 phases (one ABBA cycle) per run of {} ms",
-                    duration_ns / 1_000_000
-                ),
-                "give a shorter --phase or a longer --duration",
-            ));
-        }
-
-        let seed = flags.seed.or(exp.seed).unwrap_or(default_seed);
-
-        let util = !flags.no_util && exp.util.unwrap_or(true);
-
-        let presets = format!("use {PRESETS}");
-        let samples = dedup_in_order(
-            list_setting(
-                (flags.sample.as_deref(), "--sample"),
-                (exp.sample.as_ref(), key("sample")),
-                ("no sample contents", &presets),
-                parse_contents,
-            )?
-            .unwrap_or_else(|| vec![SampleContents::DEFAULT]),
-        );
-        let warmup = resolve_warmup(flags, exp, &key, command.is_some())?;
-        let workloads = if command.is_some() {
-            vec![WorkKind::Command]
-        } else {
-            dedup_in_order(
-                list_setting(
-                    (flags.workload.as_deref(), "--workload"),
-                    (exp.workload.as_ref(), key("workload")),
-                    (
-                        "no workload kind",
-                        "use loop, stack:32 or memory:8M, or a list of them",
-                    ),
-                    parse_workload,
-                )?
-                .unwrap_or_else(|| vec![WorkKind::Loop]),
-            )
-        };
-
-        Ok(SweepOptions {
-            freqs_hz,
-            duration_ns,
-            reps,
-            cpu,
-            event,
-            scope,
-            designs,
-            phase_ns,
-            seed,
-            util,
-            samples,
-            workloads,
-            command,
-            warmup,
-            experiment: path.map(Path::to_path_buf),
-            description: exp.description.clone(),
-        })
-    }
-
     /// Highest requested frequency.
     pub fn max_freq_hz(&self) -> u64 {
         self.freqs_hz.iter().copied().max().unwrap_or(0)

@@ -213,7 +213,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         } else {
             String::new()
         },
-        requested_event: spec.opts.event.clone(),
+        requested_event: spec.opts.event.to_string(),
         sample: run.sample.name(),
         workload: run.workload.name(),
         scope: spec.opts.scope,

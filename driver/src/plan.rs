@@ -179,13 +179,15 @@ mod tests {
     use crate::config::{FlagSettings, SweepOptions};
 
     fn opts(seed: u64, designs: &str) -> SweepOptions {
-        let f = FlagSettings {
-            freqs: Some("100,500,2000,4000,100000".into()),
-            design: Some(designs.into()),
-            seed: Some(seed),
-            duration_ns: Some(1_000_000_000),
-            ..FlagSettings::default()
-        };
+        let f = FlagSettings::from_args(&[
+            "--freqs=100,500,2000,4000,100000",
+            "--design",
+            designs,
+            "--seed",
+            &seed.to_string(),
+            "--duration=1s",
+        ])
+        .unwrap();
         SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
     }
 

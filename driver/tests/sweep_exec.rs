@@ -96,16 +96,17 @@ impl Backend for Mock {
 }
 
 fn options(design: &str) -> SweepOptions {
-    let f = FlagSettings {
-        freqs: Some("1000,20000".into()),
-        duration_ns: Some(1_000_000_000),
-        reps: Some(2),
-        design: Some(design.into()),
-        phase_ns: Some(100_000_000),
-        seed: Some(11),
-        event: Some("cpu-clock".into()),
-        ..FlagSettings::default()
-    };
+    let f = FlagSettings::from_args(&[
+        "--freqs=1000,20000",
+        "--duration=1s",
+        "--reps=2",
+        "--design",
+        design,
+        "--phase=100ms",
+        "--seed=11",
+        "--event=cpu-clock",
+    ])
+    .unwrap();
     SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
 }
 

@@ -98,8 +98,9 @@ pub(super) fn refuse_with_command(
             "drop the duration (use --reps for more runs)",
         ));
     }
+    let flag_workload = flags.workload.as_ref().map(|FlagList(w)| join(w));
     let file_workload = exp.workload.as_ref().map(|w| w.to_vec().join(","));
-    if let Some((v, o)) = pick(&flags.workload, "--workload", file_workload, "workload") {
+    if let Some((v, o)) = pick(&flag_workload, "--workload", file_workload, "workload") {
         return Err(invalid(
             v,
             &o,
@@ -118,8 +119,9 @@ pub(super) fn refuse_with_command(
             "use --scope cpu (the command's CPU, like perf record -C) or system",
         ));
     }
+    let flag_design = flags.design.as_ref().map(|FlagList(d)| join(d));
     let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
-    if let Some((v, o)) = pick(&flags.design, "--design", file_design, "design")
+    if let Some((v, o)) = pick(&flag_design, "--design", file_design, "design")
         && v.split(',')
             .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Classic))
     {
@@ -133,6 +135,12 @@ pub(super) fn refuse_with_command(
     Ok(())
 }
 
+/// A parsed list flag written back as it is given, comma-separated.
+fn join<T: std::fmt::Display>(list: &[T]) -> String {
+    let names: Vec<String> = list.iter().map(T::to_string).collect();
+    names.join(",")
+}
+
 /// `--warmup` or the file's `warmup`: at least 1 with a command (the first
 /// run checks it and sizes the rings), refused without one.
 pub(super) fn resolve_warmup(
@@ -141,36 +149,37 @@ pub(super) fn resolve_warmup(
     key: &dyn Fn(&'static str) -> Origin,
     has_command: bool,
 ) -> Result<u32, ConfigError> {
-    let given = if let Some(text) = &flags.warmup {
-        let o = Origin::Flag("--warmup");
-        Some((
-            parse_int(text, &o, "give a whole number, e.g. --warmup 2")?,
-            text.clone(),
-            o,
-        ))
+    let given = if let Some(n) = flags.warmup {
+        Some((i64::from(n), Origin::Flag("--warmup")))
     } else {
-        exp.warmup.map(|w| (w, w.to_string(), key("warmup")))
+        exp.warmup.map(|w| (w, key("warmup")))
     };
-    let Some((n, text, origin)) = given else {
+    let Some((n, origin)) = given else {
         return Ok(if has_command { DEFAULT_WARMUP } else { 0 });
     };
     if !has_command {
         return Err(invalid(
-            text,
+            n.to_string(),
             &origin,
             "warm-up runs are for --command",
             "drop it, or give a command",
         ));
     }
-    if !(1..=MAX_WARMUP).contains(&n) {
-        return Err(invalid(
+    check_warmup(n, &n.to_string(), &origin)
+}
+
+/// A number of warm-up runs: 1 to [`MAX_WARMUP`]; `text` is the value as
+/// given, for the message.
+pub(super) fn check_warmup(n: i64, text: &str, origin: &Origin) -> Result<u32, ConfigError> {
+    match u32::try_from(n) {
+        Ok(w) if (1..=MAX_WARMUP).contains(&n) => Ok(w),
+        _ => Err(invalid(
             text,
-            &origin,
+            origin,
             format!(
                 "must be 1 to {MAX_WARMUP}: the first warm-up run checks the command and tells how long it runs"
             ),
             "give e.g. --warmup 2",
-        ));
+        )),
     }
-    Ok(u32::try_from(n).unwrap_or(DEFAULT_WARMUP))
 }

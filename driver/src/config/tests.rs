@@ -11,7 +11,7 @@ fn defaults_are_the_article_frequencies_with_the_designs_that_resolve() {
     assert_eq!(o.duration_ns, 8_000_000_000);
     assert_eq!(o.reps, 5);
     assert_eq!(o.cpu, 1);
-    assert_eq!(o.event, "cycles");
+    assert_eq!(o.event, EventKind::Cycles);
     assert_eq!(o.scope, ScopeName::System);
     assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
     assert_eq!(o.seed, 7);
@@ -46,45 +46,41 @@ fn bad_freqs_name_the_value() {
         ("100,,200", "empty item"),
     ];
     for (text, needle) in cases {
-        let f = FlagSettings {
-            freqs: Some(text.to_owned()),
-            ..flags()
-        };
-        let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(needle) && e.contains("--freqs"), "{text}: {e}");
+        // clap adds the value and the flag (the CLI test checks the line).
+        let e = freqs_flag(text).unwrap_err();
+        assert!(
+            e.contains(needle) && e.contains("100,1000,4000"),
+            "{text}: {e}"
+        );
+        let e = FlagSettings::from_args(&["--freqs", text]).unwrap_err();
+        assert!(e.to_string().contains("--freqs"), "{text}: {e}");
     }
+    // The offending item of a longer list is named.
+    assert!(
+        freqs_flag("100,abc")
+            .unwrap_err()
+            .starts_with("\"abc\": not an integer")
+    );
 }
 
 #[test]
 fn zero_is_always_added_and_freqs_sorted() {
-    let f = FlagSettings {
-        freqs: Some("4000, 100".to_owned()),
-        ..flags()
-    };
+    let f = FlagSettings::from_args(&["--freqs", "4000, 100"]).unwrap();
     let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
     assert_eq!(o.freqs_hz, vec![0, 100, 4000]);
 }
 
 #[test]
 fn bad_cpu_and_design() {
-    let cases: Vec<(FlagSettings, &str)> = vec![
-        (
-            FlagSettings {
-                cpu: Some(2),
-                ..flags()
-            },
-            "\"2\" for --cpu",
-        ),
-        (
-            FlagSettings {
-                design: Some("fancy".into()),
-                ..flags()
-            },
-            "\"fancy\" for --design",
-        ),
-    ];
+    let cases: Vec<(FlagSettings, &str)> = vec![(
+        FlagSettings {
+            cpu: Some(2),
+            ..flags()
+        },
+        "\"2\" for --cpu",
+    )];
+    let e = design_flag("paired,fancy").unwrap_err();
+    assert!(e.starts_with("\"fancy\": unknown design"), "{e}");
     for (f, needle) in cases {
         let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
             .unwrap_err()
@@ -96,11 +92,7 @@ fn bad_cpu_and_design() {
 #[test]
 fn paired_needs_four_phases() {
     // 300 ms holds fewer than four default (100 ms) phases.
-    let f = FlagSettings {
-        design: Some("paired".into()),
-        duration_ns: Some(300_000_000),
-        ..flags()
-    };
+    let f = FlagSettings::from_args(&["--design=paired", "--duration=300ms"]).unwrap();
     let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
         .unwrap_err()
         .to_string();
@@ -128,12 +120,7 @@ fn file_settings_and_flag_override() {
     assert_eq!(o.phase_ns, 100_000_000);
     assert_eq!(o.seed, 3);
     assert_eq!(o.scope, ScopeName::Cpu);
-    let f = FlagSettings {
-        reps: Some(4),
-        design: Some("classic".into()),
-        seed: Some(9),
-        ..flags()
-    };
+    let f = FlagSettings::from_args(&["--reps=4", "--design=classic", "--seed=9"]).unwrap();
     let o = SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0).unwrap();
     assert_eq!(o.reps, 4);
     assert_eq!(o.designs, vec![Design::Classic]);
@@ -175,7 +162,7 @@ fn bad_file_values_name_the_key_and_file() {
 fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
     let f = FlagSettings {
         command: Some("sh -c 'exit 0'".to_owned()),
-        freqs: Some("1000,10000".to_owned()),
+        freqs: Some(FlagList(vec![0, 1000, 10_000])),
         ..flags()
     };
     let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
@@ -200,15 +187,17 @@ fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
     assert_eq!(o.warmup, 3);
 }
 
+/// Resolves the settings `args` give, without an experiment file.
+fn resolve_args(args: &[&str]) -> Result<SweepOptions, ConfigError> {
+    let f = FlagSettings::from_args(args).unwrap();
+    SweepOptions::resolve(&f, None, &[0, 1], 0)
+}
+
 #[test]
 fn command_errors_name_the_value_the_origin_and_the_fix() {
-    let with = |command: &str, more: FlagSettings| FlagSettings {
-        command: Some(command.to_owned()),
-        ..more
-    };
-    let cases: Vec<(FlagSettings, &[&str])> = vec![
+    let cases: [(&[&str], &[&str]); 9] = [
         (
-            with("no-such-program-xyz --fast", flags()),
+            &["--command", "no-such-program-xyz --fast"],
             &[
                 "no-such-program-xyz --fast",
                 "--command",
@@ -216,91 +205,43 @@ fn command_errors_name_the_value_the_origin_and_the_fix() {
                 "install it",
             ],
         ),
-        (with("/etc/passwd", flags()), &["not an executable file"]),
-        (with("sh -c 'exit", flags()), &["cannot split", "--command"]),
-        (with("   ", flags()), &["no program"]),
+        (&["--command=/etc/passwd"], &["not an executable file"]),
         (
-            with(
-                "sh",
-                FlagSettings {
-                    duration_ns: Some(5_000_000_000),
-                    ..flags()
-                },
-            ),
+            &["--command", "sh -c 'exit"],
+            &["cannot split", "--command"],
+        ),
+        (&["--command", "   "], &["no program"]),
+        (
+            &["--command=sh", "--duration=5s"],
             &["--duration", "runs to completion", "--reps"],
         ),
         (
-            with(
-                "sh",
-                FlagSettings {
-                    design: Some("gaps".into()),
-                    ..flags()
-                },
-            ),
+            &["--command=sh", "--design=gaps"],
             &["--design", "whole runs", "classic"],
         ),
         (
-            with(
-                "sh",
-                FlagSettings {
-                    workload: Some("loop".into()),
-                    ..flags()
-                },
-            ),
-            &["--workload", "the command is the workload"],
+            &["--command=sh", "--workload=loop"],
+            &["\"loop\" for --workload", "the command is the workload"],
         ),
         (
-            with(
-                "sh",
-                FlagSettings {
-                    scope: Some(ScopeName::Task),
-                    ..flags()
-                },
-            ),
+            &["--command=sh", "--scope=task"],
             &["--scope", "--scope cpu"],
         ),
-        (
-            with(
-                "sh",
-                FlagSettings {
-                    warmup: Some("0".into()),
-                    ..flags()
-                },
-            ),
-            &["--warmup", "must be 1 to 100"],
-        ),
-        (
-            FlagSettings {
-                warmup: Some("2".into()),
-                ..flags()
-            },
-            &["--warmup", "for --command"],
-        ),
-        (
-            FlagSettings {
-                workload: Some("command".into()),
-                ..flags()
-            },
-            &["--workload", "--command 'CMD ARGS'"],
-        ),
+        (&["--warmup=2"], &["\"2\" for --warmup", "for --command"]),
     ];
-    for (f, needles) in cases {
-        let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
-            .unwrap_err()
-            .to_string();
+    for (args, needles) in cases {
+        let e = resolve_args(args).unwrap_err().to_string();
         for n in needles {
-            assert!(e.contains(n), "{f:?}: {e} lacks {n:?}");
+            assert!(e.contains(n), "{args:?}: {e} lacks {n:?}");
         }
     }
     // Explicitly classic is fine.
-    let f = with(
-        "sh",
-        FlagSettings {
-            design: Some("classic".into()),
-            ..flags()
-        },
-    );
-    assert!(SweepOptions::resolve(&f, None, &[0, 1], 0).is_ok());
+    assert!(resolve_args(&["--command=sh", "--design=classic"]).is_ok());
+    // Refused by the flags' value parsers (clap adds the value and flag).
+    let e = warmup_flag("0").unwrap_err();
+    assert!(e.contains("must be 1 to 100"), "{e}");
+    let e = workload_flag("command").unwrap_err();
+    assert!(e.contains("--command 'CMD ARGS'"), "{e}");
 }
 
 #[test]

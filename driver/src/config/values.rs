@@ -3,22 +3,17 @@
 
 use super::*;
 
-/// A setting that is a list: a comma-separated flag over an experiment-file
-/// key (one value or a list, which must not be empty); None when neither
-/// gives it.
-pub(super) fn list_setting<T>(
-    (flag, flag_name): (Option<&str>, &'static str),
+/// A setting that is a list: a comma-separated flag (already parsed) over
+/// an experiment-file key (one value or a list, which must not be empty);
+/// None when neither gives it.
+pub(super) fn list_setting<T: Clone>(
+    flag: Option<&FlagList<T>>,
     (file, origin): (Option<&OneOrMany<String>>, Origin),
     (empty, fix): (&str, &str),
     parse: fn(&str, &Origin) -> Result<T, ConfigError>,
 ) -> Result<Option<Vec<T>>, ConfigError> {
-    if let Some(text) = flag {
-        let o = Origin::Flag(flag_name);
-        return text
-            .split(',')
-            .map(|s| parse(s.trim(), &o))
-            .collect::<Result<_, _>>()
-            .map(Some);
+    if let Some(FlagList(list)) = flag {
+        return Ok(Some(list.clone()));
     }
     let Some(list) = file else {
         return Ok(None);
@@ -239,17 +234,15 @@ pub(super) fn format_cpu_list(cpus: &[u32]) -> String {
     }
 }
 
-pub(super) fn check_event(event: &str, origin: &Origin) -> Result<String, ConfigError> {
-    if KNOWN_EVENTS.contains(&event) {
-        Ok(event.to_owned())
-    } else {
-        Err(invalid(
+pub(super) fn parse_event(event: &str, origin: &Origin) -> Result<EventKind, ConfigError> {
+    event.parse().map_err(|_| {
+        invalid(
             event,
             origin,
             "unknown sampling event",
             format!("use one of {}", KNOWN_EVENTS.join(", ")),
-        ))
-    }
+        )
+    })
 }
 
 pub(super) fn parse_int(text: &str, origin: &Origin, fix: &str) -> Result<i64, ConfigError> {
@@ -260,17 +253,81 @@ pub(super) fn parse_int(text: &str, origin: &Origin, fix: &str) -> Result<i64, C
 
 /// A flag value parser's error: the problem and the fix of a
 /// [`ConfigError::Invalid`] (the driver's `main` adds the value and the
-/// flag, which clap knows).
-fn flag_error(e: ConfigError) -> String {
+/// flag, which clap knows). When the bad value is one item of a list, the
+/// item is named first.
+fn flag_error(e: ConfigError, text: &str) -> String {
     match e {
+        ConfigError::Invalid {
+            value,
+            problem,
+            fix,
+            ..
+        } if value.trim() != text.trim() => format!("{value:?}: {problem}; {fix}"),
         ConfigError::Invalid { problem, fix, .. } => format!("{problem}; {fix}"),
         other => other.to_string(),
     }
 }
 
+/// A comma-separated flag value, parsed item by item: `--freqs`,
+/// `--design`, `--sample`, `--workload`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagList<T>(pub Vec<T>);
+
+/// Parses each comma-separated item of `text` with `parse`.
+fn list_flag<T>(
+    text: &str,
+    flag: &'static str,
+    parse: fn(&str, &Origin) -> Result<T, ConfigError>,
+) -> Result<FlagList<T>, String> {
+    let o = Origin::Flag(flag);
+    text.split(',')
+        .map(|item| parse(item.trim(), &o).map_err(|e| flag_error(e, text)))
+        .collect::<Result<_, _>>()
+        .map(FlagList)
+}
+
+/// `--freqs`: non-negative integers without repeats; 0 added, ascending.
+pub(super) fn freqs_flag(text: &str) -> Result<FlagList<u64>, String> {
+    let o = Origin::Flag("--freqs");
+    parse_freq_list(text, &o)
+        .and_then(|list| check_freqs(&list, &o))
+        .map(FlagList)
+        .map_err(|e| flag_error(e, text))
+}
+
+/// `--design`: designs, comma-separated.
+pub(super) fn design_flag(text: &str) -> Result<FlagList<Design>, String> {
+    list_flag(text, "--design", parse_design)
+}
+
+/// `--sample`: sample contents, comma-separated.
+pub(super) fn sample_flag(text: &str) -> Result<FlagList<SampleContents>, String> {
+    list_flag(text, "--sample", parse_contents)
+}
+
+/// `--workload`: workload kinds, comma-separated.
+pub(super) fn workload_flag(text: &str) -> Result<FlagList<WorkKind>, String> {
+    list_flag(text, "--workload", parse_workload)
+}
+
+/// `--event`: one of perf's event names (listed by `--help`).
+pub(super) fn event_flag() -> impl clap::builder::TypedValueParser<Value = EventKind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(KNOWN_EVENTS)
+        .try_map(|s| parse_event(&s, &Origin::Flag("--event")).map_err(|e| flag_error(e, &s)))
+}
+
+/// `--warmup`: a whole number of runs, 1 to [`MAX_WARMUP`].
+pub(super) fn warmup_flag(text: &str) -> Result<u32, String> {
+    let o = Origin::Flag("--warmup");
+    parse_int(text, &o, "give a whole number, e.g. --warmup 2")
+        .and_then(|n| check_warmup(n, text, &o))
+        .map_err(|e| flag_error(e, text))
+}
+
 /// `--duration` and `--phase`: a positive duration, in ns.
 pub(super) fn duration_flag(text: &str) -> Result<u64, String> {
-    parse_duration(text, &Origin::Flag("--duration")).map_err(flag_error)
+    parse_duration(text, &Origin::Flag("--duration")).map_err(|e| flag_error(e, text))
 }
 
 /// `--reps`: a positive integer.
@@ -278,13 +335,13 @@ pub(super) fn reps_flag(text: &str) -> Result<u32, String> {
     let o = Origin::Flag("--reps");
     parse_int(text, &o, "give a positive integer, e.g. --reps 5")
         .and_then(|r| check_reps(r, &o))
-        .map_err(flag_error)
+        .map_err(|e| flag_error(e, text))
 }
 
 /// `--cpu`: a CPU number (checked against the online list in resolve).
 pub(super) fn cpu_flag(text: &str) -> Result<u32, String> {
     let fix = "give an online CPU (/sys/devices/system/cpu/online), e.g. --cpu 1";
-    let n = parse_int(text, &Origin::Flag("--cpu"), fix).map_err(flag_error)?;
+    let n = parse_int(text, &Origin::Flag("--cpu"), fix).map_err(|e| flag_error(e, text))?;
     if n < 0 {
         return Err(format!("negative CPU number; {fix}"));
     }
@@ -304,5 +361,5 @@ pub(super) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = Scope
     clap::builder::PossibleValuesParser::new(
         [ScopeName::Cpu, ScopeName::System, ScopeName::Task].map(ScopeName::as_str),
     )
-    .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(flag_error))
+    .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(|e| flag_error(e, &s)))
 }

@@ -230,7 +230,7 @@ pub(super) fn open_event(
     resumed: Option<&(PathBuf, Manifest)>,
     root: &Path,
 ) -> anyhow::Result<(EventKind, Vec<String>)> {
-    let requested: EventKind = opts.event.parse().map_err(usage)?;
+    let requested = opts.event;
     let (event, fallback) = resolve_event(requested)
         .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
     let mut warnings = Vec::new();

@@ -1,0 +1,216 @@
+//! [`SweepOptions::resolve`]: each setting from its flag, else its
+//! experiment-file key, else its default, one function per setting.
+
+use super::*;
+
+/// Where a resolve reads its settings: the flags, then the experiment file
+/// (empty when none is given), whose keys errors name with its path.
+struct Sources<'a> {
+    flags: &'a FlagSettings,
+    exp: &'a ExperimentFile,
+    path: Option<&'a Path>,
+}
+
+impl Sources<'_> {
+    /// An experiment-file key, for messages.
+    fn key(&self, key: &'static str) -> Origin {
+        Origin::File {
+            key,
+            file: self.path.map(Path::to_path_buf).unwrap_or_default(),
+        }
+    }
+
+    /// Frequencies, ascending, with 0; default the article's.
+    fn freqs(&self) -> Result<Vec<u64>, ConfigError> {
+        if let Some(FlagList(freqs)) = &self.flags.freqs {
+            Ok(freqs.clone())
+        } else if let Some(list) = &self.exp.freqs {
+            check_freqs(list, &self.key("freqs"))
+        } else {
+            let mut v = ARTICLE_FREQS_HZ.to_vec();
+            v.push(0);
+            v.sort_unstable();
+            Ok(v)
+        }
+    }
+
+    /// The run length; 0 for a command (set from its warm-up runs, which
+    /// size the rings; rows of command runs record 0).
+    fn duration_ns(&self, has_command: bool) -> Result<u64, ConfigError> {
+        if has_command {
+            Ok(0)
+        } else if let Some(ns) = self.flags.duration_ns {
+            Ok(ns)
+        } else if let Some(text) = &self.exp.duration {
+            parse_duration(text, &self.key("duration"))
+        } else {
+            Ok(DEFAULT_DURATION_NS)
+        }
+    }
+
+    fn reps(&self) -> Result<u32, ConfigError> {
+        match (self.flags.reps, self.exp.reps) {
+            (Some(r), _) => Ok(r),
+            (None, Some(r)) => check_reps(r, &self.key("reps")),
+            (None, None) => Ok(DEFAULT_REPS),
+        }
+    }
+
+    /// The measured CPU, one of `online`; default the last online CPU.
+    fn cpu(&self, online: &[u32]) -> Result<u32, ConfigError> {
+        match (self.flags.cpu, self.exp.cpu) {
+            (Some(c), _) => check_cpu(i64::from(c), online, &Origin::Flag("--cpu")),
+            (None, Some(c)) => check_cpu(c, online, &self.key("cpu")),
+            (None, None) => Ok(online.last().copied().unwrap_or(0)),
+        }
+    }
+
+    /// The requested event; default cycles (the sweep falls back to
+    /// cpu-clock without a PMU, and says so).
+    fn event(&self) -> Result<EventKind, ConfigError> {
+        match (self.flags.event, &self.exp.event) {
+            (Some(e), _) => Ok(e),
+            (None, Some(text)) => parse_event(text, &self.key("event")),
+            (None, None) => Ok(EventKind::Cycles),
+        }
+    }
+
+    fn scope(&self) -> Result<ScopeName, ConfigError> {
+        match (self.flags.scope, &self.exp.scope) {
+            (Some(s), _) => Ok(s),
+            (None, Some(text)) => parse_scope(text, &self.key("scope")),
+            (None, None) => Ok(ScopeName::System),
+        }
+    }
+
+    /// The designs in canonical order, each once; default classic for a
+    /// command, else [`DEFAULT_DESIGNS`].
+    fn designs(&self, has_command: bool) -> Result<Vec<Design>, ConfigError> {
+        let mut designs = list_setting(
+            self.flags.design.as_ref(),
+            (self.exp.design.as_ref(), self.key("design")),
+            (
+                "no design",
+                "use \"classic\", \"paired\", \"gaps\" or a list of them",
+            ),
+            parse_design,
+        )?
+        .unwrap_or_else(|| {
+            if has_command {
+                vec![Design::Classic]
+            } else {
+                DEFAULT_DESIGNS.to_vec()
+            }
+        });
+        designs.sort_unstable();
+        designs.dedup();
+        Ok(designs)
+    }
+
+    /// The paired design's phase length, which must fit one ABBA cycle
+    /// (four phases) into a run when that design is planned.
+    fn phase_ns(&self, designs: &[Design], duration_ns: u64) -> Result<u64, ConfigError> {
+        let (phase_ns, origin) = if let Some(ns) = self.flags.phase_ns {
+            (ns, Origin::Flag("--phase"))
+        } else if let Some(text) = &self.exp.phase {
+            let o = self.key("phase");
+            (parse_duration(text, &o)?, o)
+        } else {
+            (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
+        };
+        if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
+            return Err(invalid(
+                format!("{}ms", phase_ns / 1_000_000),
+                &origin,
+                format!(
+                    "the paired design needs at least 4 phases (one ABBA cycle) per run of {} ms",
+                    duration_ns / 1_000_000
+                ),
+                "give a shorter --phase or a longer --duration",
+            ));
+        }
+        Ok(phase_ns)
+    }
+
+    /// The sample contents in the order given, each once; default
+    /// perf-default.
+    fn samples(&self) -> Result<Vec<SampleContents>, ConfigError> {
+        let presets = format!("use {PRESETS}");
+        let samples = list_setting(
+            self.flags.sample.as_ref(),
+            (self.exp.sample.as_ref(), self.key("sample")),
+            ("no sample contents", &presets),
+            parse_contents,
+        )?;
+        Ok(dedup_in_order(
+            samples.unwrap_or_else(|| vec![SampleContents::DEFAULT]),
+        ))
+    }
+
+    /// The workload kinds in the order given, each once; the command kind
+    /// alone for a command, default the loop.
+    fn workloads(&self, has_command: bool) -> Result<Vec<WorkKind>, ConfigError> {
+        if has_command {
+            return Ok(vec![WorkKind::Command]);
+        }
+        let kinds = list_setting(
+            self.flags.workload.as_ref(),
+            (self.exp.workload.as_ref(), self.key("workload")),
+            (
+                "no workload kind",
+                "use loop, stack:32 or memory:8M, or a list of them",
+            ),
+            parse_workload,
+        )?;
+        Ok(dedup_in_order(
+            kinds.unwrap_or_else(|| vec![WorkKind::Loop]),
+        ))
+    }
+}
+
+impl SweepOptions {
+    /// Resolves flags over an experiment file over defaults and validates.
+    /// `online` is this host's online CPUs (`sampler::online_cpus`, the list
+    /// the sampler opens its events on); `default_seed` is used
+    /// when neither flag nor file sets a seed.
+    pub fn resolve(
+        flags: &FlagSettings,
+        file: Option<(&ExperimentFile, &Path)>,
+        online: &[u32],
+        default_seed: u64,
+    ) -> Result<Self, ConfigError> {
+        let empty = ExperimentFile::default();
+        let (exp, path) = file.map_or((&empty, None), |(e, p)| (e, Some(p)));
+        let src = Sources { flags, exp, path };
+        let key = |k| src.key(k);
+
+        let freqs_hz = src.freqs()?;
+        let command = resolve_command(flags, exp, &key)?;
+        let has_command = command.is_some();
+        if has_command {
+            refuse_with_command(flags, exp, &key)?;
+        }
+        let duration_ns = src.duration_ns(has_command)?;
+        let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
+        let designs = src.designs(has_command)?;
+        let phase_ns = src.phase_ns(&designs, duration_ns)?;
+        Ok(SweepOptions {
+            freqs_hz,
+            duration_ns,
+            reps,
+            cpu,
+            event,
+            scope,
+            designs,
+            phase_ns,
+            seed: flags.seed.or(exp.seed).unwrap_or(default_seed),
+            util: !flags.no_util && exp.util.unwrap_or(true),
+            samples: src.samples()?,
+            warmup: resolve_warmup(flags, exp, &key, has_command)?,
+            workloads: src.workloads(has_command)?,
+            command,
+            experiment: path.map(Path::to_path_buf),
+            description: exp.description.clone(),
+        })
+    }
+}
