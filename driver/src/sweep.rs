@@ -1,19 +1,16 @@
 //! `driver sweep`: options, plan, settings, results directory, execution
 //! through the real backend (`backend`), and the report at the end.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 
 use crate::backend::RealBackend;
 use crate::config::FlagSettings;
-use crate::exec::{Interval, execute};
-use crate::plan::build_plan;
-use crate::results::Status;
-use crate::system::{MAX_SAMPLE_RATE_PATH, interrupt_flag, other_cpu, read_u64};
+use crate::system::{interrupt_flag, other_cpu};
 
+mod finish;
 mod steps;
 
 /// Arguments of `driver sweep` (boxed: they are large next to the other
@@ -126,11 +123,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     // however it ends; `_lock` is declared before `guard`, so it is dropped
     // after the guard has restored the settings.
     let state_dir = crate::hoststate::state_dir();
-    let _lock = match crate::hoststate::SweepLock::acquire(&state_dir, &root) {
-        Ok(lock) => lock,
-        Err(e @ crate::hoststate::HostStateError::Busy { .. }) => return Err(usage(e)),
-        Err(e) => return Err(anyhow::Error::new(e).context("cannot take the sweep lock")),
-    };
+    let _lock = steps::lock(&state_dir, &root)?;
 
     // 4. What a driver that died left changed: restored before anything is
     // read from the host (or, with --leave-settings, taken over by this
@@ -139,17 +132,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
 
     // 5. The sample-rate ceiling, as found (after the leftovers).
-    let max_rate = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
-    let needs_raise = max_rate.is_some_and(|r| opts.max_freq_hz() > r);
-    if needs_raise && !args.raise_max_rate {
-        return Err(usage(format!(
-            "frequency {} Hz is above perf_event_max_sample_rate = {} ({MAX_SAMPLE_RATE_PATH}); \
-             pass --raise-max-rate to raise it for the sweep (restored at exit), or drop frequencies above {}",
-            opts.max_freq_hz(),
-            max_rate.unwrap_or(0),
-            max_rate.unwrap_or(0)
-        )));
-    }
+    let ceiling = steps::max_rate_ceiling(&opts, args.raise_max_rate)?;
 
     // 6. The event, with the fallback made loud.
     let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
@@ -160,48 +143,24 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
 
-    // The largest run's rings and file descriptors against this host's
+    // 6c. The largest run's rings and file descriptors against this host's
     // limits, before anything is changed or written.
-    let budget_plan = match &resumed {
-        Some((_, m)) => m.plan.clone(),
-        None => build_plan(&opts),
-    };
-    let configs =
-        crate::budget::plan_configs(&budget_plan, &opts, event, other_cpu(opts.cpu, &online));
-    match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
-        Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
-        Ok(_) => {}
-        Err(e) => return Err(usage(e)),
-    }
+    steps::check_budget(&opts, resumed.as_ref(), event, &online)?;
 
     pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();
 
     // 7. The host's facts, before this sweep changes anything: the manifest
     // keeps the values found.
-    let host = resumed.is_none().then(|| {
-        serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
-    });
+    let host = resumed.is_none().then(steps::host_facts);
     warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
 
     // 8. System settings: recorded in the state file, then changed; the
     // guard restores them whatever happens (Ctrl-C and SIGTERM included).
-    if needs_raise {
-        guard
-            .set(
-                Path::new(MAX_SAMPLE_RATE_PATH),
-                &opts.max_freq_hz().to_string(),
-            )
-            .context("--raise-max-rate")?;
-        warnings.push(format!(
-            "raised perf_event_max_sample_rate from {} to {} for the sweep",
-            max_rate.unwrap_or(0),
-            opts.max_freq_hz()
-        ));
-    }
+    warnings.extend(steps::raise_max_rate(&mut guard, &ceiling, &opts)?);
 
     // 9. Directory and manifest.
-    let (mut dir, mut manifest, todo) = steps::open_results(
+    let (dir, manifest, todo) = steps::open_results(
         &root,
         resumed,
         &opts,
@@ -213,113 +172,21 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
             back_to_original: &back_to_original,
         },
     )?;
-    dir.write_manifest(&manifest)?;
-    tracing::info!(
-        "sweep into {}: {} runs of {} ms, event {}, scope {}, seed {}",
-        root.display(),
-        todo.len(),
-        opts.duration_ns / 1_000_000,
-        event,
-        opts.scope.as_str(),
-        opts.seed
-    );
 
-    // 10. Runs.
-    let mut backend = RealBackend {
+    // 10-12. Runs, restore, report.
+    let backend = RealBackend {
         event,
         drain_cpu: other_cpu(opts.cpu, &online),
         online_cpus: online.clone(),
     };
-    let writer = |path: &Path, iv: &[Interval]| -> Result<(), String> {
-        let cpu: Vec<u32> = iv.iter().map(|i| i.cpu).collect();
-        let entry: Vec<u64> = iv.iter().map(|i| i.entry_ns).collect();
-        let dur: Vec<u64> = iv.iter().map(|i| i.duration_ns).collect();
-        let src: Vec<&str> = iv.iter().map(|i| i.source).collect();
-        results_format::events::write_intervals_parquet(path, &cpu, &entry, &dur, &src)
-            .map_err(|e| e.to_string())
-    };
-    let result = execute(
-        &mut backend,
-        &mut dir,
-        &mut manifest,
-        &todo,
-        &interrupt,
-        &writer,
-    );
-
-    // 11. Restore, and record that we did.
-    let restore_errors = guard.restore();
-    manifest.settings_changed = merge_changes(&manifest.settings_changed, guard.changes());
-    if result.is_err() {
-        manifest.status = Status::Interrupted;
-        manifest.ended_at =
-            Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    }
-    let manifest_written = dir.write_manifest(&manifest);
-    let summary = result.with_context(|| format!("sweep into {} stopped", root.display()))?;
-    manifest_written?;
-    for e in &restore_errors {
-        tracing::error!("{e}");
-    }
-
-    if summary.interrupted {
-        eprintln!(
-            "sweep stopped ({}): {} runs recorded in {}; finish it with:\n  driver sweep --resume {}",
-            summary.stop_reason.as_deref().unwrap_or("interrupted"),
-            summary.recorded,
-            root.display(),
-            root.display()
-        );
-        println!("{}", root.display());
-        return Ok(if interrupt.load(Ordering::SeqCst) {
-            ExitCode::from(130)
-        } else {
-            ExitCode::FAILURE
-        });
-    }
-    tracing::info!(
-        "sweep done: {} runs, {} failed, {} noisy",
-        summary.recorded,
-        summary.failed,
-        summary.noisy
-    );
-
-    // 12. Report.
-    let mut code = if restore_errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    };
-    if !args.no_report {
-        match analysis::write_report(&root) {
-            Ok(report) => tracing::info!("report in {}", report.display()),
-            Err(e) => {
-                tracing::error!(
-                    "the report failed (the data in {} is kept): {e}",
-                    root.display()
-                );
-                code = ExitCode::FAILURE;
-            }
-        }
-    }
-    println!("{}", root.display());
-    Ok(code)
-}
-
-fn merge_changes(
-    recorded: &[crate::results::SettingChange],
-    now: &[crate::results::SettingChange],
-) -> Vec<crate::results::SettingChange> {
-    // Earlier invocations' changes (resume) stay; this invocation's are
-    // replaced by their restored state.
-    let mut out: Vec<_> = recorded
-        .iter()
-        .filter(|c| {
-            !now.iter()
-                .any(|n| n.path == c.path && n.old == c.old && n.new == c.new && !c.restored)
-        })
-        .cloned()
-        .collect();
-    out.extend(now.iter().cloned());
-    out
+    finish::run_restore_report(finish::Sweep {
+        root: &root,
+        backend,
+        dir,
+        manifest,
+        todo: &todo,
+        guard,
+        interrupt,
+        report: !args.no_report,
+    })
 }

@@ -8,11 +8,11 @@ use anyhow::Context;
 
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
 use crate::config::{ExperimentFile, SweepOptions};
+use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::{PlannedRun, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
 use crate::sampler::{EventKind, resolve_event};
-use crate::system::SettingsGuard;
-use crate::system::interrupt_flag;
+use crate::system::{MAX_SAMPLE_RATE_PATH, SettingsGuard, interrupt_flag, other_cpu, read_u64};
 
 /// Step 1: the recorded options and manifest of `--resume DIR`, or flags
 /// over experiment file over defaults.
@@ -284,4 +284,90 @@ pub(super) fn warm_up_command(
         }
     }
     Ok(None)
+}
+
+/// perf_event_max_sample_rate as found, and whether the sweep must raise
+/// it (its highest frequency is above it).
+pub(super) struct Ceiling {
+    /// The value found; None when it cannot be read.
+    found: Option<u64>,
+    /// Whether `--raise-max-rate` is needed and given.
+    raise: bool,
+}
+
+/// Step 5: the sample-rate ceiling, as found (after the leftovers); a
+/// frequency above it is refused without `--raise-max-rate`.
+pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
+    let found = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
+    let raise = found.is_some_and(|r| opts.max_freq_hz() > r);
+    if raise && !may_raise {
+        let found = found.unwrap_or(0);
+        return Err(usage(format!(
+            "frequency {} Hz is above perf_event_max_sample_rate = {found} ({MAX_SAMPLE_RATE_PATH}); \
+             pass --raise-max-rate to raise it for the sweep (restored at exit), or drop frequencies above {found}",
+            opts.max_freq_hz(),
+        )));
+    }
+    Ok(Ceiling { found, raise })
+}
+
+/// Step 6c: the largest run's rings and file descriptors against this
+/// host's limits (logged when they fit, a usage error when not).
+pub(super) fn check_budget(
+    opts: &SweepOptions,
+    resumed: Option<&(PathBuf, Manifest)>,
+    event: EventKind,
+    online: &[u32],
+) -> anyhow::Result<()> {
+    let plan = match resumed {
+        Some((_, m)) => m.plan.clone(),
+        None => build_plan(opts),
+    };
+    let configs = crate::budget::plan_configs(&plan, opts, event, other_cpu(opts.cpu, online));
+    match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
+        Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
+        Ok(_) => {}
+        Err(e) => return Err(usage(e)),
+    }
+    Ok(())
+}
+
+/// Step 8: perf_event_max_sample_rate raised to the highest frequency
+/// when the ceiling says so, through the guard (recorded in the state
+/// file first, restored at the end); the manifest's warning saying so.
+pub(super) fn raise_max_rate(
+    guard: &mut SettingsGuard,
+    ceiling: &Ceiling,
+    opts: &SweepOptions,
+) -> anyhow::Result<Option<String>> {
+    if !ceiling.raise {
+        return Ok(None);
+    }
+    guard
+        .set(
+            Path::new(MAX_SAMPLE_RATE_PATH),
+            &opts.max_freq_hz().to_string(),
+        )
+        .context("--raise-max-rate")?;
+    Ok(Some(format!(
+        "raised perf_event_max_sample_rate from {} to {} for the sweep",
+        ceiling.found.unwrap_or(0),
+        opts.max_freq_hz()
+    )))
+}
+
+/// Step 3: the host's one sweep lock, held by this process (a usage error
+/// naming the sweep that holds it when busy).
+pub(super) fn lock(state_dir: &Path, root: &Path) -> anyhow::Result<SweepLock> {
+    match SweepLock::acquire(state_dir, root) {
+        Ok(lock) => Ok(lock),
+        Err(e @ HostStateError::Busy { .. }) => Err(usage(e)),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot take the sweep lock")),
+    }
+}
+
+/// Step 7: the host's facts (`driver probe`'s), before this sweep changes
+/// anything, for the manifest.
+pub(super) fn host_facts() -> serde_json::Value {
+    serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
 }
