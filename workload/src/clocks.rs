@@ -125,35 +125,60 @@ fn measure<F: FnMut() -> Option<u64>>(
     budget: Budget,
 ) -> MethodReport {
     let mut report = MethodReport {
-        name: name.to_string(),
-        available: false,
-        cost_ns_min: None,
-        cost_ns_median: None,
-        cost_ticks_min: None,
-        cost_ticks_median: None,
-        granularity_ns: None,
         resolution_ns,
-        backwards: false,
-        unit: unit.to_string(),
-        reads: 0,
+        ..unavailable(name, unit)
     };
     if read().is_none() {
         return report;
     }
     report.available = true;
 
-    // Size batches to ~20 us.
+    let batch = batch_calls(&mut read);
+    let mut costs = cost_batches(&mut read, batch, budget.cost);
+    report.cost_ns_min = min(&costs.ns);
+    report.cost_ns_median = median(&mut costs.ns);
+    report.cost_ticks_min = min(&costs.ticks);
+    report.cost_ticks_median = median(&mut costs.ticks);
+
+    let steps = scan_steps(&mut read, budget.granularity);
+    report.backwards = steps.backwards;
+    report.reads = steps.reads;
+    if steps.smallest != u64::MAX {
+        report.granularity_ns = ns_per_unit.map(|f| steps.smallest as f64 * f);
+    }
+    report
+}
+
+/// Calls of `read` in one cost batch: as many as take ~20 us, from a
+/// first timing of 16 calls (clamped to 16..=20000).
+fn batch_calls<F: FnMut() -> Option<u64>>(read: &mut F) -> u64 {
     let t0 = monotonic_raw_ns();
     for _ in 0..16 {
         black_box(read());
     }
     let per_call = (monotonic_raw_ns().saturating_sub(t0) as f64 / 16.0).max(1.0);
-    let batch = ((20_000.0 / per_call) as u64).clamp(16, 20_000);
+    ((20_000.0 / per_call) as u64).clamp(16, 20_000)
+}
 
+/// Per-call costs of one method, one entry per batch.
+struct BatchCosts {
+    /// Batch time on CLOCK_MONOTONIC_RAW over the calls, ns.
+    ns: Vec<f64>,
+    /// Batch time in TSC ticks over the calls (empty off x86_64).
+    ticks: Vec<f64>,
+}
+
+/// Times batches of `batch` calls of `read`, each bracketed by a TSC read
+/// and a CLOCK_MONOTONIC_RAW read, for `budget` and at least 10 batches.
+fn cost_batches<F: FnMut() -> Option<u64>>(
+    read: &mut F,
+    batch: u64,
+    budget: Duration,
+) -> BatchCosts {
     let mut ns_costs = Vec::new();
     let mut tick_costs = Vec::new();
     let started = Instant::now();
-    while started.elapsed() < budget.cost || ns_costs.len() < 10 {
+    while started.elapsed() < budget || ns_costs.len() < 10 {
         let k0 = ticks();
         let n0 = monotonic_raw_ns();
         for _ in 0..batch {
@@ -166,12 +191,26 @@ fn measure<F: FnMut() -> Option<u64>>(
             tick_costs.push(b.wrapping_sub(a) as f64 / batch as f64);
         }
     }
-    report.cost_ns_min = min(&ns_costs);
-    report.cost_ns_median = median(&mut ns_costs);
-    report.cost_ticks_min = min(&tick_costs);
-    report.cost_ticks_median = median(&mut tick_costs);
+    BatchCosts {
+        ns: ns_costs,
+        ticks: tick_costs,
+    }
+}
 
-    // Granularity and monotonicity: back-to-back reads.
+/// What back-to-back reads of one method showed.
+struct Steps {
+    /// Smallest non-zero difference between successive reads, in the
+    /// method's unit (u64::MAX: the reading never changed).
+    smallest: u64,
+    /// Whether a read was ever smaller than the one before.
+    backwards: bool,
+    /// Reads made.
+    reads: u64,
+}
+
+/// Granularity and monotonicity: reads `read` back to back, in rounds of
+/// 256, until `budget` has passed.
+fn scan_steps<F: FnMut() -> Option<u64>>(read: &mut F, budget: Duration) -> Steps {
     let mut prev = read().unwrap_or(0);
     let mut smallest_step = u64::MAX;
     let mut backwards = false;
@@ -188,16 +227,15 @@ fn measure<F: FnMut() -> Option<u64>>(
             }
             prev = v;
         }
-        if started.elapsed() >= budget.granularity {
+        if started.elapsed() >= budget {
             break 'outer;
         }
     }
-    report.backwards = backwards;
-    report.reads = reads;
-    if smallest_step != u64::MAX {
-        report.granularity_ns = ns_per_unit.map(|f| smallest_step as f64 * f);
+    Steps {
+        smallest: smallest_step,
+        backwards,
+        reads,
     }
-    report
 }
 
 /// Calibrates the TSC against CLOCK_MONOTONIC_RAW over `interval`.
@@ -269,55 +307,87 @@ fn clock_method(name: &str, clock: libc::clockid_t, budget: Budget, out: &mut Ve
 pub fn measure_all(budget: Budget) -> ClockReport {
     let tsc_hz = calibrate_tsc(budget.tsc_calibration);
     let ns_per_tick = tsc_hz.map(|hz| 1e9 / hz);
-    let mut methods = Vec::new();
+    let mut methods = tsc_methods(ns_per_tick, budget);
+    methods.extend(clock_gettime_methods(budget));
+    methods.extend(older_methods(budget));
 
-    #[cfg(target_arch = "x86_64")]
-    {
-        methods.push(measure(
+    let cpuid = invariant_tsc_cpuid();
+    let cpuinfo = invariant_tsc_cpuinfo();
+    let (invariant_tsc, invariant_tsc_source) = invariant_tsc_verdict(cpuid, cpuinfo);
+    ClockReport {
+        tsc_hz,
+        tsc_ticks_per_us: tsc_hz.map(|hz| hz / 1e6),
+        invariant_tsc,
+        invariant_tsc_source: invariant_tsc_source.to_string(),
+        invariant_tsc_cpuid: cpuid,
+        invariant_tsc_cpuinfo: cpuinfo,
+        clocksource: read_trimmed(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        ),
+        available_clocksources: read_trimmed(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+        ),
+        methods,
+    }
+}
+
+/// The four ways of reading the TSC (`ns_per_tick` converts its steps to
+/// ns); rdtscp is unavailable where the CPU lacks it.
+#[cfg(target_arch = "x86_64")]
+fn tsc_methods(ns_per_tick: Option<f64>, budget: Budget) -> Vec<MethodReport> {
+    vec![
+        measure(
             "rdtsc",
             || Some(sys::rdtsc()),
             "tsc",
             ns_per_tick,
             None,
             budget,
-        ));
-        methods.push(measure(
+        ),
+        measure(
             "lfence; rdtsc",
             || Some(sys::rdtsc_lfence()),
             "tsc",
             ns_per_tick,
             None,
             budget,
-        ));
+        ),
         if sys::has_rdtscp() {
-            methods.push(measure(
+            measure(
                 "rdtscp",
                 || Some(sys::rdtscp().0),
                 "tsc",
                 ns_per_tick,
                 None,
                 budget,
-            ));
+            )
         } else {
-            methods.push(unavailable("rdtscp", "tsc"));
-        }
-        methods.push(measure(
+            unavailable("rdtscp", "tsc")
+        },
+        measure(
             "mfence; lfence; rdtsc",
             || Some(sys::rdtsc_mfence_lfence()),
             "tsc",
             ns_per_tick,
             None,
             budget,
-        ));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = ns_per_tick;
-        for name in ["rdtsc", "lfence; rdtsc", "rdtscp", "mfence; lfence; rdtsc"] {
-            methods.push(unavailable(name, "tsc"));
-        }
-    }
+        ),
+    ]
+}
 
+/// Not x86_64: the four TSC methods, each unavailable.
+#[cfg(not(target_arch = "x86_64"))]
+fn tsc_methods(_ns_per_tick: Option<f64>, _budget: Budget) -> Vec<MethodReport> {
+    ["rdtsc", "lfence; rdtsc", "rdtscp", "mfence; lfence; rdtsc"]
+        .into_iter()
+        .map(|name| unavailable(name, "tsc"))
+        .collect()
+}
+
+/// clock_gettime on each clock through the vDSO, then CLOCK_MONOTONIC
+/// through the raw syscall.
+fn clock_gettime_methods(budget: Budget) -> Vec<MethodReport> {
+    let mut methods = Vec::new();
     for (name, clock) in [
         ("clock_gettime(CLOCK_MONOTONIC)", libc::CLOCK_MONOTONIC),
         (
@@ -349,44 +419,49 @@ pub fn measure_all(budget: Budget) -> ClockReport {
         sys::clock_getres_ns(libc::CLOCK_MONOTONIC),
         budget,
     ));
-    methods.push(measure(
-        "gettimeofday",
-        sys::gettimeofday_ns,
-        "ns",
-        Some(1.0),
-        None,
-        budget,
-    ));
-    methods.push(measure(
-        "getrusage(RUSAGE_SELF)",
-        || sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns)),
-        "ns",
-        Some(1.0),
-        None,
-        budget,
-    ));
-    let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
-    methods.push(measure(
-        "times",
-        sys::times_ticks,
-        "clock ticks",
-        tick_ns,
-        None,
-        budget,
-    ));
-    // POSIX fixes CLOCKS_PER_SEC at 1e6.
-    methods.push(measure(
-        "clock",
-        sys::clock_cpu,
-        "us",
-        Some(1000.0),
-        None,
-        budget,
-    ));
+    methods
+}
 
-    let cpuid = invariant_tsc_cpuid();
-    let cpuinfo = invariant_tsc_cpuinfo();
-    let (invariant_tsc, invariant_tsc_source) = match (cpuid, cpuinfo) {
+/// The older interfaces: gettimeofday, getrusage, times and clock.
+fn older_methods(budget: Budget) -> Vec<MethodReport> {
+    let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
+    vec![
+        measure(
+            "gettimeofday",
+            sys::gettimeofday_ns,
+            "ns",
+            Some(1.0),
+            None,
+            budget,
+        ),
+        measure(
+            "getrusage(RUSAGE_SELF)",
+            || sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns)),
+            "ns",
+            Some(1.0),
+            None,
+            budget,
+        ),
+        measure(
+            "times",
+            sys::times_ticks,
+            "clock ticks",
+            tick_ns,
+            None,
+            budget,
+        ),
+        // POSIX fixes CLOCKS_PER_SEC at 1e6.
+        measure("clock", sys::clock_cpu, "us", Some(1000.0), None, budget),
+    ]
+}
+
+/// Whether the TSC is invariant, and the evidence it rests on, from the
+/// cpuid bit and the /proc/cpuinfo flags.
+fn invariant_tsc_verdict(
+    cpuid: Option<bool>,
+    cpuinfo: Option<bool>,
+) -> (Option<bool>, &'static str) {
+    match (cpuid, cpuinfo) {
         (Some(true), Some(true)) => (
             Some(true),
             "cpuid 0x80000007 EDX[8] and /proc/cpuinfo constant_tsc+nonstop_tsc",
@@ -401,24 +476,10 @@ pub fn measure_all(budget: Budget) -> ClockReport {
             "neither cpuid 0x80000007 EDX[8] nor /proc/cpuinfo constant_tsc+nonstop_tsc",
         ),
         (None, None) => (None, "no cpuid leaf 0x80000007 and no /proc/cpuinfo flags"),
-    };
-    ClockReport {
-        tsc_hz,
-        tsc_ticks_per_us: tsc_hz.map(|hz| hz / 1e6),
-        invariant_tsc,
-        invariant_tsc_source: invariant_tsc_source.to_string(),
-        invariant_tsc_cpuid: cpuid,
-        invariant_tsc_cpuinfo: cpuinfo,
-        clocksource: read_trimmed(
-            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        ),
-        available_clocksources: read_trimmed(
-            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-        ),
-        methods,
     }
 }
 
+/// A method that cannot run on this host.
 fn unavailable(name: &str, unit: &str) -> MethodReport {
     MethodReport {
         name: name.to_string(),
