@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use driver::contents::SampleContents;
 use driver::handler::HandlerSource;
 use driver::perf::attr::sample;
-use driver::sampler::{EventKind, Sampler, SamplerConfig};
+use driver::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome};
 
 fn spin(cpu: u32, secs: f64) {
     let mut set = rustix::thread::CpuSet::new();
@@ -46,95 +46,139 @@ fn run() -> anyhow::Result<ExitCode> {
         spin(args[1].parse()?, args[2].parse()?);
         return Ok(ExitCode::SUCCESS);
     }
-    let secs: f64 = args.first().map_or(Ok(10.0), |s| s.parse())?;
-    let freq: u64 = args.get(1).map_or(Ok(100_000), |s| s.parse())?;
-    let cpu: u32 = args.get(2).map_or(Ok(1), |s| s.parse())?;
-    let irq = !args.iter().any(|s| s == "no-irq");
-    let online = args.iter().any(|s| s == "online");
-    let mut cfg = SamplerConfig::new(EventKind::CpuClock, freq, cpu);
-    if let Some(c) = args.iter().find_map(|s| s.strip_prefix("sample=")) {
-        cfg.contents = SampleContents::parse(c)?;
-    }
-    if args.iter().any(|s| s == "perf-trace") {
-        cfg.trace_extra_fields = sample::IP | sample::TID | sample::CPU | sample::PERIOD;
-    }
-    cfg.trace_handler = true;
-    cfg.trace_irq = irq;
-    if !online {
-        cfg.expected_duration = Some(Duration::from_secs_f64(secs));
-    }
-    let s = Sampler::open(&cfg)?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["--spin", &cpu.to_string(), &(secs + 1.0).to_string()])
-        .spawn()?;
-    std::thread::sleep(Duration::from_millis(200));
-    s.enable()?;
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    s.disable()?;
-    let t = Instant::now();
-    let o = s.finish()?;
-    let finish_s = t.elapsed().as_secs_f64();
-    let _ = child.wait();
-    let of = |src: HandlerSource| -> Vec<u64> {
-        o.intervals
-            .iter()
-            .filter(|i| i.source == src)
-            .map(|i| i.duration_ns)
-            .collect()
-    };
-    let (hr, lt) = (of(HandlerSource::Hrtimer), of(HandlerSource::LocalTimer));
-    println!("duration_s              {secs}");
-    println!("freq_hz                 {freq}");
-    println!("measured_cpu            {cpu}");
-    println!("ring_mib                {}", o.ring_bytes >> 20);
-    println!("enabled_ns              {}", o.enabled_ns);
-    println!("samples                 {}", o.samples);
-    println!(
-        "achieved_hz             {:.0}",
-        o.samples as f64 / (o.enabled_ns as f64 / 1e9)
-    );
-    println!("sample_contents         {}", cfg.contents);
-    println!(
-        "hrtimer_intervals       {} (median {} ns, mean {:.1} ns)",
-        hr.len(),
-        median(hr.clone()),
-        hr.iter().sum::<u64>() as f64 / hr.len().max(1) as f64
-    );
-    println!(
-        "callchain_mean          {:.1}",
-        o.contents.callchain_entries as f64 / o.contents.samples.max(1) as f64
-    );
-    println!(
-        "local_timer_intervals   {} (median {} ns)",
-        lt.len(),
-        median(lt.clone())
-    );
-    println!("unmatched               {}", o.unmatched);
-    println!("foreign_intervals       {}", o.foreign_intervals);
-    println!("duplicates              {}", o.duplicates);
-    println!(
-        "lost                    {} (LOST records {}, PERF_FORMAT_LOST {})",
-        o.lost, o.lost_records, o.lost_read
-    );
-    println!("lost_samples            {}", o.lost_samples);
-    println!("throttled/unthrottled   {}/{}", o.throttled, o.unthrottled);
-    println!("drained_bytes           {}", o.drained_bytes);
-    println!("drained_in_window_bytes {}", o.drained_in_window_bytes);
-    println!(
-        "window_cpu_s            {:.4}   <- the driver's CPU while sampling",
-        o.window_cpu_ns as f64 / 1e9
-    );
-    println!(
-        "drain_cpu_s             {:.4}   (drain thread in all, decoding after the run included)",
-        o.drain_cpu_ns as f64 / 1e9
-    );
-    println!("finish_wall_s           {finish_s:.3}");
-    println!("drain_cpu               {:?}", o.drain_cpu);
-    println!(
-        "drain_passes            {} ({} on the measured cpu)",
-        o.drain_passes, o.drain_passes_on_measured_cpu
-    );
+    let soak = Soak::parse(&args)?;
+    let (o, finish_s) = soak.measure()?;
+    soak.print(&o, finish_s);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to soak: for how long, at what rate, on which CPU, with which
+/// sampler.
+struct Soak {
+    /// Sampling time, s.
+    secs: f64,
+    /// Sampling frequency, Hz.
+    freq: u64,
+    /// The measured CPU (the busy loop runs there).
+    cpu: u32,
+    /// The sampler's configuration.
+    cfg: SamplerConfig,
+}
+
+impl Soak {
+    /// From the command line (see the module docs).
+    fn parse(args: &[String]) -> anyhow::Result<Soak> {
+        let secs: f64 = args.first().map_or(Ok(10.0), |s| s.parse())?;
+        let freq: u64 = args.get(1).map_or(Ok(100_000), |s| s.parse())?;
+        let cpu: u32 = args.get(2).map_or(Ok(1), |s| s.parse())?;
+        let irq = !args.iter().any(|s| s == "no-irq");
+        let online = args.iter().any(|s| s == "online");
+        let mut cfg = SamplerConfig::new(EventKind::CpuClock, freq, cpu);
+        if let Some(c) = args.iter().find_map(|s| s.strip_prefix("sample=")) {
+            cfg.contents = SampleContents::parse(c)?;
+        }
+        if args.iter().any(|s| s == "perf-trace") {
+            cfg.trace_extra_fields = sample::IP | sample::TID | sample::CPU | sample::PERIOD;
+        }
+        cfg.trace_handler = true;
+        cfg.trace_irq = irq;
+        if !online {
+            cfg.expected_duration = Some(Duration::from_secs_f64(secs));
+        }
+        Ok(Soak {
+            secs,
+            freq,
+            cpu,
+            cfg,
+        })
+    }
+
+    /// Opens the sampler, starts the busy loop, samples it for `secs` and
+    /// finishes the sampler; returns what it measured and how long
+    /// finishing took, s.
+    fn measure(&self) -> anyhow::Result<(SamplerOutcome, f64)> {
+        let s = Sampler::open(&self.cfg)?;
+        let mut child = Command::new(std::env::current_exe()?)
+            .args([
+                "--spin",
+                &self.cpu.to_string(),
+                &(self.secs + 1.0).to_string(),
+            ])
+            .spawn()?;
+        std::thread::sleep(Duration::from_millis(200));
+        s.enable()?;
+        std::thread::sleep(Duration::from_secs_f64(self.secs));
+        s.disable()?;
+        let t = Instant::now();
+        let o = s.finish()?;
+        let finish_s = t.elapsed().as_secs_f64();
+        let _ = child.wait();
+        Ok((o, finish_s))
+    }
+
+    /// Prints the outcome, one `name value` line each.
+    fn print(&self, o: &SamplerOutcome, finish_s: f64) {
+        let (secs, freq, cpu) = (self.secs, self.freq, self.cpu);
+        let of = |src: HandlerSource| -> Vec<u64> {
+            o.intervals
+                .iter()
+                .filter(|i| i.source == src)
+                .map(|i| i.duration_ns)
+                .collect()
+        };
+        let (hr, lt) = (of(HandlerSource::Hrtimer), of(HandlerSource::LocalTimer));
+        println!("duration_s              {secs}");
+        println!("freq_hz                 {freq}");
+        println!("measured_cpu            {cpu}");
+        println!("ring_mib                {}", o.ring_bytes >> 20);
+        println!("enabled_ns              {}", o.enabled_ns);
+        println!("samples                 {}", o.samples);
+        println!(
+            "achieved_hz             {:.0}",
+            o.samples as f64 / (o.enabled_ns as f64 / 1e9)
+        );
+        println!("sample_contents         {}", self.cfg.contents);
+        println!(
+            "hrtimer_intervals       {} (median {} ns, mean {:.1} ns)",
+            hr.len(),
+            median(hr.clone()),
+            hr.iter().sum::<u64>() as f64 / hr.len().max(1) as f64
+        );
+        println!(
+            "callchain_mean          {:.1}",
+            o.contents.callchain_entries as f64 / o.contents.samples.max(1) as f64
+        );
+        println!(
+            "local_timer_intervals   {} (median {} ns)",
+            lt.len(),
+            median(lt.clone())
+        );
+        println!("unmatched               {}", o.unmatched);
+        println!("foreign_intervals       {}", o.foreign_intervals);
+        println!("duplicates              {}", o.duplicates);
+        println!(
+            "lost                    {} (LOST records {}, PERF_FORMAT_LOST {})",
+            o.lost, o.lost_records, o.lost_read
+        );
+        println!("lost_samples            {}", o.lost_samples);
+        println!("throttled/unthrottled   {}/{}", o.throttled, o.unthrottled);
+        println!("drained_bytes           {}", o.drained_bytes);
+        println!("drained_in_window_bytes {}", o.drained_in_window_bytes);
+        println!(
+            "window_cpu_s            {:.4}   <- the driver's CPU while sampling",
+            o.window_cpu_ns as f64 / 1e9
+        );
+        println!(
+            "drain_cpu_s             {:.4}   (drain thread in all, decoding after the run included)",
+            o.drain_cpu_ns as f64 / 1e9
+        );
+        println!("finish_wall_s           {finish_s:.3}");
+        println!("drain_cpu               {:?}", o.drain_cpu);
+        println!(
+            "drain_passes            {} ({} on the measured cpu)",
+            o.drain_passes, o.drain_passes_on_measured_cpu
+        );
+    }
 }
 
 fn main() -> ExitCode {

@@ -2,7 +2,9 @@
 //! `workload` subcommand) pinned to the measured CPU, waits for it to be
 //! ready, opens the sampler, releases the loop (switching sampling in the
 //! paired design's phases), and reads the workload's report and, in the
-//! gaps design, its timeline.
+//! gaps design, its timeline. The paired design's phases are in
+//! `backend/phases.rs`, a run of the user's command in
+//! `backend/command_run.rs`.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -15,13 +17,13 @@ use crate::config::{Design, ScopeName, SweepOptions};
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
 use crate::plan::{PlannedRun, RunKind};
 use crate::results::PhaseRow;
-use crate::sampler::{EventKind, Sampler, SamplerConfig, Scope};
-use crate::system::{
-    ProcStat, QuietReport, monotonic_ns, monotonic_raw_ns, ns_per_tick, sleep_until_monotonic,
-    wait_quiet,
-};
+use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome, Scope};
+use crate::system::{ProcStat, QuietReport, monotonic_raw_ns, ns_per_tick, wait_quiet};
 
 mod command_run;
+mod phases;
+
+use phases::{phase_samples, run_phases};
 
 /// The real backend: workload child + perf sampler.
 pub(crate) struct RealBackend {
@@ -70,18 +72,6 @@ impl Drop for ChildGuard {
     }
 }
 
-/// (time on CPU, time runnable but waiting) of a task, ns, from
-/// /proc/<pid>/schedstat; zeros when unreadable.
-fn read_schedstat(path: &Path) -> (u64, u64) {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (0, 0);
-    };
-    let mut f = text
-        .split_ascii_whitespace()
-        .map(|v| v.parse::<u64>().unwrap_or(0));
-    (f.next().unwrap_or(0), f.next().unwrap_or(0))
-}
-
 struct RemoveOnDrop(PathBuf);
 
 impl Drop for RemoveOnDrop {
@@ -104,18 +94,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
-}
-
-/// Counts each phase's samples from the sorted sample timestamps (the same
-/// CLOCK_MONOTONIC_RAW as the phase boundaries): a sample belongs to the
-/// phase whose [start, end) holds it, i.e. to the iterations its interrupt
-/// interrupted.
-fn phase_samples(phases: &mut [PhaseRow], sorted_times_ns: &[u64]) {
-    for p in phases {
-        let from = sorted_times_ns.partition_point(|&t| t < p.start_ns);
-        let to = sorted_times_ns.partition_point(|&t| t < p.end_ns);
-        p.samples = u64::try_from(to.saturating_sub(from)).unwrap_or(u64::MAX);
-    }
 }
 
 /// How long to sleep before looking at the workload again while its loop
@@ -187,17 +165,8 @@ impl Backend for RealBackend {
         if let Some(argv) = &spec.opts.command {
             return self.run_command(spec, argv, interrupt);
         }
-        let opts = spec.opts;
-        let counter_path = std::env::temp_dir().join(format!(
-            "perf-overhead-{}-run-{}.counter",
-            std::process::id(),
-            spec.run.run_id
-        ));
-        let _remove = RemoveOnDrop(counter_path.clone());
-        let gaps_file =
-            (spec.run.design == Design::Gaps).then(|| counter_path.with_extension("gaps"));
-        let _remove_gaps = gaps_file.clone().map(RemoveOnDrop);
-        let mut cmd = workload_command(spec, &counter_path, gaps_file.as_deref())?;
+        let files = RunFiles::new(spec);
+        let mut cmd = workload_command(spec, &files.counter, files.gaps.as_deref())?;
         let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
@@ -206,7 +175,7 @@ impl Backend for RealBackend {
         let mut guard = ChildGuard(Some(child));
 
         // Wait for the workload to be set up (pinned, calibrated).
-        let reader = match wait_ready(&mut guard, &counter_path, interrupt)? {
+        let reader = match wait_ready(&mut guard, &files.counter, interrupt)? {
             Ok(r) => r,
             Err(status) => {
                 drop(guard);
@@ -217,7 +186,89 @@ impl Backend for RealBackend {
                 )));
             }
         };
+        let loop_run = LoopRun {
+            guard: &mut guard,
+            reader: &reader,
+            pid,
+        };
+        let sampled = self.sample_loop(spec, loop_run, interrupt)?;
+        let out_text = stdout.join().unwrap_or_default();
+        let err_text = stderr.join().unwrap_or_default();
+        workload_outcome(sampled, out_text, &err_text, files.gaps.as_deref())
+    }
+}
 
+/// The files a workload run shares with the driver (its counter, and in
+/// the gaps design its gaps file), removed when the run is over.
+struct RunFiles {
+    /// The counter file.
+    counter: PathBuf,
+    /// The gaps file (gaps design).
+    gaps: Option<PathBuf>,
+    /// Removes the gaps file on drop (fields drop in order: this first).
+    _remove_gaps: Option<RemoveOnDrop>,
+    /// Removes the counter file on drop.
+    _remove: RemoveOnDrop,
+}
+
+impl RunFiles {
+    /// The run's files in the temporary directory, named by this process
+    /// and the run.
+    fn new(spec: &RunSpec<'_>) -> RunFiles {
+        let counter = std::env::temp_dir().join(format!(
+            "perf-overhead-{}-run-{}.counter",
+            std::process::id(),
+            spec.run.run_id
+        ));
+        let gaps = (spec.run.design == Design::Gaps).then(|| counter.with_extension("gaps"));
+        RunFiles {
+            _remove_gaps: gaps.clone().map(RemoveOnDrop),
+            _remove: RemoveOnDrop(counter.clone()),
+            counter,
+            gaps,
+        }
+    }
+}
+
+/// A workload that is ready: its process, its counter and its pid.
+struct LoopRun<'a> {
+    /// The child, killed if the run is abandoned.
+    guard: &'a mut ChildGuard,
+    /// Its counter file.
+    reader: &'a workload::counter::CounterReader,
+    /// Its pid (task scope and schedstat).
+    pid: u32,
+}
+
+/// What the driver saw of the loop while it sampled it.
+struct Sampled {
+    /// How the workload exited.
+    status: std::process::ExitStatus,
+    /// What the sampler measured (None: the run opened none).
+    sampler: Option<SamplerOutcome>,
+    /// The paired design's phases, with their samples counted.
+    phases: Vec<PhaseRow>,
+    /// Steal time of the measured CPU over the run, ns.
+    steal_ns: u64,
+    /// CLOCK_MONOTONIC_RAW once the sampler was open, ns.
+    started_at_ns: u64,
+    /// CLOCK_MONOTONIC_RAW once the workload had exited, ns.
+    ended_at_ns: u64,
+}
+
+impl RealBackend {
+    /// Opens the sampler, releases the loop (switching sampling in the
+    /// paired design's phases), waits for the workload to exit with
+    /// sampling switched off as soon as the loop ends, and finishes the
+    /// sampler.
+    fn sample_loop(
+        &self,
+        spec: &RunSpec<'_>,
+        loop_run: LoopRun<'_>,
+        interrupt: &AtomicBool,
+    ) -> Result<Sampled, RunError> {
+        let LoopRun { guard, reader, pid } = loop_run;
+        let opts = spec.opts;
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         // Paired runs at 0 Hz (the null control) open a sampler that never
         // fires and toggle it like the others.
@@ -236,63 +287,75 @@ impl Backend for RealBackend {
             reader.release();
         } else {
             reader.release();
-            phases = run_phases(spec, &reader, sampler.as_ref(), pid, interrupt)?;
+            phases = run_phases(spec, reader, sampler.as_ref(), pid, interrupt)?;
         }
 
         // Wait for the end of the loop; stop sampling as soon as it ends.
-        let status = wait_end(
-            &mut guard,
-            &reader,
-            sampler.as_ref(),
-            opts.duration_ns,
-            interrupt,
-        )?;
+        let status = wait_end(guard, reader, sampler.as_ref(), opts.duration_ns, interrupt)?;
         let ended_at_ns = monotonic_raw_ns();
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let outcome = match sampler {
+        let sampler = match sampler {
             Some(s) => Some(s.finish().map_err(|e| failed(format!("sampler: {e}")))?),
             None => None,
         };
-        if let Some(o) = &outcome {
+        if let Some(o) = &sampler {
             phase_samples(&mut phases, &o.sample_times_ns);
         }
-        let out_text = stdout.join().unwrap_or_default();
-        let err_text = stderr.join().unwrap_or_default();
-        if !status.success() {
-            return Err(failed(format!("workload {status}: {}", err_text.trim())));
-        }
-        let report: workload::report::RunReport =
-            serde_json::from_str(out_text.trim()).map_err(|e| {
-                failed(format!(
-                    "cannot read the workload's report: {e}; stderr: {}",
-                    err_text.trim()
-                ))
-            })?;
-
-        let sample_times: &[u64] = outcome.as_ref().map_or(&[], |s| &s.sample_times_ns);
-        let timeline = read_timeline(&report, gaps_file.as_deref(), sample_times)?;
-
-        let mut o = RunOutcome {
-            iterations: report.iterations,
-            wall_ns: report.wall_ns,
-            nvcsw: report.nvcsw,
-            nivcsw: report.nivcsw,
-            user_ns: report.user_ns,
-            sys_ns: report.sys_ns,
-            overrun_ns: u64::try_from(report.overrun_ns).unwrap_or(0),
+        Ok(Sampled {
+            status,
+            sampler,
+            phases,
             steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
             started_at_ns,
             ended_at_ns,
-            phases,
-            workload_json: out_text,
-            timeline,
-            ..RunOutcome::default()
-        };
-        if let Some(s) = outcome {
-            with_sampler_outcome(&mut o, &s);
-        }
-        Ok(o)
+        })
     }
+}
+
+/// The run's outcome from the workload's exit, its report (`out_text`, its
+/// stdout), its timeline (gaps design) and what the sampler measured; a
+/// failure quotes the workload's stderr (`err_text`).
+fn workload_outcome(
+    sampled: Sampled,
+    out_text: String,
+    err_text: &str,
+    gaps_file: Option<&Path>,
+) -> Result<RunOutcome, RunError> {
+    let status = sampled.status;
+    if !status.success() {
+        return Err(failed(format!("workload {status}: {}", err_text.trim())));
+    }
+    let report: workload::report::RunReport =
+        serde_json::from_str(out_text.trim()).map_err(|e| {
+            failed(format!(
+                "cannot read the workload's report: {e}; stderr: {}",
+                err_text.trim()
+            ))
+        })?;
+
+    let sample_times: &[u64] = sampled.sampler.as_ref().map_or(&[], |s| &s.sample_times_ns);
+    let timeline = read_timeline(&report, gaps_file, sample_times)?;
+
+    let mut o = RunOutcome {
+        iterations: report.iterations,
+        wall_ns: report.wall_ns,
+        nvcsw: report.nvcsw,
+        nivcsw: report.nivcsw,
+        user_ns: report.user_ns,
+        sys_ns: report.sys_ns,
+        overrun_ns: u64::try_from(report.overrun_ns).unwrap_or(0),
+        steal_ns: sampled.steal_ns,
+        started_at_ns: sampled.started_at_ns,
+        ended_at_ns: sampled.ended_at_ns,
+        phases: sampled.phases,
+        workload_json: out_text,
+        timeline,
+        ..RunOutcome::default()
+    };
+    if let Some(s) = sampled.sampler {
+        with_sampler_outcome(&mut o, &s);
+    }
+    Ok(o)
 }
 
 /// The workload child of a run: this binary's hidden `workload`
@@ -417,87 +480,8 @@ fn wait_ready(
     }
 }
 
-/// The paired design's phases: waits for the loop to start, lets it settle
-/// with sampling off, then switches the sampler at each phase boundary and
-/// records each phase's iterations and schedstat times.
-fn run_phases(
-    spec: &RunSpec<'_>,
-    reader: &workload::counter::CounterReader,
-    sampler: Option<&Sampler>,
-    pid: u32,
-    interrupt: &AtomicBool,
-) -> Result<Vec<PhaseRow>, RunError> {
-    let opts = spec.opts;
-    let mut phases = Vec::new();
-    // Phases start with the loop.
-    let t = Instant::now();
-    while reader.state() != workload::counter::State::Running && reader.start_ns() == 0 {
-        if t.elapsed() > Duration::from_secs(5) || interrupt.load(Ordering::SeqCst) {
-            break;
-        }
-        // Sleep, not spin: the wait lasts as long as the workload's
-        // start-up, and a spinning driver costs a CPU (~0.1 s per
-        // run was seen). Phase 0 is timed from t0 below, so 50 us
-        // of latency here shifts nothing that is measured.
-        std::thread::sleep(Duration::from_micros(50));
-    }
-    // The settling period: the loop runs, sampling stays off, and
-    // nothing is measured.
-    let t0 = monotonic_ns() + spec.settle_ns;
-    sleep_until_monotonic(t0);
-    if interrupt.load(Ordering::SeqCst) {
-        return Err(RunError::Interrupted);
-    }
-    let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
-    let mut prev = (monotonic_raw_ns(), reader.iterations());
-    let mut prev_sched = read_schedstat(&schedstat);
-    if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
-        s.enable().map_err(failed)?;
-    }
-    for (i, &on) in spec.phases.iter().enumerate() {
-        let deadline = t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1);
-        sleep_until_monotonic(deadline);
-        let t_now = monotonic_raw_ns();
-        let it_now = reader.iterations();
-        let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
-        // Samples are counted per phase by their timestamps after
-        // the run (see phase_samples): no decoding while it runs.
-        // Switch right after the boundary's reads, so few samples
-        // fall between them and the switch (they count, by time,
-        // for the next phase, whose iterations they slow).
-        if let Some(s) = &sampler {
-            if on && !next_on {
-                s.disable().map_err(failed)?;
-            }
-            if next_on && !on {
-                s.enable().map_err(failed)?;
-            }
-        }
-        let sched_now = read_schedstat(&schedstat);
-        phases.push(PhaseRow {
-            phase: u32::try_from(i).unwrap_or(u32::MAX),
-            sampling: on,
-            start_ns: prev.0,
-            end_ns: t_now,
-            iterations: it_now.saturating_sub(prev.1),
-            task_ns: sched_now.0.saturating_sub(prev_sched.0),
-            wait_ns: sched_now.1.saturating_sub(prev_sched.1),
-            ..PhaseRow::default()
-        });
-        prev = (t_now, it_now);
-        prev_sched = sched_now;
-        if interrupt.load(Ordering::SeqCst) {
-            return Err(RunError::Interrupted);
-        }
-    }
-    if let Some(s) = &sampler {
-        s.disable().map_err(failed)?;
-    }
-    Ok(phases)
-}
-
 /// What the sampler measured, into the run's outcome.
-fn with_sampler_outcome(o: &mut RunOutcome, s: &crate::sampler::SamplerOutcome) {
+fn with_sampler_outcome(o: &mut RunOutcome, s: &SamplerOutcome) {
     o.window_ns = s.enabled_ns;
     o.samples = s.samples;
     o.samples_all_cpus = s.samples_all_cpus;
@@ -526,22 +510,6 @@ fn with_sampler_outcome(o: &mut RunOutcome, s: &crate::sampler::SamplerOutcome) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn samples_go_to_the_phase_whose_interval_holds_them() {
-        let mut phases: Vec<PhaseRow> = [(100, 200), (200, 300), (300, 400)]
-            .iter()
-            .map(|&(start_ns, end_ns)| PhaseRow {
-                start_ns,
-                end_ns,
-                samples: 99,
-                ..PhaseRow::default()
-            })
-            .collect();
-        phase_samples(&mut phases, &[50, 100, 150, 199, 200, 350, 400, 401]);
-        let got: Vec<u64> = phases.iter().map(|p| p.samples).collect();
-        assert_eq!(got, vec![3, 1, 1]);
-    }
 
     #[test]
     fn end_wait_sleeps_through_the_loop_then_polls_finely() {

@@ -3,22 +3,29 @@
 //!
 //! The backend is a trait so the scheduling, bookkeeping, failure handling
 //! and interruption are tested deterministically with a mock; the real
-//! backend (workload child process + perf sampler) is in `sweep`.
+//! backend (workload child process + perf sampler) is in `backend`.
+//!
+//! What is recorded of each run (its runs.csv row, noise verdict and
+//! warnings) is in `exec/record.rs`; the other files a run writes in
+//! `exec/files.rs`.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use results_format::RunStatus;
-use results_format::timeline::{
-    Gap, RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, gaps_path, samples_path,
-    write_gaps_parquet, write_samples_parquet,
-};
+use results_format::timeline::{Gap, RecoveryRow, TimelineRow};
 
 use crate::config::{Design, SweepOptions};
-use crate::plan::{PlannedRun, RunKind, phase_schedule};
+use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
 use crate::sampler::ContentsStats;
 use crate::system::{PerfLimits, QuietReport};
+
+mod files;
+mod record;
+
+use files::write_run_files;
+use record::{fill_failed_row, fill_ok_row, host_row, warn_about};
+pub use record::{lowered_limit_warning, noise_reasons};
 
 /// A run is flagged noisy when steal exceeds this share of its wall time.
 pub const NOISY_STEAL_FRACTION: f64 = 0.01;
@@ -179,56 +186,6 @@ pub struct ExecSummary {
     pub stop_reason: Option<String>,
 }
 
-/// Noise verdict of a run: reasons, empty when clean.
-pub fn noise_reasons(quiet: &QuietReport, outcome: &RunOutcome) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if !quiet.quiet {
-        reasons.push(format!("cpu busy {:.1}% before the run", quiet.busy_pct));
-    }
-    let wall = outcome.wall_ns.max(1) as f64;
-    if outcome.steal_ns as f64 > NOISY_STEAL_FRACTION * wall {
-        reasons.push(format!(
-            "steal {:.2}% of wall",
-            100.0 * outcome.steal_ns as f64 / wall
-        ));
-    }
-    if outcome.nivcsw as f64 > NOISY_NIVCSW_PER_S * wall / 1e9 {
-        reasons.push(format!("{} involuntary context switches", outcome.nivcsw));
-    }
-    reasons
-}
-
-fn base_row(spec: &RunSpec<'_>) -> RunRow {
-    let run = spec.run;
-    RunRow {
-        run_id: run.run_id,
-        kind: run.kind,
-        design: run.design,
-        block: run.block,
-        freq_hz: run.freq_hz,
-        rep: run.rep,
-        // The paired null control (0 Hz) opens a sampler that never fires.
-        event: if run.freq_hz > 0 || !spec.phases.is_empty() {
-            spec.event.to_owned()
-        } else {
-            String::new()
-        },
-        requested_event: spec.opts.event.to_string(),
-        sample: run.sample.name(),
-        workload: run.workload.name(),
-        scope: spec.opts.scope,
-        cpu: spec.opts.cpu,
-        // A command runs to completion: no requested duration, and its
-        // wall time is the measurement.
-        duration_ns: if spec.opts.command.is_some() {
-            0
-        } else {
-            spec.opts.duration_ns
-        },
-        ..RunRow::default()
-    }
-}
-
 fn progress_bar(total: u64) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
@@ -256,16 +213,13 @@ pub fn execute(
 ) -> Result<ExecSummary, ExecError> {
     let opts = manifest.options.clone();
     let event = manifest.event.clone();
-    let mut summary = ExecSummary::default();
     let pb = progress_bar(u64::try_from(todo.len()).unwrap_or(0));
     let log_each = pb.is_hidden();
-    let mut consecutive_failures = 0u32;
-    let total = todo.len();
+    let mut tally = Tally::default();
 
     for (i, run) in todo.iter().enumerate() {
         if interrupt.load(Ordering::SeqCst) {
-            summary.interrupted = true;
-            summary.stop_reason = Some("interrupted".into());
+            tally.stop("interrupted".into());
             break;
         }
         let span = tracing::info_span!(
@@ -282,89 +236,34 @@ pub fn execute(
             run.kind.as_str(),
             run.freq_hz
         ));
-        let schedule = (run.design == Design::Paired && run.kind == RunKind::Loss)
-            .then(|| phase_schedule(opts.duration_ns, opts.phase_ns, opts.seed, run.run_id));
-        let spec = RunSpec {
-            run,
-            opts: &opts,
-            event: &event,
-            phases: schedule.as_ref().map(|s| s.on.clone()).unwrap_or_default(),
-            settle_ns: schedule.as_ref().map_or(0, |s| s.settle_ns),
-        };
-        let quiet = backend.quiet_check(opts.cpu, interrupt);
-        let limits_before = backend.perf_limits();
-        let cpu_before = backend.driver_cpu_ns();
-        let result = backend.run(&spec, interrupt);
-        let driver_cpu_ns = backend.driver_cpu_ns().saturating_sub(cpu_before);
-        let limits_after = backend.perf_limits();
-        let mut row = base_row(&spec);
-        row.perf_event_max_sample_rate_before = limits_before.max_sample_rate;
-        row.perf_event_max_sample_rate_after = limits_after.max_sample_rate;
-        row.perf_cpu_time_max_percent_before = limits_before.cpu_time_max_percent;
-        row.perf_cpu_time_max_percent_after = limits_after.cpu_time_max_percent;
-        if let Some(w) = lowered_limit_warning(run, &limits_before, &limits_after) {
+        let schedule = paired_schedule(run, &opts);
+        let spec = RunSpec::new(run, &opts, &event, schedule.as_ref());
+        let made = make_run(backend, &spec, interrupt);
+        if let Some(w) = lowered_limit_warning(run, &made.limits_before, &made.limits_after) {
             tracing::warn!("{w}");
             manifest.warnings.push(w);
         }
-        row.quiet = quiet.quiet;
-        row.idle_busy_pct = quiet.busy_pct;
-        row.procs_running = quiet.procs_running;
-        row.quiet_wait_ns = quiet.waited_ns;
-        row.driver_cpu_ns = driver_cpu_ns;
-        match result {
+        let mut row = host_row(&spec, &made);
+        match made.result {
             Err(RunError::Interrupted) => {
-                summary.interrupted = true;
-                summary.stop_reason = Some("interrupted".into());
+                tally.stop("interrupted".into());
                 break;
             }
             Err(RunError::Failed(message)) => {
                 tracing::error!("run {} failed: {message}", run.run_id);
-                row.status = RunStatus::Failed;
-                row.error = message.clone();
-                row.noisy = !quiet.quiet;
+                fill_failed_row(&mut row, &made.quiet, &message);
                 dir.append_run(&row)?;
-                summary.recorded += 1;
-                summary.failed += 1;
-                consecutive_failures += 1;
-                if consecutive_failures >= MAX_CONSECUTIVE_FAILURES {
-                    let reason = format!(
-                        "{consecutive_failures} runs failed in a row, the last with: {message}"
-                    );
-                    tracing::error!("stopping the sweep: {reason}");
-                    summary.interrupted = true;
-                    summary.stop_reason = Some(reason);
+                if tally.failed(&message) {
                     break;
                 }
             }
             Ok(out) => {
-                consecutive_failures = 0;
                 write_run_files(dir, &spec, schedule.as_ref(), &out, write_intervals)?;
-                let reasons = noise_reasons(&quiet, &out);
-                fill_row(&mut row, &out);
-                row.noisy = !reasons.is_empty();
-                row.noise_reasons = reasons.join("; ");
-                row.status = RunStatus::Ok;
+                fill_ok_row(&mut row, &made.quiet, &out);
                 dir.append_run(&row)?;
-                summary.recorded += 1;
-                if row.noisy {
-                    summary.noisy += 1;
-                    tracing::warn!("run {} is noisy: {}", run.run_id, row.noise_reasons);
-                }
+                tally.ok(run, &row);
                 warn_about(run, &row);
-                let line = format!(
-                    "run {}/{} id {} {} {} {} Hz rep {}: {} iterations, {} samples ({:.0} Hz){}",
-                    i + 1,
-                    total,
-                    run.run_id,
-                    run.design.as_str(),
-                    run.kind.as_str(),
-                    run.freq_hz,
-                    run.rep,
-                    row.iterations,
-                    row.samples,
-                    row.achieved_hz,
-                    if row.noisy { ", noisy" } else { "" }
-                );
+                let line = progress_line(i + 1, todo.len(), run, &row);
                 if log_each {
                     tracing::info!("{line}");
                 } else {
@@ -375,194 +274,144 @@ pub fn execute(
         pb.inc(1);
     }
     pb.finish_and_clear();
-    manifest.status = if summary.interrupted {
+    finish_manifest(dir, manifest, tally.summary.interrupted)?;
+    Ok(tally.summary)
+}
+
+/// The paired design's phase schedule of a loss run (None for other runs).
+fn paired_schedule(run: &PlannedRun, opts: &SweepOptions) -> Option<PhaseSchedule> {
+    (run.design == Design::Paired && run.kind == RunKind::Loss)
+        .then(|| phase_schedule(opts.duration_ns, opts.phase_ns, opts.seed, run.run_id))
+}
+
+impl<'a> RunSpec<'a> {
+    /// What the backend is asked to run for `run`, with its phases from
+    /// `schedule` (paired design).
+    fn new(
+        run: &'a PlannedRun,
+        opts: &'a SweepOptions,
+        event: &'a str,
+        schedule: Option<&PhaseSchedule>,
+    ) -> Self {
+        RunSpec {
+            run,
+            opts,
+            event,
+            phases: schedule.map(|s| s.on.clone()).unwrap_or_default(),
+            settle_ns: schedule.map_or(0, |s| s.settle_ns),
+        }
+    }
+}
+
+/// Marks the manifest complete or interrupted, stamps its end and rewrites it.
+fn finish_manifest(
+    dir: &mut ResultsDir,
+    manifest: &mut Manifest,
+    interrupted: bool,
+) -> Result<(), ExecError> {
+    manifest.status = if interrupted {
         Status::Interrupted
     } else {
         Status::Complete
     };
     manifest.ended_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     dir.write_manifest(manifest)?;
-    Ok(summary)
-}
-
-/// The files of a finished run other than its runs.csv row: the
-/// workload's report, the util run's intervals, the gaps design's
-/// timeline, the paired design's phases.
-fn write_run_files(
-    dir: &mut ResultsDir,
-    spec: &RunSpec<'_>,
-    schedule: Option<&crate::plan::PhaseSchedule>,
-    out: &RunOutcome,
-    write_intervals: IntervalWriter<'_>,
-) -> Result<(), ExecError> {
-    let run = spec.run;
-    if !out.workload_json.is_empty() {
-        dir.write_workload(run.run_id, &out.workload_json)?;
-    }
-    if run.kind == RunKind::Util {
-        let path = dir.events_path(run.run_id);
-        write_intervals(&path, &out.intervals).map_err(|message| ExecError::Intervals {
-            path: path.clone(),
-            message,
-        })?;
-    }
-    if let Some(t) = &out.timeline {
-        write_timeline(dir, run, t)?;
-    }
-    if !out.phases.is_empty() {
-        let phases: Vec<PhaseRow> = out
-            .phases
-            .iter()
-            .map(|p| PhaseRow {
-                run_id: run.run_id,
-                freq_hz: run.freq_hz,
-                group: p.phase / 4,
-                order: schedule
-                    .map_or("", |s| s.order_of(p.phase as usize))
-                    .to_owned(),
-                settle_ns: spec.settle_ns,
-                ..p.clone()
-            })
-            .collect();
-        dir.append_phases(&phases)?;
-    }
     Ok(())
 }
 
-/// What the log says about a finished run's sampling: a rate the kernel
-/// did not deliver, lost records, throttling.
-fn warn_about(run: &PlannedRun, row: &RunRow) {
-    if run.freq_hz > 0 && row.window_ns > 0 && row.achieved_hz < 0.9 * run.freq_hz as f64 {
-        tracing::warn!(
-            "run {}: achieved {:.0} Hz of the requested {} Hz (the kernel clamps the \
-             hrtimer period to 10 us and throttles above ~50 kHz; a busy host delays expiries)",
-            run.run_id,
-            row.achieved_hz,
-            run.freq_hz
-        );
+/// The executor's running count: the summary so far and the failures in a
+/// row.
+#[derive(Default)]
+struct Tally {
+    /// What [`execute`] returns.
+    summary: ExecSummary,
+    /// Runs failed since the last one that succeeded.
+    consecutive_failures: u32,
+}
+
+impl Tally {
+    /// The sweep stops early, for `reason`.
+    fn stop(&mut self, reason: String) {
+        self.summary.interrupted = true;
+        self.summary.stop_reason = Some(reason);
     }
-    if row.lost > 0 {
-        tracing::warn!("run {} lost {} records", run.run_id, row.lost);
-    }
-    if row.throttled > 0 {
-        tracing::warn!(
-            "run {}: the kernel throttled sampling {} times",
-            run.run_id,
-            row.throttled
+
+    /// Counts a recorded failed run; true (and the sweep stops) when
+    /// [`MAX_CONSECUTIVE_FAILURES`] runs failed in a row.
+    fn failed(&mut self, message: &str) -> bool {
+        self.summary.recorded += 1;
+        self.summary.failed += 1;
+        self.consecutive_failures += 1;
+        if self.consecutive_failures < MAX_CONSECUTIVE_FAILURES {
+            return false;
+        }
+        let reason = format!(
+            "{} runs failed in a row, the last with: {message}",
+            self.consecutive_failures
         );
+        tracing::error!("stopping the sweep: {reason}");
+        self.stop(reason);
+        true
+    }
+
+    /// Counts a recorded successful run, and warns when it is noisy.
+    fn ok(&mut self, run: &PlannedRun, row: &RunRow) {
+        self.consecutive_failures = 0;
+        self.summary.recorded += 1;
+        if row.noisy {
+            self.summary.noisy += 1;
+            tracing::warn!("run {} is noisy: {}", run.run_id, row.noise_reasons);
+        }
     }
 }
 
-/// The warning when perf_event_max_sample_rate went down during a run: the
-/// kernel lowers it on its own ("perf: interrupt took too long") when the
-/// sampling interrupt's time exceeds perf_cpu_time_max_percent. None when it
-/// did not go down (or was unreadable).
-pub fn lowered_limit_warning(
-    run: &PlannedRun,
-    before: &PerfLimits,
-    after: &PerfLimits,
-) -> Option<String> {
-    let (b, a) = (before.max_sample_rate?, after.max_sample_rate?);
-    if a >= b {
-        return None;
+/// One run as the backend made it, with the host's state around it.
+struct MadeRun {
+    /// The idle check before the run.
+    quiet: QuietReport,
+    /// The perf sysctls before the run.
+    limits_before: PerfLimits,
+    /// The perf sysctls after the run.
+    limits_after: PerfLimits,
+    /// The driver's CPU time over the run, ns.
+    driver_cpu_ns: u64,
+    /// What the run measured, or why it has nothing.
+    result: Result<RunOutcome, RunError>,
+}
+
+/// Waits for the measured CPU to be quiet, then has the backend make the
+/// run, reading the perf sysctls and the driver's CPU time around it.
+fn make_run(backend: &mut dyn Backend, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> MadeRun {
+    let quiet = backend.quiet_check(spec.opts.cpu, interrupt);
+    let limits_before = backend.perf_limits();
+    let cpu_before = backend.driver_cpu_ns();
+    let result = backend.run(spec, interrupt);
+    let driver_cpu_ns = backend.driver_cpu_ns().saturating_sub(cpu_before);
+    let limits_after = backend.perf_limits();
+    MadeRun {
+        quiet,
+        limits_before,
+        limits_after,
+        driver_cpu_ns,
+        result,
     }
-    Some(format!(
-        "run {} ({} Hz): perf_event_max_sample_rate went down from {b} to {a} during the run \
-         (the kernel lowers it when sampling interrupts take more than \
-         perf_cpu_time_max_percent = {} of the CPU; `dmesg` shows \"perf: interrupt took too \
-         long\"){}",
+}
+
+/// The log line of a finished run: `number` of `total`, what ran, what it
+/// counted.
+fn progress_line(number: usize, total: usize, run: &PlannedRun, row: &RunRow) -> String {
+    format!(
+        "run {}/{} id {} {} {} {} Hz rep {}: {} iterations, {} samples ({:.0} Hz){}",
+        number,
+        total,
         run.run_id,
+        run.design.as_str(),
+        run.kind.as_str(),
         run.freq_hz,
-        after
-            .cpu_time_max_percent
-            .map_or("?".to_string(), |p| format!("{p}%")),
-        if run.freq_hz > a {
-            format!(": later runs above {a} Hz will be refused or throttled")
-        } else {
-            String::new()
-        }
-    ))
-}
-
-/// Writes a gaps-design run's files.
-fn write_timeline(
-    dir: &ResultsDir,
-    run: &PlannedRun,
-    t: &TimelineOutcome,
-) -> Result<(), ExecError> {
-    let id = run.run_id;
-    let parquet_err = |path: std::path::PathBuf| {
-        move |e: ResultsError| ExecError::Intervals {
-            path,
-            message: e.to_string(),
-        }
-    };
-    let gp = gaps_path(dir.root(), id);
-    dir.ensure_parent(&gp)?;
-    write_gaps_parquet(&gp, &t.gaps).map_err(parquet_err(gp.clone()))?;
-    let sp = samples_path(dir.root(), id);
-    dir.ensure_parent(&sp)?;
-    write_samples_parquet(&sp, &t.sample_times_ns, &t.sample_episodes)
-        .map_err(parquet_err(sp.clone()))?;
-    let row = TimelineRow {
-        run_id: run.run_id,
-        freq_hz: run.freq_hz,
-        rep: run.rep,
-        ..t.row.clone()
-    };
-    for w in row.warnings.split("; ").filter(|w| !w.is_empty()) {
-        tracing::warn!("run {} timeline: {w}", run.run_id);
-    }
-    dir.append_rows(TIMELINE_CSV, &[row])?;
-    let recovery: Vec<RecoveryRow> = t
-        .recovery
-        .iter()
-        .map(|r| RecoveryRow {
-            run_id: run.run_id,
-            freq_hz: run.freq_hz,
-            ..r.clone()
-        })
-        .collect();
-    dir.append_rows(RECOVERY_CSV, &recovery)?;
-    Ok(())
-}
-
-fn fill_row(row: &mut RunRow, out: &RunOutcome) {
-    row.iterations = out.iterations;
-    row.wall_ns = out.wall_ns;
-    row.window_ns = out.window_ns;
-    row.samples = out.samples;
-    row.samples_all_cpus = out.samples_all_cpus;
-    row.achieved_hz = if out.window_ns > 0 {
-        out.samples as f64 * 1e9 / out.window_ns as f64
-    } else {
-        0.0
-    };
-    row.throttled = out.throttled;
-    row.unthrottled = out.unthrottled;
-    row.lost = out.lost;
-    row.lost_samples = out.lost_samples;
-    row.duplicates = out.duplicates;
-    row.handler_intervals = u64::try_from(out.intervals.len()).unwrap_or(u64::MAX);
-    row.unmatched = out.unmatched;
-    row.foreign_intervals = out.foreign_intervals;
-    row.steal_ns = out.steal_ns;
-    row.nvcsw = out.nvcsw;
-    row.nivcsw = out.nivcsw;
-    row.user_ns = out.user_ns;
-    row.sys_ns = out.sys_ns;
-    row.overrun_ns = out.overrun_ns;
-    row.started_at_ns = out.started_at_ns;
-    row.ended_at_ns = out.ended_at_ns;
-    row.driver_cpu_sampling_ns = out.driver_cpu_sampling_ns;
-    row.decoded_while_sampling_bytes = out.decoded_while_sampling_bytes;
-    let c = &out.contents;
-    let per_sample = |sum: u64| (c.samples > 0).then(|| sum as f64 / c.samples as f64);
-    if c.callchains > 0 {
-        row.callchain_mean = per_sample(c.callchain_entries);
-    }
-    if c.stack_copies > 0 {
-        row.stack_user_mean_bytes = per_sample(c.stack_user_bytes);
-        row.stack_dyn_mean_bytes = per_sample(c.stack_dyn_bytes);
-    }
+        run.rep,
+        row.iterations,
+        row.samples,
+        row.achieved_hz,
+        if row.noisy { ", noisy" } else { "" }
+    )
 }

@@ -9,7 +9,9 @@
 //! workload could not store are counted (`gaps_dropped`), and each problem
 //! is a sentence in the row's `warnings`.
 
-use results_format::timeline::{Gap, RecoveryRow, TimelineRow, join_episodes, match_times};
+use results_format::timeline::{
+    Episode, Gap, RecoveryRow, TimelineRow, join_episodes, match_times,
+};
 use workload::timeline::TimelineReport;
 
 use crate::exec::TimelineOutcome;
@@ -36,28 +38,77 @@ pub fn timeline_outcome(
         })
         .collect();
     let episodes = join_episodes(&mut gaps);
+    let times = samples_in_loop(report, sample_times_ns);
+    let matched = match_times(&episodes, &times);
+    let counts = MatchCounts::of(&episodes, &matched);
+    TimelineOutcome {
+        gaps,
+        sample_times_ns: times,
+        sample_episodes: matched,
+        row: timeline_row(report, &counts),
+        recovery: recovery_rows(report),
+    }
+}
+
+/// The sample times within the loop's window, sorted.
+fn samples_in_loop(report: &TimelineReport, sample_times_ns: &[u64]) -> Vec<u64> {
     let mut times: Vec<u64> = sample_times_ns
         .iter()
         .copied()
         .filter(|&t| t >= report.loop_start_ns && t <= report.loop_end_ns)
         .collect();
     times.sort_unstable();
-    let matched = match_times(&episodes, &times);
-    let mut hit = vec![false; episodes.len()];
-    for &m in &matched {
-        if let Some(h) = usize::try_from(m).ok().and_then(|i| hit.get_mut(i)) {
-            *h = true;
+    times
+}
+
+/// How the samples matched the episodes.
+struct MatchCounts {
+    /// Episodes (joined gaps).
+    episodes: u64,
+    /// Samples in the loop's window.
+    samples: u64,
+    /// Of those, in an episode.
+    matched_samples: u64,
+    /// Of those, in none.
+    unmatched_samples: u64,
+    /// Episodes holding at least one sample.
+    matched_episodes: u64,
+    /// Their excess time, ns.
+    matched_excess_ns: u64,
+}
+
+impl MatchCounts {
+    /// Counts from the episodes and each sample's episode (-1: none).
+    fn of(episodes: &[Episode], matched: &[i64]) -> MatchCounts {
+        let mut hit = vec![false; episodes.len()];
+        for &m in matched {
+            if let Some(h) = usize::try_from(m).ok().and_then(|i| hit.get_mut(i)) {
+                *h = true;
+            }
+        }
+        let matched_excess_ns: u64 = episodes
+            .iter()
+            .zip(&hit)
+            .filter(|(_, h)| **h)
+            .map(|(e, _)| e.excess_ns)
+            .sum();
+        let samples = matched.len() as u64;
+        let matched_samples = matched.iter().filter(|&&m| m >= 0).count() as u64;
+        MatchCounts {
+            episodes: episodes.len() as u64,
+            samples,
+            matched_samples,
+            unmatched_samples: samples - matched_samples,
+            matched_episodes: hit.iter().filter(|&&h| h).count() as u64,
+            matched_excess_ns,
         }
     }
-    let matched_excess_ns: u64 = episodes
-        .iter()
-        .zip(&hit)
-        .filter(|(_, h)| **h)
-        .map(|(e, _)| e.excess_ns)
-        .sum();
-    let samples = times.len() as u64;
-    let matched_samples = matched.iter().filter(|&&m| m >= 0).count() as u64;
-    let unmatched_samples = samples - matched_samples;
+}
+
+/// The timeline.csv row: the workload's report, the match counts, and the
+/// warnings (the workload's, and too many samples in no gap).
+fn timeline_row(report: &TimelineReport, c: &MatchCounts) -> TimelineRow {
+    let (samples, unmatched_samples) = (c.samples, c.unmatched_samples);
     let mut warnings = report.warnings.clone();
     if samples > 0 && unmatched_samples as f64 > UNMATCHED_WARN * samples as f64 {
         warnings.push(format!(
@@ -66,7 +117,7 @@ pub fn timeline_outcome(
             report.gap_threshold_ns
         ));
     }
-    let row = TimelineRow {
+    TimelineRow {
         stamp_chunk_iterations: report.stamp_chunk_iterations,
         stamp_chunk_ns: report.stamp_chunk_ns,
         stamp_cost_ns: report.stamp_cost_ns,
@@ -76,17 +127,21 @@ pub fn timeline_outcome(
         tsc_per_ns: report.tsc_per_ns,
         gaps: report.gaps,
         gaps_dropped: report.gaps_dropped,
-        episodes: episodes.len() as u64,
+        episodes: c.episodes,
         gap_time_ns: report.gap_time_ns,
         samples,
-        matched_samples,
+        matched_samples: c.matched_samples,
         unmatched_samples,
-        matched_episodes: hit.iter().filter(|&&h| h).count() as u64,
-        matched_excess_ns,
+        matched_episodes: c.matched_episodes,
+        matched_excess_ns: c.matched_excess_ns,
         warnings: warnings.join("; "),
         ..TimelineRow::default()
-    };
-    let recovery = report
+    }
+}
+
+/// The recovery.csv rows: the workload's recovery histogram, one row a bin.
+fn recovery_rows(report: &TimelineReport) -> Vec<RecoveryRow> {
+    report
         .recovery
         .iter()
         .enumerate()
@@ -99,14 +154,7 @@ pub fn timeline_outcome(
             excess_ns_sum: b.excess_ns_sum,
             ..RecoveryRow::default()
         })
-        .collect();
-    TimelineOutcome {
-        gaps,
-        sample_times_ns: times,
-        sample_episodes: matched,
-        row,
-        recovery,
-    }
+        .collect()
 }
 
 #[cfg(test)]

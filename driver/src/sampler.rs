@@ -344,7 +344,52 @@ impl Sampler {
     /// the handler intervals.
     pub fn finish(mut self) -> Result<SamplerOutcome, PerfError> {
         self.disable()?;
-        // Counts after disable: [value, time_enabled, time_running, id, lost].
+        let counts = self.final_counts()?;
+        let out = self.stop_thread()?;
+        if let Some(e) = out.first_error {
+            return Err(e);
+        }
+        if out.bad_trace_records > 0 {
+            tracing::warn!(
+                "{} records with an unknown id or short raw data",
+                out.bad_trace_records
+            );
+        }
+        let samples = SampleSet::from_keys(out.sample_keys);
+        let handler = self.handler_intervals(&out.nmi, out.pairer, &samples.keys);
+        Ok(SamplerOutcome {
+            event: self.cfg.event,
+            samples: samples.keys.len() as u64,
+            samples_all_cpus: out.samples_all,
+            sample_times_ns: samples.times_ns,
+            enabled_ns: counts.enabled_ns,
+            lost: out.lost_records.max(counts.lost_read),
+            lost_samples: out.lost_samples,
+            throttled: out.throttled,
+            unthrottled: out.unthrottled,
+            duplicates: samples.duplicates + handler.duplicates,
+            intervals: handler.intervals,
+            unmatched: handler.unmatched,
+            foreign_intervals: handler.foreign,
+            drain_cpu_ns: out.cpu_ns,
+            window_cpu_ns: self.window_cpu.load(Ordering::Relaxed),
+            drained_in_window_bytes: out.bytes_in_window,
+            ring_bytes: self.ring_bytes,
+            lost_records: out.lost_records,
+            lost_read: counts.lost_read,
+            drain_cpu: self.drain_cpu,
+            drain_passes_on_measured_cpu: out.passes_on_measured,
+            drain_passes: out.passes,
+            drained_bytes: out.bytes,
+            contents: out.contents,
+        })
+    }
+
+    /// Reads every event's counts after disable ([value, time_enabled,
+    /// time_running, id, lost]): the records lost in all, and how long the
+    /// measured CPU's sampling event was enabled (by the kernel's count
+    /// except in Task scope, where the session's own clock stands).
+    fn final_counts(&self) -> Result<FinalCounts, PerfError> {
         let mut lost_read = 0;
         let mut enabled_ns = self.enabled_total.load(Ordering::Relaxed);
         for ev in &self.events {
@@ -361,90 +406,60 @@ impl Sampler {
                 }
             }
         }
-        let out = self.stop_thread()?;
-        if let Some(e) = out.first_error {
-            return Err(e);
-        }
-        if out.bad_trace_records > 0 {
-            tracing::warn!(
-                "{} records with an unknown id or short raw data",
-                out.bad_trace_records
-            );
-        }
-        let mut keys = out.sample_keys;
-        keys.sort_unstable();
-        let before = keys.len();
-        keys.dedup();
-        let mut duplicates = (before - keys.len()) as u64;
-        let mut sample_times: Vec<u64> = keys.iter().map(|&(_, t)| t).collect();
-        sample_times.sort_unstable();
+        Ok(FinalCounts {
+            lost_read,
+            enabled_ns,
+        })
+    }
 
-        let mut intervals = Vec::new();
-        let mut unmatched = 0;
-        let mut foreign = 0;
+    /// Pairs the handler tracepoints' records into intervals and keeps
+    /// ours: those holding one of the measured CPU's samples (`keys`, as
+    /// (cpu, time)), with the local_timer intervals around them.
+    fn handler_intervals(
+        &self,
+        nmi: &[TraceEvent],
+        mut pairer: handler::Pairer,
+        keys: &[(u32, u64)],
+    ) -> HandlerMatch {
+        let mut matched = HandlerMatch::default();
         let traced_keys: Vec<(u32, u64)> = keys
             .iter()
             .copied()
             .filter(|&(c, _)| c == self.cfg.measured_cpu)
             .collect();
-        let mut pairer = out.pairer;
         pairer.finish();
-        if self.cfg.trace_handler || self.cfg.trace_irq {
-            let mut inner = Vec::new();
-            if self.cfg.event.is_hardware() {
-                if self.cfg.trace_handler {
-                    let p = handler::nmi_intervals(
-                        &out.nmi,
-                        self.nmi_handler.unwrap_or(0),
-                        Some(&traced_keys),
-                    );
-                    duplicates += p.duplicates;
-                    unmatched += p.unmatched();
-                    foreign += p.foreign;
-                    inner = p.intervals;
-                }
-            } else {
-                let (ours, f, _) = handler::select_hrtimer(&pairer.hrtimer, &traced_keys);
-                unmatched += pairer.hrtimer_unmatched_entries + pairer.hrtimer_unmatched_exits;
-                foreign += f;
-                inner = ours;
-            }
-            if self.cfg.trace_irq {
-                intervals.extend(handler::select_local_timer(&pairer.local_timer, &inner));
-                unmatched += pairer.local_unmatched_entries + pairer.local_unmatched_exits;
-            }
-            if self.cfg.trace_handler {
-                intervals.extend(inner);
-            }
-            intervals.sort_by_key(|i| (i.entry_ns, i.cpu, i.source));
+        if !(self.cfg.trace_handler || self.cfg.trace_irq) {
+            return matched;
         }
-        let samples = keys.len() as u64;
-        Ok(SamplerOutcome {
-            event: self.cfg.event,
-            samples,
-            samples_all_cpus: out.samples_all,
-            sample_times_ns: sample_times,
-            enabled_ns,
-            lost: out.lost_records.max(lost_read),
-            lost_samples: out.lost_samples,
-            throttled: out.throttled,
-            unthrottled: out.unthrottled,
-            duplicates,
-            intervals,
-            unmatched,
-            foreign_intervals: foreign,
-            drain_cpu_ns: out.cpu_ns,
-            window_cpu_ns: self.window_cpu.load(Ordering::Relaxed),
-            drained_in_window_bytes: out.bytes_in_window,
-            ring_bytes: self.ring_bytes,
-            lost_records: out.lost_records,
-            lost_read,
-            drain_cpu: self.drain_cpu,
-            drain_passes_on_measured_cpu: out.passes_on_measured,
-            drain_passes: out.passes,
-            drained_bytes: out.bytes,
-            contents: out.contents,
-        })
+        let mut inner = Vec::new();
+        if self.cfg.event.is_hardware() {
+            if self.cfg.trace_handler {
+                let p =
+                    handler::nmi_intervals(nmi, self.nmi_handler.unwrap_or(0), Some(&traced_keys));
+                matched.duplicates += p.duplicates;
+                matched.unmatched += p.unmatched();
+                matched.foreign += p.foreign;
+                inner = p.intervals;
+            }
+        } else {
+            let (ours, f, _) = handler::select_hrtimer(&pairer.hrtimer, &traced_keys);
+            matched.unmatched += pairer.hrtimer_unmatched_entries + pairer.hrtimer_unmatched_exits;
+            matched.foreign += f;
+            inner = ours;
+        }
+        if self.cfg.trace_irq {
+            matched
+                .intervals
+                .extend(handler::select_local_timer(&pairer.local_timer, &inner));
+            matched.unmatched += pairer.local_unmatched_entries + pairer.local_unmatched_exits;
+        }
+        if self.cfg.trace_handler {
+            matched.intervals.extend(inner);
+        }
+        matched
+            .intervals
+            .sort_by_key(|i| (i.entry_ns, i.cpu, i.source));
+        matched
     }
 
     fn stop_thread(&mut self) -> Result<DrainOutput, PerfError> {
@@ -460,6 +475,54 @@ impl Sampler {
             )),
         }
     }
+}
+
+/// What the events' counts said after the session was disabled.
+struct FinalCounts {
+    /// Records lost, by PERF_FORMAT_LOST, over every event.
+    lost_read: u64,
+    /// How long the measured CPU's sampling event was enabled, ns.
+    enabled_ns: u64,
+}
+
+/// The decoded samples, each once.
+struct SampleSet {
+    /// (cpu, time) of each sample, sorted, duplicates dropped.
+    keys: Vec<(u32, u64)>,
+    /// Their times, sorted.
+    times_ns: Vec<u64>,
+    /// Samples decoded twice (dropped).
+    duplicates: u64,
+}
+
+impl SampleSet {
+    /// Sorts the drained sample keys and drops duplicates.
+    fn from_keys(mut keys: Vec<(u32, u64)>) -> SampleSet {
+        keys.sort_unstable();
+        let before = keys.len();
+        keys.dedup();
+        let duplicates = (before - keys.len()) as u64;
+        let mut times_ns: Vec<u64> = keys.iter().map(|&(_, t)| t).collect();
+        times_ns.sort_unstable();
+        SampleSet {
+            keys,
+            times_ns,
+            duplicates,
+        }
+    }
+}
+
+/// Our handler intervals and what was left over when pairing them.
+#[derive(Default)]
+struct HandlerMatch {
+    /// Our intervals, sorted by (entry_ns, cpu, source).
+    intervals: Vec<HandlerInterval>,
+    /// Entries and exits that could not be paired.
+    unmatched: u64,
+    /// Intervals of other perf users (dropped).
+    foreign: u64,
+    /// Tracepoint records seen twice (dropped).
+    duplicates: u64,
 }
 
 impl Drop for Sampler {

@@ -28,19 +28,20 @@ use std::time::Instant;
 
 use workload::counter::CounterWriter;
 use workload::run::{calibrate_chunk, count_chunk, monotonic_raw_ns, run_until, run_until_clock};
+use workload::work::Loop;
 
 const VARIANTS: [&str; 4] = ["bare", "stop_check", "stop_check+publish", "clock_check"];
 
 fn run_variant(v: usize, n: u64, chunk: u64, stop: &AtomicBool, w: &CounterWriter) -> u64 {
     match v {
         0 => count_chunk(0, n),
-        1 => run_until(stop, None, chunk, 0, n),
-        2 => run_until(stop, Some(w.iterations_slot()), chunk, 0, n),
+        1 => run_until(&mut Loop, stop, None, chunk, 0, n),
+        2 => run_until(&mut Loop, stop, Some(w.iterations_slot()), chunk, 0, n),
         _ => {
             // Deadline far away: stop by count instead. Run `n / chunk` chunks.
             let mut count = 0;
             while count < n {
-                count = run_until_clock(None, chunk, count, 0).0;
+                count = run_until_clock(&mut Loop, None, chunk, count, 0).0;
                 // (deadline 0 ends after one chunk: one clock read per chunk)
             }
             count
@@ -55,16 +56,8 @@ fn main() {
     let stop = AtomicBool::new(false);
 
     if let Some(i) = args.iter().position(|a| a == "--callgrind") {
-        // Deterministic instruction counts: fixed chunk, fixed N.
         let name = args.get(i + 1).map(String::as_str).unwrap_or("stop_check");
-        let v = VARIANTS
-            .iter()
-            .position(|&x| x == name)
-            .expect("unknown variant");
-        let n = 1u64 << 22;
-        let chunk = 4096;
-        let got = black_box(run_variant(v, n, chunk, &stop, &writer));
-        println!("{name}: {got} iterations, chunk {chunk}");
+        callgrind(name, &stop, &writer);
         return;
     }
 
@@ -74,35 +67,88 @@ fn main() {
     {
         let _ = workload::run::pin_to_cpu(cpu as u32);
     }
-    let (mut chunk, mut chunk_ns) = calibrate_chunk();
-    // STOP_CHECK_CHUNK=<iterations> forces a (short) chunk so the per-boundary
-    // cost is magnified above the noise; scale it back to the real chunk.
-    if let Some(c) = std::env::var("STOP_CHECK_CHUNK")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    {
-        chunk_ns *= c as f64 / chunk as f64;
-        chunk = c;
-    }
-    let n: u64 = 1 << 22;
-    let budget_s: f64 = std::env::var("STOP_CHECK_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4.0);
+    let settings = Settings::calibrated();
+    let times = interleaved_rounds(&settings, &stop, &writer);
+    print_table(&settings, &times);
+}
 
-    // Warm-up.
+/// One variant with a fixed chunk and a fixed N, for deterministic
+/// instruction counts under callgrind.
+fn callgrind(name: &str, stop: &AtomicBool, writer: &CounterWriter) {
+    let v = VARIANTS
+        .iter()
+        .position(|&x| x == name)
+        .expect("unknown variant");
+    let n = 1u64 << 22;
+    let chunk = 4096;
+    let got = black_box(run_variant(v, n, chunk, stop, writer));
+    println!("{name}: {got} iterations, chunk {chunk}");
+}
+
+/// The bench's sizes: the chunk (calibrated, or forced), the iterations
+/// per sample and how long to run.
+struct Settings {
+    /// Iterations per chunk.
+    chunk: u64,
+    /// Time of one chunk, ns.
+    chunk_ns: f64,
+    /// Iterations per sample.
+    n: u64,
+    /// How long the rounds run, s.
+    budget_s: f64,
+}
+
+impl Settings {
+    /// Calibrates the chunk as a real run does. STOP_CHECK_CHUNK=<iterations>
+    /// forces a (short) chunk so the per-boundary cost is magnified above
+    /// the noise (its time is scaled from the real chunk);
+    /// STOP_CHECK_SECONDS sets the time (default 4 s).
+    fn calibrated() -> Settings {
+        let (mut chunk, mut chunk_ns) = calibrate_chunk();
+        if let Some(c) = std::env::var("STOP_CHECK_CHUNK")
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            chunk_ns *= c as f64 / chunk as f64;
+            chunk = c;
+        }
+        let budget_s: f64 = std::env::var("STOP_CHECK_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(4.0);
+        Settings {
+            chunk,
+            chunk_ns,
+            n: 1 << 22,
+            budget_s,
+        }
+    }
+}
+
+/// Each variant's time per iteration (ns), one entry per round.
+struct Times {
+    /// Indexed by variant, then round.
+    per_variant: Vec<Vec<f64>>,
+    /// Rounds run.
+    rounds: usize,
+}
+
+/// Warms each variant up once, then runs them in rounds, the order rotated
+/// each round, until the time budget is spent.
+fn interleaved_rounds(s: &Settings, stop: &AtomicBool, writer: &CounterWriter) -> Times {
+    let (n, chunk) = (s.n, s.chunk);
     for v in 0..VARIANTS.len() {
-        black_box(run_variant(v, n, chunk, &stop, &writer));
+        black_box(run_variant(v, n, chunk, stop, writer));
     }
 
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
     let started = Instant::now();
     let mut round = 0usize;
-    while started.elapsed().as_secs_f64() < budget_s {
+    while started.elapsed().as_secs_f64() < s.budget_s {
         for k in 0..VARIANTS.len() {
             let v = (k + round) % VARIANTS.len();
             let t0 = monotonic_raw_ns();
-            let got = black_box(run_variant(v, n, chunk, &stop, &writer));
+            let got = black_box(run_variant(v, n, chunk, stop, writer));
             let dt = monotonic_raw_ns() - t0;
             assert!(got >= n);
             // Normalise by the iterations actually done (whole chunks).
@@ -110,7 +156,17 @@ fn main() {
         }
         round += 1;
     }
+    Times {
+        per_variant: times,
+        rounds: round,
+    }
+}
 
+/// The table: per variant, its time per iteration and its overhead over
+/// `bare`, as a share and per chunk boundary.
+fn print_table(s: &Settings, t: &Times) {
+    let (n, chunk, chunk_ns, round) = (s.n, s.chunk, s.chunk_ns, t.rounds);
+    let times = &t.per_variant;
     println!(
         "stop_check bench: N = {n} iterations per sample, chunk = {chunk} iterations (~{chunk_ns:.0} ns), {round} interleaved rounds"
     );

@@ -9,13 +9,19 @@
 //! smallest non-zero difference between successive reads over ~60 ms of
 //! back-to-back reads, converted to ns; `backwards` is whether any read was
 //! smaller than the one before. The whole run takes ~2-3 s.
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+//!
+//! Timing one method is in `clocks/method.rs`; here, which methods there
+//! are, the TSC's frequency and invariance, and the table.
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::run::monotonic_raw_ns;
 use crate::sys;
+
+mod method;
+
+use method::{measure, unavailable};
 
 /// Results of `workload clocks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,118 +94,6 @@ impl Default for Budget {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-fn ticks() -> Option<u64> {
-    Some(sys::rdtsc_lfence())
-}
-#[cfg(not(target_arch = "x86_64"))]
-fn ticks() -> Option<u64> {
-    None
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-fn min(v: &[f64]) -> Option<f64> {
-    v.iter().copied().reduce(f64::min)
-}
-
-/// Measures one method. `read` returns the raw reading; `ns_per_unit`
-/// converts reading differences to ns (None: granularity not convertible).
-fn measure<F: FnMut() -> Option<u64>>(
-    name: &str,
-    mut read: F,
-    unit: &str,
-    ns_per_unit: Option<f64>,
-    resolution_ns: Option<u64>,
-    budget: Budget,
-) -> MethodReport {
-    let mut report = MethodReport {
-        name: name.to_string(),
-        available: false,
-        cost_ns_min: None,
-        cost_ns_median: None,
-        cost_ticks_min: None,
-        cost_ticks_median: None,
-        granularity_ns: None,
-        resolution_ns,
-        backwards: false,
-        unit: unit.to_string(),
-        reads: 0,
-    };
-    if read().is_none() {
-        return report;
-    }
-    report.available = true;
-
-    // Size batches to ~20 us.
-    let t0 = monotonic_raw_ns();
-    for _ in 0..16 {
-        black_box(read());
-    }
-    let per_call = (monotonic_raw_ns().saturating_sub(t0) as f64 / 16.0).max(1.0);
-    let batch = ((20_000.0 / per_call) as u64).clamp(16, 20_000);
-
-    let mut ns_costs = Vec::new();
-    let mut tick_costs = Vec::new();
-    let started = Instant::now();
-    while started.elapsed() < budget.cost || ns_costs.len() < 10 {
-        let k0 = ticks();
-        let n0 = monotonic_raw_ns();
-        for _ in 0..batch {
-            black_box(read());
-        }
-        let n1 = monotonic_raw_ns();
-        let k1 = ticks();
-        ns_costs.push(n1.saturating_sub(n0) as f64 / batch as f64);
-        if let (Some(a), Some(b)) = (k0, k1) {
-            tick_costs.push(b.wrapping_sub(a) as f64 / batch as f64);
-        }
-    }
-    report.cost_ns_min = min(&ns_costs);
-    report.cost_ns_median = median(&mut ns_costs);
-    report.cost_ticks_min = min(&tick_costs);
-    report.cost_ticks_median = median(&mut tick_costs);
-
-    // Granularity and monotonicity: back-to-back reads.
-    let mut prev = read().unwrap_or(0);
-    let mut smallest_step = u64::MAX;
-    let mut backwards = false;
-    let mut reads = 0u64;
-    let started = Instant::now();
-    'outer: loop {
-        for _ in 0..256 {
-            let v = read().unwrap_or(prev);
-            reads += 1;
-            if v < prev {
-                backwards = true;
-            } else if v > prev {
-                smallest_step = smallest_step.min(v - prev);
-            }
-            prev = v;
-        }
-        if started.elapsed() >= budget.granularity {
-            break 'outer;
-        }
-    }
-    report.backwards = backwards;
-    report.reads = reads;
-    if smallest_step != u64::MAX {
-        report.granularity_ns = ns_per_unit.map(|f| smallest_step as f64 * f);
-    }
-    report
-}
-
 /// Calibrates the TSC against CLOCK_MONOTONIC_RAW over `interval`.
 #[cfg(target_arch = "x86_64")]
 pub fn calibrate_tsc(interval: Duration) -> Option<f64> {
@@ -269,55 +163,87 @@ fn clock_method(name: &str, clock: libc::clockid_t, budget: Budget, out: &mut Ve
 pub fn measure_all(budget: Budget) -> ClockReport {
     let tsc_hz = calibrate_tsc(budget.tsc_calibration);
     let ns_per_tick = tsc_hz.map(|hz| 1e9 / hz);
-    let mut methods = Vec::new();
+    let mut methods = tsc_methods(ns_per_tick, budget);
+    methods.extend(clock_gettime_methods(budget));
+    methods.extend(older_methods(budget));
 
-    #[cfg(target_arch = "x86_64")]
-    {
-        methods.push(measure(
+    let cpuid = invariant_tsc_cpuid();
+    let cpuinfo = invariant_tsc_cpuinfo();
+    let (invariant_tsc, invariant_tsc_source) = invariant_tsc_verdict(cpuid, cpuinfo);
+    ClockReport {
+        tsc_hz,
+        tsc_ticks_per_us: tsc_hz.map(|hz| hz / 1e6),
+        invariant_tsc,
+        invariant_tsc_source: invariant_tsc_source.to_string(),
+        invariant_tsc_cpuid: cpuid,
+        invariant_tsc_cpuinfo: cpuinfo,
+        clocksource: read_trimmed(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        ),
+        available_clocksources: read_trimmed(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+        ),
+        methods,
+    }
+}
+
+/// The four ways of reading the TSC (`ns_per_tick` converts its steps to
+/// ns); rdtscp is unavailable where the CPU lacks it.
+#[cfg(target_arch = "x86_64")]
+fn tsc_methods(ns_per_tick: Option<f64>, budget: Budget) -> Vec<MethodReport> {
+    vec![
+        measure(
             "rdtsc",
             || Some(sys::rdtsc()),
             "tsc",
             ns_per_tick,
             None,
             budget,
-        ));
-        methods.push(measure(
+        ),
+        measure(
             "lfence; rdtsc",
             || Some(sys::rdtsc_lfence()),
             "tsc",
             ns_per_tick,
             None,
             budget,
-        ));
+        ),
         if sys::has_rdtscp() {
-            methods.push(measure(
+            measure(
                 "rdtscp",
                 || Some(sys::rdtscp().0),
                 "tsc",
                 ns_per_tick,
                 None,
                 budget,
-            ));
+            )
         } else {
-            methods.push(unavailable("rdtscp", "tsc"));
-        }
-        methods.push(measure(
+            unavailable("rdtscp", "tsc")
+        },
+        measure(
             "mfence; lfence; rdtsc",
             || Some(sys::rdtsc_mfence_lfence()),
             "tsc",
             ns_per_tick,
             None,
             budget,
-        ));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = ns_per_tick;
-        for name in ["rdtsc", "lfence; rdtsc", "rdtscp", "mfence; lfence; rdtsc"] {
-            methods.push(unavailable(name, "tsc"));
-        }
-    }
+        ),
+    ]
+}
 
+/// Not x86_64: the four TSC methods, each unavailable.
+#[cfg(not(target_arch = "x86_64"))]
+fn tsc_methods(_ns_per_tick: Option<f64>, _budget: Budget) -> Vec<MethodReport> {
+    ["rdtsc", "lfence; rdtsc", "rdtscp", "mfence; lfence; rdtsc"]
+        .into_iter()
+        .map(|name| unavailable(name, "tsc"))
+        .collect()
+}
+
+/// clock_gettime on each clock through the vDSO, then CLOCK_MONOTONIC
+/// through the raw syscall.
+fn clock_gettime_methods(budget: Budget) -> Vec<MethodReport> {
+    let mut methods = Vec::new();
     for (name, clock) in [
         ("clock_gettime(CLOCK_MONOTONIC)", libc::CLOCK_MONOTONIC),
         (
@@ -349,44 +275,49 @@ pub fn measure_all(budget: Budget) -> ClockReport {
         sys::clock_getres_ns(libc::CLOCK_MONOTONIC),
         budget,
     ));
-    methods.push(measure(
-        "gettimeofday",
-        sys::gettimeofday_ns,
-        "ns",
-        Some(1.0),
-        None,
-        budget,
-    ));
-    methods.push(measure(
-        "getrusage(RUSAGE_SELF)",
-        || sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns)),
-        "ns",
-        Some(1.0),
-        None,
-        budget,
-    ));
-    let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
-    methods.push(measure(
-        "times",
-        sys::times_ticks,
-        "clock ticks",
-        tick_ns,
-        None,
-        budget,
-    ));
-    // POSIX fixes CLOCKS_PER_SEC at 1e6.
-    methods.push(measure(
-        "clock",
-        sys::clock_cpu,
-        "us",
-        Some(1000.0),
-        None,
-        budget,
-    ));
+    methods
+}
 
-    let cpuid = invariant_tsc_cpuid();
-    let cpuinfo = invariant_tsc_cpuinfo();
-    let (invariant_tsc, invariant_tsc_source) = match (cpuid, cpuinfo) {
+/// The older interfaces: gettimeofday, getrusage, times and clock.
+fn older_methods(budget: Budget) -> Vec<MethodReport> {
+    let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
+    vec![
+        measure(
+            "gettimeofday",
+            sys::gettimeofday_ns,
+            "ns",
+            Some(1.0),
+            None,
+            budget,
+        ),
+        measure(
+            "getrusage(RUSAGE_SELF)",
+            || sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns)),
+            "ns",
+            Some(1.0),
+            None,
+            budget,
+        ),
+        measure(
+            "times",
+            sys::times_ticks,
+            "clock ticks",
+            tick_ns,
+            None,
+            budget,
+        ),
+        // POSIX fixes CLOCKS_PER_SEC at 1e6.
+        measure("clock", sys::clock_cpu, "us", Some(1000.0), None, budget),
+    ]
+}
+
+/// Whether the TSC is invariant, and the evidence it rests on, from the
+/// cpuid bit and the /proc/cpuinfo flags.
+fn invariant_tsc_verdict(
+    cpuid: Option<bool>,
+    cpuinfo: Option<bool>,
+) -> (Option<bool>, &'static str) {
+    match (cpuid, cpuinfo) {
         (Some(true), Some(true)) => (
             Some(true),
             "cpuid 0x80000007 EDX[8] and /proc/cpuinfo constant_tsc+nonstop_tsc",
@@ -401,37 +332,6 @@ pub fn measure_all(budget: Budget) -> ClockReport {
             "neither cpuid 0x80000007 EDX[8] nor /proc/cpuinfo constant_tsc+nonstop_tsc",
         ),
         (None, None) => (None, "no cpuid leaf 0x80000007 and no /proc/cpuinfo flags"),
-    };
-    ClockReport {
-        tsc_hz,
-        tsc_ticks_per_us: tsc_hz.map(|hz| hz / 1e6),
-        invariant_tsc,
-        invariant_tsc_source: invariant_tsc_source.to_string(),
-        invariant_tsc_cpuid: cpuid,
-        invariant_tsc_cpuinfo: cpuinfo,
-        clocksource: read_trimmed(
-            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        ),
-        available_clocksources: read_trimmed(
-            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-        ),
-        methods,
-    }
-}
-
-fn unavailable(name: &str, unit: &str) -> MethodReport {
-    MethodReport {
-        name: name.to_string(),
-        available: false,
-        cost_ns_min: None,
-        cost_ns_median: None,
-        cost_ticks_min: None,
-        cost_ticks_median: None,
-        granularity_ns: None,
-        resolution_ns: None,
-        backwards: false,
-        unit: unit.to_string(),
-        reads: 0,
     }
 }
 
@@ -512,47 +412,6 @@ pub fn format_table(r: &ClockReport) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_and_min() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&mut []), None);
-        assert_eq!(min(&[3.0, 1.5, 2.0]), Some(1.5));
-    }
-
-    #[test]
-    fn coarse_clock_has_coarse_granularity() {
-        let b = Budget {
-            cost: Duration::from_millis(2),
-            granularity: Duration::from_millis(30),
-            tsc_calibration: Duration::from_millis(10),
-        };
-        let fine = measure(
-            "raw",
-            || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_RAW),
-            "ns",
-            Some(1.0),
-            None,
-            b,
-        );
-        let coarse = measure(
-            "coarse",
-            || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_COARSE),
-            "ns",
-            Some(1.0),
-            sys::clock_getres_ns(libc::CLOCK_MONOTONIC_COARSE),
-            b,
-        );
-        assert!(fine.available && coarse.available);
-        assert!(!fine.backwards && !coarse.backwards);
-        let (f, c) = (fine.granularity_ns.unwrap(), coarse.granularity_ns.unwrap());
-        // Coarse ticks with the scheduler tick (>= 1 ms); the raw clock has
-        // sub-microsecond steps.
-        assert!(c >= 900_000.0, "coarse granularity {c}");
-        assert!(f < 10_000.0, "raw granularity {f}");
-        assert!(coarse.resolution_ns.unwrap() >= 1_000_000);
-    }
 
     #[cfg(target_arch = "x86_64")]
     #[test]

@@ -23,16 +23,23 @@
 //! so clock reads happen in about 0.1% of the run; at a ~30 ns clock read per
 //! ~9 us chunk that is ~0.3% of ~0.1% of the run. The loop thus stops at most
 //! one chunk (~9 us) late, plus any preemption.
+//!
+//! [`run`]'s steps (setup, the measured section, the report) are in
+//! `run/steps.rs`.
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::counter::{CounterError, CounterWriter, State};
-use crate::report::{CLOCK_NAME, RunReport};
+use crate::counter::{CounterError, CounterWriter};
+use crate::report::RunReport;
 use crate::sys;
-use crate::timeline::{Timeline, TimelineError, default_capacity};
+use crate::timeline::TimelineError;
 use crate::work::{Loop, Memory, Stack, Work, WorkKind};
+
+mod steps;
+
+use steps::run_with;
 
 /// Value of `stop_method` in the report.
 pub const STOP_METHOD: &str = "timer_signal+clock_check: timer_create(CLOCK_MONOTONIC) SIGALRM to the loop thread sets an AtomicBool checked every chunk, armed margin before the deadline; then CLOCK_MONOTONIC_RAW read every chunk until the deadline";
@@ -158,23 +165,12 @@ pub fn count_chunk(count: u64, n: u64) -> u64 {
     c
 }
 
-/// Runs chunks of `chunk` iterations until `stop` is set or the count reaches
-/// `max_count`, publishing the count after each chunk if `publish` is given.
-/// Returns the final count (which is also the last value published).
+/// Runs chunks of `chunk` iterations of `work` until `stop` is set or the
+/// count reaches `max_count`, publishing the count after each chunk if
+/// `publish` is given. Returns the final count (which is also the last value
+/// published).
 #[inline(never)]
-pub fn run_until(
-    stop: &AtomicBool,
-    publish: Option<&AtomicU64>,
-    chunk: u64,
-    start_count: u64,
-    max_count: u64,
-) -> u64 {
-    run_until_with(&mut Loop, stop, publish, chunk, start_count, max_count)
-}
-
-/// [`run_until`] with any kind of work.
-#[inline(never)]
-pub fn run_until_with<W: Work>(
+pub fn run_until<W: Work>(
     work: &mut W,
     stop: &AtomicBool,
     publish: Option<&AtomicU64>,
@@ -194,21 +190,10 @@ pub fn run_until_with<W: Work>(
     }
 }
 
-/// Runs chunks until CLOCK_MONOTONIC_RAW reaches `deadline_ns`; returns the
-/// count and the clock reading that ended the loop.
+/// Runs chunks of `work` until CLOCK_MONOTONIC_RAW reaches `deadline_ns`;
+/// returns the count and the clock reading that ended the loop.
 #[inline(never)]
-pub fn run_until_clock(
-    publish: Option<&AtomicU64>,
-    chunk: u64,
-    start_count: u64,
-    deadline_ns: u64,
-) -> (u64, u64) {
-    run_until_clock_with(&mut Loop, publish, chunk, start_count, deadline_ns)
-}
-
-/// [`run_until_clock`] with any kind of work.
-#[inline(never)]
-pub fn run_until_clock_with<W: Work>(
+pub fn run_until_clock<W: Work>(
     work: &mut W,
     publish: Option<&AtomicU64>,
     chunk: u64,
@@ -344,144 +329,6 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
     }
 }
 
-/// One run with `work` (calibration probes of `probe` iterations).
-fn run_with<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<RunReport, RunError> {
-    if opts.duration.is_zero() {
-        return Err(RunError::ZeroDuration);
-    }
-    if opts.wait_go && opts.counter.is_none() {
-        return Err(RunError::WaitGoWithoutCounter);
-    }
-    if let Some(cpu) = opts.cpu {
-        pin_to_cpu(cpu)?;
-        tracing::debug!(cpu, "pinned");
-    }
-    let writer = match &opts.counter {
-        Some(path) => Some(CounterWriter::create(path)?),
-        None => None,
-    };
-    let publish = writer.as_ref().map(CounterWriter::iterations_slot);
-
-    let (chunk, chunk_ns) = calibrate_chunk_with(work, probe);
-    tracing::debug!(chunk, chunk_ns, "calibrated chunk");
-    let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
-    let mut timeline = match &opts.timeline {
-        Some(path) => Some(Timeline::calibrate_with(
-            work,
-            path.clone(),
-            chunk_ns / chunk as f64,
-            opts.max_gaps
-                .unwrap_or_else(|| default_capacity(duration_ns)),
-        )?),
-        None => None,
-    };
-
-    let waited_go_ns = match (&writer, opts.wait_go) {
-        (Some(w), true) => {
-            let waited = w.wait_go(opts.go_timeout)?;
-            Some(waited.as_nanos() as u64)
-        }
-        (Some(w), false) => {
-            w.set_state(State::Ready);
-            None
-        }
-        _ => None,
-    };
-
-    let margin = timer_margin(opts.duration);
-    let stop = sys::stop_flag();
-
-    let usage0 = sys::getrusage_self().ok_or(RunError::Rusage)?;
-    let cpu_start = rustix::thread::sched_getcpu() as u32;
-    #[cfg(target_arch = "x86_64")]
-    let tsc0 = sys::rdtsc_lfence();
-    let start_ns = monotonic_raw_ns();
-    let deadline_ns = start_ns.saturating_add(duration_ns);
-    if let Some(w) = &writer {
-        w.set_start_ns(start_ns);
-        w.set_state(State::Running);
-    }
-
-    let mut signal_seen_ns = None;
-    let mut count = 0u64;
-    let timer = if opts.duration > margin {
-        Some(sys::StopTimer::arm(opts.duration - margin).map_err(RunError::Timer)?)
-    } else {
-        None
-    };
-    let (count, end_ns) = match &mut timeline {
-        Some(t) => {
-            if timer.is_none() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            let (count, end_ns) = t.run_with(work, stop, publish, count, Some(deadline_ns));
-            if timer.is_some() {
-                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
-            }
-            (count, end_ns)
-        }
-        None => {
-            if timer.is_some() {
-                count = run_until_with(work, stop, publish, chunk, count, u64::MAX);
-                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
-            }
-            run_until_clock_with(work, publish, chunk, count, deadline_ns)
-        }
-    };
-    #[cfg(target_arch = "x86_64")]
-    let tsc_ticks = Some(sys::rdtsc_lfence().wrapping_sub(tsc0));
-    #[cfg(not(target_arch = "x86_64"))]
-    let tsc_ticks = None;
-    drop(timer);
-
-    if let Some(w) = &writer {
-        w.iterations_slot().store(count, Ordering::Release);
-        w.set_end_ns(end_ns);
-        w.set_state(State::Done);
-    }
-    let cpu_end = rustix::thread::sched_getcpu() as u32;
-    let usage1 = sys::getrusage_self().ok_or(RunError::Rusage)?;
-
-    let wall_ns = end_ns.saturating_sub(start_ns);
-    let overrun_ns = wall_ns as i64 - duration_ns as i64;
-    let timeline = timeline.map(Timeline::finish).transpose()?;
-    if let Some(t) = &timeline {
-        for w in &t.warnings {
-            tracing::warn!("timeline: {w}");
-        }
-    }
-    if overrun_ns > 1_000_000 {
-        tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
-    }
-    Ok(RunReport {
-        kind: opts.kind.name(),
-        iterations: count,
-        duration_ns,
-        wall_ns,
-        overrun_ns,
-        tsc_ticks,
-        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
-        sys_ns: usage1.sys_ns.saturating_sub(usage0.sys_ns),
-        nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
-        nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
-        minflt: usage1.minflt.saturating_sub(usage0.minflt),
-        cpu_start,
-        cpu_end,
-        start_ns,
-        end_ns,
-        clock: CLOCK_NAME.to_string(),
-        stop_method: STOP_METHOD.to_string(),
-        pinned_cpu: opts.cpu,
-        chunk_iterations: chunk,
-        chunk_ns,
-        timer_margin_ns: margin.as_nanos() as u64,
-        signal_seen_ns,
-        waited_go_ns,
-        counter: opts.counter.as_ref().map(|p| p.display().to_string()),
-        timeline,
-    })
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -497,11 +344,11 @@ mod tests {
     fn run_until_stops_at_max_and_publishes() {
         let stop = AtomicBool::new(false);
         let p = AtomicU64::new(0);
-        let n = run_until(&stop, Some(&p), 256, 0, 1000);
+        let n = run_until(&mut Loop, &stop, Some(&p), 256, 0, 1000);
         assert_eq!(n, 1024);
         assert_eq!(p.load(Ordering::Relaxed), 1024);
         stop.store(true, Ordering::Relaxed);
-        assert_eq!(run_until(&stop, None, 256, 0, u64::MAX), 256);
+        assert_eq!(run_until(&mut Loop, &stop, None, 256, 0, u64::MAX), 256);
     }
 
     #[test]

@@ -1,0 +1,294 @@
+//! The steps of one run: check the options, set up (counter file, chunk
+//! and timeline calibration, the reader's go), the measured section (the
+//! reads before, the loop to the deadline, the reads after, always in that
+//! order) and the report.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{
+    CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk_with, monotonic_raw_ns,
+    pin_to_cpu, run_until, run_until_clock, timer_margin,
+};
+use crate::counter::State;
+use crate::report::{CLOCK_NAME, RunReport};
+use crate::sys;
+use crate::timeline::{Timeline, default_capacity};
+use crate::work::Work;
+
+/// One run with `work` (calibration probes of `probe` iterations).
+pub(super) fn run_with<W: Work>(
+    opts: &RunOptions,
+    work: &mut W,
+    probe: u64,
+) -> Result<RunReport, RunError> {
+    check_options(opts)?;
+    if let Some(cpu) = opts.cpu {
+        pin_to_cpu(cpu)?;
+        tracing::debug!(cpu, "pinned");
+    }
+    let mut setup = set_up(opts, work, probe)?;
+    let timed = timed_loop(opts, work, &mut setup)?;
+    run_report(opts, setup, timed)
+}
+
+/// Refuses options that cannot make a run: a zero duration, `--wait-go`
+/// without a counter.
+fn check_options(opts: &RunOptions) -> Result<(), RunError> {
+    if opts.duration.is_zero() {
+        return Err(RunError::ZeroDuration);
+    }
+    if opts.wait_go && opts.counter.is_none() {
+        return Err(RunError::WaitGoWithoutCounter);
+    }
+    Ok(())
+}
+
+/// What is ready before the timed loop starts.
+struct Setup {
+    /// The counter file, when `--counter` is given.
+    writer: Option<CounterWriter>,
+    /// Iterations per chunk.
+    chunk: u64,
+    /// Calibrated time of one chunk, ns.
+    chunk_ns: f64,
+    /// The requested duration, ns.
+    duration_ns: u64,
+    /// Timeline mode's stamping state.
+    timeline: Option<Timeline>,
+    /// How long the reader took to say go, ns (with `--wait-go`).
+    waited_go_ns: Option<u64>,
+}
+
+/// Creates the counter file, calibrates the chunk (and the timeline), then
+/// waits for the reader's go or tells it the loop is ready.
+fn set_up<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<Setup, RunError> {
+    let writer = match &opts.counter {
+        Some(path) => Some(CounterWriter::create(path)?),
+        None => None,
+    };
+    let (chunk, chunk_ns) = calibrate_chunk_with(work, probe);
+    tracing::debug!(chunk, chunk_ns, "calibrated chunk");
+    let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
+    let timeline = match &opts.timeline {
+        Some(path) => Some(Timeline::calibrate_with(
+            work,
+            path.clone(),
+            chunk_ns / chunk as f64,
+            opts.max_gaps
+                .unwrap_or_else(|| default_capacity(duration_ns)),
+        )?),
+        None => None,
+    };
+
+    let waited_go_ns = match (&writer, opts.wait_go) {
+        (Some(w), true) => {
+            let waited = w.wait_go(opts.go_timeout)?;
+            Some(waited.as_nanos() as u64)
+        }
+        (Some(w), false) => {
+            w.set_state(State::Ready);
+            None
+        }
+        _ => None,
+    };
+    Ok(Setup {
+        writer,
+        chunk,
+        chunk_ns,
+        duration_ns,
+        timeline,
+        waited_go_ns,
+    })
+}
+
+/// What the timed loop measured, with the process's state on each side.
+struct Timed {
+    /// Iterations done.
+    count: u64,
+    /// CLOCK_MONOTONIC_RAW at the loop's start and at its end, ns.
+    start_ns: u64,
+    /// See `start_ns`.
+    end_ns: u64,
+    /// TSC ticks over the loop (x86_64).
+    tsc_ticks: Option<u64>,
+    /// The stop timer's margin before the deadline.
+    margin: Duration,
+    /// When the loop saw the timer's signal, ns after its start.
+    signal_seen_ns: Option<u64>,
+    /// getrusage before and after.
+    usage0: sys::Usage,
+    /// See `usage0`.
+    usage1: sys::Usage,
+    /// The CPU the loop started on and the one it ended on.
+    cpu_start: u32,
+    /// See `cpu_start`.
+    cpu_end: u32,
+}
+
+/// The measured section: reads the process's state and the clocks, arms
+/// the stop timer, runs the loop to the deadline, and reads them again (in
+/// that order, the same each run).
+fn timed_loop<W: Work>(
+    opts: &RunOptions,
+    work: &mut W,
+    setup: &mut Setup,
+) -> Result<Timed, RunError> {
+    let margin = timer_margin(opts.duration);
+    let stop = sys::stop_flag();
+    let publish = setup.writer.as_ref().map(CounterWriter::iterations_slot);
+
+    let usage0 = sys::getrusage_self().ok_or(RunError::Rusage)?;
+    let cpu_start = rustix::thread::sched_getcpu() as u32;
+    #[cfg(target_arch = "x86_64")]
+    let tsc0 = sys::rdtsc_lfence();
+    let start_ns = monotonic_raw_ns();
+    let deadline_ns = start_ns.saturating_add(setup.duration_ns);
+    if let Some(w) = &setup.writer {
+        w.set_start_ns(start_ns);
+        w.set_state(State::Running);
+    }
+
+    let timer = if opts.duration > margin {
+        Some(sys::StopTimer::arm(opts.duration - margin).map_err(RunError::Timer)?)
+    } else {
+        None
+    };
+    let stopping = Stopping {
+        stop,
+        timer_armed: timer.is_some(),
+        start_ns,
+        deadline_ns,
+    };
+    let (count, end_ns, signal_seen_ns) = loop_to_deadline(
+        work,
+        setup.timeline.as_mut(),
+        publish,
+        setup.chunk,
+        stopping,
+    );
+    #[cfg(target_arch = "x86_64")]
+    let tsc_ticks = Some(sys::rdtsc_lfence().wrapping_sub(tsc0));
+    #[cfg(not(target_arch = "x86_64"))]
+    let tsc_ticks = None;
+    drop(timer);
+
+    if let Some(w) = &setup.writer {
+        w.iterations_slot().store(count, Ordering::Release);
+        w.set_end_ns(end_ns);
+        w.set_state(State::Done);
+    }
+    let cpu_end = rustix::thread::sched_getcpu() as u32;
+    let usage1 = sys::getrusage_self().ok_or(RunError::Rusage)?;
+    Ok(Timed {
+        count,
+        start_ns,
+        end_ns,
+        tsc_ticks,
+        margin,
+        signal_seen_ns,
+        usage0,
+        usage1,
+        cpu_start,
+        cpu_end,
+    })
+}
+
+/// How the timed loop stops.
+struct Stopping {
+    /// The flag the stop timer's signal sets.
+    stop: &'static AtomicBool,
+    /// Whether the timer is armed (else the run is shorter than its margin).
+    timer_armed: bool,
+    /// CLOCK_MONOTONIC_RAW at the loop's start, ns.
+    start_ns: u64,
+    /// The exact deadline on the same clock, ns.
+    deadline_ns: u64,
+}
+
+/// Runs the loop until the deadline: the stamped loop in timeline mode,
+/// else chunks until the timer's signal and then chunks with a clock read
+/// each until the deadline. Returns (count, end_ns, signal_seen_ns).
+/// Inlined: it runs once, between the clock reads that time the loop.
+#[inline(always)]
+fn loop_to_deadline<W: Work>(
+    work: &mut W,
+    timeline: Option<&mut Timeline>,
+    publish: Option<&AtomicU64>,
+    chunk: u64,
+    stopping: Stopping,
+) -> (u64, u64, Option<u64>) {
+    let Stopping {
+        stop,
+        timer_armed,
+        start_ns,
+        deadline_ns,
+    } = stopping;
+    let mut signal_seen_ns = None;
+    let mut count = 0u64;
+    let (count, end_ns) = match timeline {
+        Some(t) => {
+            if !timer_armed {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let (count, end_ns) = t.run_with(work, stop, publish, count, Some(deadline_ns));
+            if timer_armed {
+                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
+            }
+            (count, end_ns)
+        }
+        None => {
+            if timer_armed {
+                count = run_until(work, stop, publish, chunk, count, u64::MAX);
+                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
+            }
+            run_until_clock(work, publish, chunk, count, deadline_ns)
+        }
+    };
+    (count, end_ns, signal_seen_ns)
+}
+
+/// The run's report from its setup and what the loop measured; writes the
+/// timeline's gaps file and logs its warnings and a late stop.
+fn run_report(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunReport, RunError> {
+    let (usage0, usage1) = (&timed.usage0, &timed.usage1);
+    let duration_ns = setup.duration_ns;
+    let wall_ns = timed.end_ns.saturating_sub(timed.start_ns);
+    let overrun_ns = wall_ns as i64 - duration_ns as i64;
+    let timeline = setup.timeline.map(Timeline::finish).transpose()?;
+    if let Some(t) = &timeline {
+        for w in &t.warnings {
+            tracing::warn!("timeline: {w}");
+        }
+    }
+    if overrun_ns > 1_000_000 {
+        tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
+    }
+    Ok(RunReport {
+        kind: opts.kind.name(),
+        iterations: timed.count,
+        duration_ns,
+        wall_ns,
+        overrun_ns,
+        tsc_ticks: timed.tsc_ticks,
+        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
+        sys_ns: usage1.sys_ns.saturating_sub(usage0.sys_ns),
+        nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
+        nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
+        minflt: usage1.minflt.saturating_sub(usage0.minflt),
+        cpu_start: timed.cpu_start,
+        cpu_end: timed.cpu_end,
+        start_ns: timed.start_ns,
+        end_ns: timed.end_ns,
+        clock: CLOCK_NAME.to_string(),
+        stop_method: STOP_METHOD.to_string(),
+        pinned_cpu: opts.cpu,
+        chunk_iterations: setup.chunk,
+        chunk_ns: setup.chunk_ns,
+        timer_margin_ns: timed.margin.as_nanos() as u64,
+        signal_seen_ns: timed.signal_seen_ns,
+        waited_go_ns: setup.waited_go_ns,
+        counter: opts.counter.as_ref().map(|p| p.display().to_string()),
+        timeline,
+    })
+}
