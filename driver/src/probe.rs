@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::perf::error::{MAX_RATE_PATH, PARANOID_PATH};
 use crate::perf::{PerfError, tracefs};
-use crate::sampler::{self, EventKind, Sampler, SamplerConfig};
+use crate::sampler::{self, EventKernel, EventKind, Sampler, SamplerConfig};
 
 /// Arguments of `driver probe`.
 #[derive(Debug, clap::Args)]

@@ -57,6 +57,61 @@ pub enum RunKind {
 
 names!(RunKind { Loss => "loss", Util => "util" });
 
+/// The sampling event (runs.csv `event` and `requested_event`, the
+/// manifest's `event` and `options.event`): perf's name for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// Software `cpu-clock` (hrtimer driven).
+    #[default]
+    CpuClock,
+    /// Hardware `cycles` (PMU, NMI driven on x86).
+    Cycles,
+    /// Hardware `instructions`.
+    Instructions,
+    /// Software `task-clock` (hrtimer driven).
+    TaskClock,
+}
+
+names!(EventKind {
+    CpuClock => "cpu-clock",
+    Cycles => "cycles",
+    Instructions => "instructions",
+    TaskClock => "task-clock",
+});
+
+impl EventKind {
+    /// All kinds.
+    pub const ALL: [EventKind; 4] = [
+        EventKind::CpuClock,
+        EventKind::Cycles,
+        EventKind::Instructions,
+        EventKind::TaskClock,
+    ];
+
+    /// perf's name: `cpu-clock`, `cycles`, `instructions`, `task-clock`.
+    pub fn name(&self) -> &'static str {
+        self.as_str()
+    }
+
+    /// A hardware PMU event (sampled from the NMI handler).
+    pub fn is_hardware(&self) -> bool {
+        matches!(self, EventKind::Cycles | EventKind::Instructions)
+    }
+}
+
+impl std::str::FromStr for EventKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!("unknown event `{s}`; expected one of cpu-clock, cycles, instructions, task-clock")
+            })
+    }
+}
+
 /// Which CPUs the sampling event watches (runs.csv `scope`,
 /// `options.scope`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -8,47 +8,19 @@ pub const NMI_HANDLER_SYMBOL: &str = "perf_event_nmi_handler";
 /// Kernel symbol of the cpu-clock/task-clock hrtimer callback.
 pub const HRTIMER_SYMBOL: &str = "perf_swevent_hrtimer";
 
-/// The sampling event.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EventKind {
-    /// Software `cpu-clock` (hrtimer driven).
-    #[default]
-    CpuClock,
-    /// Hardware `cycles` (PMU, NMI driven on x86).
-    Cycles,
-    /// Hardware `instructions`.
-    Instructions,
-    /// Software `task-clock` (hrtimer driven).
-    TaskClock,
+pub use results_format::EventKind;
+
+/// What the kernel needs to know of an event: its `perf_event_attr` type
+/// and config, and the tracepoints that time its handler.
+pub trait EventKernel {
+    /// Which tracepoints time this event's handler.
+    fn handler_source(&self) -> handler::HandlerSource;
+    /// `perf_event_attr.type` and `.config`.
+    fn type_config(&self) -> (u32, u64);
 }
 
-impl EventKind {
-    /// All kinds.
-    pub const ALL: [EventKind; 4] = [
-        EventKind::CpuClock,
-        EventKind::Cycles,
-        EventKind::Instructions,
-        EventKind::TaskClock,
-    ];
-
-    /// perf's name: `cpu-clock`, `cycles`, `instructions`, `task-clock`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            EventKind::CpuClock => "cpu-clock",
-            EventKind::Cycles => "cycles",
-            EventKind::Instructions => "instructions",
-            EventKind::TaskClock => "task-clock",
-        }
-    }
-
-    /// A hardware PMU event (sampled from the NMI handler).
-    pub fn is_hardware(&self) -> bool {
-        matches!(self, EventKind::Cycles | EventKind::Instructions)
-    }
-
-    /// Which tracepoints time this event's handler.
-    pub fn handler_source(&self) -> handler::HandlerSource {
+impl EventKernel for EventKind {
+    fn handler_source(&self) -> handler::HandlerSource {
         if self.is_hardware() {
             handler::HandlerSource::Nmi
         } else {
@@ -56,31 +28,13 @@ impl EventKind {
         }
     }
 
-    pub(super) fn type_config(&self) -> (u32, u64) {
+    fn type_config(&self) -> (u32, u64) {
         match self {
             EventKind::CpuClock => (kind::SOFTWARE, kind::SW_CPU_CLOCK),
             EventKind::TaskClock => (kind::SOFTWARE, kind::SW_TASK_CLOCK),
             EventKind::Cycles => (kind::HARDWARE, kind::HW_CPU_CYCLES),
             EventKind::Instructions => (kind::HARDWARE, kind::HW_INSTRUCTIONS),
         }
-    }
-}
-
-impl std::fmt::Display for EventKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for EventKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EventKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!("unknown event `{s}`; expected one of cpu-clock, cycles, instructions, task-clock")
-            })
     }
 }
 
