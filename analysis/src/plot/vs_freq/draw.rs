@@ -34,40 +34,27 @@ impl VsFreq {
             .map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
     }
 
-    /// The chart's frame with this figure's ranges, axis labels and tick
-    /// formats (log10 ticks on a log axis).
-    fn frame<'a, DB, XS>(
-        &self,
-        area: &'a DrawingArea<DB, Shift>,
-        x_spec: XS,
-    ) -> Result<Chart<'a, DB, XS::CoordDescType>, DrawingAreaErrorKind<DB::ErrorType>>
-    where
-        DB: DrawingBackend,
-        XS: AsRangedCoord<Value = f64>,
-        XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
-    {
+    /// The x tick labels: compact powers of ten on a log axis, else plain
+    /// numbers.
+    fn x_tick_label(&self) -> impl Fn(&f64) -> String + use<> {
         let log_x = self.log_x;
         let x_fmt = TickFmt::new(self.x.0, self.x.1, true);
-        let x_formatter = move |v: &f64| {
+        move |v: &f64| {
             if log_x {
                 fmt_log_tick(*v)
             } else {
                 x_fmt.fmt(*v)
             }
-        };
-        framed_chart(
-            area,
-            x_spec,
-            self.y,
-            (self.x_label.as_str(), self.y_label.as_str()),
-            &x_formatter,
-            if self.log_y {
-                TickFmt::log10()
-            } else {
-                TickFmt::new(self.y.0, self.y.1, false)
-            },
-            10,
-        )
+        }
+    }
+
+    /// The y tick format: log10 values on a log axis, else plain numbers.
+    fn y_tick_fmt(&self) -> TickFmt {
+        if self.log_y {
+            TickFmt::log10()
+        } else {
+            TickFmt::new(self.y.0, self.y.1, false)
+        }
     }
 
     /// The fits' confidence bands, as filled polygons.
@@ -187,15 +174,24 @@ impl VsFreq {
         Ok(())
     }
 
-    /// The whole chart: bands first so points and lines stay on top, then
-    /// fit lines, series, and the legend in the corner with fewest points.
+    /// The whole chart in its frame: bands first so points and lines stay on
+    /// top, then fit lines, series, and the legend in the corner with fewest
+    /// points.
     fn draw_chart<DB, XS>(&self, area: &DrawingArea<DB, Shift>, x_spec: XS) -> DrawResult<DB>
     where
         DB: DrawingBackend,
         XS: AsRangedCoord<Value = f64>,
         XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
-        let mut chart = self.frame(area, x_spec)?;
+        let mut chart = framed_chart(
+            area,
+            x_spec,
+            self.y,
+            (self.x_label.as_str(), self.y_label.as_str()),
+            &self.x_tick_label(),
+            self.y_tick_fmt(),
+            10,
+        )?;
         let mut legend_points = Vec::new();
         self.draw_bands(&mut chart)?;
         self.draw_fit_lines(&mut chart, &mut legend_points)?;
