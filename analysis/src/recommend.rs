@@ -195,7 +195,7 @@ fn cost_at<'a>(rows: &[&'a PerSampleRow], rate_hz: f64) -> &'a PerSampleRow {
 }
 
 /// The highest rate r <= the highest measured frequency with r x
-/// [`cost_at`](r).hi within the budget. The loss bound is non-decreasing in
+/// `cost_at(r).hi` within the budget. The loss bound is non-decreasing in
 /// r, so walk the segments between measured frequencies.
 pub fn model_max_rate(rows: &[&PerSampleRow], budget_pct: f64) -> f64 {
     let last = rows.len() - 1;
