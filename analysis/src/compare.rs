@@ -17,24 +17,17 @@ pub struct Comparison {
     pub rows: Vec<Vec<String>>,
 }
 
+/// One result set's column: its label, its CPU and its analysis.
 struct Column {
     label: String,
     cpu: String,
     a: Analysis,
 }
 
-fn opt(v: Option<f64>, d: usize) -> String {
-    match v {
-        Some(v) if v.is_finite() => format!("{v:.d$}"),
-        _ => String::new(),
-    }
-}
-
-/// Build the comparison of `dirs` (each a results directory).
-pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
-    let reference = Reference::article_2014()?;
-    let mut cols = Vec::new();
-    for dir in dirs {
+impl Column {
+    /// Load and analyse the results directory `dir`; the label is the
+    /// directory's name, with the host in front unless the name has it.
+    fn load(dir: &Path) -> Result<Self, AnalysisError> {
         let rs = load(dir)?;
         let a = analyse(&rs)?;
         let name = dir
@@ -47,119 +40,140 @@ pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
         } else {
             format!("{host} ({name})")
         };
-        cols.push(Column {
+        Ok(Self {
             label,
             cpu: rs.manifest.host_str("cpu_model").unwrap_or_default(),
             a,
-        });
+        })
     }
-    let mut header = vec!["quantity".to_string()];
-    header.extend(cols.iter().map(|c| c.label.clone()));
-    header.push("2014 reference".to_string());
+}
 
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut push = |name: String, cells: Vec<String>, reference: String| {
-        let mut row = vec![name];
-        row.extend(cells);
-        row.push(reference);
-        rows.push(row);
-    };
-    push(
-        "cpu".to_string(),
-        cols.iter().map(|c| c.cpu.clone()).collect(),
-        "Intel Xeon E5530 @ 2.40GHz".to_string(),
-    );
-    push(
-        "sampling event".to_string(),
-        cols.iter().map(|c| c.a.events.join(", ")).collect(),
-        "cycles (PMU NMI)".to_string(),
-    );
-    push(
-        "scope".to_string(),
-        cols.iter().map(|c| c.a.scopes.join(", ")).collect(),
-        "system (-a)".to_string(),
-    );
-    push(
-        "delta util %/kHz (fit through origin)".to_string(),
-        cols.iter()
-            .map(|c| {
+/// `v` with `d` decimals; empty when absent or not finite.
+fn opt(v: Option<f64>, d: usize) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.d$}"),
+        _ => String::new(),
+    }
+}
+
+/// One row: the quantity, a cell per column, the 2014 reference's cell.
+fn row(name: String, cells: Vec<String>, reference: String) -> Vec<String> {
+    let mut row = vec![name];
+    row.extend(cells);
+    row.push(reference);
+    row
+}
+
+/// The rows that describe each result set as a whole: host and sampling
+/// set-up, then the fitted cost and loss lines.
+fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
+    let cells = |cell: &dyn Fn(&Column) -> String| cols.iter().map(cell).collect::<Vec<_>>();
+    vec![
+        row(
+            "cpu".to_string(),
+            cells(&|c| c.cpu.clone()),
+            "Intel Xeon E5530 @ 2.40GHz".to_string(),
+        ),
+        row(
+            "sampling event".to_string(),
+            cells(&|c| c.a.events.join(", ")),
+            "cycles (PMU NMI)".to_string(),
+        ),
+        row(
+            "scope".to_string(),
+            cells(&|c| c.a.scopes.join(", ")),
+            "system (-a)".to_string(),
+        ),
+        row(
+            "delta util %/kHz (fit through origin)".to_string(),
+            cells(&|c| {
                 c.a.fits.util_origin.map_or(String::new(), |f| {
                     let (lo, hi) = f.slope_ci();
                     format!("{:.4} [{lo:.4}, {hi:.4}]", f.slope)
                 })
-            })
-            .collect(),
-        format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
-    );
-    push(
-        "delta, mean of util/kHz (article's estimator)".to_string(),
-        cols.iter()
-            .map(|c| opt(c.a.fits.delta_mean_ratio, 4))
-            .collect(),
-        format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
-    );
-    push(
-        "handler ns per sample".to_string(),
-        cols.iter()
-            .map(|c| opt(c.a.fits.cost_per_sample_ns, 0))
-            .collect(),
-        format!("{:.0}", ARTICLE_DELTA_PCT_PER_KHZ * 1e4),
-    );
-    push(
-        "loss % = a + b f: a (%)".to_string(),
-        cols.iter()
-            .map(|c| opt(c.a.fits.loss_line.map(|f| f.intercept), 3))
-            .collect(),
-        String::new(),
-    );
-    push(
-        "loss % = a + b f: b (%/kHz)".to_string(),
-        cols.iter()
-            .map(|c| opt(c.a.fits.loss_line.map(|f| f.slope), 4))
-            .collect(),
-        String::new(),
-    );
-    push(
-        "loss slope / util slope".to_string(),
-        cols.iter()
-            .map(|c| opt(c.a.fits.loss_to_util_slope_ratio, 2))
-            .collect(),
-        String::new(),
-    );
+            }),
+            format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
+        ),
+        row(
+            "delta, mean of util/kHz (article's estimator)".to_string(),
+            cells(&|c| opt(c.a.fits.delta_mean_ratio, 4)),
+            format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
+        ),
+        row(
+            "handler ns per sample".to_string(),
+            cells(&|c| opt(c.a.fits.cost_per_sample_ns, 0)),
+            format!("{:.0}", ARTICLE_DELTA_PCT_PER_KHZ * 1e4),
+        ),
+        row(
+            "loss % = a + b f: a (%)".to_string(),
+            cells(&|c| opt(c.a.fits.loss_line.map(|f| f.intercept), 3)),
+            String::new(),
+        ),
+        row(
+            "loss % = a + b f: b (%/kHz)".to_string(),
+            cells(&|c| opt(c.a.fits.loss_line.map(|f| f.slope), 4)),
+            String::new(),
+        ),
+        row(
+            "loss slope / util slope".to_string(),
+            cells(&|c| opt(c.a.fits.loss_to_util_slope_ratio, 2)),
+            String::new(),
+        ),
+    ]
+}
 
+/// A row per frequency that the reference or any result set measured:
+/// first every utilisation, then every loss.
+fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
     let mut freqs: BTreeSet<u64> = reference.util.iter().map(|(f, _)| *f).collect();
-    for c in &cols {
+    for c in cols {
         freqs.extend(c.a.util.iter().map(|r| r.freq_hz));
         freqs.extend(c.a.loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
     }
-    for &f in &freqs {
-        push(
+    let util_row = |f: u64| {
+        let cells = cols.iter().map(|c| {
+            c.a.util
+                .iter()
+                .find(|r| r.freq_hz == f)
+                .map_or(String::new(), |r| fmt_est(&r.util_pct, 4))
+        });
+        row(
             format!("util % at {f} Hz"),
-            cols.iter()
-                .map(|c| {
-                    c.a.util
-                        .iter()
-                        .find(|r| r.freq_hz == f)
-                        .map_or(String::new(), |r| fmt_est(&r.util_pct, 4))
-                })
-                .collect(),
+            cells.collect(),
             opt(reference.util_at(f), 4),
-        );
-    }
-    for &f in &freqs {
-        push(
+        )
+    };
+    let loss_row = |f: u64| {
+        let cells = cols.iter().map(|c| {
+            c.a.primary_loss()
+                .into_iter()
+                .find(|r| r.freq_hz == f)
+                .map_or(String::new(), |r| fmt_est(&r.loss_pct, 3))
+        });
+        row(
             format!("loss % at {f} Hz"),
-            cols.iter()
-                .map(|c| {
-                    c.a.primary_loss()
-                        .into_iter()
-                        .find(|r| r.freq_hz == f)
-                        .map_or(String::new(), |r| fmt_est(&r.loss_pct, 3))
-                })
-                .collect(),
+            cells.collect(),
             opt(reference.loss_at(f), 2),
-        );
-    }
+        )
+    };
+    let util_rows = freqs.iter().map(|&f| util_row(f));
+    util_rows
+        .chain(freqs.iter().map(|&f| loss_row(f)))
+        .collect()
+}
+
+/// Build the comparison of `dirs` (each a results directory).
+pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
+    let reference = Reference::article_2014()?;
+    let cols = dirs
+        .iter()
+        .map(|dir| Column::load(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut header = vec!["quantity".to_string()];
+    header.extend(cols.iter().map(|c| c.label.clone()));
+    header.push("2014 reference".to_string());
+    let mut rows = setup_and_fit_rows(&cols);
+    rows.extend(per_freq_rows(&cols, &reference));
     Ok(Comparison { header, rows })
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Pure numerics over already loaded runs ([`GapsRun`]); reading the
 //! results directory is `percost_load`, the report section
-//! `percost_report`. Per run at F > 0:
+//! `percost_report`, drawing the background b (and its A/A control) the
+//! submodule `background`. Per run at F > 0:
 //!
 //! - direct cost per sample = matched_excess_ns / samples - b(F), where
 //!   b(F) is the excess a sampler at F would match on the 0 Hz runs by
@@ -20,19 +21,18 @@
 //! the variation between runs); b and the 0 Hz baselines enter as
 //! constants, their own intervals are reported beside.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
 use crate::tables::{LossRow, UtilRow};
 use results_format::Design;
-use results_format::timeline::{Episode, RecoveryRow, TimelineRow, match_times};
+use results_format::timeline::{Episode, RecoveryRow, TimelineRow};
 
-/// Sampler timestamps drawn per 0 Hz run and frequency, at least (in
-/// replications of one run's length each).
-pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
-/// Replications (independent random phases) per 0 Hz run, at least.
-pub const MIN_REPLICATIONS: usize = 8;
+mod background;
+
+pub use background::{
+    COINCIDENCE_TIMESTAMPS, Draw, MIN_REPLICATIONS, aa_control, coincidence_by_run,
+    coincidence_per_timestamp, draw_rng, replications_for,
+};
+
 /// Unmatched samples above this share of a run's samples are a warning.
 pub const UNMATCHED_WARN: f64 = 0.01;
 /// z for the agreement test (two-sided 95 %).
@@ -151,125 +151,6 @@ impl GapsRun {
     pub fn gap_share_pct(&self) -> f64 {
         self.row.gap_time_ns as f64 / self.window_ns() * 100.0
     }
-}
-
-/// Excess per timestamp that a sampler at `rate_hz` would match on one run
-/// by coincidence: `replications` times, timestamps one period apart from a
-/// random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as the
-/// sampler is), matched with [`match_times`]; the sum of the excess of the
-/// distinct matched episodes of each replication (as `matched_excess_ns`
-/// counts them), over all replications, / the number of timestamps.
-pub fn coincidence_per_timestamp(
-    episodes: &[Episode],
-    start_ns: u64,
-    end_ns: u64,
-    rate_hz: f64,
-    replications: usize,
-    rng: &mut ChaCha8Rng,
-) -> f64 {
-    if !rate_hz.is_finite() || rate_hz <= 0.0 || end_ns <= start_ns || replications == 0 {
-        return f64::NAN;
-    }
-    let period = 1e9 / rate_hz;
-    let window = (end_ns - start_ns) as f64;
-    let (mut excess, mut stamps) = (0u64, 0usize);
-    let mut times = Vec::new();
-    for _ in 0..replications {
-        let phase: f64 = rng.random::<f64>() * period;
-        times.clear();
-        let mut k = 0.0;
-        while phase + k * period < window {
-            times.push(start_ns + (phase + k * period) as u64);
-            k += 1.0;
-        }
-        let mut last = -1i64;
-        for m in match_times(episodes, &times) {
-            let e = usize::try_from(m).ok().and_then(|i| episodes.get(i));
-            match e {
-                // In a stretch the CPU was taken away: left out, as the
-                // samples in one are.
-                Some(e) if e.excess_ns >= LONG_EPISODE_NS => continue,
-                Some(e) if m != last => {
-                    excess += e.excess_ns;
-                    last = m;
-                }
-                _ => {}
-            }
-            stamps += 1;
-        }
-    }
-    if stamps == 0 {
-        return f64::NAN;
-    }
-    excess as f64 / stamps as f64
-}
-
-/// The replications needed on a run of `window_ns` at `rate_hz` to draw at
-/// least [`COINCIDENCE_TIMESTAMPS`] timestamps (and [`MIN_REPLICATIONS`]).
-pub fn replications_for(window_ns: f64, rate_hz: f64) -> usize {
-    let per = (window_ns * 1e-9 * rate_hz).max(1.0);
-    ((COINCIDENCE_TIMESTAMPS as f64 / per).ceil() as usize).max(MIN_REPLICATIONS)
-}
-
-/// Which random stream a coincidence draw uses: b and the A/A control must
-/// not reuse each other's timestamps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Draw {
-    /// b, the background coincidence.
-    Background,
-    /// The A/A null control.
-    Null,
-}
-
-/// The generator for one run, frequency and purpose: seeded from the
-/// run id, one stream per (frequency, purpose).
-pub fn draw_rng(run_id: u32, freq_hz: u64, draw: Draw) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(run_id));
-    rng.set_stream(freq_hz.wrapping_mul(2) + u64::from(draw == Draw::Null));
-    rng
-}
-
-/// Coincidence per timestamp on each 0 Hz run at `rate_hz` (same order as
-/// `zero`), one thread per run (the draws dominate the report's time).
-pub fn coincidence_by_run(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64, draw: Draw) -> Vec<f64> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = zero
-            .iter()
-            .map(|r| {
-                s.spawn(move || {
-                    let mut rng = draw_rng(r.row.run_id, freq_hz, draw);
-                    coincidence_per_timestamp(
-                        &r.episodes,
-                        r.row.loop_start_ns,
-                        r.row.loop_end_ns,
-                        rate_hz,
-                        replications_for(r.window_ns(), rate_hz),
-                        &mut rng,
-                    )
-                })
-            })
-            .collect();
-        // A draw that panicked is NaN: b is then unavailable, not wrong.
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(f64::NAN))
-            .collect()
-    })
-}
-
-/// The A/A null control: per 0 Hz run i, its own coincidence (drawn from
-/// the null stream) minus the mean of the others' b (leave-one-out); t
-/// interval over the runs. None below two runs.
-pub fn aa_control(own: &[f64], b_by_run: &[f64]) -> Option<Estimate> {
-    let n = own.len();
-    if n < 2 || b_by_run.len() != n {
-        return None;
-    }
-    let total: f64 = b_by_run.iter().sum();
-    let diffs: Vec<f64> = (0..n)
-        .map(|i| own[i] - (total - b_by_run[i]) / (n - 1) as f64)
-        .collect();
-    Some(t_interval(&diffs))
 }
 
 /// Direct cost per sample of one run, ns.
@@ -399,10 +280,12 @@ pub struct PerSample {
     pub warnings: Vec<String>,
 }
 
+/// A missing estimate over `n` runs.
 fn nan_est(n: usize) -> Estimate {
     Estimate::point(f64::NAN, n)
 }
 
+/// A run with a loop window and, at F > 0, samples.
 fn usable(r: &GapsRun) -> bool {
     r.window_ns() > 0.0 && (r.row.freq_hz == 0 || r.row.samples > 0)
 }
@@ -466,6 +349,89 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
     }
 }
 
+/// The matched episodes under [`LONG_EPISODE_NS`] of the runs at one
+/// frequency: pooled over the runs, and each run's mean.
+struct MatchedEpisodes {
+    /// Every run's matched episode excess, ns, sorted.
+    pooled_ns: Vec<f64>,
+    /// The mean of each run that matched any, ns.
+    run_means_ns: Vec<f64>,
+}
+
+impl MatchedEpisodes {
+    /// The short matched episodes of the runs `at`.
+    fn of(at: &[&GapsRun]) -> Self {
+        let short = |r: &&GapsRun| -> Vec<f64> {
+            r.matched_excess_ns
+                .iter()
+                .filter(|&&e| e < LONG_EPISODE_NS)
+                .map(|&e| e as f64)
+                .collect()
+        };
+        let mut pooled_ns: Vec<f64> = at.iter().flat_map(short).collect();
+        pooled_ns.sort_by(f64::total_cmp);
+        let run_means_ns = at
+            .iter()
+            .map(short)
+            .filter(|v| !v.is_empty())
+            .map(|v| mean(&v))
+            .collect();
+        Self {
+            pooled_ns,
+            run_means_ns,
+        }
+    }
+}
+
+/// The background b at frequency `freq_hz` (achieved `rate_hz`) over the
+/// 0 Hz runs `zero`, and the A/A null control beside it; NaN and None
+/// without 0 Hz runs.
+fn background_at(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64) -> (Estimate, Option<Estimate>) {
+    if zero.is_empty() {
+        return (nan_est(0), None);
+    }
+    let b = coincidence_by_run(zero, freq_hz, rate_hz, Draw::Background);
+    let own = coincidence_by_run(zero, freq_hz, rate_hz, Draw::Null);
+    (t_interval(&b), aa_control(&own, &b))
+}
+
+/// What the tracing measured at one frequency, beside the direct cost.
+struct TracedTimes {
+    /// Handler time per sample (util runs at F), ns.
+    handler_ns: Option<f64>,
+    /// Whole timer interrupt (local_timer) time per handler call, ns.
+    interrupt_ns: Option<f64>,
+    /// `direct_ns` - interrupt (or - handler without local_timer), ns.
+    remainder_ns: Option<f64>,
+}
+
+impl TracedTimes {
+    /// The util table's times at `freq_hz`, and what of `direct_ns` they
+    /// leave.
+    fn at(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> Self {
+        let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
+        let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
+        let interrupt_ns = util_row
+            .and_then(|u| {
+                u.local_timer_util_pct
+                    .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
+            })
+            .filter(|v| v.is_finite());
+        let remainder_ns = interrupt_ns
+            .or(handler_ns)
+            .map(|x| direct_ns - x)
+            .filter(|v| v.is_finite());
+        Self {
+            handler_ns,
+            interrupt_ns,
+            remainder_ns,
+        }
+    }
+}
+
+/// The row at frequency `f` from its usable runs `at`, the 0 Hz runs
+/// `zero` (with their mean gap share `zero_gap`, %), and the util and loss
+/// tables' rows at `f`.
 fn row_at(
     f: u64,
     at: &[&GapsRun],
@@ -477,29 +443,10 @@ fn row_at(
     let n = at.len();
     let rates: Vec<f64> = at.iter().map(|r| r.rate_hz()).collect();
     let achieved_hz = mean(&rates);
-    let short = |r: &&GapsRun| -> Vec<f64> {
-        r.matched_excess_ns
-            .iter()
-            .filter(|&&e| e < LONG_EPISODE_NS)
-            .map(|&e| e as f64)
-            .collect()
-    };
-    let mut pooled: Vec<f64> = at.iter().flat_map(short).collect();
-    pooled.sort_by(f64::total_cmp);
-    let run_means: Vec<f64> = at
-        .iter()
-        .map(short)
-        .filter(|v| !v.is_empty())
-        .map(|v| mean(&v))
-        .collect();
+    let matched = MatchedEpisodes::of(at);
     let horizon = recovery_horizon_ns(achieved_hz);
-    let (background_ns, aa_null_ns) = if zero.is_empty() {
-        (nan_est(0), None)
-    } else {
-        let b = coincidence_by_run(zero, f, achieved_hz, Draw::Background);
-        let own = coincidence_by_run(zero, f, achieved_hz, Draw::Null);
-        (t_interval(&b), aa_control(&own, &b))
-    };
+    let (background_ns, aa_null_ns) = background_at(zero, f, achieved_hz);
+    // Every per-run quantity needs b: NaN without 0 Hz runs.
     let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
         if zero.is_empty() {
             return nan_est(n);
@@ -510,22 +457,12 @@ fn row_at(
     let total = |r: &GapsRun| direct_cost_ns(r, b) + after_effect_ns(r, horizon);
     let direct_ns = per_run(&|r| direct_cost_ns(r, b));
     let predicted = per_run(&|r| predicted_loss_pct(r.rate_hz(), total(r)));
-    let util_row = util.iter().find(|u| u.freq_hz == f);
-    let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
-    let interrupt_ns = util_row
-        .and_then(|u| {
-            u.local_timer_util_pct
-                .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
-        })
-        .filter(|v| v.is_finite());
-    let remainder_ns = interrupt_ns
-        .or(handler_ns)
-        .map(|x| direct_ns.value - x)
-        .filter(|v| v.is_finite());
+    let traced = TracedTimes::at(util, f, direct_ns.value);
     let paired_loss_pct = loss
         .iter()
         .find(|l| l.freq_hz == f && l.design == Design::Paired)
         .map(|l| l.trusted());
+    let pooled = &matched.pooled_ns;
     PerSampleRow {
         freq_hz: f,
         runs: n,
@@ -534,17 +471,17 @@ fn row_at(
         samples_in_long: at.iter().map(|r| r.samples_in_long).sum(),
         recovery_horizon_ns: horizon,
         matched_episodes: pooled.len(),
-        matched_median_ns: quantile_sorted(&pooled, 0.5),
-        matched_mean_ns: mean(&pooled),
-        matched_p99_ns: quantile_sorted(&pooled, 0.99),
-        matched_mean_by_run_ns: t_interval(&run_means),
+        matched_median_ns: quantile_sorted(pooled, 0.5),
+        matched_mean_ns: mean(pooled),
+        matched_p99_ns: quantile_sorted(pooled, 0.99),
+        matched_mean_by_run_ns: t_interval(&matched.run_means_ns),
         background_ns,
         after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),
         total_ns: per_run(&total),
         direct_ns,
-        handler_ns,
-        interrupt_ns,
-        remainder_ns,
+        handler_ns: traced.handler_ns,
+        interrupt_ns: traced.interrupt_ns,
+        remainder_ns: traced.remainder_ns,
         agreement: paired_loss_pct
             .filter(|_| predicted.value.is_finite())
             .map(|p| agreement(&predicted, &p)),
@@ -558,6 +495,8 @@ fn row_at(
     }
 }
 
+/// Problems of single runs: unmatched samples, dropped gaps, the run's own
+/// warnings, exclusion.
 fn run_warnings(runs: &[GapsRun]) -> Vec<String> {
     let mut w = Vec::new();
     for r in runs {

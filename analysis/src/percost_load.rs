@@ -56,22 +56,15 @@ impl GapsLoad {
     }
 }
 
-/// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
-/// 0) samples. A results directory without gaps runs gives an empty load.
-pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
-    let ok: BTreeMap<u32, &Run> = rs
-        .runs
-        .iter()
-        .filter(|r| r.ok() && is_gaps_run(r))
-        .map(|r| (r.run_id, r))
-        .collect();
-    let mut out = GapsLoad::default();
-    if ok.is_empty() {
-        return Ok(out);
-    }
+/// timeline.csv's rows, one per run, and recovery.csv's, one per run and
+/// bin. A resumed sweep may have appended a run twice: the last rows win,
+/// and a warning says so.
+fn last_rows(
+    rs: &ResultSet,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<TimelineRow>, Vec<RecoveryRow>), AnalysisError> {
     let timeline_all: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
     let recovery_all: Vec<RecoveryRow> = read_csv_rows(&rs.dir.join(RECOVERY_CSV))?;
-    // A resumed sweep may have appended a run twice: the last rows win.
     let n_rows = timeline_all.len();
     let timeline: Vec<TimelineRow> = timeline_all
         .into_iter()
@@ -86,13 +79,64 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         .into_values()
         .collect();
     if timeline.len() < n_rows {
-        out.warnings.push(format!(
+        warnings.push(format!(
             "timeline.csv holds {} rows for {} runs (a resumed sweep repeated runs): the last \
              row of each run is used, and its last recovery.csv row per bin",
             n_rows,
             timeline.len()
         ));
     }
+    Ok((timeline, recovery))
+}
+
+/// Gaps run `id`, whose files could not be read (`e`), as an excluded run:
+/// the file the error names, or its gaps file when the error names none.
+fn excluded_run(rs: &ResultSet, id: u32, e: AnalysisError) -> crate::tables::ExcludedRun {
+    crate::tables::ExcludedRun {
+        run_id: id,
+        path: match &e {
+            AnalysisError::Format(f) => f.path().to_path_buf(),
+            AnalysisError::Corrupt { path, .. } | AnalysisError::Missing { path, .. } => {
+                path.clone()
+            }
+            _ => gaps_path(&rs.dir, id),
+        },
+        reason: e.to_string(),
+    }
+}
+
+/// The warning for ok gaps runs (`ok`) that were never loaded (not in
+/// `seen`), if there are any.
+fn missing_runs_warning(ok: &BTreeMap<u32, &Run>, seen: &[u32]) -> Option<String> {
+    let missing: Vec<String> = ok
+        .keys()
+        .filter(|id| !seen.contains(id))
+        .map(|id| id.to_string())
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "{} ok gaps runs have no usable row in timeline.csv (run_id {}): left out of the \
+             per-sample table",
+            missing.len(),
+            missing.join(", ")
+        )
+    })
+}
+
+/// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
+/// 0) samples. A results directory without gaps runs gives an empty load.
+pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
+    let ok: BTreeMap<u32, &Run> = rs
+        .runs
+        .iter()
+        .filter(|r| r.ok() && is_gaps_run(r))
+        .map(|r| (r.run_id, r))
+        .collect();
+    let mut out = GapsLoad::default();
+    if ok.is_empty() {
+        return Ok(out);
+    }
+    let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;
     let mut rec_by_run: BTreeMap<u32, Vec<RecoveryRow>> = BTreeMap::new();
     for r in &recovery {
         rec_by_run.entry(r.run_id).or_default().push(r.clone());
@@ -121,32 +165,10 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         seen.push(id);
         match read_run(rs, row, run_recovery, &mut out.warnings) {
             Ok(r) => out.runs.push(r),
-            Err(e) => out.excluded.push(crate::tables::ExcludedRun {
-                run_id: id,
-                path: match &e {
-                    AnalysisError::Format(f) => f.path().to_path_buf(),
-                    AnalysisError::Corrupt { path, .. } | AnalysisError::Missing { path, .. } => {
-                        path.clone()
-                    }
-                    _ => gaps_path(&rs.dir, id),
-                },
-                reason: e.to_string(),
-            }),
+            Err(e) => out.excluded.push(excluded_run(rs, id, e)),
         }
     }
-    let missing: Vec<String> = ok
-        .keys()
-        .filter(|id| !seen.contains(id))
-        .map(|id| id.to_string())
-        .collect();
-    if !missing.is_empty() {
-        out.warnings.push(format!(
-            "{} ok gaps runs have no usable row in timeline.csv (run_id {}): left out of the \
-             per-sample table",
-            missing.len(),
-            missing.join(", ")
-        ));
-    }
+    out.warnings.extend(missing_runs_warning(&ok, &seen));
     out.recovery = recovery
         .into_iter()
         .filter(|r| {
@@ -157,6 +179,10 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     Ok(out)
 }
 
+/// Read gaps run `row`'s files: at F = 0 its episodes (gaps file); at F > 0
+/// the excess of each episode its samples matched and how many samples fell
+/// in long episodes (gaps and samples files), checked against timeline.csv's
+/// totals, a disagreement being a warning.
 fn read_run(
     rs: &ResultSet,
     row: TimelineRow,

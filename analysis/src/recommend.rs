@@ -8,8 +8,11 @@
 
 use crate::error::AnalysisError;
 use crate::percost::{Agreement, PerSampleRow, predicted_loss_pct};
-use crate::stats::Estimate;
-use crate::tables::{Analysis, LossRow};
+use crate::tables::Analysis;
+
+mod throughput;
+
+use throughput::recommend_throughput;
 
 /// `basis` of a recommendation from the gaps design.
 pub const MODEL_BASIS: &str = "per-sample cost model (gaps design)";
@@ -48,6 +51,26 @@ pub struct Recommendation {
 }
 
 impl Recommendation {
+    /// A recommendation for `budget_pct` on `basis` that recommends nothing
+    /// yet: resolvable, no rate, no prediction, no reasoning.
+    fn nothing_yet(budget_pct: f64, basis: String) -> Self {
+        Self {
+            budget_pct,
+            max_hz: None,
+            interpolated: false,
+            measured_hz: None,
+            measured_upper_pct: None,
+            suggested_hz: None,
+            resolvable: true,
+            rate_hz: None,
+            predicted_loss_pct: None,
+            predicted_loss_lo_pct: None,
+            predicted_loss_hi_pct: None,
+            basis,
+            reasoning: Vec::new(),
+        }
+    }
+
     /// One-line answer.
     pub fn headline(&self) -> String {
         match (self.suggested_hz, self.max_hz) {
@@ -172,7 +195,7 @@ fn cost_at<'a>(rows: &[&'a PerSampleRow], rate_hz: f64) -> &'a PerSampleRow {
 }
 
 /// The highest rate r <= the highest measured frequency with r x
-/// [`cost_at`](r).hi within the budget. The loss bound is non-decreasing in
+/// `cost_at(r).hi` within the budget. The loss bound is non-decreasing in
 /// r, so walk the segments between measured frequencies.
 pub fn model_max_rate(rows: &[&PerSampleRow], budget_pct: f64) -> f64 {
     let last = rows.len() - 1;
@@ -198,51 +221,30 @@ pub fn model_max_rate(rows: &[&PerSampleRow], budget_pct: f64) -> f64 {
     0.0
 }
 
-fn recommend_model(rows: &[&PerSampleRow], budget_pct: f64) -> Recommendation {
-    let max_hz = model_max_rate(rows, budget_pct);
-    // At a measured frequency the cost may step up: a prime that lands on
-    // it must satisfy the budget with that frequency's cost too.
+/// The prime the model suggests below `max_hz`. At a measured frequency
+/// the cost may step up: a prime that lands on it must satisfy the budget
+/// with that frequency's cost too.
+fn model_suggestion(rows: &[&PerSampleRow], budget_pct: f64, max_hz: f64) -> Option<u64> {
     let within =
         |hz: u64| predicted_loss_pct(hz as f64, cost_at(rows, hz as f64).total_ns.hi) <= budget_pct;
     let mut suggested = nice_prime_below(max_hz);
     while let Some(p) = suggested.filter(|&p| !within(p)) {
         suggested = nice_prime_below((p - 1) as f64);
     }
-    let highest = rows[rows.len() - 1].freq_hz;
-    let measured = rows.iter().rev().find(|r| r.freq_hz as f64 <= max_hz);
-    let mut rec = Recommendation {
-        budget_pct,
-        max_hz: Some(max_hz),
-        interpolated: !rows.iter().any(|r| r.freq_hz as f64 == max_hz),
-        measured_hz: measured.map(|r| r.freq_hz),
-        measured_upper_pct: measured.map(|r| {
-            predicted_loss_pct(
-                r.freq_hz as f64,
-                cost_at(rows, r.freq_hz as f64).total_ns.hi,
-            )
-        }),
-        suggested_hz: suggested,
-        resolvable: true,
-        rate_hz: suggested,
-        predicted_loss_pct: None,
-        predicted_loss_lo_pct: None,
-        predicted_loss_hi_pct: None,
-        basis: MODEL_BASIS.to_string(),
-        reasoning: Vec::new(),
-    };
-    let Some(rate) = suggested else {
-        rec.reasoning = vec![format!(
-            "Even 2 Hz would exceed the {budget_pct}% budget at the cost per sample measured at \
-             {} Hz ({:.0} ns, 95% upper bound {:.0} ns).",
-            rows[0].freq_hz, rows[0].total_ns.value, rows[0].total_ns.hi
-        )];
-        return rec;
-    };
+    suggested
+}
+
+/// The model's first sentence at the suggested `rate`: the predicted loss
+/// with the cost that governs it, and what lies outside the measured rates.
+fn model_prediction_sentence(
+    rows: &[&PerSampleRow],
+    rate: u64,
+    max_hz: f64,
+    budget_pct: f64,
+) -> String {
     let gov = cost_at(rows, rate as f64);
     let loss = |c: f64| predicted_loss_pct(rate as f64, c);
-    rec.predicted_loss_pct = Some(loss(gov.total_ns.value));
-    rec.predicted_loss_lo_pct = Some(loss(gov.total_ns.lo));
-    rec.predicted_loss_hi_pct = Some(loss(gov.total_ns.hi));
+    let highest = rows[rows.len() - 1].freq_hz;
     let mut first = format!(
         "Predicted loss = rate x total cost per sample; at {rate} Hz with the cost measured at {} Hz, {:.0} ns [{:.0}, {:.0}] (the largest upper bound among measured rates <= {rate} Hz): {:.4}% [{:.4}, {:.4}], within the {budget_pct}% budget up to {max_hz:.0} Hz.",
         gov.freq_hz,
@@ -263,12 +265,18 @@ fn recommend_model(rows: &[&PerSampleRow], budget_pct: f64) -> Recommendation {
             rows[0].freq_hz
         ));
     }
+    first
+}
+
+/// The model's second sentence: the suggested `rate` and the paired
+/// throughput losses the model agrees with.
+fn model_basis_sentence(rows: &[&PerSampleRow], rate: u64, max_hz: f64) -> String {
     let checked: Vec<String> = rows
         .iter()
         .filter(|r| r.agreement == Some(Agreement::Agree))
         .map(|r| r.freq_hz.to_string())
         .collect();
-    let second = format!(
+    format!(
         "Suggested {rate} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; basis: {MODEL_BASIS}, {}.",
         if checked.is_empty() {
             "no paired throughput loss resolves to check it against".to_string()
@@ -278,211 +286,47 @@ fn recommend_model(rows: &[&PerSampleRow], budget_pct: f64) -> Recommendation {
                 checked.join(", ")
             )
         }
-    );
-    rec.reasoning = vec![first, second];
-    rec
+    )
 }
 
-/// The throughput basis: the analysis' primary loss rows (paired design
-/// where present) and the fitted loss line.
-fn recommend_throughput(a: &Analysis, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
-    let pts = a.primary_loss();
-    let pts: Vec<_> = pts
-        .into_iter()
-        .filter(|r| r.trusted().hi.is_finite())
-        .collect();
-    if pts.is_empty() {
-        return Err(AnalysisError::Insufficient(
-            "no loss measurement with a 95% interval (need loss runs at 0 Hz and at least one \
-             frequency, two or more repetitions each, or paired runs)"
-                .to_string(),
-        ));
-    }
+/// The model basis: the highest rate within budget on the per-sample cost
+/// `rows`, the prime suggested below it, and the loss predicted there.
+fn recommend_model(rows: &[&PerSampleRow], budget_pct: f64) -> Recommendation {
+    let max_hz = model_max_rate(rows, budget_pct);
+    let suggested = model_suggestion(rows, budget_pct, max_hz);
+    let measured = rows.iter().rev().find(|r| r.freq_hz as f64 <= max_hz);
     let mut rec = Recommendation {
-        budget_pct,
-        max_hz: None,
-        interpolated: false,
-        measured_hz: None,
-        measured_upper_pct: None,
-        suggested_hz: None,
-        resolvable: true,
-        rate_hz: None,
-        predicted_loss_pct: None,
-        predicted_loss_lo_pct: None,
-        predicted_loss_hi_pct: None,
-        basis: "throughput loss (paired design where measured, else classic)".to_string(),
-        reasoning: Vec::new(),
+        max_hz: Some(max_hz),
+        interpolated: !rows.iter().any(|r| r.freq_hz as f64 == max_hz),
+        measured_hz: measured.map(|r| r.freq_hz),
+        measured_upper_pct: measured.map(|r| {
+            predicted_loss_pct(
+                r.freq_hz as f64,
+                cost_at(rows, r.freq_hz as f64).total_ns.hi,
+            )
+        }),
+        suggested_hz: suggested,
+        rate_hz: suggested,
+        ..Recommendation::nothing_yet(budget_pct, MODEL_BASIS.to_string())
     };
-    let lowest = pts[0];
-    let hw = lowest.trusted().half_width();
-    if hw > budget_pct {
-        rec.resolvable = false;
-        rec.reasoning = vec![
-            format!(
-                "The 95% interval of the loss at the lowest measured rate, {} Hz, is +-{:.2} percentage points wide, more than the {budget_pct}% budget.",
-                lowest.freq_hz, hw
-            ),
-            "The data cannot tell whether any rate stays within this budget: measure more repetitions or longer runs (the paired design cancels drift), or give a larger budget.".to_string(),
-        ];
-        return Ok(rec);
-    }
-    // Highest measured frequency below which every measured one is within
-    // budget (conservative against a noisy dip).
-    let mut safe = None;
-    let mut next = None;
-    for r in &pts {
-        if r.trusted().hi <= budget_pct {
-            safe = Some(*r);
-        } else {
-            next = Some(*r);
-            break;
-        }
-    }
-    let Some(safe) = safe else {
-        rec.reasoning = vec![
-            format!(
-                "Even at the lowest measured rate, {} Hz, the loss is {:.3}% with a 95% upper bound of {:.3}%, above the {budget_pct}% budget.",
-                lowest.freq_hz, lowest.trusted().value, lowest.trusted().hi
-            ),
-            "No measured rate is safe; a lower rate may be, but it was not measured (the fixed cost of having perf on may already exceed the budget).".to_string(),
-        ];
-        return Ok(rec);
+    let Some(rate) = suggested else {
+        rec.reasoning = vec![format!(
+            "Even 2 Hz would exceed the {budget_pct}% budget at the cost per sample measured at \
+             {} Hz ({:.0} ns, 95% upper bound {:.0} ns).",
+            rows[0].freq_hz, rows[0].total_ns.value, rows[0].total_ns.hi
+        )];
+        return rec;
     };
-    rec.measured_hz = Some(safe.freq_hz);
-    rec.measured_upper_pct = Some(safe.trusted().hi);
-    let (max_hz, how) = match (next, a.fits.loss_line) {
-        (Some(next), Some(fit)) => budget_on_fit(safe, next, &fit, budget_pct),
-        _ => None,
-    }
-    .map_or((safe.freq_hz as f64, String::new()), |(hz, how)| {
-        rec.interpolated = true;
-        (hz, how)
-    });
-    rec.max_hz = Some(max_hz);
-    rec.suggested_hz = nice_prime_below(max_hz);
-    rec.rate_hz = rec.suggested_hz;
-    rec.basis = format!("throughput loss ({} design)", safe.design);
-    let predicted = predicted_loss(&rec, a, safe);
-    if rec.suggested_hz.is_some() {
-        rec.predicted_loss_pct = Some(predicted.value);
-        rec.predicted_loss_lo_pct = Some(predicted.lo);
-        rec.predicted_loss_hi_pct = Some(predicted.hi);
-    }
-    rec.reasoning = reasoning(&pts, safe, next, &rec, max_hz, &how, budget_pct);
-    Ok(rec)
-}
-
-/// Between the highest measured rate within budget (`safe`) and the first
-/// above it (`next`): where the fitted line's upper 95 % band reaches the
-/// budget, by bisection, and the sentence that says so; None when the fit
-/// does not place it strictly between them.
-fn budget_on_fit(
-    safe: &LossRow,
-    next: &LossRow,
-    fit: &crate::fit::LineFit,
-    budget_pct: f64,
-) -> Option<(f64, String)> {
-    let upper = |f_hz: f64| {
-        let x = f_hz / 1000.0;
-        fit.at(x) + fit.band_half_width(x)
-    };
-    let (mut lo, mut hi) = (safe.freq_hz as f64, next.freq_hz as f64);
-    if upper(lo) > budget_pct || fit.slope <= 0.0 {
-        return None;
-    }
-    if upper(hi) <= budget_pct {
-        lo = hi;
-    } else {
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if upper(mid) <= budget_pct {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-    }
-    // Never above the first measured rate that failed.
-    (lo > safe.freq_hz as f64 && lo < next.freq_hz as f64).then(|| {
-        (
-            lo,
-            format!(
-                " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {:.0} Hz.",
-                fit.intercept, fit.slope, lo
-            ),
-        )
-    })
-}
-
-/// The loss at the suggested rate: on the fitted line when it was
-/// interpolated, else the measured loss of the rate within budget.
-fn predicted_loss(rec: &Recommendation, a: &Analysis, safe: &LossRow) -> Estimate {
-    match (rec.suggested_hz, a.fits.loss_line) {
-        (Some(hz), Some(fit)) if rec.interpolated => {
-            let x = hz as f64 / 1000.0;
-            let (v, h) = (fit.at(x), fit.band_half_width(x));
-            Estimate {
-                value: v,
-                lo: v - h,
-                hi: v + h,
-                se: f64::NAN,
-                n: fit.n,
-            }
-        }
-        // At or below the measured rate within budget: its measured loss
-        // (an upper estimate for a lower rate).
-        _ => safe.trusted(),
-    }
-}
-
-/// The two sentences of the recommendation: what was measured against the
-/// budget, and the suggested rate with the method behind it.
-fn reasoning(
-    pts: &[&LossRow],
-    safe: &LossRow,
-    next: Option<&LossRow>,
-    rec: &Recommendation,
-    max_hz: f64,
-    how: &str,
-    budget_pct: f64,
-) -> Vec<String> {
-    let first = match next {
-        Some(n) => format!(
-            "At {} Hz the loss is {:.3}% (95% upper bound {:.3}% <= {budget_pct}%); at {} Hz the upper bound {:.3}% exceeds the budget.{how}",
-            safe.freq_hz,
-            safe.trusted().value,
-            safe.trusted().hi,
-            n.freq_hz,
-            n.trusted().hi
-        ),
-        None => format!(
-            "Every measured rate is within budget; the highest, {} Hz, loses {:.3}% (95% upper bound {:.3}%); rates above it were not measured, so none is recommended.",
-            safe.freq_hz,
-            safe.trusted().value,
-            safe.trusted().hi
-        ),
-    };
-    let method = if pts.iter().any(|r| r.runs_disagree()) {
-        format!(
-            "{}; the interval over runs decides (at {} Hz the runs disagree: ANOVA p < 0.05)",
-            safe.method,
-            pts.iter()
-                .filter(|r| r.runs_disagree())
-                .map(|r| r.freq_hz.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    } else {
-        safe.method.clone()
-    };
-    let second = match rec.suggested_hz {
-        Some(p) => format!(
-            "Suggested {p} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; loss from the {} design ({method}).",
-            safe.design
-        ),
-        None => format!("Loss from the {} design ({method}).", safe.design),
-    };
-    vec![first, second]
+    let gov = cost_at(rows, rate as f64);
+    let loss = |c: f64| predicted_loss_pct(rate as f64, c);
+    rec.predicted_loss_pct = Some(loss(gov.total_ns.value));
+    rec.predicted_loss_lo_pct = Some(loss(gov.total_ns.lo));
+    rec.predicted_loss_hi_pct = Some(loss(gov.total_ns.hi));
+    rec.reasoning = vec![
+        model_prediction_sentence(rows, rate, max_hz, budget_pct),
+        model_basis_sentence(rows, rate, max_hz),
+    ];
+    rec
 }
 
 #[cfg(test)]

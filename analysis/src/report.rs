@@ -274,39 +274,25 @@ fn fmt_fit_line(fit: &crate::fit::LineFit, unit: &str) -> String {
     format!("{}{lof}", fmt_fit_body(fit, unit))
 }
 
+/// A fit's coefficients, goodness of fit, size and weighting; the slope
+/// with its standard error and 95 % interval either way.
 fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
     let (slo, shi) = fit.slope_ci();
+    let slope_se_ci = format!("(SE {:.4}, 95% CI [{slo:.4}, {shi:.4}])", fit.se_slope);
+    let weighting = if fit.weighted {
+        "weighted 1/var"
+    } else {
+        "unweighted"
+    };
     if fit.through_origin {
         format!(
-            "{:.4} {unit} per kHz (SE {:.4}, 95% CI [{:.4}, {:.4}]), R^2 (uncentred) {:.4}, n {}, {}",
-            fit.slope,
-            fit.se_slope,
-            slo,
-            shi,
-            fit.r2,
-            fit.n,
-            if fit.weighted {
-                "weighted 1/var"
-            } else {
-                "unweighted"
-            }
+            "{:.4} {unit} per kHz {slope_se_ci}, R^2 (uncentred) {:.4}, n {}, {weighting}",
+            fit.slope, fit.r2, fit.n,
         )
     } else {
         format!(
-            "a = {:.4} {unit} (SE {:.4}), b = {:.4} {unit}/kHz (SE {:.4}, 95% CI [{:.4}, {:.4}]), R^2 {:.4}, n {}, {}",
-            fit.intercept,
-            fit.se_intercept,
-            fit.slope,
-            fit.se_slope,
-            slo,
-            shi,
-            fit.r2,
-            fit.n,
-            if fit.weighted {
-                "weighted 1/var"
-            } else {
-                "unweighted"
-            }
+            "a = {:.4} {unit} (SE {:.4}), b = {:.4} {unit}/kHz {slope_se_ci}, R^2 {:.4}, n {}, {weighting}",
+            fit.intercept, fit.se_intercept, fit.slope, fit.r2, fit.n,
         )
     }
 }

@@ -10,6 +10,11 @@ use results_format::{Design, RunKind, RunStatus, Status};
 use crate::load::{ResultSet, Run};
 use crate::tables::{ACHIEVED_RATE_WARN, Analysis, DRIVER_CPU_WARN, distinct};
 
+mod lowered;
+
+use lowered::lowered_limit;
+
+/// The runs' ids, comma-separated.
 fn ids(runs: &[&Run]) -> String {
     let v: Vec<String> = runs.iter().map(|r| r.run_id.to_string()).collect();
     v.join(", ")
@@ -48,19 +53,42 @@ pub(crate) enum Check {
     NoLoss,
 }
 
-/// One warning: the check that raised it and what it says (the runs it
-/// concerns and what to read or do instead).
+/// One warning: the check that raised it, what it found and what to read
+/// or do instead.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Warning {
     pub check: Check,
+    /// What was found: the runs it concerns and what it does to the numbers.
     pub text: String,
+    /// What to read or do instead; None where the check has nothing to
+    /// offer beyond the finding.
+    pub remedy: Option<String>,
 }
 
 impl Warning {
+    /// A warning without a remedy.
     fn new(check: Check, text: impl Into<String>) -> Self {
         Self {
             check,
             text: text.into(),
+            remedy: None,
+        }
+    }
+
+    /// A warning and its remedy.
+    fn with_remedy(check: Check, text: impl Into<String>, remedy: impl Into<String>) -> Self {
+        Self {
+            check,
+            text: text.into(),
+            remedy: Some(remedy.into()),
+        }
+    }
+
+    /// The report's line: the finding, then its remedy after a semicolon.
+    pub fn line(&self) -> String {
+        match &self.remedy {
+            Some(remedy) => format!("{}; {remedy}", self.text),
+            None => self.text.clone(),
         }
     }
 }
@@ -80,7 +108,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
     w.extend(failed(&rs.runs));
     w.extend(throttled(&rs.runs));
     w.extend(records(&rs.runs));
-    w.extend(lowered_limit(&rs.runs).map(|t| Warning::new(Check::LoweredLimit, t)));
+    w.extend(lowered_limit(&rs.runs));
     w.extend(slow_rate(&rs.runs));
     w.extend(driver_cpu(&rs.runs));
     w.extend(runs_disagree(a));
@@ -88,13 +116,15 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
     w.extend(tracing(a));
     w.extend(no_handler(a));
     w.extend(no_loss(&rs.runs, baseline));
-    w.into_iter().map(|w| w.text).collect()
+    w.iter().map(Warning::line).collect()
 }
 
+/// The runs for which `f` holds.
 fn select(runs: &[Run], f: impl Fn(&Run) -> bool) -> Vec<&Run> {
     runs.iter().filter(|r| f(r)).collect()
 }
 
+/// The sweep did not finish. No remedy: the missing runs are simply absent.
 fn incomplete(rs: &ResultSet) -> Option<Warning> {
     (rs.manifest.status != Status::Complete).then(|| {
         Warning::new(
@@ -107,6 +137,7 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
     })
 }
 
+/// One warning per requested event that was replaced by another.
 fn fallbacks(runs: &[Run]) -> Vec<Warning> {
     let mut fallbacks: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
     for r in runs {
@@ -120,18 +151,19 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
     fallbacks
         .iter()
         .map(|((req, got), runs)| {
-            Warning::new(
+            Warning::with_remedy(
                 Check::Fallback,
                 format!(
-                    "fallback event: `{req}` was requested but `{got}` was opened in {} runs; \
-                     the handler is then a different one (see host.handler_source)",
+                    "fallback event: `{req}` was requested but `{got}` was opened in {} runs",
                     runs.len()
                 ),
+                "the handler is then a different one (see host.handler_source)",
             )
         })
         .collect()
 }
 
+/// Failed runs, with their distinct errors. No remedy: they are left out.
 fn failed(runs: &[Run]) -> Option<Warning> {
     let failed = select(runs, |r| !r.ok() && r.status != RunStatus::Excluded);
     if failed.is_empty() {
@@ -153,6 +185,7 @@ fn failed(runs: &[Run]) -> Option<Warning> {
     ))
 }
 
+/// Runs the kernel throttled. No remedy: the achieved rate says how much.
 fn throttled(runs: &[Run]) -> Option<Warning> {
     let throttled = select(runs, |r| r.ok() && r.throttled > 0);
     if throttled.is_empty() {
@@ -172,6 +205,7 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
     ))
 }
 
+/// Runs that lost, duplicated or could not pair records.
 fn records(runs: &[Run]) -> Option<Warning> {
     let lost = select(runs, |r| {
         r.ok() && (r.lost > 0 || r.lost_samples > 0 || r.duplicates > 0 || r.unmatched > 0)
@@ -187,17 +221,19 @@ fn records(runs: &[Run]) -> Option<Warning> {
             acc.3 + r.unmatched,
         )
     });
-    Some(Warning::new(
+    Some(Warning::with_remedy(
         Check::Records,
         format!(
             "records: {l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \
-             entries/exits in {} runs (run_id {}); utilisation of those runs is a lower bound",
+             entries/exits in {} runs (run_id {})",
             lost.len(),
             ids(&lost)
         ),
+        "utilisation of those runs is a lower bound",
     ))
 }
 
+/// Runs whose achieved rate fell well short of the request. No remedy.
 fn slow_rate(runs: &[Run]) -> Option<Warning> {
     let slow = select(runs, |r| {
         r.ok()
@@ -223,6 +259,9 @@ fn slow_rate(runs: &[Run]) -> Option<Warning> {
     ))
 }
 
+/// Runs in which the driver itself was busy while sampling. Its pointer
+/// to the columns is part of the finding's sentence (joined by a colon,
+/// not as a remedy), so it stays in the text.
 fn driver_cpu(runs: &[Run]) -> Option<Warning> {
     let share = |r: &Run| r.driver_cpu_sampling_ns as f64 / r.window_ns.max(1) as f64;
     let busy = select(runs, |r| {
@@ -244,37 +283,41 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
     ))
 }
 
+/// One warning per frequency whose paired loss differs between runs.
 fn runs_disagree(a: &Analysis) -> Vec<Warning> {
     a.loss
         .iter()
         .filter(|r| r.runs_disagree())
         .map(|row| {
             let ((f, p), by_run) = (row.between_runs.unwrap_or_default(), row.trusted());
-            Warning::new(
+            Warning::with_remedy(
                 Check::RunsDisagree,
                 format!(
                     "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
                      losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
-                     [{:.3}, {:.3}]%, understates the uncertainty; the interval over runs, \
-                     [{:.3}, {:.3}]% ({} runs), is the one used everywhere",
-                    row.freq_hz, row.loss_pct.lo, row.loss_pct.hi, by_run.lo, by_run.hi, by_run.n
+                     [{:.3}, {:.3}]%, understates the uncertainty",
+                    row.freq_hz, row.loss_pct.lo, row.loss_pct.hi
+                ),
+                format!(
+                    "the interval over runs, [{:.3}, {:.3}]% ({} runs), is the one used everywhere",
+                    by_run.lo, by_run.hi, by_run.n
                 ),
             )
         })
         .collect()
 }
 
+/// Runs flagged noisy.
 fn noisy(runs: &[Run]) -> Option<Warning> {
     let noisy = select(runs, |r| r.ok() && r.noisy);
     if noisy.is_empty() {
         return None;
     }
     let reasons = distinct(noisy.iter().map(|r| r.noise_reasons.clone()));
-    Some(Warning::new(
+    Some(Warning::with_remedy(
         Check::Noisy,
         format!(
-            "{} runs flagged noisy ({}; run_id {}); they are kept, their spread widens the \
-             intervals",
+            "{} runs flagged noisy ({}; run_id {})",
             noisy.len(),
             if reasons.is_empty() {
                 "steal, involuntary switches or a busy CPU".to_string()
@@ -283,30 +326,34 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
             },
             ids(&noisy)
         ),
+        "they are kept, their spread widens the intervals",
     ))
 }
 
+/// One warning per frequency whose tracepoints cost measurable loss.
 fn tracing(a: &Analysis) -> Vec<Warning> {
     a.tracing
         .iter()
         .filter(|r| r.significant())
         .map(|row| {
-            Warning::new(
+            Warning::with_remedy(
                 Check::Tracing,
                 format!(
                     "tracing overhead at {} Hz: util runs (tracepoints on) lost {:.2}% vs {:.2}% \
                      without tracepoints ({:.2} pp more, beyond 1.96 standard errors of the \
-                     difference); loss is measured in loss runs only",
+                     difference)",
                     row.freq_hz,
                     row.loss_util_runs_pct.value,
                     row.loss_pct.map_or(f64::NAN, |l| l.value),
                     row.tracing_cost_pp()
                 ),
+                "loss is measured in loss runs only",
             )
         })
         .collect()
 }
 
+/// Util runs without handler intervals. No remedy.
 fn no_handler(a: &Analysis) -> Option<Warning> {
     let empty: Vec<u32> = a
         .run_intervals
@@ -325,6 +372,7 @@ fn no_handler(a: &Analysis) -> Option<Warning> {
     })
 }
 
+/// No loss can be computed (no 0 Hz baseline, or no loss runs). No remedy.
 fn no_loss(runs: &[Run], baseline: &[f64]) -> Option<Warning> {
     let has_loss = runs
         .iter()
@@ -345,93 +393,6 @@ fn no_loss(runs: &[Run], baseline: &[f64]) -> Option<Warning> {
     } else {
         None
     }
-}
-
-/// Which runs ran under a perf_event_max_sample_rate below the highest the
-/// sweep saw (the kernel lowers it on its own when sampling interrupts run
-/// long), or saw it go down while they ran; None when it never went down
-/// (or the columns are absent).
-pub(crate) fn lowered_limit(runs: &[Run]) -> Option<String> {
-    let known = |v: Option<u64>| v.filter(|&v| v > 0);
-    let highest = runs
-        .iter()
-        .flat_map(|r| {
-            [
-                known(r.perf_event_max_sample_rate_before),
-                known(r.perf_event_max_sample_rate_after),
-            ]
-        })
-        .flatten()
-        .max()?;
-    let mut under = Vec::new();
-    let mut during = Vec::new();
-    let mut above = Vec::new();
-    let mut lowest = highest;
-    for r in runs {
-        let (Some(b), a) = (
-            known(r.perf_event_max_sample_rate_before),
-            known(r.perf_event_max_sample_rate_after),
-        ) else {
-            continue;
-        };
-        let a = a.unwrap_or(b);
-        if b < highest {
-            under.push(r);
-        } else if a < b {
-            during.push(r);
-        } else {
-            continue;
-        }
-        lowest = lowest.min(a.min(b));
-        if r.freq_hz > a.min(b) {
-            above.push(r);
-        }
-    }
-    if under.is_empty() && during.is_empty() {
-        return None;
-    }
-    let mut parts = Vec::new();
-    if !during.is_empty() {
-        let detail: Vec<String> = during
-            .iter()
-            .map(|r| {
-                format!(
-                    "run {} at {} Hz: {} -> {}",
-                    r.run_id,
-                    r.freq_hz,
-                    r.perf_event_max_sample_rate_before.unwrap_or(0),
-                    r.perf_event_max_sample_rate_after.unwrap_or(0)
-                )
-            })
-            .collect();
-        parts.push(format!(
-            "it went down during {} runs ({})",
-            during.len(),
-            detail.join("; ")
-        ));
-    }
-    if !under.is_empty() {
-        parts.push(format!(
-            "{} runs started under a lowered limit (run_id {})",
-            under.len(),
-            ids(&under)
-        ));
-    }
-    Some(format!(
-        "kernel-lowered sample rate: perf_event_max_sample_rate was {highest} at its highest in \
-         this sweep and went down to {lowest} (the kernel lowers it when sampling interrupts \
-         take more than perf_cpu_time_max_percent of a CPU: \"perf: interrupt took too long\"); \
-         {}{}",
-        parts.join("; "),
-        if above.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; runs asking for more than their limit (run_id {}) were throttled or refused",
-                ids(&above)
-            )
-        }
-    ))
 }
 
 #[cfg(test)]
@@ -469,7 +430,7 @@ mod tests {
             run(2, 4000, 63_000, 63_000),
             run(3, 100_000, 63_000, 50_000),
         ];
-        let w = lowered_limit(&runs).unwrap_or_default();
+        let w = lowered_limit(&runs).map(|w| w.line()).unwrap_or_default();
         assert!(w.contains("run 1 at 100000 Hz: 100000 -> 63000"), "{w}");
         assert!(
             w.contains("2 runs started under a lowered limit (run_id 2, 3)"),
@@ -496,9 +457,22 @@ mod tests {
             "{}",
             t.text
         );
+        assert_eq!(t.remedy, None);
         let f = failed(&runs).unwrap();
         assert_eq!(f.check, Check::Failed);
         assert!(f.text.contains("(run_id 2): workload exited"), "{}", f.text);
+        runs[0].lost = 2;
+        let r = records(&runs).unwrap();
+        assert_eq!(
+            r.remedy.as_deref(),
+            Some("utilisation of those runs is a lower bound")
+        );
+        assert!(
+            r.line()
+                .ends_with("(run_id 1); utilisation of those runs is a lower bound"),
+            "{}",
+            r.line()
+        );
         // Loss runs exist only at 0 Hz here: nothing to compute a loss from.
         runs.iter_mut().for_each(|r| r.kind = RunKind::Util);
         assert_eq!(no_loss(&runs, &[]).map(|w| w.check), Some(Check::NoLoss));

@@ -64,7 +64,140 @@ pub(super) fn fmt_count(n: usize) -> String {
 
 pub(super) const DURATION_BINS: f64 = 100.0;
 
+/// One group kept for the plot: its label, its durations (ns) and their
+/// percentiles.
+struct Group<'a> {
+    label: &'a str,
+    values: &'a [f64],
+    stats: GroupStats,
+}
+
+/// The groups that have durations, each checked (finite, not negative);
+/// an empty group is left out with a warning.
+fn checked_groups<'a>(
+    groups: &'a [(String, Vec<f64>)],
+    file: &Path,
+) -> Result<Vec<Group<'a>>, PlotError> {
+    let mut kept = Vec::new();
+    for (label, values) in groups {
+        let what = format!("durations of group '{label}'");
+        check_finite(file, &what, values)?;
+        if let Some(index) = values.iter().position(|v| *v < 0.0) {
+            return Err(PlotError::InvalidData {
+                file: file.to_path_buf(),
+                what,
+                detail: format!(
+                    "value [{index}] is {} ns; a handler duration cannot be negative \
+                     (check the start/end pairing of the records)",
+                    values[index]
+                ),
+            });
+        }
+        if values.is_empty() {
+            tracing::warn!(group = %label, plot = %file.display(), "duration group is empty; left out of the plot");
+            continue;
+        }
+        kept.push(Group {
+            label,
+            values,
+            stats: group_stats(values),
+        });
+    }
+    Ok(kept)
+}
+
+/// The histogram bins every group shares, in ns: from `lo` in steps of
+/// `width`, `count` of them, the last one holding `top`.
+struct Bins {
+    lo: f64,
+    width: f64,
+    count: usize,
+    /// The largest per-group 99.5th percentile, where the x axis ends.
+    top: f64,
+}
+
+impl Bins {
+    /// About [`DURATION_BINS`] bins of a nice width from the smallest
+    /// duration to the largest per-group 99.5th percentile.
+    fn new(groups: &[Group]) -> Self {
+        let min = groups
+            .iter()
+            .map(|g| g.stats.min)
+            .fold(f64::INFINITY, f64::min);
+        let top = groups
+            .iter()
+            .map(|g| g.stats.p995)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let span = if top > min {
+            top - min
+        } else {
+            (min * 0.1).max(1.0)
+        };
+        // Whole-nanosecond data binned finer than 1 ns would alternate full
+        // and empty bins: never go below 1 ns then.
+        let integral = groups
+            .iter()
+            .all(|g| g.values.iter().all(|v| v.fract() == 0.0));
+        let width = nice_step(span / DURATION_BINS);
+        let width = if integral { width.max(1.0) } else { width };
+        let lo = (min / width).floor() * width;
+        let count = (((top - lo) / width).floor() as usize + 1).max(1);
+        Self {
+            lo,
+            width,
+            count,
+            top,
+        }
+    }
+
+    /// The group's histogram in percent of its values, labelled with its
+    /// size and median, and how many of its values lie beyond the last bin.
+    fn hist(&self, g: &Group) -> (Hist, usize) {
+        let mut counts = vec![0u64; self.count];
+        let mut beyond = 0usize;
+        for &v in g.values {
+            let idx = ((v - self.lo) / self.width) as usize;
+            match counts.get_mut(idx) {
+                Some(c) => *c += 1,
+                None => beyond += 1,
+            }
+        }
+        let n = g.values.len() as f64;
+        let median = g.stats.median;
+        let hist = Hist {
+            label: format!(
+                "{}: n={}, median {} ns",
+                g.label,
+                fmt_count(g.values.len()),
+                TickFmt::new(0.0, median, false).fmt(median)
+            ),
+            pct: counts.iter().map(|&c| 100.0 * c as f64 / n).collect(),
+        };
+        (hist, beyond)
+    }
+
+    /// The notes under the title: where the x axis is clipped, how many of
+    /// the `total` durations lie beyond it, and the bin width.
+    fn notes(&self, beyond: usize, total: usize) -> Vec<String> {
+        let (top, width) = (self.top, self.width);
+        vec![
+            format!(
+                "x axis clipped at the largest per-group 99.5th percentile ({} ns)",
+                TickFmt::new(0.0, top, false).fmt(top),
+            ),
+            format!(
+                "{} of {} durations ({:.2}%) lie beyond it and are not drawn; bin width {} ns",
+                fmt_count(beyond),
+                fmt_count(total),
+                100.0 * beyond as f64 / total as f64,
+                TickFmt::new(0.0, 10.0 * width, false).fmt(width),
+            ),
+        ]
+    }
+}
+
 impl Durations {
+    /// Check the groups, bin them over a shared x range and write the notes.
     pub(super) fn prepare(
         title: &str,
         groups: &[(String, Vec<f64>)],
@@ -76,101 +209,31 @@ impl Durations {
                 detail: "no duration groups were given".to_string(),
             });
         }
-        let mut stats = Vec::new();
-        for (label, values) in groups {
-            let what = format!("durations of group '{label}'");
-            check_finite(file, &what, values)?;
-            if let Some(index) = values.iter().position(|v| *v < 0.0) {
-                return Err(PlotError::InvalidData {
-                    file: file.to_path_buf(),
-                    what,
-                    detail: format!(
-                        "value [{index}] is {} ns; a handler duration cannot be negative \
-                         (check the start/end pairing of the records)",
-                        values[index]
-                    ),
-                });
-            }
-            if values.is_empty() {
-                tracing::warn!(group = %label, plot = %file.display(), "duration group is empty; left out of the plot");
-                continue;
-            }
-            stats.push((label, values, group_stats(values)));
-        }
-        if stats.is_empty() {
+        let kept = checked_groups(groups, file)?;
+        if kept.is_empty() {
             return Err(PlotError::NoData {
                 file: file.to_path_buf(),
                 detail: format!("all {} duration groups are empty", groups.len()),
             });
         }
-        let min = stats.iter().map(|s| s.2.min).fold(f64::INFINITY, f64::min);
-        let top = stats
-            .iter()
-            .map(|s| s.2.p995)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let span = if top > min {
-            top - min
-        } else {
-            (min * 0.1).max(1.0)
-        };
-        // Whole-nanosecond data binned finer than 1 ns would alternate full
-        // and empty bins: never go below 1 ns then.
-        let integral = stats
-            .iter()
-            .all(|(_, values, _)| values.iter().all(|v| v.fract() == 0.0));
-        let width = nice_step(span / DURATION_BINS);
-        let width = if integral { width.max(1.0) } else { width };
-        let lo = (min / width).floor() * width;
-        let nbins = (((top - lo) / width).floor() as usize + 1).max(1);
-
+        let bins = Bins::new(&kept);
         let mut hists = Vec::new();
-        let mut beyond_total = 0usize;
-        let mut total = 0usize;
+        let (mut beyond_total, mut total) = (0usize, 0usize);
         let mut y_max: f64 = 0.0;
-        for (label, values, st) in &stats {
-            let mut counts = vec![0u64; nbins];
-            let mut beyond = 0usize;
-            for &v in values.iter() {
-                let idx = ((v - lo) / width) as usize;
-                match counts.get_mut(idx) {
-                    Some(c) => *c += 1,
-                    None => beyond += 1,
-                }
-            }
-            let n = values.len() as f64;
-            let pct: Vec<f64> = counts.iter().map(|&c| 100.0 * c as f64 / n).collect();
-            y_max = pct.iter().copied().fold(y_max, f64::max);
+        for g in &kept {
+            let (hist, beyond) = bins.hist(g);
+            y_max = hist.pct.iter().copied().fold(y_max, f64::max);
             beyond_total += beyond;
-            total += values.len();
-            hists.push(Hist {
-                label: format!(
-                    "{label}: n={}, median {} ns",
-                    fmt_count(values.len()),
-                    TickFmt::new(0.0, st.median, false).fmt(st.median)
-                ),
-                pct,
-            });
+            total += g.values.len();
+            hists.push(hist);
         }
-        let notes = vec![
-            format!(
-                "x axis clipped at the largest per-group 99.5th percentile ({} ns)",
-                TickFmt::new(0.0, top, false).fmt(top),
-            ),
-            format!(
-                "{} of {} durations ({:.2}%) lie beyond it and are not drawn; bin width {} ns",
-                fmt_count(beyond_total),
-                fmt_count(total),
-                100.0 * beyond_total as f64 / total as f64,
-                TickFmt::new(0.0, 10.0 * width, false).fmt(width),
-            ),
-        ];
         Ok(Self {
             title: title.to_string(),
             hists,
-            lo,
-            width,
+            lo: bins.lo,
+            width: bins.width,
             y_max: if y_max > 0.0 { y_max * 1.12 } else { 1.0 },
-            notes,
+            notes: bins.notes(beyond_total, total),
         })
     }
 

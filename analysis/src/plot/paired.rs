@@ -94,6 +94,87 @@ pub(super) fn paired_legend_entries(traces: &[PairedTrace]) -> usize {
     }
 }
 
+/// The legend marker of a phase kind at legend position `(x, y)`: a filled
+/// circle for sampling on, an open square for sampling off.
+fn phase_marker<'a, DB: DrawingBackend>(
+    on: bool,
+    colour: RGBColor,
+    (x, y): (i32, i32),
+) -> DynElement<'a, DB, (i32, i32)> {
+    if on {
+        Circle::new((x + 10, y), 4, colour.filled()).into_dyn()
+    } else {
+        Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], colour.stroke_width(2)).into_dyn()
+    }
+}
+
+impl Paired {
+    /// The phases of trace `t` with the sampler enabled (`on`) or not, as
+    /// (s since run start, loops/s).
+    fn phase_points(t: &PairedTrace, on: bool) -> Vec<(f64, f64)> {
+        (0..t.t_s.len())
+            .filter(|&j| t.sampling[j] == on)
+            .map(|j| (t.t_s[j], t.rate[j]))
+            .collect()
+    }
+
+    /// Trace `i`: its sampling-on and sampling-off phases, each kind joined
+    /// by a faint line and marked (filled circles on, open squares off);
+    /// the points go to `legend_points`. One trace gets a legend entry per
+    /// kind ("label: sampling on/off"), several one entry per trace.
+    fn draw_trace<'a, DB: DrawingBackend + 'a>(
+        &self,
+        chart: &mut Chart<'a, DB, RangedCoordf64>,
+        i: usize,
+        legend_points: &mut Vec<(f64, f64)>,
+    ) -> DrawResult<DB> {
+        let t = &self.traces[i];
+        let single = self.traces.len() == 1;
+        let (on_c, off_c) = self.colours(i);
+        for on in [true, false] {
+            let pts = Self::phase_points(t, on);
+            if pts.is_empty() {
+                continue;
+            }
+            legend_points.extend(
+                pts.iter()
+                    .map(|p| (frac(p.0, self.x.0, self.x.1), frac(p.1, self.y.0, self.y.1))),
+            );
+            let colour = if on { on_c } else { off_c };
+            chart.draw_series(LineSeries::new(
+                pts.iter().copied(),
+                colour.mix(0.45).stroke_width(1),
+            ))?;
+            let anno = if on {
+                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))?
+            } else {
+                chart.draw_series(pts.iter().map(|&p| {
+                    EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
+                }))?
+            };
+            if single {
+                let prefix = if t.label.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", t.label)
+                };
+                let label = format!("{prefix}sampling {}", if on { "on" } else { "off" });
+                anno.label(label)
+                    .legend(move |c| phase_marker(on, colour, c));
+            }
+        }
+        if !single {
+            chart
+                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                .label(t.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], on_c.stroke_width(3))
+                });
+        }
+        Ok(())
+    }
+}
+
 impl Figure for Paired {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &[])?;
@@ -108,80 +189,19 @@ impl Figure for Paired {
             8,
         )?;
         let mut legend_points = Vec::new();
-        // One trace: legend "label: sampling on/off" in two colours. Several:
-        // one colour per trace, and the marker legend given once, in grey, so
-        // the legend grows by one row per trace rather than two.
-        let single = self.traces.len() == 1;
-        for (i, t) in self.traces.iter().enumerate() {
-            let (on_c, off_c) = self.colours(i);
-            let prefix = if t.label.is_empty() {
-                String::new()
-            } else {
-                format!("{}: ", t.label)
-            };
-            for on in [true, false] {
-                let pts: Vec<(f64, f64)> = (0..t.t_s.len())
-                    .filter(|&j| t.sampling[j] == on)
-                    .map(|j| (t.t_s[j], t.rate[j]))
-                    .collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                legend_points.extend(
-                    pts.iter()
-                        .map(|p| (frac(p.0, self.x.0, self.x.1), frac(p.1, self.y.0, self.y.1))),
-                );
-                let colour = if on { on_c } else { off_c };
-                chart.draw_series(LineSeries::new(
-                    pts.iter().copied(),
-                    colour.mix(0.45).stroke_width(1),
-                ))?;
-                let anno = if on {
-                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))?
-                } else {
-                    chart.draw_series(pts.iter().map(|&p| {
-                        EmptyElement::at(p)
-                            + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
-                    }))?
-                };
-                if single {
-                    let label = format!("{prefix}sampling {}", if on { "on" } else { "off" });
-                    anno.label(label).legend(move |(x, y)| {
-                        if on {
-                            Circle::new((x + 10, y), 4, colour.filled()).into_dyn()
-                        } else {
-                            Rectangle::new(
-                                [(x + 6, y - 4), (x + 14, y + 4)],
-                                colour.stroke_width(2),
-                            )
-                            .into_dyn()
-                        }
-                    });
-                }
-            }
-            if !single {
-                chart
-                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
-                    .label(t.label.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], on_c.stroke_width(3))
-                    });
-            }
+        for i in 0..self.traces.len() {
+            self.draw_trace(&mut chart, i, &mut legend_points)?;
         }
-        if !single {
+        // Several traces: one colour per trace, and the marker legend given
+        // once, in grey, so the legend grows by one row per trace rather
+        // than two.
+        if self.traces.len() != 1 {
             let grey = RGBColor(90, 90, 90);
             for on in [true, false] {
                 chart
                     .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
                     .label(if on { "sampling on" } else { "sampling off" })
-                    .legend(move |(x, y)| {
-                        if on {
-                            Circle::new((x + 10, y), 4, grey.filled()).into_dyn()
-                        } else {
-                            Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], grey.stroke_width(2))
-                                .into_dyn()
-                        }
-                    });
+                    .legend(move |c| phase_marker(on, grey, c));
             }
         }
         let entries = paired_legend_entries(&self.traces);

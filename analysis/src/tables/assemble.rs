@@ -35,24 +35,21 @@ pub(super) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> Resu
     out
 }
 
-/// Build all tables: those of the primary sample contents (with every 0 Hz
-/// run), and the same analysis for each other contents, side by side in
-/// `by_contents`, with the throttle predicted for each. A run whose events,
-/// gaps or samples file cannot be read is left out (listed in
-/// [`Analysis::excluded`], the warnings and on stderr); the analysis fails
-/// only when no ok run is left.
-pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
-    use crate::contents;
-    let names = contents::contents_of(rs);
+/// The analysis of each sample contents `names` of `rs` (the primary
+/// first) over the gaps load `gaps`. The primary carries the warnings about
+/// the contents; another carries only what its own gaps runs showed, with
+/// its name.
+fn analyse_each(
+    rs: &ResultSet,
+    names: &[String],
+    gaps: &crate::percost_load::GapsLoad,
+) -> Result<Vec<(String, Analysis)>, AnalysisError> {
     let mut each = Vec::with_capacity(names.len());
-    // The gaps files are read once: the 0 Hz runs belong to every
-    // configuration of their workload.
-    let gaps = crate::percost_load::load_gaps(rs)?;
-    for name in &names {
-        let sub = contents::subset(rs, name);
-        let mut a = analyse_one(&sub, &gaps)?;
+    for name in names {
+        let sub = crate::contents::subset(rs, name);
+        let mut a = analyse_one(&sub, gaps)?;
         if each.is_empty() {
-            a.warnings.extend(contents_warnings(rs, &names));
+            a.warnings.extend(contents_warnings(rs, names));
         } else {
             // The run-level warnings are the primary's too; what only this
             // configuration's gaps runs showed (samples in no gap, a full
@@ -65,18 +62,14 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         }
         each.push((name.clone(), a));
     }
-    let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
-    let by_contents = contents::rows(rs, &refs);
-    let after_rows = crate::aftereffect::rows(&refs);
-    let hardware = rs
-        .runs
-        .iter()
-        .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
-    let throttle = contents::ThrottleLimits::from_manifest(rs)
-        .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
-    // Every contents' excluded runs (0 Hz runs are in each subset: once).
+    Ok(each)
+}
+
+/// Every contents' excluded runs, once each (0 Hz runs are in each
+/// subset), by run id; each logged as a warning.
+fn all_excluded(each: &[(String, Analysis)]) -> Vec<ExcludedRun> {
     let mut excluded: Vec<ExcludedRun> = Vec::new();
-    for (_, a) in &each {
+    for (_, a) in each {
         for x in &a.excluded {
             if !excluded.iter().any(|e| e.run_id == x.run_id) {
                 excluded.push(x.clone());
@@ -87,20 +80,51 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     for x in &excluded {
         tracing::warn!("{}", x.line());
     }
-    if !excluded.is_empty()
-        && !rs
-            .runs
-            .iter()
-            .any(|r| r.ok() && !excluded.iter().any(|x| x.run_id == r.run_id))
-    {
-        let lines: Vec<String> = excluded.iter().map(ExcludedRun::line).collect();
-        return Err(AnalysisError::Insufficient(format!(
-            "{}: no usable run left ({}); re-run the sweep (or `driver sweep --resume` after \
-             removing the damaged runs' rows from runs.csv)",
-            rs.dir.display(),
-            lines.join("; ")
-        )));
+    excluded
+}
+
+/// An error when runs were excluded and no ok run of `rs` is left.
+fn some_run_left(rs: &ResultSet, excluded: &[ExcludedRun]) -> Result<(), AnalysisError> {
+    let left = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && !excluded.iter().any(|x| x.run_id == r.run_id));
+    if excluded.is_empty() || left {
+        return Ok(());
     }
+    let lines: Vec<String> = excluded.iter().map(ExcludedRun::line).collect();
+    Err(AnalysisError::Insufficient(format!(
+        "{}: no usable run left ({}); re-run the sweep (or `driver sweep --resume` after \
+         removing the damaged runs' rows from runs.csv)",
+        rs.dir.display(),
+        lines.join("; ")
+    )))
+}
+
+/// Build all tables: those of the primary sample contents (with every 0 Hz
+/// run), and the same analysis for each other contents, side by side in
+/// `by_contents`, with the throttle predicted for each. A run whose events,
+/// gaps or samples file cannot be read is left out (listed in
+/// [`Analysis::excluded`], the warnings and on stderr); the analysis fails
+/// only when no ok run is left.
+pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+    use crate::contents;
+    let names = contents::contents_of(rs);
+    // The gaps files are read once: the 0 Hz runs belong to every
+    // configuration of their workload.
+    let gaps = crate::percost_load::load_gaps(rs)?;
+    let mut each = analyse_each(rs, &names, &gaps)?;
+    let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let by_contents = contents::rows(rs, &refs);
+    let after_rows = crate::aftereffect::rows(&refs);
+    let hardware = rs
+        .runs
+        .iter()
+        .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
+    let throttle = contents::ThrottleLimits::from_manifest(rs)
+        .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
+    let excluded = all_excluded(&each);
+    some_run_left(rs, &excluded)?;
     let others: Vec<String> = each
         .iter()
         .skip(1)

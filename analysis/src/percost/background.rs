@@ -1,0 +1,136 @@
+//! The background coincidence b: the excess a sampler at F would match on
+//! the 0 Hz gaps runs by coincidence alone, drawn with periodic timestamps
+//! from random phases, and the A/A null control that checks it
+//! (docs/methodology.md, "Gaps design").
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{GapsRun, LONG_EPISODE_NS};
+use crate::stats::{Estimate, t_interval};
+use results_format::timeline::{Episode, match_times};
+
+/// Sampler timestamps drawn per 0 Hz run and frequency, at least (in
+/// replications of one run's length each).
+pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
+/// Replications (independent random phases) per 0 Hz run, at least.
+pub const MIN_REPLICATIONS: usize = 8;
+
+/// Excess per timestamp that a sampler at `rate_hz` would match on one run
+/// by coincidence: `replications` times, timestamps one period apart from a
+/// random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as the
+/// sampler is), matched with [`match_times`]; the sum of the excess of the
+/// distinct matched episodes of each replication (as `matched_excess_ns`
+/// counts them), over all replications, / the number of timestamps.
+pub fn coincidence_per_timestamp(
+    episodes: &[Episode],
+    start_ns: u64,
+    end_ns: u64,
+    rate_hz: f64,
+    replications: usize,
+    rng: &mut ChaCha8Rng,
+) -> f64 {
+    if !rate_hz.is_finite() || rate_hz <= 0.0 || end_ns <= start_ns || replications == 0 {
+        return f64::NAN;
+    }
+    let period = 1e9 / rate_hz;
+    let window = (end_ns - start_ns) as f64;
+    let (mut excess, mut stamps) = (0u64, 0usize);
+    let mut times = Vec::new();
+    for _ in 0..replications {
+        let phase: f64 = rng.random::<f64>() * period;
+        times.clear();
+        let mut k = 0.0;
+        while phase + k * period < window {
+            times.push(start_ns + (phase + k * period) as u64);
+            k += 1.0;
+        }
+        let mut last = -1i64;
+        for m in match_times(episodes, &times) {
+            let e = usize::try_from(m).ok().and_then(|i| episodes.get(i));
+            match e {
+                // In a stretch the CPU was taken away: left out, as the
+                // samples in one are.
+                Some(e) if e.excess_ns >= LONG_EPISODE_NS => continue,
+                Some(e) if m != last => {
+                    excess += e.excess_ns;
+                    last = m;
+                }
+                _ => {}
+            }
+            stamps += 1;
+        }
+    }
+    if stamps == 0 {
+        return f64::NAN;
+    }
+    excess as f64 / stamps as f64
+}
+
+/// The replications needed on a run of `window_ns` at `rate_hz` to draw at
+/// least [`COINCIDENCE_TIMESTAMPS`] timestamps (and [`MIN_REPLICATIONS`]).
+pub fn replications_for(window_ns: f64, rate_hz: f64) -> usize {
+    let per = (window_ns * 1e-9 * rate_hz).max(1.0);
+    ((COINCIDENCE_TIMESTAMPS as f64 / per).ceil() as usize).max(MIN_REPLICATIONS)
+}
+
+/// Which random stream a coincidence draw uses: b and the A/A control must
+/// not reuse each other's timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// b, the background coincidence.
+    Background,
+    /// The A/A null control.
+    Null,
+}
+
+/// The generator for one run, frequency and purpose: seeded from the
+/// run id, one stream per (frequency, purpose).
+pub fn draw_rng(run_id: u32, freq_hz: u64, draw: Draw) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(run_id));
+    rng.set_stream(freq_hz.wrapping_mul(2) + u64::from(draw == Draw::Null));
+    rng
+}
+
+/// Coincidence per timestamp on each 0 Hz run at `rate_hz` (same order as
+/// `zero`), one thread per run (the draws dominate the report's time).
+pub fn coincidence_by_run(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64, draw: Draw) -> Vec<f64> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = zero
+            .iter()
+            .map(|r| {
+                s.spawn(move || {
+                    let mut rng = draw_rng(r.row.run_id, freq_hz, draw);
+                    coincidence_per_timestamp(
+                        &r.episodes,
+                        r.row.loop_start_ns,
+                        r.row.loop_end_ns,
+                        rate_hz,
+                        replications_for(r.window_ns(), rate_hz),
+                        &mut rng,
+                    )
+                })
+            })
+            .collect();
+        // A draw that panicked is NaN: b is then unavailable, not wrong.
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(f64::NAN))
+            .collect()
+    })
+}
+
+/// The A/A null control: per 0 Hz run i, its own coincidence (drawn from
+/// the null stream) minus the mean of the others' b (leave-one-out); t
+/// interval over the runs. None below two runs.
+pub fn aa_control(own: &[f64], b_by_run: &[f64]) -> Option<Estimate> {
+    let n = own.len();
+    if n < 2 || b_by_run.len() != n {
+        return None;
+    }
+    let total: f64 = b_by_run.iter().sum();
+    let diffs: Vec<f64> = (0..n)
+        .map(|i| own[i] - (total - b_by_run[i]) / (n - 1) as f64)
+        .collect();
+    Some(t_interval(&diffs))
+}

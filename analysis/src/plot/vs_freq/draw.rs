@@ -1,0 +1,223 @@
+//! Drawing the measured-series-against-frequency chart: bands, fit lines,
+//! series with their error bars, and the legend.
+
+use super::*;
+
+impl VsFreq {
+    /// `v` as a fraction of the plot's width, on a log or linear x axis.
+    fn x_frac(&self, v: f64) -> f64 {
+        if self.log_x {
+            frac(v.log10(), self.x.0.log10(), self.x.1.log10())
+        } else {
+            frac(v, self.x.0, self.x.1)
+        }
+    }
+
+    /// A point as fractions of the plot's width and height (0,0 = lower
+    /// left), as [`legend_corner`] takes it.
+    fn plot_frac(&self, (x, y): (f64, f64)) -> (f64, f64) {
+        (self.x_frac(x), frac(y, self.y.0, self.y.1))
+    }
+
+    /// The colour of fit `i`: the fits take the palette after the series.
+    fn fit_colour(&self, i: usize) -> RGBColor {
+        PALETTE[(self.series.len() + i) % PALETTE.len()]
+    }
+
+    /// The fits whose band can be drawn (two points or more), with their
+    /// colours.
+    fn fits_with_band(&self) -> impl Iterator<Item = (&FitLine, RGBColor)> {
+        self.fits
+            .iter()
+            .enumerate()
+            .filter(|(_, pf)| pf.fit.band_x.len() >= 2)
+            .map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
+    }
+
+    /// The x tick labels: compact powers of ten on a log axis, else plain
+    /// numbers.
+    fn x_tick_label(&self) -> impl Fn(&f64) -> String + use<> {
+        let log_x = self.log_x;
+        let x_fmt = TickFmt::new(self.x.0, self.x.1, true);
+        move |v: &f64| {
+            if log_x {
+                fmt_log_tick(*v)
+            } else {
+                x_fmt.fmt(*v)
+            }
+        }
+    }
+
+    /// The y tick format: log10 values on a log axis, else plain numbers.
+    fn y_tick_fmt(&self) -> TickFmt {
+        if self.log_y {
+            TickFmt::log10()
+        } else {
+            TickFmt::new(self.y.0, self.y.1, false)
+        }
+    }
+
+    /// The fits' confidence bands, as filled polygons.
+    fn draw_bands<DB, X>(&self, chart: &mut Chart<'_, DB, X>) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = f64>,
+    {
+        for (fit, colour) in self.fits_with_band() {
+            let upper = fit.band_x.iter().zip(&fit.band_hi);
+            let lower = fit.band_x.iter().zip(&fit.band_lo).rev();
+            let poly: Vec<(f64, f64)> = upper.chain(lower).map(|(x, y)| (*x, *y)).collect();
+            chart.draw_series(std::iter::once(Polygon::new(
+                poly,
+                colour.mix(0.18).filled(),
+            )))?;
+        }
+        Ok(())
+    }
+
+    /// The fit lines, solid and dashed; their points go to `legend_points`.
+    fn draw_fit_lines<DB, X>(
+        &self,
+        chart: &mut Chart<'_, DB, X>,
+        legend_points: &mut Vec<(f64, f64)>,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = f64>,
+    {
+        for (i, pf) in self.fits.iter().enumerate() {
+            let style = self.fit_colour(i).stroke_width(2);
+            chart.draw_series(LineSeries::new(pf.solid.iter().copied(), style))?;
+            for part in &pf.dashed {
+                chart.draw_series(DashedLineSeries::new(part.iter().copied(), 8, 6, style))?;
+            }
+            legend_points.extend(pf.line_points().map(|&p| self.plot_frac(p)));
+        }
+        Ok(())
+    }
+
+    /// Series `i`: its error bars with end caps, its points in the series'
+    /// marker (circle, triangle, square in turn) and its legend entry; the
+    /// bars' ends go to `legend_points`.
+    fn draw_series<'a, DB, X>(
+        &self,
+        chart: &mut Chart<'a, DB, X>,
+        i: usize,
+        legend_points: &mut Vec<(f64, f64)>,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64>,
+    {
+        let s = &self.series[i];
+        let colour = PALETTE[i % PALETTE.len()];
+        let bar = colour.stroke_width(1);
+        let bars: Vec<usize> = (0..s.x.len()).filter(|&j| s.y_hi[j] > s.y_lo[j]).collect();
+        chart.draw_series(
+            bars.iter()
+                .map(|&j| PathElement::new(vec![(s.x[j], s.y_lo[j]), (s.x[j], s.y_hi[j])], bar)),
+        )?;
+        chart.draw_series(bars.iter().flat_map(|&j| {
+            [s.y_lo[j], s.y_hi[j]].map(|y| {
+                EmptyElement::at((s.x[j], y)) + PathElement::new(vec![(-4, 0), (4, 0)], bar)
+            })
+        }))?;
+        let pts = s.x.iter().zip(&s.y).map(|(x, y)| (*x, *y));
+        let anno = match i % 3 {
+            0 => chart.draw_series(pts.map(|p| Circle::new(p, 4, colour.filled())))?,
+            1 => chart.draw_series(pts.map(|p| TriangleMarker::new(p, 6, colour.filled())))?,
+            _ => chart.draw_series(pts.map(|p| {
+                EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], colour.filled())
+            }))?,
+        };
+        anno.label(s.label.clone()).legend(move |(x, y)| {
+            let c = (x + 10, y);
+            match i % 3 {
+                0 => Circle::new(c, 4, colour.filled()).into_dyn(),
+                1 => TriangleMarker::new(c, 6, colour.filled()).into_dyn(),
+                _ => Rectangle::new([(c.0 - 4, c.1 - 4), (c.0 + 4, c.1 + 4)], colour.filled())
+                    .into_dyn(),
+            }
+        });
+        for j in 0..s.x.len() {
+            legend_points.push(self.plot_frac((s.x[j], s.y_lo[j])));
+            legend_points.push(self.plot_frac((s.x[j], s.y_hi[j])));
+        }
+        Ok(())
+    }
+
+    /// Legend entries for the fit lines, then for their bands; the shapes
+    /// themselves were drawn before the series so the points stay on top.
+    fn fit_legend_entries<'a, DB, X>(&self, chart: &mut Chart<'a, DB, X>) -> DrawResult<DB>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64>,
+    {
+        let nothing = || std::iter::empty::<PathElement<(f64, f64)>>();
+        for (i, PreparedFit { fit, .. }) in self.fits.iter().enumerate() {
+            let colour = self.fit_colour(i);
+            chart
+                .draw_series(nothing())?
+                .label(fit.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+        }
+        for (fit, colour) in self.fits_with_band() {
+            chart
+                .draw_series(nothing())?
+                .label(format!("{}: confidence band", fit.label))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 20, y + 6)], colour.mix(0.18).filled())
+                });
+        }
+        Ok(())
+    }
+
+    /// The whole chart in its frame: bands first so points and lines stay on
+    /// top, then fit lines, series, and the legend in the corner with fewest
+    /// points.
+    fn draw_chart<DB, XS>(&self, area: &DrawingArea<DB, Shift>, x_spec: XS) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        XS: AsRangedCoord<Value = f64>,
+        XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let mut chart = framed_chart(
+            area,
+            x_spec,
+            self.y,
+            (self.x_label.as_str(), self.y_label.as_str()),
+            &self.x_tick_label(),
+            self.y_tick_fmt(),
+            10,
+        )?;
+        let mut legend_points = Vec::new();
+        self.draw_bands(&mut chart)?;
+        self.draw_fit_lines(&mut chart, &mut legend_points)?;
+        for i in 0..self.series.len() {
+            self.draw_series(&mut chart, i, &mut legend_points)?;
+        }
+        self.fit_legend_entries(&mut chart)?;
+        let entries = self.series.len() + self.fits.len() + self.fits_with_band().count();
+        let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
+        let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
+        legend_style(&mut chart, pos)
+    }
+}
+
+impl Figure for VsFreq {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let area = header(root, &self.title, &self.notes)?;
+        if self.log_x {
+            let (bold, light) = log_ticks(self.x.0, self.x.1);
+            let spec = (self.x.0..self.x.1)
+                .log_scale()
+                .with_key_points(bold)
+                .with_light_points(light);
+            self.draw_chart(&area, spec)
+        } else {
+            self.draw_chart(&area, self.x.0..self.x.1)
+        }
+    }
+}

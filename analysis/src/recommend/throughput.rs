@@ -1,0 +1,221 @@
+//! The throughput basis of a recommendation: the measured throughput loss
+//! (paired design where present, else classic) against the budget, read
+//! between measured rates off the fitted loss line's upper 95 % band.
+
+use super::{Recommendation, nice_prime_below};
+use crate::error::AnalysisError;
+use crate::stats::Estimate;
+use crate::tables::{Analysis, LossRow};
+
+/// The highest measured loss row within budget below which every measured
+/// one is too (conservative against a noisy dip), and the first row above
+/// the budget; `pts` by frequency.
+fn safe_and_next<'a>(
+    pts: &[&'a LossRow],
+    budget_pct: f64,
+) -> (Option<&'a LossRow>, Option<&'a LossRow>) {
+    let mut safe = None;
+    for r in pts {
+        if r.trusted().hi <= budget_pct {
+            safe = Some(*r);
+        } else {
+            return (safe, Some(*r));
+        }
+    }
+    (safe, None)
+}
+
+/// Why nothing is recommended when the loss interval at the `lowest`
+/// measured rate is wider (`half_width`, percentage points) than the budget.
+fn unresolvable_reasons(lowest: &LossRow, half_width: f64, budget_pct: f64) -> Vec<String> {
+    vec![
+        format!(
+            "The 95% interval of the loss at the lowest measured rate, {} Hz, is +-{:.2} percentage points wide, more than the {budget_pct}% budget.",
+            lowest.freq_hz, half_width
+        ),
+        "The data cannot tell whether any rate stays within this budget: measure more repetitions or longer runs (the paired design cancels drift), or give a larger budget.".to_string(),
+    ]
+}
+
+/// Why nothing is recommended when even the `lowest` measured rate exceeds
+/// the budget.
+fn none_safe_reasons(lowest: &LossRow, budget_pct: f64) -> Vec<String> {
+    vec![
+        format!(
+            "Even at the lowest measured rate, {} Hz, the loss is {:.3}% with a 95% upper bound of {:.3}%, above the {budget_pct}% budget.",
+            lowest.freq_hz, lowest.trusted().value, lowest.trusted().hi
+        ),
+        "No measured rate is safe; a lower rate may be, but it was not measured (the fixed cost of having perf on may already exceed the budget).".to_string(),
+    ]
+}
+
+/// The throughput basis: the analysis' primary loss rows (paired design
+/// where present) and the fitted loss line.
+pub(super) fn recommend_throughput(
+    a: &Analysis,
+    budget_pct: f64,
+) -> Result<Recommendation, AnalysisError> {
+    let pts = a.primary_loss();
+    let pts: Vec<_> = pts
+        .into_iter()
+        .filter(|r| r.trusted().hi.is_finite())
+        .collect();
+    if pts.is_empty() {
+        return Err(AnalysisError::Insufficient(
+            "no loss measurement with a 95% interval (need loss runs at 0 Hz and at least one \
+             frequency, two or more repetitions each, or paired runs)"
+                .to_string(),
+        ));
+    }
+    let mut rec = Recommendation::nothing_yet(
+        budget_pct,
+        "throughput loss (paired design where measured, else classic)".to_string(),
+    );
+    let lowest = pts[0];
+    let hw = lowest.trusted().half_width();
+    if hw > budget_pct {
+        rec.resolvable = false;
+        rec.reasoning = unresolvable_reasons(lowest, hw, budget_pct);
+        return Ok(rec);
+    }
+    let (safe, next) = safe_and_next(&pts, budget_pct);
+    let Some(safe) = safe else {
+        rec.reasoning = none_safe_reasons(lowest, budget_pct);
+        return Ok(rec);
+    };
+    rec.measured_hz = Some(safe.freq_hz);
+    rec.measured_upper_pct = Some(safe.trusted().hi);
+    let (max_hz, how) = match (next, a.fits.loss_line) {
+        (Some(next), Some(fit)) => budget_on_fit(safe, next, &fit, budget_pct),
+        _ => None,
+    }
+    .map_or((safe.freq_hz as f64, String::new()), |(hz, how)| {
+        rec.interpolated = true;
+        (hz, how)
+    });
+    rec.max_hz = Some(max_hz);
+    rec.suggested_hz = nice_prime_below(max_hz);
+    rec.rate_hz = rec.suggested_hz;
+    rec.basis = format!("throughput loss ({} design)", safe.design);
+    let predicted = predicted_loss(&rec, a, safe);
+    if rec.suggested_hz.is_some() {
+        rec.predicted_loss_pct = Some(predicted.value);
+        rec.predicted_loss_lo_pct = Some(predicted.lo);
+        rec.predicted_loss_hi_pct = Some(predicted.hi);
+    }
+    rec.reasoning = reasoning(&pts, safe, next, &rec, max_hz, &how, budget_pct);
+    Ok(rec)
+}
+
+/// Between the highest measured rate within budget (`safe`) and the first
+/// above it (`next`): where the fitted line's upper 95 % band reaches the
+/// budget, by bisection, and the sentence that says so; None when the fit
+/// does not place it strictly between them.
+fn budget_on_fit(
+    safe: &LossRow,
+    next: &LossRow,
+    fit: &crate::fit::LineFit,
+    budget_pct: f64,
+) -> Option<(f64, String)> {
+    let upper = |f_hz: f64| {
+        let x = f_hz / 1000.0;
+        fit.at(x) + fit.band_half_width(x)
+    };
+    let (mut lo, mut hi) = (safe.freq_hz as f64, next.freq_hz as f64);
+    if upper(lo) > budget_pct || fit.slope <= 0.0 {
+        return None;
+    }
+    if upper(hi) <= budget_pct {
+        lo = hi;
+    } else {
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if upper(mid) <= budget_pct {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    // Never above the first measured rate that failed.
+    (lo > safe.freq_hz as f64 && lo < next.freq_hz as f64).then(|| {
+        (
+            lo,
+            format!(
+                " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {:.0} Hz.",
+                fit.intercept, fit.slope, lo
+            ),
+        )
+    })
+}
+
+/// The loss at the suggested rate: on the fitted line when it was
+/// interpolated, else the measured loss of the rate within budget.
+fn predicted_loss(rec: &Recommendation, a: &Analysis, safe: &LossRow) -> Estimate {
+    match (rec.suggested_hz, a.fits.loss_line) {
+        (Some(hz), Some(fit)) if rec.interpolated => {
+            let x = hz as f64 / 1000.0;
+            let (v, h) = (fit.at(x), fit.band_half_width(x));
+            Estimate {
+                value: v,
+                lo: v - h,
+                hi: v + h,
+                se: f64::NAN,
+                n: fit.n,
+            }
+        }
+        // At or below the measured rate within budget: its measured loss
+        // (an upper estimate for a lower rate).
+        _ => safe.trusted(),
+    }
+}
+
+/// The two sentences of the recommendation: what was measured against the
+/// budget, and the suggested rate with the method behind it.
+fn reasoning(
+    pts: &[&LossRow],
+    safe: &LossRow,
+    next: Option<&LossRow>,
+    rec: &Recommendation,
+    max_hz: f64,
+    how: &str,
+    budget_pct: f64,
+) -> Vec<String> {
+    let first = match next {
+        Some(n) => format!(
+            "At {} Hz the loss is {:.3}% (95% upper bound {:.3}% <= {budget_pct}%); at {} Hz the upper bound {:.3}% exceeds the budget.{how}",
+            safe.freq_hz,
+            safe.trusted().value,
+            safe.trusted().hi,
+            n.freq_hz,
+            n.trusted().hi
+        ),
+        None => format!(
+            "Every measured rate is within budget; the highest, {} Hz, loses {:.3}% (95% upper bound {:.3}%); rates above it were not measured, so none is recommended.",
+            safe.freq_hz,
+            safe.trusted().value,
+            safe.trusted().hi
+        ),
+    };
+    let method = if pts.iter().any(|r| r.runs_disagree()) {
+        format!(
+            "{}; the interval over runs decides (at {} Hz the runs disagree: ANOVA p < 0.05)",
+            safe.method,
+            pts.iter()
+                .filter(|r| r.runs_disagree())
+                .map(|r| r.freq_hz.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        safe.method.clone()
+    };
+    let second = match rec.suggested_hz {
+        Some(p) => format!(
+            "Suggested {p} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; loss from the {} design ({method}).",
+            safe.design
+        ),
+        None => format!("Loss from the {} design ({method}).", safe.design),
+    };
+    vec![first, second]
+}
