@@ -3,7 +3,7 @@
 //! left out and listed.
 
 use super::*;
-use results_format::RunStatus;
+use results_format::{EventKind, RunStatus};
 
 /// A run left out of the analysis because one of its files is unreadable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let hardware = rs
         .runs
         .iter()
-        .any(|r| matches!(r.event.as_str(), "cycles" | "instructions"));
+        .any(|r| r.event.parse().is_ok_and(|e: EventKind| e.is_hardware()));
     let throttle = contents::ThrottleLimits::from_manifest(rs)
         .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
     let excluded = all_excluded(&each);
