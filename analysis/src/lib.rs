@@ -23,7 +23,6 @@ pub mod percost;
 pub mod percost_load;
 mod percost_report;
 pub mod plot;
-mod plots;
 pub mod recommend;
 pub mod reference;
 pub mod report;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 
+pub(crate) mod figures;
 mod markdown;
 use crate::load::{ResultSet, load};
 use crate::recommend::recommend;
@@ -46,7 +47,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
-    let plots = crate::plots::write_plots(&out, &analysis, &reference);
+    let plots = crate::report::figures::write_plots(&out, &analysis, &reference);
     let command_section = if command.is_empty() {
         String::new()
     } else {

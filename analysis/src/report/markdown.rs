@@ -8,7 +8,7 @@ pub(super) fn render(
     rs: &ResultSet,
     a: &Analysis,
     r: &Reference,
-    plot_outcome: &crate::plots::PlotOutcome,
+    plot_outcome: &crate::report::figures::PlotOutcome,
     command: &str,
 ) -> String {
     let mut s = String::new();
@@ -77,7 +77,7 @@ fn header(s: &mut String, rs: &ResultSet, a: &Analysis) {
 }
 
 /// Everything switched or doubtful, with the plots that failed.
-fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::plots::PlotOutcome) {
+fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures::PlotOutcome) {
     let _ = writeln!(s, "## Warnings\n");
     if a.warnings.is_empty() && plot_outcome.errors.is_empty() {
         let _ = writeln!(s, "None.\n");

@@ -1,4 +1,4 @@
-//! The report's plots, drawn through the plotting module (`plot`).
+//! The report's figures: which tables each plot draws, through the plotting module (`plot`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
