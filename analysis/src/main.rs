@@ -48,25 +48,6 @@ enum Command {
     },
 }
 
-fn init_logging(verbose: u8) {
-    // -v and -vv mean what they mean in `driver`; only the quiet default
-    // differs (the driver's info lines are its progress, the analysis's are
-    // timings).
-    let default = match verbose {
-        0 => "warn",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only on a terminal: logs redirected to a file stay plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-}
-
 fn run() -> anyhow::Result<ExitCode> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -76,7 +57,7 @@ fn run() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
-    init_logging(cli.verbose);
+    workload::cli::init_logging("warn", cli.verbose);
     match cli.command {
         Command::Report { dir } => {
             let started = std::time::Instant::now();

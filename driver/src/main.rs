@@ -36,23 +36,6 @@ enum Command {
     },
 }
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only on a terminal: logs redirected to a file stay plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .init();
-}
-
 /// A bad flag value in the form of the driver's other usage errors: one
 /// line naming the value, the flag and the fix (clap's own message spans
 /// several lines). None for other clap errors, help and version.
@@ -96,7 +79,7 @@ fn run() -> anyhow::Result<ExitCode> {
         let argv = std::iter::once(OsString::from("workload")).chain(args.iter().cloned());
         return Ok(workload::cli::main_from(argv));
     }
-    init_logging(cli.verbose);
+    workload::cli::init_logging("info", cli.verbose);
     match &cli.command {
         Command::Probe(args) => driver::probe::cli(args),
         Command::Sweep(args) => driver::sweep::cli(args),

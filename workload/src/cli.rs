@@ -103,6 +103,27 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Installs a binary's log subscriber, the same for `workload`, `driver`
+/// and `analysis`: stderr (stdout carries data only), colour only on a
+/// terminal, the level from RUST_LOG, else `-v` (debug) or `-vv` (trace),
+/// else `quiet` (each binary's default: the driver's info lines are its
+/// progress, the others' are timings).
+pub fn init_logging(quiet: &str, verbose: u8) {
+    let default = match verbose {
+        0 => quiet,
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
 /// Parses `args` (program name first) and runs the workload; returns the exit code.
 pub fn main_from<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
