@@ -6,34 +6,19 @@
 //!
 //! Each test uses its own state directory (PERF_OVERHEAD_STATE_DIR), so it
 //! never touches a real sweep's lock; the sysctl is the real one and is put
-//! back by the test itself if an assertion fails. Needs root and perf;
-//! fails under PERF_TESTS=require when they are missing, else skips.
+//! back by the test itself if an assertion fails. Needs root and perf
+//! (`common::perf_ready`, the real-kernel tests' one readiness check).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 use driver::hoststate::{LOCK_FILE, STATE_DIR_ENV, STATE_FILE, read_owner, read_state};
 use driver::results::read_manifest;
 use driver::system::MAX_SAMPLE_RATE_PATH;
-
-fn perf_available() -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("not root (the test changes a sysctl)".into());
-    }
-    driver::sampler::resolve_event(driver::sampler::EventKind::CpuClock)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-fn skip(reason: &str) -> bool {
-    if std::env::var("PERF_TESTS").as_deref() == Ok("require") {
-        panic!("PERF_TESTS=require but perf is unavailable: {reason}");
-    }
-    eprintln!("skipping: {reason}");
-    true
-}
 
 fn rate() -> u64 {
     std::fs::read_to_string(MAX_SAMPLE_RATE_PATH)
@@ -137,9 +122,7 @@ fn stderr_of(c: &mut Command) -> (bool, String) {
 
 #[test]
 fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
-    if let Err(r) = perf_available()
-        && skip(&r)
-    {
+    if !common::perf_ready() {
         return;
     }
     let original = rate();
@@ -215,9 +198,7 @@ fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
 
 #[test]
 fn resume_after_kill_9_restores_first_and_keeps_the_original_in_the_manifest() {
-    if let Err(r) = perf_available()
-        && skip(&r)
-    {
+    if !common::perf_ready() {
         return;
     }
     let original = rate();
@@ -268,9 +249,7 @@ fn resume_after_kill_9_restores_first_and_keeps_the_original_in_the_manifest() {
 
 #[test]
 fn a_second_sweep_refuses_naming_the_first() {
-    if let Err(r) = perf_available()
-        && skip(&r)
-    {
+    if !common::perf_ready() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
