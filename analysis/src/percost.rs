@@ -33,8 +33,7 @@ pub use background::{
     coincidence_per_timestamp, draw_rng, replications_for,
 };
 
-/// Unmatched samples above this share of a run's samples are a warning.
-pub const UNMATCHED_WARN: f64 = 0.01;
+pub use results_format::timeline::UNMATCHED_WARN;
 /// z for the agreement test (two-sided 95 %).
 pub const AGREE_Z: f64 = 1.96;
 /// An episode with more excess than this is not an interrupt's cost but
@@ -501,7 +500,7 @@ fn run_warnings(runs: &[GapsRun]) -> Vec<String> {
     let mut w = Vec::new();
     for r in runs {
         let t = &r.row;
-        if t.samples > 0 && t.unmatched_samples as f64 > UNMATCHED_WARN * t.samples as f64 {
+        if t.too_many_unmatched() {
             w.push(format!(
                 "gaps run {} at {} Hz: {} of {} samples ({:.1}%) fell in no gap of the workload's \
                  timeline (more than {:.0}%): their cost is not in the direct cost; check the \

@@ -158,6 +158,19 @@ pub struct TimelineRow {
     pub warnings: String,
 }
 
+/// A gaps run is warned about when more than this share of its samples
+/// fall in no gap (on the development VM every sample fell in one).
+pub const UNMATCHED_WARN: f64 = 0.01;
+
+impl TimelineRow {
+    /// More than [`UNMATCHED_WARN`] of the run's samples fell in no gap:
+    /// their cost is not in the direct cost (the driver logs it, the
+    /// analysis warns of it).
+    pub fn too_many_unmatched(&self) -> bool {
+        self.samples > 0 && self.unmatched_samples as f64 > UNMATCHED_WARN * self.samples as f64
+    }
+}
+
 /// One bin of one run's speed-recovery histogram (a row of `recovery.csv`):
 /// the stamped chunks that ended between `from_ns` and `to_ns` after the end
 /// of the last gap.

@@ -81,7 +81,11 @@ fn write_timeline(
         rep: run.rep,
         ..t.row.clone()
     };
+    let unmatched = crate::gaps::unmatched_warning(&row);
     for w in row.warnings.split("; ").filter(|w| !w.is_empty()) {
+        tracing::warn!("run {} timeline: {w}", run.run_id);
+    }
+    if let Some(w) = unmatched {
         tracing::warn!("run {} timeline: {w}", run.run_id);
     }
     dir.append_rows(TIMELINE_CSV, &[row])?;
