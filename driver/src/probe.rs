@@ -442,14 +442,25 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
         .map_or_else(|| "unknown".into(), |x| x.to_string())
 }
 
+/// What `driver probe` says of the hypervisor: its name when sysfs or DMI
+/// gives one, else whether /proc/cpuinfo's `hypervisor` flag says there is
+/// one (a VM whose type is not exposed, as in Firecracker).
+fn hypervisor_line(f: &HostFacts) -> String {
+    match (&f.hypervisor, f.hypervisor_flag) {
+        (Some(h), true) => format!("{h} (cpuinfo hypervisor flag set)"),
+        (Some(h), false) => format!("{h} (cpuinfo hypervisor flag not set)"),
+        (None, true) => {
+            "present, type unknown (cpuinfo hypervisor flag set; no /sys/hypervisor/type or DMI vendor)"
+                .to_owned()
+        }
+        (None, false) => "none (no cpuinfo hypervisor flag, no /sys/hypervisor/type or DMI vendor)".to_owned(),
+    }
+}
+
 fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[String]) {
     println!("kernel                      {} ({})", f.kernel, f.machine);
     println!("cpu model                   {}", f.cpu_model);
-    println!(
-        "hypervisor                  {} (cpuinfo flag: {})",
-        f.hypervisor.as_deref().unwrap_or("none found"),
-        f.hypervisor_flag
-    );
+    println!("hypervisor                  {}", hypervisor_line(f));
     println!(
         "hardware PMU                {}{}",
         if f.pmu_present { "present" } else { "absent" },
