@@ -67,7 +67,7 @@ pub struct CommandRun {
     /// CLOCK_MONOTONIC_RAW when its exit was reported.
     pub ended_at_ns: u64,
     /// User CPU time of the command and the children it waited for, ns
-    /// (/proc/<pid>/stat, clock-tick resolution).
+    /// (`/proc/<pid>/stat`, clock-tick resolution).
     pub user_ns: u64,
     /// System CPU time, likewise.
     pub sys_ns: u64,
@@ -83,7 +83,7 @@ pub enum CommandError {
     /// It could not be started.
     #[error("cannot start {program}: {message}")]
     Spawn {
-        /// argv[0].
+        /// `argv[0]`.
         program: String,
         /// The OS error.
         message: String,
@@ -370,7 +370,7 @@ fn read_usage(pid: u32) -> Usage {
     u
 }
 
-/// (utime + cutime, stime + cstime) in clock ticks from /proc/<pid>/stat
+/// (utime + cutime, stime + cstime) in clock ticks from `/proc/<pid>/stat`
 /// (fields 14-17; the command name in field 2 may hold spaces and
 /// parentheses, so fields are counted after its last `)`).
 fn stat_cpu_ticks(stat: &str) -> (u64, u64) {

@@ -203,6 +203,10 @@ impl ExperimentFile {
 /// stays text and is split and looked up by [`SweepOptions::resolve`]. A bad value is reported on one line naming
 /// the value, the flag and the fix (the driver's `main` renders clap's
 /// error that way), with exit status 2.
+// The fields' doc comments are `driver sweep --help`'s text, written for a
+// terminal: `dwarf[:SIZE]` and `results/<UTC time>-<host>` are not links or
+// HTML there.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct FlagSettings {
     /// Sampling frequencies in Hz, comma-separated (0 Hz is always added).

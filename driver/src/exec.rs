@@ -36,7 +36,7 @@ pub const NOISY_NIVCSW_PER_S: f64 = 10.0;
 /// systematic, e.g. perf refused, rather than a one-off crash).
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 
-/// One handler interval (one row of events/run-<id>.parquet).
+/// One handler interval (one row of `events/run-<id>.parquet`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interval {
     /// CPU the handler ran on.
@@ -151,7 +151,7 @@ pub trait Backend {
     }
 }
 
-/// Writes a util run's intervals (events/run-<id>.parquet); pluggable so
+/// Writes a util run's intervals (`events/run-<id>.parquet`); pluggable so
 /// tests need not write parquet.
 pub type IntervalWriter<'a> = &'a dyn Fn(&std::path::Path, &[Interval]) -> Result<(), String>;
 

@@ -198,7 +198,7 @@ pub fn snap_hz(rate: f64) -> Option<u64> {
         .find(|&hz| (rate - hz as f64).abs() <= 0.1 * hz as f64)
 }
 
-/// CAP_PERFMON (bit 38) of CapEff in a /proc/<pid>/status text.
+/// CAP_PERFMON (bit 38) of CapEff in a `/proc/<pid>/status` text.
 pub fn cap_perfmon_from_status(status: &str) -> Option<bool> {
     let hex = status
         .lines()

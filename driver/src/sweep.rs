@@ -25,6 +25,10 @@ pub struct SweepArgs {
 /// The flags of `driver sweep`: the settings ([`FlagSettings`], merged
 /// over an experiment file by [`crate::config::SweepOptions::resolve`])
 /// and what to do with them.
+// The fields' doc comments are `driver sweep --help`'s text, written for a
+// terminal: `dwarf[:SIZE]` and `results/<UTC time>-<host>` are not links or
+// HTML there.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SweepFlags {
     /// The settings.

@@ -165,7 +165,7 @@ pub struct PhaseRow {
     /// The run's frequency, to group phases without a join.
     pub freq_hz: u64,
     /// The workload's CPU time and run-queue wait in the phase
-    /// (/proc/<pid>/schedstat), to see contention from other tasks.
+    /// (`/proc/<pid>/schedstat`), to see contention from other tasks.
     pub task_ns: u64,
     pub wait_ns: u64,
     /// The phase's group of four, its order (ABBA or BAAB), and the run's

@@ -14,7 +14,7 @@ use crate::sampler::Sampler;
 use crate::system::{monotonic_ns, monotonic_raw_ns, sleep_until_monotonic};
 
 /// (time on CPU, time runnable but waiting) of a task, ns, from
-/// /proc/<pid>/schedstat; zeros when unreadable.
+/// `/proc/<pid>/schedstat`; zeros when unreadable.
 fn read_schedstat(path: &Path) -> (u64, u64) {
     let Ok(text) = std::fs::read_to_string(path) else {
         return (0, 0);

@@ -87,7 +87,7 @@ pub struct SamplerConfig {
     /// What each sample of the sampling event carries.
     pub contents: SampleContents,
     /// PERF_SAMPLE_* bits added to the tracepoints' records (default none:
-    /// the lean layout of [`trace_sample_type`]). `perf record` writes
+    /// the lean layout of `trace_sample_type`). `perf record` writes
     /// IP, TID, CPU and PERIOD on them too; setting those reproduces its
     /// instrument, for comparisons with it.
     pub trace_extra_fields: u64,

@@ -61,7 +61,7 @@ pub(super) fn resolve_options(
 }
 
 /// Step 2: the results directory (the resumed one, `--out`, or
-/// results/<UTC time>-<host>), never one that exists.
+/// `results/<UTC time>-<host>`), never one that exists.
 pub(super) fn output_dir(
     args: &SweepFlags,
     resumed: Option<&(PathBuf, Manifest)>,
