@@ -341,6 +341,7 @@ fn workload_outcome(
         wall_ns: report.wall_ns,
         nvcsw: report.nvcsw,
         nivcsw: report.nivcsw,
+        wait_ns: report.wait_ns,
         user_ns: report.user_ns,
         sys_ns: report.sys_ns,
         overrun_ns: u64::try_from(report.overrun_ns).unwrap_or(0),

@@ -75,6 +75,9 @@ pub struct CommandRun {
     pub nvcsw: u64,
     /// Involuntary context switches of the command's main process.
     pub nivcsw: u64,
+    /// Run-queue wait of the command's main process (its children's is
+    /// not counted), ns; None without schedstat.
+    pub wait_ns: Option<u64>,
 }
 
 /// Why a run of the command has no result.
@@ -121,6 +124,7 @@ struct Usage {
     sys_ns: u64,
     nvcsw: u64,
     nivcsw: u64,
+    wait_ns: Option<u64>,
 }
 
 /// Runs `argv` once pinned to `cpu` (it and everything it starts inherit
@@ -190,6 +194,7 @@ pub fn run_pinned(
         sys_ns: exited.usage.sys_ns,
         nvcsw: exited.usage.nvcsw,
         nivcsw: exited.usage.nivcsw,
+        wait_ns: exited.usage.wait_ns,
     })
 }
 
@@ -348,7 +353,8 @@ pub fn tail(text: &str, max: usize) -> String {
     format!("...{}", &text[start..])
 }
 
-/// A zombie's CPU times and context switches (zeros when unreadable).
+/// A zombie's CPU times, context switches and run-queue wait (zeros, and
+/// no wait, when unreadable).
 fn read_usage(pid: u32) -> Usage {
     let mut u = Usage::default();
     let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
@@ -357,6 +363,9 @@ fn read_usage(pid: u32) -> Usage {
         u.user_ns = user.saturating_mul(tick_ns);
         u.sys_ns = sys.saturating_mul(tick_ns);
     }
+    u.wait_ns = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_ascii_whitespace().nth(1)?.parse().ok());
     if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
         for line in status.lines() {
             let value = |l: &str| l.split(':').nth(1).and_then(|v| v.trim().parse().ok());

@@ -92,9 +92,28 @@ fn quick_experiment_end_to_end() {
                 .exists()
         );
     }
+    let schedstat = std::path::Path::new("/proc/self/schedstat").exists();
     for r in &rows {
         assert!(out.join(format!("workload/run-{}.json", r.run_id)).exists());
         assert!(r.iterations > 0);
+        // Other tasks' share of the run is timed where the kernel can, and
+        // it is a share of the run, not more.
+        assert_eq!(r.wait_ns.is_some(), schedstat, "run {}", r.run_id);
+        assert!(r.wait_ns.unwrap_or(0) < r.wall_ns, "run {}", r.run_id);
+        let timed_reason = r.noise_reasons.contains("run-queue wait");
+        assert!(
+            !r.noise_reasons.contains("involuntary") || !schedstat,
+            "{}",
+            r.noise_reasons
+        );
+        assert_eq!(
+            timed_reason,
+            r.wait_ns
+                .is_some_and(|w| w as f64 > 0.001 * r.wall_ns as f64),
+            "run {}: {}",
+            r.run_id,
+            r.noise_reasons
+        );
     }
 
     // Paired loss per frequency: 1 - on-rate / off-rate, pooled over runs.

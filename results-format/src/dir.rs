@@ -86,6 +86,8 @@ impl ResultsDir {
             let p = root.join(sub);
             std::fs::create_dir_all(&p).map_err(FormatError::io(&p))?;
         }
+        check_columns(&root.join(RUNS_CSV), &run_columns())?;
+        check_columns(&root.join(PHASES_CSV), &phase_columns())?;
         Ok(ResultsDir {
             root: root.to_owned(),
             runs: csv_appender(&root.join(RUNS_CSV))?,
@@ -184,6 +186,30 @@ impl ResultsDir {
     }
 }
 
+/// An existing CSV's header is `expected` (a missing or empty file passes:
+/// the appender writes rows under no header only if it was never written).
+fn check_columns(path: &Path, expected: &[String]) -> Result<(), FormatError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let Some(header) = text.lines().next() else {
+        return Ok(());
+    };
+    let found: Vec<&str> = header.split(',').collect();
+    let n = found.len().max(expected.len());
+    for i in 0..n {
+        let (f, e) = (found.get(i).copied(), expected.get(i).map(String::as_str));
+        if f != e {
+            return Err(FormatError::Columns {
+                path: path.to_owned(),
+                found: f.unwrap_or("").to_owned(),
+                expected: e.unwrap_or("").to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn csv_appender(path: &Path) -> Result<csv::Writer<File>, FormatError> {
     let file = OpenOptions::new()
         .create(true)
@@ -272,6 +298,13 @@ mod tests {
         assert_eq!(read_runs(&root).unwrap().len(), 3);
         let text = std::fs::read_to_string(root.join(RUNS_CSV)).unwrap();
         assert_eq!(text.matches("run_id,kind").count(), 1);
+        // A sweep whose runs.csv has another driver's columns is refused.
+        std::fs::write(root.join(RUNS_CSV), "run_id,kind,design\n1,loss,classic\n").unwrap();
+        let e = ResultsDir::open_existing(&root).err().unwrap().to_string();
+        assert!(
+            e.contains("another driver version") && e.contains("`block`"),
+            "{e}"
+        );
     }
 
     #[test]

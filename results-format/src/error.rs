@@ -26,6 +26,20 @@ pub enum FormatError {
         reason: String,
     },
 
+    /// A CSV to append to (`--resume`) has other columns than this build
+    /// writes: rows appended to it would land under the wrong names.
+    #[error(
+        "{path}: its columns are not the ones this driver writes (first difference: `{found}` where this driver writes `{expected}`); another driver version started this sweep: finish it with that driver, or start a new sweep"
+    )]
+    Columns {
+        /// The file.
+        path: PathBuf,
+        /// The file's column at the first difference (empty: fewer columns).
+        found: String,
+        /// This build's column there (empty: fewer columns).
+        expected: String,
+    },
+
     /// A required column is absent from a table.
     #[error("{path}: no column `{column}` (see docs/results-format.md)")]
     MissingColumn {
@@ -125,6 +139,7 @@ impl FormatError {
             Self::Missing { path, .. }
             | Self::Corrupt { path, .. }
             | Self::MissingColumn { path, .. }
+            | Self::Columns { path, .. }
             | Self::FormatVersion { path, .. }
             | Self::Exists { path }
             | Self::Io { path, .. }

@@ -120,6 +120,10 @@ pub struct RunRow {
     pub perf_event_max_sample_rate_after: Option<u64>,
     pub perf_cpu_time_max_percent_before: Option<u64>,
     pub perf_cpu_time_max_percent_after: Option<u64>,
+    /// The workload's time on the run queue while runnable during the run
+    /// (`/proc/<pid>/schedstat`): what other tasks on its CPU took; for a
+    /// command, its main process only. Empty when not measured.
+    pub wait_ns: Option<u64>,
 }
 
 impl RunRow {

@@ -34,6 +34,12 @@ pub struct RunReport {
     pub nivcsw: u64,
     /// Minor page faults during the loop.
     pub minflt: u64,
+    /// Time the loop's thread waited on the run queue while runnable during
+    /// the loop, i.e. what other tasks on its CPU took from it
+    /// (`/proc/thread-self/schedstat`, field 2); `null` when the kernel has
+    /// no schedstat (CONFIG_SCHED_INFO off).
+    #[serde(default)]
+    pub wait_ns: Option<u64>,
     /// CPU (sched_getcpu) just before the loop.
     pub cpu_start: u32,
     /// CPU (sched_getcpu) just after the loop.

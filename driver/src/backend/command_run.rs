@@ -39,6 +39,7 @@ impl RealBackend {
             wall_ns: run.wall_ns,
             nvcsw: run.nvcsw,
             nivcsw: run.nivcsw,
+            wait_ns: run.wait_ns,
             user_ns: run.user_ns,
             sys_ns: run.sys_ns,
             steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),

@@ -4,12 +4,16 @@
 
 use results_format::RunStatus;
 
-use super::{MadeRun, NOISY_NIVCSW_PER_S, NOISY_STEAL_FRACTION, RunOutcome, RunSpec};
+use super::{
+    MadeRun, NOISY_NIVCSW_PER_S, NOISY_STEAL_FRACTION, NOISY_WAIT_FRACTION, RunOutcome, RunSpec,
+};
 use crate::plan::PlannedRun;
 use crate::results::RunRow;
 use crate::system::{PerfLimits, QuietReport};
 
-/// Noise verdict of a run: reasons, empty when clean.
+/// Noise verdict of a run: reasons, empty when clean. Other tasks on the
+/// workload's CPU are judged by the time they took from it (run-queue
+/// wait); only when that is not measured, by its involuntary switches.
 pub fn noise_reasons(quiet: &QuietReport, outcome: &RunOutcome) -> Vec<String> {
     let mut reasons = Vec::new();
     if !quiet.quiet {
@@ -22,8 +26,17 @@ pub fn noise_reasons(quiet: &QuietReport, outcome: &RunOutcome) -> Vec<String> {
             100.0 * outcome.steal_ns as f64 / wall
         ));
     }
-    if outcome.nivcsw as f64 > NOISY_NIVCSW_PER_S * wall / 1e9 {
-        reasons.push(format!("{} involuntary context switches", outcome.nivcsw));
+    match outcome.wait_ns {
+        Some(wait) if wait as f64 > NOISY_WAIT_FRACTION * wall => reasons.push(format!(
+            "run-queue wait {:.2}% of wall (other tasks on its CPU)",
+            100.0 * wait as f64 / wall
+        )),
+        Some(_) => {}
+        None if outcome.nivcsw as f64 > NOISY_NIVCSW_PER_S * wall / 1e9 => reasons.push(format!(
+            "{} involuntary context switches (no schedstat to time them)",
+            outcome.nivcsw
+        )),
+        None => {}
     }
     reasons
 }
@@ -118,6 +131,7 @@ fn fill_row(row: &mut RunRow, out: &RunOutcome) {
     row.steal_ns = out.steal_ns;
     row.nvcsw = out.nvcsw;
     row.nivcsw = out.nivcsw;
+    row.wait_ns = out.wait_ns;
     row.user_ns = out.user_ns;
     row.sys_ns = out.sys_ns;
     row.overrun_ns = out.overrun_ns;
@@ -189,4 +203,41 @@ pub fn lowered_limit_warning(
             String::new()
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(wall_ns: u64, wait_ns: Option<u64>, nivcsw: u64) -> RunOutcome {
+        RunOutcome {
+            wall_ns,
+            wait_ns,
+            nivcsw,
+            ..RunOutcome::default()
+        }
+    }
+
+    #[test]
+    fn other_tasks_are_judged_by_the_time_they_took_and_by_switches_only_without_it() {
+        let quiet = QuietReport {
+            quiet: true,
+            ..QuietReport::default()
+        };
+        // 8 s with 150 switches (18/s) that took 2.4 ms (0.03 %): clean.
+        assert!(noise_reasons(&quiet, &run(8_000_000_000, Some(2_400_000), 150)).is_empty());
+        // The same switches taking 16 ms (0.2 %): noisy, said in time.
+        let r = noise_reasons(&quiet, &run(8_000_000_000, Some(16_000_000), 150));
+        assert_eq!(
+            r,
+            vec!["run-queue wait 0.20% of wall (other tasks on its CPU)"]
+        );
+        // No schedstat: the count decides, and says why.
+        let r = noise_reasons(&quiet, &run(8_000_000_000, None, 150));
+        assert_eq!(
+            r,
+            vec!["150 involuntary context switches (no schedstat to time them)"]
+        );
+        assert!(noise_reasons(&quiet, &run(8_000_000_000, None, 50)).is_empty());
+    }
 }

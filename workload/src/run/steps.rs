@@ -116,6 +116,10 @@ struct Timed {
     margin: Duration,
     /// When the loop saw the timer's signal, ns after its start.
     signal_seen_ns: Option<u64>,
+    /// Run-queue wait before and after (None: no schedstat).
+    wait0: Option<u64>,
+    /// See `wait0`.
+    wait1: Option<u64>,
     /// getrusage before and after.
     usage0: sys::Usage,
     /// See `usage0`.
@@ -138,6 +142,7 @@ fn timed_loop<W: Work>(
     let stop = sys::stop_flag();
     let publish = setup.writer.as_ref().map(CounterWriter::iterations_slot);
 
+    let wait0 = run_queue_wait_ns();
     let usage0 = sys::getrusage_self().ok_or(RunError::Rusage)?;
     let cpu_start = rustix::thread::sched_getcpu() as u32;
     #[cfg(target_arch = "x86_64")]
@@ -180,6 +185,7 @@ fn timed_loop<W: Work>(
     }
     let cpu_end = rustix::thread::sched_getcpu() as u32;
     let usage1 = sys::getrusage_self().ok_or(RunError::Rusage)?;
+    let wait1 = run_queue_wait_ns();
     Ok(Timed {
         count,
         start_ns,
@@ -187,6 +193,8 @@ fn timed_loop<W: Work>(
         tsc_ticks,
         margin,
         signal_seen_ns,
+        wait0,
+        wait1,
         usage0,
         usage1,
         cpu_start,
@@ -276,6 +284,10 @@ fn run_report(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunReport
         nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
         nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
         minflt: usage1.minflt.saturating_sub(usage0.minflt),
+        wait_ns: timed
+            .wait1
+            .zip(timed.wait0)
+            .map(|(b, a)| b.saturating_sub(a)),
         cpu_start: timed.cpu_start,
         cpu_end: timed.cpu_end,
         start_ns: timed.start_ns,
@@ -291,4 +303,12 @@ fn run_report(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunReport
         counter: opts.counter.as_ref().map(|p| p.display().to_string()),
         timeline,
     })
+}
+
+/// The calling thread's time waiting on the run queue while runnable, ns
+/// (`/proc/thread-self/schedstat`: run time, wait time, time slices); None
+/// when the kernel has no schedstat.
+pub(crate) fn run_queue_wait_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
 }
