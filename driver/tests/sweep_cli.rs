@@ -4,15 +4,10 @@
 
 use assert_cmd::Command;
 
+mod common;
+
 fn sweep(args: &[&str], out: &std::path::Path) -> assert_cmd::assert::Assert {
-    Command::cargo_bin("driver")
-        .unwrap()
-        .arg("sweep")
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .arg("--no-report")
-        .assert()
+    common::sweep_into(args, out).arg("--no-report").assert()
 }
 
 fn check_rejected(args: &[&str], needles: &[&str]) {

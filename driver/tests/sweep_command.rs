@@ -6,19 +6,13 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use driver::results::{read_manifest, read_runs};
 use results_format::{Design, RunKind, RunStatus};
 
 mod common;
 
 fn sweep(args: &[&str], out: &Path) -> std::process::Output {
-    Command::cargo_bin("driver")
-        .unwrap()
-        .arg("sweep")
-        .args(args)
-        .arg("--out")
-        .arg(out)
+    common::sweep_into(args, out)
         .timeout(std::time::Duration::from_secs(240))
         .output()
         .unwrap()

@@ -41,3 +41,10 @@ pub fn skip_or_fail(reason: &str) {
     }
     eprintln!("skipping: {reason} (PERF_TESTS=require makes this a failure)");
 }
+
+/// `driver sweep ARGS --out OUT`, to be run by the caller.
+pub fn sweep_into(args: &[&str], out: &std::path::Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("driver").expect("the driver binary");
+    c.arg("sweep").args(args).arg("--out").arg(out);
+    c
+}
