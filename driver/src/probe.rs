@@ -257,7 +257,7 @@ pub fn probe_host() -> HostFacts {
         hypervisor: hypervisor(),
         pmu_present,
         pmu_error,
-        sampling_event: event.name().into(),
+        sampling_event: event.as_str().into(),
         sampling_event_reason,
         handler_source: event.handler_source().as_str().into(),
         tracefs: tracefs_path.map(|p| p.display().to_string()),
@@ -327,7 +327,7 @@ pub fn self_test(
     let mut durs: Vec<u64> = out.intervals.iter().map(|i| i.duration_ns).collect();
     durs.sort_unstable();
     Ok(SelfTest {
-        event: event.name().into(),
+        event: event.as_str().into(),
         freq_hz,
         cpu,
         samples: out.samples,
@@ -406,7 +406,7 @@ pub fn cli(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
         let cpu = facts.online_cpus.last().copied().unwrap_or(0);
         Some(
             self_test(event, 1000, cpu, Duration::from_millis(300)).unwrap_or_else(|e| SelfTest {
-                event: event.name().into(),
+                event: event.as_str().into(),
                 freq_hz: 1000,
                 cpu,
                 samples: 0,

@@ -276,7 +276,7 @@ impl Sampler {
             .filter(|e| matches!(e.role, Role::Sampling))
         {
             sys::enable(ev.fd.as_fd()).map_err(|e| {
-                PerfError::os("ioctl(PERF_EVENT_IOC_ENABLE)", self.cfg.event.name(), e)
+                PerfError::os("ioctl(PERF_EVENT_IOC_ENABLE)", self.cfg.event.as_str(), e)
             })?;
         }
         Ok(())
@@ -290,7 +290,7 @@ impl Sampler {
             .filter(|e| matches!(e.role, Role::Sampling))
         {
             sys::disable(ev.fd.as_fd()).map_err(|e| {
-                PerfError::os("ioctl(PERF_EVENT_IOC_DISABLE)", self.cfg.event.name(), e)
+                PerfError::os("ioctl(PERF_EVENT_IOC_DISABLE)", self.cfg.event.as_str(), e)
             })?;
         }
         let since = self.enabled_at.swap(0, Ordering::Relaxed);

@@ -189,25 +189,26 @@ impl ResultsDir {
 /// An existing CSV's header is `expected` (a missing or empty file passes:
 /// the appender writes rows under no header only if it was never written).
 fn check_columns(path: &Path, expected: &[String]) -> Result<(), FormatError> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    use std::io::BufRead;
+    let Ok(file) = File::open(path) else {
         return Ok(());
     };
-    let Some(header) = text.lines().next() else {
+    let mut header = String::new();
+    std::io::BufReader::new(file)
+        .read_line(&mut header)
+        .map_err(FormatError::io(path))?;
+    let found: Vec<&str> = header.trim_end().split(',').collect();
+    if header.is_empty() || found == expected {
         return Ok(());
-    };
-    let found: Vec<&str> = header.split(',').collect();
-    let n = found.len().max(expected.len());
-    for i in 0..n {
-        let (f, e) = (found.get(i).copied(), expected.get(i).map(String::as_str));
-        if f != e {
-            return Err(FormatError::Columns {
-                path: path.to_owned(),
-                found: f.unwrap_or("").to_owned(),
-                expected: e.unwrap_or("").to_owned(),
-            });
-        }
     }
-    Ok(())
+    let at = (0..found.len().max(expected.len()))
+        .find(|&i| found.get(i).copied() != expected.get(i).map(String::as_str))
+        .unwrap_or(0);
+    Err(FormatError::Columns {
+        path: path.to_owned(),
+        found: found.get(at).copied().unwrap_or("").to_owned(),
+        expected: expected.get(at).cloned().unwrap_or_default(),
+    })
 }
 
 fn csv_appender(path: &Path) -> Result<csv::Writer<File>, FormatError> {

@@ -89,11 +89,6 @@ impl EventKind {
         EventKind::TaskClock,
     ];
 
-    /// perf's name: `cpu-clock`, `cycles`, `instructions`, `task-clock`.
-    pub fn name(&self) -> &'static str {
-        self.as_str()
-    }
-
     /// A hardware PMU event (sampled from the NMI handler).
     pub fn is_hardware(&self) -> bool {
         matches!(self, EventKind::Cycles | EventKind::Instructions)
@@ -105,9 +100,10 @@ impl std::str::FromStr for EventKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         EventKind::ALL
             .into_iter()
-            .find(|k| k.name() == s)
+            .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown event `{s}`; expected one of cpu-clock, cycles, instructions, task-clock")
+                let names: Vec<&str> = EventKind::ALL.map(EventKind::as_str).to_vec();
+                format!("unknown event `{s}`; expected one of {}", names.join(", "))
             })
     }
 }

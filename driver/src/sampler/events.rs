@@ -44,7 +44,7 @@ pub fn resolve_event(requested: EventKind) -> Result<(EventKind, Option<String>)
     let (t, c) = requested.type_config();
     let mut attr = Attr::new().type_(t).config(c).read_format(READ_FORMAT);
     let ctx = OpenContext {
-        event: requested.name().into(),
+        event: requested.as_str().into(),
         freq_hz: 0,
         pid: 0,
         cpu: -1,
@@ -57,8 +57,8 @@ pub fn resolve_event(requested: EventKind) -> Result<(EventKind, Option<String>)
                 "WARNING: event `{}` is not available on this host ({e}). FALLING BACK to the \
                  software event `cpu-clock`: its sampling interrupt is an hrtimer, not a PMU NMI, \
                  so the measured overhead is that of cpu-clock, not of {}.",
-                requested.name(),
-                requested.name()
+                requested.as_str(),
+                requested.as_str()
             )),
         )),
         Err(e) => Err(e),

@@ -20,14 +20,14 @@ pub(super) fn open_sampling(
     for &cpu in cpus {
         let mut attr = sampling_attr(cfg);
         let ctx = OpenContext {
-            event: cfg.event.name().into(),
+            event: cfg.event.as_str().into(),
             freq_hz: cfg.freq_hz,
             pid,
             cpu: cpu as i32,
         };
         let fd = open(&mut attr, &ctx)?;
         let id = sys::id(fd.as_fd())
-            .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", cfg.event.name(), e))?;
+            .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", cfg.event.as_str(), e))?;
         ids.insert(id, IdRole::Sampling);
         if cpu == cfg.measured_cpu {
             measured_fd_index = Some(events.len());

@@ -208,7 +208,7 @@ pub(super) fn open_results(
                 ended_at: None,
                 host,
                 seed: opts.seed,
-                event: event.name().to_owned(),
+                event: event.as_str().to_owned(),
                 plan: plan.clone(),
                 options: opts.clone(),
                 warnings,
@@ -243,17 +243,17 @@ pub(super) fn open_event(
     {
         return Err(usage(format!(
             "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
-            event.name()
+            event.as_str()
         )));
     }
     if let Some((_, m)) = resumed
-        && m.event != event.name()
+        && m.event != event.as_str()
     {
         anyhow::bail!(
             "cannot resume {}: it sampled {} but this host now opens {}",
             root.display(),
             m.event,
-            event.name()
+            event.as_str()
         );
     }
     Ok((event, warnings))
