@@ -15,6 +15,7 @@ mod command_report;
 pub mod compare;
 pub mod contents;
 mod contents_report;
+mod drift_report;
 pub mod error;
 pub mod events;
 pub mod fit;

@@ -21,19 +21,26 @@
 //! the variation between runs); b and the 0 Hz baselines enter as
 //! constants, their own intervals are reported beside.
 
-use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
+use crate::stats::{Estimate, mean, t_interval};
 use crate::tables::{LossRow, UtilRow};
-use results_format::Design;
 use results_format::timeline::{Episode, RecoveryRow, TimelineRow};
 
 mod background;
+mod drift;
+mod remainder;
+mod row;
 
 pub use background::{
     COINCIDENCE_TIMESTAMPS, Draw, MIN_REPLICATIONS, aa_control, coincidence_by_run,
+    coincidence_by_run_capped, coincidence_capped, coincidence_exact, coincidence_exact_by_run,
     coincidence_per_timestamp, draw_rng, replications_for,
 };
 
+pub use drift::{CostDrift, cost_drift};
+pub use remainder::Remainder;
 pub use results_format::timeline::UNMATCHED_WARN;
+pub use row::{CAP_MEDIAN_FACTOR, CAP_QUANTILE, RunCost, episode_cap_ns};
+use row::{RowContext, background_at, cap_at};
 /// z for the agreement test (two-sided 95 %).
 pub const AGREE_Z: f64 = 1.96;
 /// An episode with more excess than this is not an interrupt's cost but
@@ -71,10 +78,21 @@ pub struct GapsRun {
     pub recovery: Vec<RecoveryRow>,
     /// Excess of each episode that holds at least one sample, ns.
     pub matched_excess_ns: Vec<u64>,
+    /// The samples in each of those episodes (same order; empty means one
+    /// each). At dense rates one episode holds several samples' gaps.
+    pub matched_samples_per_episode: Vec<u32>,
     /// Samples inside an episode of [`LONG_EPISODE_NS`] or more.
     pub samples_in_long: u64,
     /// Its episodes (kept for 0 Hz runs, for the coincidence draws).
     pub episodes: Vec<Episode>,
+    /// When the run started (runs.csv `started_at_ns`, CLOCK_MONOTONIC_RAW)
+    /// and its block: its place in the sweep, for the cost over time.
+    pub started_at_ns: u64,
+    pub block: u32,
+    /// Episodes of [`LONG_EPISODE_NS`] or more, and their summed excess,
+    /// ns (every run: the long episodes are measured, not only left out).
+    pub long_episodes: u64,
+    pub long_excess_ns: u64,
 }
 
 impl GapsRun {
@@ -98,6 +116,37 @@ impl GapsRun {
             .filter(|&&e| e < LONG_EPISODE_NS)
             .sum();
         short as f64 / self.row.samples.saturating_sub(self.samples_in_long) as f64
+    }
+
+    /// Matched excess per sample split at `cap_ns` per sample, ns (before
+    /// subtracting b): each matched episode under [`LONG_EPISODE_NS`]
+    /// counts up to the cap times the samples it holds in the first part
+    /// and the rest in the second, over the samples not in a long episode.
+    pub fn matched_split_per_sample_ns(&self, cap_ns: f64) -> (f64, f64) {
+        let n = self.row.samples.saturating_sub(self.samples_in_long) as f64;
+        let (capped, above) = self
+            .matched_excess_ns
+            .iter()
+            .enumerate()
+            .filter(|&(_, &e)| e < LONG_EPISODE_NS)
+            .fold((0f64, 0f64), |(c, a), (i, &e)| {
+                // The cap is per sample: an episode that holds k samples'
+                // interrupts (dense rates join them) is capped at k caps.
+                let k = self
+                    .matched_samples_per_episode
+                    .get(i)
+                    .copied()
+                    .unwrap_or(1);
+                let cap = cap_ns * f64::from(k.max(1));
+                let x = e as f64;
+                (c + x.min(cap), a + (x - cap).max(0.0))
+            });
+        (capped / n, above / n)
+    }
+
+    /// Share of the window in long episodes (their excess), %.
+    pub fn long_share_pct(&self) -> f64 {
+        self.long_excess_ns as f64 / self.window_ns() * 100.0
     }
 
     /// After-effect time per ns of window: over the recovery bins that end
@@ -240,11 +289,40 @@ pub struct PerSampleRow {
     /// Background coincidence b at this rate (mean over 0 Hz runs, t
     /// interval over them), ns per sample.
     pub background_ns: Estimate,
+    /// The cap on each episode's excess (per sample it holds) at this
+    /// rate, ns: the background's 99.9th percentile or 10 x the median
+    /// matched excess, whichever is larger.
+    pub cap_ns: f64,
+    /// Matched excess above the cap per sample minus b's part above it, ns,
+    /// t interval over runs: the heavy tail, measured apart so that the
+    /// direct cost stays precise; charged to the total where its interval
+    /// lies above 0.
+    pub above_cap_ns: Estimate,
+    pub above_cap_charged: bool,
+    /// Long episodes (the CPU taken away, left out of the direct cost) per
+    /// second at this rate, t interval over runs.
+    pub long_per_s: Estimate,
+    /// Their share of the window over the 0 Hz runs' mean, per sample, ns:
+    /// what sampling adds in long episodes; charged where its interval lies
+    /// above 0.
+    pub long_ns: Estimate,
+    pub long_charged: bool,
     /// The after-effect's horizon at this rate, ns.
     pub recovery_horizon_ns: f64,
     pub direct_ns: Estimate,
     pub after_effect_ns: Estimate,
+    /// Where the after-effect could not be measured at this rate (no
+    /// chunks beyond the horizon: dense rates), the bound charged instead,
+    /// ns per sample: the largest after-effect upper bound measured at
+    /// another rate, never more than a run's time between samples outside
+    /// its direct cost (0 when no rate measured one). `total_ns` then is
+    /// direct + this bound, an upper estimate.
+    pub after_effect_bound_ns: Option<f64>,
     pub total_ns: Estimate,
+    /// The total with a 95 % prediction interval over runs (where the next
+    /// run's cost will land): what the recommendation uses, so that it
+    /// holds for the worst part of the sweep, not only its mean.
+    pub total_pred_ns: Estimate,
     /// Handler time per sample (util runs at F), ns.
     pub handler_ns: Option<f64>,
     /// Whole timer interrupt (local_timer) time per handler call, ns.
@@ -255,6 +333,9 @@ pub struct PerSampleRow {
     /// Paired design's throughput loss at F (its trusted interval).
     pub paired_loss_pct: Option<Estimate>,
     pub agreement: Option<Agreement>,
+    /// Where the paired loss and the prediction differ, split into gaps
+    /// and outside them (where the paired loss has an interval).
+    pub remainder: Option<Remainder>,
     /// Gap time share at F minus at 0 Hz, percentage points, over runs.
     pub excess_gap_share_pct: Estimate,
     /// Achieved rate x direct cost, %, over runs.
@@ -275,12 +356,24 @@ pub struct PerSample {
     pub zero_after_per_episode_ns: Estimate,
     /// Gap time share of the 0 Hz runs, %.
     pub zero_gap_share_pct: Estimate,
+    /// The background's cap on each episode's excess in the direct cost and
+    /// b: the 99.9th percentile of the 0 Hz runs' episode excess, ns (each
+    /// row's `cap_ns` is at least this).
+    pub background_cap_ns: f64,
+    /// Long episodes per second in the 0 Hz runs, and their share of the
+    /// window, %.
+    pub zero_long_per_s: Estimate,
+    pub zero_long_share_pct: Estimate,
+    /// Every run's cost at F > 0, in sweep order (start time).
+    pub run_costs: Vec<RunCost>,
+    /// How much the cost per sample moved during the sweep.
+    pub drift: Option<CostDrift>,
     /// Problems, for the report's warnings.
     pub warnings: Vec<String>,
 }
 
 /// A missing estimate over `n` runs.
-fn nan_est(n: usize) -> Estimate {
+pub(crate) fn nan_est(n: usize) -> Estimate {
     Estimate::point(f64::NAN, n)
 }
 
@@ -319,16 +412,54 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
         .collect();
     freqs.sort_unstable();
     freqs.dedup();
-    let rows = freqs
+    let background_cap_ns = episode_cap_ns(&zero);
+    let zero_long_share = t_interval(&zero.iter().map(|r| r.long_share_pct()).collect::<Vec<_>>());
+    let zero_long_per_s = t_interval(
+        &zero
+            .iter()
+            .map(|r| r.long_episodes as f64 / (r.window_ns() * 1e-9))
+            .collect::<Vec<_>>(),
+    );
+    let ctx = RowContext {
+        zero: &zero,
+        zero_gap: zero_gap.value,
+        zero_long: zero_long_share.value,
+        util,
+        loss,
+    };
+    // First pass: every rate with what it measured; the after-effect bound
+    // for the dense rates that could not measure theirs comes from the
+    // others, so those rows are built again with it.
+    let mut measured: Vec<_> = freqs
         .into_iter()
         .filter_map(|f| {
             let at: Vec<&GapsRun> = runs
                 .iter()
                 .filter(|r| r.row.freq_hz == f && usable(r))
                 .collect();
-            (!at.is_empty()).then(|| row_at(f, &at, &zero, zero_gap.value, util, loss))
+            if at.is_empty() {
+                return None;
+            }
+            let rate = mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>());
+            let bg = background_at(&zero, f, rate, cap_at(background_cap_ns, &at));
+            let (row, costs) = ctx.row_at(f, &at, &bg, None);
+            Some((at, bg, row, costs))
         })
-        .collect::<Vec<PerSampleRow>>();
+        .collect();
+    let bound = after_effect_bound(measured.iter().map(|m| &m.2));
+    for (at, bg, row, costs) in &mut measured {
+        if !row.after_effect_ns.value.is_finite() && row.direct_ns.value.is_finite() {
+            (*row, *costs) = ctx.row_at(row.freq_hz, at, bg, Some(bound));
+        }
+    }
+    let mut run_costs: Vec<RunCost> = Vec::new();
+    let mut rows = Vec::new();
+    for (_, _, row, costs) in measured {
+        rows.push(row);
+        run_costs.extend(costs);
+    }
+    run_costs.sort_by_key(|c| (c.started_at_ns, c.run_id));
+    let drift = cost_drift(&run_costs, &rows);
     for r in &rows {
         if let Some(e) = r.aa_null_ns.filter(|e| e.lo > 0.0 || e.hi < 0.0) {
             warnings.push(format!(
@@ -344,154 +475,25 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
         zero_runs: zero.len(),
         zero_after_per_episode_ns: zero_after,
         zero_gap_share_pct: zero_gap,
+        background_cap_ns,
+        zero_long_per_s,
+        zero_long_share_pct: zero_long_share,
+        run_costs,
+        drift,
         warnings,
     }
 }
 
-/// The matched episodes under [`LONG_EPISODE_NS`] of the runs at one
-/// frequency: pooled over the runs, and each run's mean.
-struct MatchedEpisodes {
-    /// Every run's matched episode excess, ns, sorted.
-    pooled_ns: Vec<f64>,
-    /// The mean of each run that matched any, ns.
-    run_means_ns: Vec<f64>,
-}
-
-impl MatchedEpisodes {
-    /// The short matched episodes of the runs `at`.
-    fn of(at: &[&GapsRun]) -> Self {
-        let short = |r: &&GapsRun| -> Vec<f64> {
-            r.matched_excess_ns
-                .iter()
-                .filter(|&&e| e < LONG_EPISODE_NS)
-                .map(|&e| e as f64)
-                .collect()
-        };
-        let mut pooled_ns: Vec<f64> = at.iter().flat_map(short).collect();
-        pooled_ns.sort_by(f64::total_cmp);
-        let run_means_ns = at
-            .iter()
-            .map(short)
-            .filter(|v| !v.is_empty())
-            .map(|v| mean(&v))
-            .collect();
-        Self {
-            pooled_ns,
-            run_means_ns,
-        }
-    }
-}
-
-/// The background b at frequency `freq_hz` (achieved `rate_hz`) over the
-/// 0 Hz runs `zero`, and the A/A null control beside it; NaN and None
-/// without 0 Hz runs.
-fn background_at(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64) -> (Estimate, Option<Estimate>) {
-    if zero.is_empty() {
-        return (nan_est(0), None);
-    }
-    let b = coincidence_by_run(zero, freq_hz, rate_hz, Draw::Background);
-    let own = coincidence_by_run(zero, freq_hz, rate_hz, Draw::Null);
-    (t_interval(&b), aa_control(&own, &b))
-}
-
-/// What the tracing measured at one frequency, beside the direct cost.
-struct TracedTimes {
-    /// Handler time per sample (util runs at F), ns.
-    handler_ns: Option<f64>,
-    /// Whole timer interrupt (local_timer) time per handler call, ns.
-    interrupt_ns: Option<f64>,
-    /// `direct_ns` - interrupt (or - handler without local_timer), ns.
-    remainder_ns: Option<f64>,
-}
-
-impl TracedTimes {
-    /// The util table's times at `freq_hz`, and what of `direct_ns` they
-    /// leave.
-    fn at(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> Self {
-        let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
-        let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
-        let interrupt_ns = util_row
-            .and_then(|u| {
-                u.local_timer_util_pct
-                    .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
-            })
-            .filter(|v| v.is_finite());
-        let remainder_ns = interrupt_ns
-            .or(handler_ns)
-            .map(|x| direct_ns - x)
-            .filter(|v| v.is_finite());
-        Self {
-            handler_ns,
-            interrupt_ns,
-            remainder_ns,
-        }
-    }
-}
-
-/// The row at frequency `f` from its usable runs `at`, the 0 Hz runs
-/// `zero` (with their mean gap share `zero_gap`, %), and the util and loss
-/// tables' rows at `f`.
-fn row_at(
-    f: u64,
-    at: &[&GapsRun],
-    zero: &[&GapsRun],
-    zero_gap: f64,
-    util: &[UtilRow],
-    loss: &[LossRow],
-) -> PerSampleRow {
-    let n = at.len();
-    let rates: Vec<f64> = at.iter().map(|r| r.rate_hz()).collect();
-    let achieved_hz = mean(&rates);
-    let matched = MatchedEpisodes::of(at);
-    let horizon = recovery_horizon_ns(achieved_hz);
-    let (background_ns, aa_null_ns) = background_at(zero, f, achieved_hz);
-    // Every per-run quantity needs b: NaN without 0 Hz runs.
-    let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
-        if zero.is_empty() {
-            return nan_est(n);
-        }
-        t_interval(&at.iter().map(|r| g(r)).collect::<Vec<_>>())
-    };
-    let b = background_ns.value;
-    let total = |r: &GapsRun| direct_cost_ns(r, b) + after_effect_ns(r, horizon);
-    let direct_ns = per_run(&|r| direct_cost_ns(r, b));
-    let predicted = per_run(&|r| predicted_loss_pct(r.rate_hz(), total(r)));
-    let traced = TracedTimes::at(util, f, direct_ns.value);
-    let paired_loss_pct = loss
-        .iter()
-        .find(|l| l.freq_hz == f && l.design == Design::Paired)
-        .map(|l| l.trusted());
-    let pooled = &matched.pooled_ns;
-    PerSampleRow {
-        freq_hz: f,
-        runs: n,
-        achieved_hz,
-        samples: at.iter().map(|r| r.row.samples).sum(),
-        samples_in_long: at.iter().map(|r| r.samples_in_long).sum(),
-        recovery_horizon_ns: horizon,
-        matched_episodes: pooled.len(),
-        matched_median_ns: quantile_sorted(pooled, 0.5),
-        matched_mean_ns: mean(pooled),
-        matched_p99_ns: quantile_sorted(pooled, 0.99),
-        matched_mean_by_run_ns: t_interval(&matched.run_means_ns),
-        background_ns,
-        after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),
-        total_ns: per_run(&total),
-        direct_ns,
-        handler_ns: traced.handler_ns,
-        interrupt_ns: traced.interrupt_ns,
-        remainder_ns: traced.remainder_ns,
-        agreement: paired_loss_pct
-            .filter(|_| predicted.value.is_finite())
-            .map(|p| agreement(&predicted, &p)),
-        paired_loss_pct,
-        predicted_loss_pct: predicted,
-        excess_gap_share_pct: per_run(&|r| r.gap_share_pct() - zero_gap),
-        predicted_direct_loss_pct: per_run(&|r| {
-            predicted_loss_pct(r.rate_hz(), direct_cost_ns(r, b))
-        }),
-        aa_null_ns,
-    }
+/// The after-effect charged where a rate could not measure its own: the
+/// largest upper bound (>= 0) measured at any other rate, 0 when none did.
+/// The after-effect is the refill of what an interrupt evicted; at denser
+/// rates less is evicted between samples, so a sparser rate's bound is an
+/// upper one.
+fn after_effect_bound<'a>(rows: impl Iterator<Item = &'a PerSampleRow>) -> f64 {
+    rows.filter(|r| r.after_effect_bound_ns.is_none())
+        .map(|r| r.after_effect_ns.hi)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
 }
 
 /// Problems of single runs: unmatched samples, dropped gaps, the run's own

@@ -164,7 +164,11 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         row.freq_hz = run.freq_hz;
         seen.push(id);
         match read_run(rs, row, run_recovery, &mut out.warnings) {
-            Ok(r) => out.runs.push(r),
+            Ok(r) => out.runs.push(GapsRun {
+                started_at_ns: run.started_at_ns,
+                block: run.block,
+                ..r
+            }),
             Err(e) => out.excluded.push(excluded_run(rs, id, e)),
         }
     }
@@ -198,7 +202,11 @@ fn read_run(
         matched_excess_ns: Vec::new(),
         samples_in_long: 0,
         episodes: Vec::new(),
+        ..GapsRun::default()
     };
+    let long = episodes.iter().filter(|e| e.excess_ns >= LONG_EPISODE_NS);
+    run.long_episodes = long.clone().count() as u64;
+    run.long_excess_ns = long.map(|e| e.excess_ns).sum();
     if run.row.freq_hz == 0 {
         run.episodes = episodes;
         return Ok(run);
@@ -212,11 +220,14 @@ fn read_run(
     let mut idx: Vec<usize> = ep.iter().filter_map(|&e| usize::try_from(e).ok()).collect();
     let matched = idx.len() as u64;
     idx.sort_unstable();
-    idx.dedup();
     let mut out_of_range = 0usize;
-    for i in idx {
-        match episodes.get(i) {
-            Some(e) => run.matched_excess_ns.push(e.excess_ns),
+    for same in idx.chunk_by(|a, b| a == b) {
+        match episodes.get(same[0]) {
+            Some(e) => {
+                run.matched_excess_ns.push(e.excess_ns);
+                run.matched_samples_per_episode
+                    .push(u32::try_from(same.len()).unwrap_or(u32::MAX));
+            }
             None => out_of_range += 1,
         }
     }

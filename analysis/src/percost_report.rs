@@ -57,9 +57,13 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
     for name in [
         "matched_mean_by_run_ns",
         "background_ns",
+        "above_cap_ns",
+        "long_per_s",
+        "long_ns",
         "direct_ns",
         "after_effect_ns",
         "total_ns",
+        "total_pred_ns",
         "predicted_loss_pct",
         "paired_loss_pct",
         "excess_gap_share_pct",
@@ -68,7 +72,19 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
     ] {
         header.extend(est_cols(name));
     }
-    header.extend(["handler_ns", "interrupt_ns", "remainder_ns", "agreement"].map(String::from));
+    header.extend(
+        [
+            "handler_ns",
+            "interrupt_ns",
+            "remainder_ns",
+            "agreement",
+            "after_effect_bound_ns",
+            "above_cap_charged",
+            "long_charged",
+            "cap_ns",
+        ]
+        .map(String::from),
+    );
     w.write_record(&header).map_err(err)?;
     let none = Estimate::point(f64::NAN, 0);
     for r in &ps.rows {
@@ -87,9 +103,13 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
         for e in [
             &r.matched_mean_by_run_ns,
             &r.background_ns,
+            &r.above_cap_ns,
+            &r.long_per_s,
+            &r.long_ns,
             &r.direct_ns,
             &r.after_effect_ns,
             &r.total_ns,
+            &r.total_pred_ns,
             &r.predicted_loss_pct,
             r.paired_loss_pct.as_ref().unwrap_or(&none),
             &r.excess_gap_share_pct,
@@ -105,6 +125,10 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
             r.agreement
                 .map(|a| a.word().to_string())
                 .unwrap_or_default(),
+            opt(r.after_effect_bound_ns),
+            r.above_cap_charged.to_string(),
+            r.long_charged.to_string(),
+            f(r.cap_ns),
         ]);
         w.write_record(&rec).map_err(err)?;
     }
@@ -127,10 +151,11 @@ pub fn key_lines(ps: &PerSample) -> Vec<String> {
         .filter(|r| r.total_ns.value.is_finite())
         .map(|r| {
             format!(
-                "{} Hz: {} ns -> {} % loss",
+                "{} Hz: {} ns -> {} % loss{}",
                 r.freq_hz,
                 fmt_est(&r.total_ns, 0),
-                fmt_est(&r.predicted_loss_pct, 4)
+                fmt_est(&r.predicted_loss_pct, 4),
+                bound_words(r)
             )
         })
         .collect();
@@ -141,7 +166,7 @@ pub fn key_lines(ps: &PerSample) -> Vec<String> {
         );
     } else {
         v.push(format!(
-            "Cost of one sample to the application (gaps design; direct + after-effect, 95% CI over runs): {}.",
+            "Cost of one sample to the application (gaps design; direct + after-effect + the tail parts that resolve, 95% CI over runs): {}.",
             costs.join("; ")
         ));
     }
@@ -162,9 +187,16 @@ pub fn key_lines(ps: &PerSample) -> Vec<String> {
     v
 }
 
+/// Where the after-effect is a bound, what the total holds.
+fn bound_words(r: &PerSampleRow) -> String {
+    r.after_effect_bound_ns.map_or(String::new(), |b| {
+        format!(" (direct + at most {b:.0} ns of after-effect, which this rate cannot measure)")
+    })
+}
+
 fn row_line(r: &PerSampleRow) -> String {
     format!(
-        "| {} | {} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         r.freq_hz,
         r.runs,
         r.achieved_hz,
@@ -175,8 +207,12 @@ fn row_line(r: &PerSampleRow) -> String {
         fmt_est(&r.matched_mean_by_run_ns, 0),
         fmt_est(&r.background_ns, 1),
         fmt_est(&r.direct_ns, 0),
-        fmt_est(&r.after_effect_ns, 0),
+        r.after_effect_bound_ns.map_or_else(
+            || fmt_est(&r.after_effect_ns, 0),
+            |b| format!("not measurable; bound {b:.0}")
+        ),
         fmt_est(&r.total_ns, 0),
+        fmt_pred(&r.total_pred_ns),
         ns(r.handler_ns),
         ns(r.interrupt_ns),
         ns(r.remainder_ns),
@@ -196,16 +232,16 @@ pub fn render(ps: &PerSample) -> String {
     );
     let _ = writeln!(
         s,
-        "The workload's loop stamps its progress and records every chunk that took longer than usual (a gap); gaps closer than 2 us form an episode, and each sample is matched to the episode that holds it. Episodes of 1 ms or more (the CPU taken away: another task, the host) are left out, with the samples in them (column samples_in_long of per_sample.csv). Per run: direct cost = matched episode excess / samples - b, where b is the excess a sampler at the same rate would match on the 0 Hz runs by coincidence; after-effect = the run's after-effect per episode (excess of the chunks within the horizon after a gap, min(50 us, half the sampling interval), over the run's own speed beyond it, / episodes; every episode, sample or background, charged alike) x matched episodes / samples; total = direct + after-effect; predicted loss = achieved rate x total. Intervals: 95% t over the runs at each frequency ({} 0 Hz runs give b and the baselines; their own intervals are in per_sample.csv). Handler: mean handler duration in the util runs; whole interrupt: local_timer time per handler call; remainder = direct - whole interrupt (or - handler): interrupt entry/exit and exits to the host that the tracepoints cannot see. Method: docs/methodology.md, \"Gaps design\".\n",
+        "The workload's loop stamps its progress and records every chunk that took longer than usual (a gap); gaps closer than 2 us form an episode, and each sample is matched to the episode that holds it. Episodes of 1 ms or more (the CPU taken away: another task, the host) are left out, with the samples in them (column samples_in_long of per_sample.csv). Per run: direct cost = matched episode excess (each episode capped, see below) / samples - b, where b is the (capped) excess a sampler at the same rate would match on the 0 Hz runs by coincidence (its exact expectation over the sampler's phase); after-effect = the run's after-effect per episode (excess of the chunks within the horizon after a gap, min(50 us, half the sampling interval), over the run's own speed beyond it, / episodes; every episode, sample or background, charged alike) x matched episodes / samples; total = direct + after-effect (where a dense rate leaves no chunks beyond the horizon to measure its after-effect, the largest after-effect upper bound of the other rates is charged instead, and the total is an upper estimate); predicted loss = achieved rate x total. Intervals: 95% t over the runs at each frequency; the next run's total is a 95% prediction interval over runs (mean +- t s sqrt(1 + 1/n): where one more run would land, what the recommendation uses) ({} 0 Hz runs give b and the baselines; their own intervals are in per_sample.csv). Handler: mean handler duration in the util runs; whole interrupt: local_timer time per handler call; remainder = direct - whole interrupt (or - handler): interrupt entry/exit and exits to the host that the tracepoints cannot see. Method: docs/methodology.md, \"Gaps design\".\n",
         ps.zero_runs
     );
     let _ = writeln!(
         s,
-        "| freq_hz | runs | achieved_hz | matched episodes | episode excess median / mean / p99 (ns) | mean of run means [95% CI] | b (ns) | direct ns [95% CI] | after-effect ns [95% CI] | total ns/sample [95% CI] | handler ns | whole interrupt ns | remainder ns | predicted loss % [95% CI] | paired loss % [95% CI] | agreement |"
+        "| freq_hz | runs | achieved_hz | matched episodes | episode excess median / mean / p99 (ns) | mean of run means [95% CI] | b (ns) | direct ns [95% CI] | after-effect ns [95% CI] | total ns/sample [95% CI] | next run's total ns [95% PI] | handler ns | whole interrupt ns | remainder ns | predicted loss % [95% CI] | paired loss % [95% CI] | agreement |"
     );
-    let _ = writeln!(s, "|{}", "---|".repeat(16));
+    let _ = writeln!(s, "|{}", "---|".repeat(17));
     if ps.rows.is_empty() {
-        let _ = writeln!(s, "| (no gaps runs above 0 Hz) |||||||||||||||");
+        let _ = writeln!(s, "| (no gaps runs above 0 Hz) ||||||||||||||||");
     }
     for r in &ps.rows {
         let _ = writeln!(s, "{}", row_line(r));
@@ -213,6 +249,9 @@ pub fn render(ps: &PerSample) -> String {
     s.push('\n');
     for r in &ps.rows {
         let _ = writeln!(s, "- {}", aa_line(r, ps.zero_runs));
+    }
+    for line in tail_lines(ps) {
+        let _ = writeln!(s, "- {line}");
     }
     if ps.zero_after_per_episode_ns.value.is_finite() {
         let _ = writeln!(
@@ -225,18 +264,22 @@ pub fn render(ps: &PerSample) -> String {
         if let (Some(a), Some(p)) = (r.agreement, r.paired_loss_pct) {
             let _ = writeln!(
                 s,
-                "- Agreement at {} Hz: predicted {} % vs paired {} %: {} (agree when |difference| <= 1.96 x sqrt(se_pred^2 + se_paired^2), tested where the paired interval excludes 0).",
+                "- Agreement at {} Hz: predicted {} % vs paired {} %: {} (agree when |difference| <= 1.96 x sqrt(se_pred^2 + se_paired^2), tested where the paired interval excludes 0){}.",
                 r.freq_hz,
                 fmt_est(&r.predicted_loss_pct, 4),
                 fmt_est(&p, 3),
-                a.word()
+                a.word(),
+                match (a, r.remainder) {
+                    (crate::percost::Agreement::Disagree, Some(m)) => format!("; {}", m.words()),
+                    _ => String::new(),
+                }
             );
         }
     }
     for r in &ps.rows {
         let _ = writeln!(
             s,
-            "- Consistency at {} Hz: excess gap time over 0 Hz {} % of the CPU vs predicted direct loss {} % (achieved rate x direct cost).",
+            "- Consistency at {} Hz: excess gap time over 0 Hz {} % of the CPU vs the predicted loss inside gaps {} % (achieved rate x (direct + the charged parts above the cap and in long episodes)).",
             r.freq_hz,
             fmt_est(&r.excess_gap_share_pct, 4),
             fmt_est(&r.predicted_direct_loss_pct, 4)
@@ -244,6 +287,72 @@ pub fn render(ps: &PerSample) -> String {
     }
     s.push('\n');
     s
+}
+
+/// Whether a part is in the total, in words.
+fn charged_words(charged: bool, e: &crate::stats::Estimate) -> &'static str {
+    if charged {
+        "resolves above 0: charged to the total"
+    } else if e.lo.is_finite() {
+        "not resolved above 0: not charged"
+    } else {
+        "no interval: not charged"
+    }
+}
+
+/// The cap on episodes and what lies above it, and the long episodes at
+/// each rate against 0 Hz.
+fn tail_lines(ps: &PerSample) -> Vec<String> {
+    let mut v = Vec::new();
+    if ps.rows.iter().any(|r| r.cap_ns.is_finite()) {
+        let parts: Vec<String> = ps
+            .rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} Hz: cap {:.0} ns, above it {} ns ({})",
+                    r.freq_hz,
+                    r.cap_ns,
+                    fmt_est(&r.above_cap_ns, 0),
+                    charged_words(r.above_cap_charged, &r.above_cap_ns)
+                )
+            })
+            .collect();
+        v.push(format!(
+            "Episode cap: each episode's excess counts up to a cap per sample it holds, in the direct cost and in b alike, so that a rare host interruption a sample happens to coincide with does not swamp the mean; the cap is the 99.9th percentile of the 0 Hz runs' episodes ({:.0} ns) or 10 x the median matched episode at the rate, whichever is larger. The matched excess above the cap, minus b's, is measured apart, per sample: {}.",
+            ps.background_cap_ns,
+            parts.join("; ")
+        ));
+    }
+    let parts: Vec<String> = ps
+        .rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} Hz {}/s, {} ns per sample over 0 Hz ({})",
+                r.freq_hz,
+                fmt_est(&r.long_per_s, 2),
+                fmt_est(&r.long_ns, 0),
+                charged_words(r.long_charged, &r.long_ns)
+            )
+        })
+        .collect();
+    v.push(format!(
+        "Long episodes (>= 1 ms of excess, left out of the direct cost as the CPU taken away) are measured against 0 Hz ({}/s, {} % of the CPU): {}.",
+        fmt_est(&ps.zero_long_per_s, 2),
+        fmt_est(&ps.zero_long_share_pct, 3),
+        parts.join("; ")
+    ));
+    v
+}
+
+/// The prediction interval, `[lo, hi]` only.
+fn fmt_pred(e: &crate::stats::Estimate) -> String {
+    if e.lo.is_finite() && e.hi.is_finite() {
+        format!("[{:.0}, {:.0}]", e.lo, e.hi)
+    } else {
+        "n/a".to_string()
+    }
 }
 
 fn aa_line(r: &PerSampleRow, zero_runs: usize) -> String {

@@ -8,14 +8,25 @@
 
 use crate::error::AnalysisError;
 use crate::percost::{Agreement, PerSampleRow, predicted_loss_pct};
+use crate::stats::Estimate;
 use crate::tables::Analysis;
 
+mod curve;
+mod fallback;
 mod throughput;
 
+pub use curve::{CostCurve, CostPoint, CostSource};
+use fallback::{conservative, without_model};
 use throughput::recommend_throughput;
 
 /// `basis` of a recommendation from the gaps design.
 pub const MODEL_BASIS: &str = "per-sample cost model (gaps design)";
+
+/// `interval` of a recommendation whose costs are per-run predictions.
+pub const PREDICTION_INTERVAL: &str =
+    "95% prediction interval over runs (the next run's cost), upper end";
+/// `interval` of a recommendation from throughput loss intervals.
+pub const MEAN_INTERVAL: &str = "95% interval of the mean loss over runs, upper end";
 
 /// Budget used in the report's summary.
 pub const DEFAULT_BUDGET_PCT: f64 = 1.0;
@@ -45,6 +56,24 @@ pub struct Recommendation {
     pub predicted_loss_hi_pct: Option<f64>,
     /// What the answer rests on: [`MODEL_BASIS`] or the throughput loss.
     pub basis: String,
+    /// Which interval the answer's bounds are: [`PREDICTION_INTERVAL`] or
+    /// [`MEAN_INTERVAL`].
+    pub interval: String,
+    /// True when the model and the throughput loss disagree and the more
+    /// conservative of the two decided.
+    pub conservative: bool,
+    /// True when nothing resolves and the answer is the range of rates
+    /// within budget from upper bounds alone.
+    pub bound_only: bool,
+    /// The model's cost per sample that governs the rate (prediction
+    /// interval over runs), ns, where a model exists.
+    pub model_cost_ns: Option<Estimate>,
+    /// The cost per sample the paired throughput loss implies (loss /
+    /// achieved rate), ns, where it was charged.
+    pub throughput_cost_ns: Option<Estimate>,
+    /// The rate each basis alone would recommend, Hz.
+    pub model_rate_hz: Option<u64>,
+    pub throughput_rate_hz: Option<u64>,
     /// The reasoning, one sentence group per line.
     #[serde(rename = "reasons")]
     pub reasoning: Vec<String>,
@@ -53,7 +82,7 @@ pub struct Recommendation {
 impl Recommendation {
     /// A recommendation for `budget_pct` on `basis` that recommends nothing
     /// yet: resolvable, no rate, no prediction, no reasoning.
-    fn nothing_yet(budget_pct: f64, basis: String) -> Self {
+    pub(crate) fn nothing_yet(budget_pct: f64, basis: String) -> Self {
         Self {
             budget_pct,
             max_hz: None,
@@ -67,6 +96,13 @@ impl Recommendation {
             predicted_loss_lo_pct: None,
             predicted_loss_hi_pct: None,
             basis,
+            interval: MEAN_INTERVAL.to_string(),
+            conservative: false,
+            bound_only: false,
+            model_cost_ns: None,
+            throughput_cost_ns: None,
+            model_rate_hz: None,
+            throughput_rate_hz: None,
             reasoning: Vec::new(),
         }
     }
@@ -74,6 +110,12 @@ impl Recommendation {
     /// One-line answer.
     pub fn headline(&self) -> String {
         match (self.suggested_hz, self.max_hz) {
+            (Some(s), Some(m)) if self.bound_only => format!(
+                "sample at {s} Hz or less: from the loss upper bounds alone, every rate up to {m:.0} Hz is within budget"
+            ),
+            (Some(s), Some(m)) if self.conservative => format!(
+                "sample at {s} Hz (conservative: model and throughput disagree; highest rate within budget: {m:.0} Hz)"
+            ),
             (Some(s), Some(m)) => {
                 format!("sample at {s} Hz (highest rate within budget: {m:.0} Hz)")
             }
@@ -126,28 +168,48 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
     (2..=nice).rev().find(|&n| is_prime(n))
 }
 
-/// Recommend a rate for `budget_pct`: from the per-sample cost model when
-/// it is usable ([`model_rows`]), else from the throughput loss, saying why.
+/// Recommend a rate for `budget_pct`.
+///
+/// - The per-sample cost model where it exists ([`model_rows`]), its cost
+///   taken at the upper end of the 95 % prediction interval over runs.
+/// - Where its prediction disagrees with a paired throughput loss that
+///   resolves, the conservative branch: at every rate the larger of the
+///   model's cost and the cost per sample that throughput loss implies,
+///   and never above the throughput basis' own answer; both are shown.
+/// - Without a model, the throughput loss; where that resolves nothing,
+///   the range certainly within budget from the loss upper bounds.
 pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
-    match model_rows(a) {
-        Ok(rows) => Ok(recommend_model(&rows, budget_pct)),
-        Err(why) => match recommend_throughput(a, budget_pct) {
-            Ok(mut rec) => {
-                rec.reasoning.extend(why);
-                Ok(rec)
-            }
-            Err(AnalysisError::Insufficient(e)) => Err(AnalysisError::Insufficient(match why {
-                Some(w) => format!("{e}. {w}"),
-                None => e,
-            })),
-            Err(e) => Err(e),
-        },
+    let throughput = recommend_throughput(a, budget_pct);
+    let rows = match model_rows(a) {
+        Ok(rows) => rows,
+        Err(why) => return without_model(a, budget_pct, throughput, why),
+    };
+    let model_curve = CostCurve {
+        points: rows.iter().map(|r| CostPoint::model(r)).collect(),
+        floor: None,
+    };
+    let disagree: Vec<&PerSampleRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.agreement == Some(Agreement::Disagree))
+        .collect();
+    if disagree.is_empty() {
+        let mut rec = recommend_on(&model_curve, budget_pct, MODEL_BASIS);
+        rec.reasoning.push(model_check_sentence(&rows));
+        rec.throughput_rate_hz = throughput.ok().and_then(|t| t.rate_hz);
+        return Ok(rec);
     }
+    Ok(conservative(
+        a,
+        &model_curve,
+        &disagree,
+        throughput.ok(),
+        budget_pct,
+    ))
 }
 
-/// The model's rows with a total-cost interval, by frequency, when the
-/// model may be used: it exists and agrees with the paired throughput loss
-/// wherever that resolves. Err(why) otherwise (None: no gaps design here).
+/// The model's rows with a total-cost prediction interval, by frequency,
+/// when the model exists. Err(why) otherwise (None: no gaps design here).
 pub fn model_rows(a: &Analysis) -> Result<Vec<&PerSampleRow>, Option<String>> {
     let Some(ps) = &a.per_sample else {
         return Err(None);
@@ -155,7 +217,7 @@ pub fn model_rows(a: &Analysis) -> Result<Vec<&PerSampleRow>, Option<String>> {
     let rows: Vec<&PerSampleRow> = ps
         .rows
         .iter()
-        .filter(|r| r.total_ns.hi.is_finite() && r.total_ns.lo.is_finite())
+        .filter(|r| r.total_pred_ns.hi.is_finite() && r.total_pred_ns.lo.is_finite())
         .collect();
     if rows.is_empty() {
         return Err(Some(
@@ -165,166 +227,135 @@ pub fn model_rows(a: &Analysis) -> Result<Vec<&PerSampleRow>, Option<String>> {
                 .to_string(),
         ));
     }
-    let bad: Vec<String> = ps
-        .rows
-        .iter()
-        .filter(|r| r.agreement == Some(Agreement::Disagree))
-        .map(|r| r.freq_hz.to_string())
-        .collect();
-    if !bad.is_empty() {
-        return Err(Some(format!(
-            "The per-sample cost model (gaps design) is not used: its predicted loss disagrees \
-             with the paired throughput loss at {} Hz.",
-            bad.join(", ")
-        )));
-    }
     Ok(rows)
 }
 
-/// The conservative cost at a candidate rate: the largest total-cost upper
-/// bound among measured frequencies <= `rate_hz` (the lowest frequency's
-/// below it), and the row it comes from.
-fn cost_at<'a>(rows: &[&'a PerSampleRow], rate_hz: f64) -> &'a PerSampleRow {
-    let mut gov = rows[0];
-    for r in rows.iter().filter(|r| r.freq_hz as f64 <= rate_hz) {
-        if r.total_ns.hi > gov.total_ns.hi {
-            gov = r;
-        }
-    }
-    gov
-}
-
-/// The highest rate r <= the highest measured frequency with r x
-/// `cost_at(r).hi` within the budget. The loss bound is non-decreasing in
-/// r, so walk the segments between measured frequencies.
+/// The highest rate within `budget_pct` on the model's cost `rows` alone
+/// (upper ends of their prediction intervals); see [`CostCurve::max_rate`].
 pub fn model_max_rate(rows: &[&PerSampleRow], budget_pct: f64) -> f64 {
-    let last = rows.len() - 1;
-    for k in 0..=last {
-        let from = if k == 0 { 0.0 } else { rows[k].freq_hz as f64 };
-        let c = cost_at(rows, rows[k].freq_hz as f64).total_ns.hi;
-        // A cost bound <= 0 (noise around a free sample) limits nothing.
-        let r_budget = if c > 0.0 {
-            budget_pct / predicted_loss_pct(1.0, c)
-        } else {
-            f64::INFINITY
-        };
-        if r_budget < from {
-            return from;
-        }
-        if k == last {
-            return r_budget.min(rows[k].freq_hz as f64);
-        }
-        if r_budget < rows[k + 1].freq_hz as f64 {
-            return r_budget;
-        }
+    CostCurve {
+        points: rows.iter().map(|r| CostPoint::model(r)).collect(),
+        floor: None,
     }
-    0.0
+    .max_rate(budget_pct)
 }
 
-/// The prime the model suggests below `max_hz`. At a measured frequency
+/// The prime suggested below `max_hz` on `curve`. At a measured frequency
 /// the cost may step up: a prime that lands on it must satisfy the budget
 /// with that frequency's cost too.
-fn model_suggestion(rows: &[&PerSampleRow], budget_pct: f64, max_hz: f64) -> Option<u64> {
-    let within =
-        |hz: u64| predicted_loss_pct(hz as f64, cost_at(rows, hz as f64).total_ns.hi) <= budget_pct;
+fn suggestion(curve: &CostCurve, budget_pct: f64, max_hz: f64) -> Option<u64> {
     let mut suggested = nice_prime_below(max_hz);
-    while let Some(p) = suggested.filter(|&p| !within(p)) {
+    while let Some(p) = suggested.filter(|&p| !curve.within(p as f64, budget_pct)) {
         suggested = nice_prime_below((p - 1) as f64);
     }
     suggested
 }
 
-/// The model's first sentence at the suggested `rate`: the predicted loss
-/// with the cost that governs it, and what lies outside the measured rates.
-fn model_prediction_sentence(
-    rows: &[&PerSampleRow],
-    rate: u64,
-    max_hz: f64,
-    budget_pct: f64,
-) -> String {
-    let gov = cost_at(rows, rate as f64);
+/// The first sentence at the suggested `rate`: the predicted loss with the
+/// cost that governs it, and what lies outside the measured rates.
+fn prediction_sentence(curve: &CostCurve, rate: u64, max_hz: f64, budget_pct: f64) -> String {
+    let gov = curve.at(rate as f64);
+    let c = gov.cost_ns;
     let loss = |c: f64| predicted_loss_pct(rate as f64, c);
-    let highest = rows[rows.len() - 1].freq_hz;
+    let highest = curve.highest_hz();
+    let what = match gov.source {
+        CostSource::Model => {
+            "total cost per sample (95% prediction interval over runs: where the next run's cost lands, so the rate holds for the worst part of the sweep, not only its mean)"
+        }
+        CostSource::Throughput => {
+            "cost per sample implied by the paired throughput loss (loss / achieved rate, 95% interval over runs)"
+        }
+    };
     let mut first = format!(
-        "Predicted loss = rate x total cost per sample; at {rate} Hz with the cost measured at {} Hz, {:.0} ns [{:.0}, {:.0}] (the largest upper bound among measured rates <= {rate} Hz): {:.4}% [{:.4}, {:.4}], within the {budget_pct}% budget up to {max_hz:.0} Hz.",
+        "Predicted loss = rate x {what}; at {rate} Hz with the cost measured at {} Hz, {:.0} ns [{:.0}, {:.0}]: {:.4}% [{:.4}, {:.4}], within the {budget_pct}% budget up to {max_hz:.0} Hz.",
         gov.freq_hz,
-        gov.total_ns.value,
-        gov.total_ns.lo,
-        gov.total_ns.hi,
-        loss(gov.total_ns.value),
-        loss(gov.total_ns.lo),
-        loss(gov.total_ns.hi)
+        c.value,
+        c.lo,
+        c.hi,
+        loss(c.value),
+        loss(c.lo),
+        loss(c.hi)
     );
     if max_hz >= highest as f64 {
         first.push_str(&format!(
             " Every measured rate is within budget; rates above the highest measured, {highest} Hz, were not measured, so none is recommended."
         ));
-    } else if (rate as f64) < rows[0].freq_hz as f64 {
+    } else if (rate as f64) < curve.points[0].freq_hz as f64 {
         first.push_str(&format!(
             " {rate} Hz is below the lowest measured rate, {} Hz: its cost per sample is used, and the cost may be higher at lower rates (colder caches); measure there to confirm.",
-            rows[0].freq_hz
+            curve.points[0].freq_hz
         ));
     }
     first
 }
 
-/// The model's second sentence: the suggested `rate` and the paired
-/// throughput losses the model agrees with.
-fn model_basis_sentence(rows: &[&PerSampleRow], rate: u64, max_hz: f64) -> String {
+/// What the model was checked against: the paired throughput losses it
+/// agrees with, or none that resolves.
+fn model_check_sentence(rows: &[&PerSampleRow]) -> String {
     let checked: Vec<String> = rows
         .iter()
         .filter(|r| r.agreement == Some(Agreement::Agree))
         .map(|r| r.freq_hz.to_string())
         .collect();
-    format!(
-        "Suggested {rate} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; basis: {MODEL_BASIS}, {}.",
-        if checked.is_empty() {
-            "no paired throughput loss resolves to check it against".to_string()
-        } else {
-            format!(
-                "which agrees with the paired throughput loss at {} Hz",
-                checked.join(", ")
-            )
-        }
-    )
+    if checked.is_empty() {
+        "Basis: per-sample cost model (gaps design); no paired throughput loss resolves to check it against.".to_string()
+    } else {
+        format!(
+            "Basis: per-sample cost model (gaps design), which agrees with the paired throughput loss at {} Hz.",
+            checked.join(", ")
+        )
+    }
 }
 
-/// The model basis: the highest rate within budget on the per-sample cost
-/// `rows`, the prime suggested below it, and the loss predicted there.
-fn recommend_model(rows: &[&PerSampleRow], budget_pct: f64) -> Recommendation {
-    let max_hz = model_max_rate(rows, budget_pct);
-    let suggested = model_suggestion(rows, budget_pct, max_hz);
-    let measured = rows.iter().rev().find(|r| r.freq_hz as f64 <= max_hz);
+/// The recommendation on `curve`: the highest rate within budget, the
+/// prime below it and the loss predicted there, with `basis`.
+fn recommend_on(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recommendation {
+    let max_hz = curve.max_rate(budget_pct);
+    let suggested = suggestion(curve, budget_pct, max_hz);
+    let measured = curve
+        .points
+        .iter()
+        .rev()
+        .find(|p| p.freq_hz as f64 <= max_hz);
     let mut rec = Recommendation {
         max_hz: Some(max_hz),
-        interpolated: !rows.iter().any(|r| r.freq_hz as f64 == max_hz),
-        measured_hz: measured.map(|r| r.freq_hz),
-        measured_upper_pct: measured.map(|r| {
-            predicted_loss_pct(
-                r.freq_hz as f64,
-                cost_at(rows, r.freq_hz as f64).total_ns.hi,
-            )
-        }),
+        interpolated: !curve.points.iter().any(|p| p.freq_hz as f64 == max_hz),
+        measured_hz: measured.map(|p| p.freq_hz),
+        measured_upper_pct: measured
+            .map(|p| predicted_loss_pct(p.freq_hz as f64, curve.at(p.freq_hz as f64).cost_ns.hi)),
         suggested_hz: suggested,
         rate_hz: suggested,
-        ..Recommendation::nothing_yet(budget_pct, MODEL_BASIS.to_string())
+        interval: PREDICTION_INTERVAL.to_string(),
+        ..Recommendation::nothing_yet(budget_pct, basis.to_string())
     };
     let Some(rate) = suggested else {
+        let c = curve.at(0.0);
         rec.reasoning = vec![format!(
             "Even 2 Hz would exceed the {budget_pct}% budget at the cost per sample measured at \
              {} Hz ({:.0} ns, 95% upper bound {:.0} ns).",
-            rows[0].freq_hz, rows[0].total_ns.value, rows[0].total_ns.hi
+            c.freq_hz, c.cost_ns.value, c.cost_ns.hi
         )];
         return rec;
     };
-    let gov = cost_at(rows, rate as f64);
+    let gov = curve.at(rate as f64);
     let loss = |c: f64| predicted_loss_pct(rate as f64, c);
-    rec.predicted_loss_pct = Some(loss(gov.total_ns.value));
-    rec.predicted_loss_lo_pct = Some(loss(gov.total_ns.lo));
-    rec.predicted_loss_hi_pct = Some(loss(gov.total_ns.hi));
+    rec.predicted_loss_pct = Some(loss(gov.cost_ns.value));
+    rec.predicted_loss_lo_pct = Some(loss(gov.cost_ns.lo));
+    rec.predicted_loss_hi_pct = Some(loss(gov.cost_ns.hi));
+    rec.model_cost_ns = (curve.points[0].source == CostSource::Model).then(|| {
+        CostCurve {
+            points: curve.points.clone(),
+            floor: None,
+        }
+        .at(rate as f64)
+        .cost_ns
+    });
+    rec.throughput_cost_ns = curve.floor.map(|p| p.cost_ns);
     rec.reasoning = vec![
-        model_prediction_sentence(rows, rate, max_hz, budget_pct),
-        model_basis_sentence(rows, rate, max_hz),
+        prediction_sentence(curve, rate, max_hz, budget_pct),
+        format!(
+            "Suggested {rate} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work."
+        ),
     ];
     rec
 }

@@ -29,6 +29,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     write_tracing_csv(&out.join("tracing.csv"), &analysis)?;
     if let Some(ps) = &analysis.per_sample {
         crate::percost_report::write_csv(&out.join("per_sample.csv"), ps)?;
+        crate::drift_report::write_csv(&out.join("cost_by_run.csv"), ps)?;
     }
     if !analysis.by_contents.is_empty() {
         crate::contents_report::write_csv(&out.join("by_contents.csv"), &analysis.by_contents)?;
@@ -303,6 +304,7 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(ps) = &a.per_sample {
         v.extend(crate::percost_report::key_lines(ps));
+        v.extend(ps.drift.as_ref().map(crate::drift_report::key_line));
     }
     match a.fits.util_origin {
         Some(fit) => {

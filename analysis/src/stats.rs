@@ -153,6 +153,56 @@ pub fn t_interval(x: &[f64]) -> Estimate {
     }
 }
 
+/// Mean with a 95 % **prediction** interval for one more value drawn like
+/// `x`: mean +- t_{0.975, n-1} s sqrt(1 + 1/n). Where the interval of the
+/// mean says where the average lies, this one says where the next run will
+/// land, so it covers the worst part of a drifting sweep, not only its
+/// average. `se` is s sqrt(1 + 1/n). Undefined (NaN bounds) below two values.
+pub fn t_prediction(x: &[f64]) -> Estimate {
+    let n = x.len();
+    let m = mean(x);
+    if n < 2 {
+        return Estimate::point(m, n);
+    }
+    let se = std_dev(x) * (1.0 + 1.0 / n as f64).sqrt();
+    let h = t_crit95((n - 1) as f64) * se;
+    Estimate {
+        value: m,
+        lo: m - h,
+        hi: m + h,
+        se,
+        n,
+    }
+}
+
+/// Ordinary least squares of `y` on `x` with an intercept: the slope with
+/// its 95 % t interval (n - 2 df). None below three points or without
+/// spread in `x`.
+pub fn ols_slope(x: &[f64], y: &[f64]) -> Option<Estimate> {
+    let n = x.len();
+    if n < 3 || y.len() != n {
+        return None;
+    }
+    let (mx, my) = (mean(x), mean(y));
+    let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
+    if sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let ssr: f64 = x.iter().zip(y).map(|(u, v)| (v - a - b * u).powi(2)).sum();
+    let se = (ssr / (n - 2) as f64 / sxx).sqrt();
+    let h = t_crit95((n - 2) as f64) * se;
+    Some(Estimate {
+        value: b,
+        lo: b - h,
+        hi: b + h,
+        se,
+        n,
+    })
+}
+
 /// Loss in percent, 100 (1 - mean(on) / mean(off)), with a delta-method 95 %
 /// interval: Var(r) ~ r^2 (s_on^2 / (n_on m_on^2) + s_off^2 / (n_off m_off^2)),
 /// t quantile on Welch-Satterthwaite degrees of freedom.
@@ -227,6 +277,30 @@ mod tests {
         assert!(one_way_anova(&[vec![1.0, 2.0]]).is_none());
         assert!(one_way_anova(&[vec![1.0], vec![2.0]]).is_none());
         assert!(one_way_anova(&[vec![1.0, 1.0], vec![2.0, 2.0]]).is_none());
+    }
+
+    #[test]
+    fn prediction_interval_and_slope_match_scipy() {
+        // x = [10, 12, 9, 14, 11]: mean +- t.ppf(0.975, 4) * s * sqrt(1 + 1/5)
+        // (numpy/scipy): 5.349667141566649, 17.05033285843335.
+        let p = t_prediction(&[10.0, 12.0, 9.0, 14.0, 11.0]);
+        assert!((p.lo - 5.349667141566649).abs() < 1e-9, "{p:?}");
+        assert!((p.hi - 17.05033285843335).abs() < 1e-9, "{p:?}");
+        // Wider than the interval of the mean, by sqrt(n + 1) here.
+        let m = t_interval(&[10.0, 12.0, 9.0, 14.0, 11.0]);
+        assert!((p.half_width() / m.half_width() - 6f64.sqrt()).abs() < 1e-9);
+        assert!(t_prediction(&[1.0]).lo.is_nan());
+        // scipy.stats.linregress([0..5], [1, 1.9, 3.2, 3.9, 5.1, 6]): slope
+        // 1.0085714285714285, stderr 0.030948717731947004; +- t.ppf(0.975, 4).
+        let x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+        let y = [1.0, 1.9, 3.2, 3.9, 5.1, 6.0];
+        let b = ols_slope(&x, &y).unwrap();
+        assert!((b.value - 1.0085714285714285).abs() < 1e-12, "{b:?}");
+        assert!((b.se - 0.030948717731947004).abs() < 1e-12, "{b:?}");
+        assert!((b.lo - 0.922644012712416).abs() < 1e-9, "{b:?}");
+        assert!((b.hi - 1.0944988444304409).abs() < 1e-9, "{b:?}");
+        assert!(ols_slope(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]).is_none());
+        assert!(ols_slope(&[1.0, 2.0], &[1.0, 2.0]).is_none());
     }
 
     #[test]

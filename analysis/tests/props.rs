@@ -241,6 +241,9 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
     assert!(row.loss_pct.hi < 30.0 && row.trusted().hi > 30.0);
     let rec = analysis::recommend::recommend(&a, 30.0).unwrap();
     assert!(!rec.resolvable, "{rec:?}");
+    // What the upper bounds alone allow is still said, as a bound.
+    assert!(rec.bound_only && rec.rate_hz.is_some(), "{rec:?}");
+    assert!(rec.max_hz.unwrap() < 4000.0, "{rec:?}");
 
     // Runs that agree: no warning.
     let a = analyse_with(

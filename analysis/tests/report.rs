@@ -236,7 +236,7 @@ fn cli_recommend_and_compare() {
         .assert()
         .success()
         .stdout(
-            predicate::str::contains("no measured rate stays within the budget").and(
+            predicate::str::contains("from the loss upper bounds alone").and(
                 predicate::str::contains("Even at the lowest measured rate, 1000 Hz"),
             ),
         );

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{GapsRun, LONG_EPISODE_NS};
 use crate::stats::{Estimate, t_interval};
-use results_format::timeline::{Episode, match_times};
+use results_format::timeline::{Episode, MATCH_SLACK_NS, match_times};
 
 /// Sampler timestamps drawn per 0 Hz run and frequency, at least (in
 /// replications of one run's length each).
@@ -17,11 +17,7 @@ pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
 pub const MIN_REPLICATIONS: usize = 8;
 
 /// Excess per timestamp that a sampler at `rate_hz` would match on one run
-/// by coincidence: `replications` times, timestamps one period apart from a
-/// random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as the
-/// sampler is), matched with [`match_times`]; the sum of the excess of the
-/// distinct matched episodes of each replication (as `matched_excess_ns`
-/// counts them), over all replications, / the number of timestamps.
+/// by coincidence (uncapped): [`coincidence_capped`] with no cap.
 pub fn coincidence_per_timestamp(
     episodes: &[Episode],
     start_ns: u64,
@@ -30,12 +26,36 @@ pub fn coincidence_per_timestamp(
     replications: usize,
     rng: &mut ChaCha8Rng,
 ) -> f64 {
+    coincidence_capped(
+        episodes,
+        (start_ns, end_ns),
+        rate_hz,
+        f64::INFINITY,
+        replications,
+        rng,
+    )
+}
+
+/// Excess per timestamp, each episode's excess capped at `cap_ns`, that a
+/// sampler at `rate_hz` would match on one run by coincidence: `replications` times, timestamps one period apart from a
+/// random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as the
+/// sampler is), matched with [`match_times`]; the sum of the excess of the
+/// distinct matched episodes of each replication (as `matched_excess_ns`
+/// counts them), over all replications, / the number of timestamps.
+pub fn coincidence_capped(
+    episodes: &[Episode],
+    (start_ns, end_ns): (u64, u64),
+    rate_hz: f64,
+    cap_ns: f64,
+    replications: usize,
+    rng: &mut ChaCha8Rng,
+) -> f64 {
     if !rate_hz.is_finite() || rate_hz <= 0.0 || end_ns <= start_ns || replications == 0 {
         return f64::NAN;
     }
     let period = 1e9 / rate_hz;
     let window = (end_ns - start_ns) as f64;
-    let (mut excess, mut stamps) = (0u64, 0usize);
+    let (mut excess, mut stamps) = (0f64, 0usize);
     let mut times = Vec::new();
     for _ in 0..replications {
         let phase: f64 = rng.random::<f64>() * period;
@@ -45,26 +65,89 @@ pub fn coincidence_per_timestamp(
             times.push(start_ns + (phase + k * period) as u64);
             k += 1.0;
         }
-        let mut last = -1i64;
+        // The episode being matched and how many timestamps it holds: an
+        // episode counts once, its excess capped at the cap per timestamp.
+        let (mut last, mut held) = (None::<&Episode>, 0u32);
+        let flush = |e: Option<&Episode>, k: u32| {
+            e.map_or(0.0, |e| (e.excess_ns as f64).min(cap_ns * f64::from(k)))
+        };
         for m in match_times(episodes, &times) {
             let e = usize::try_from(m).ok().and_then(|i| episodes.get(i));
             match e {
                 // In a stretch the CPU was taken away: left out, as the
                 // samples in one are.
                 Some(e) if e.excess_ns >= LONG_EPISODE_NS => continue,
-                Some(e) if m != last => {
-                    excess += e.excess_ns;
-                    last = m;
+                Some(e) if last.is_some_and(|l| std::ptr::eq(l, e)) => held += 1,
+                Some(e) => {
+                    excess += flush(last, held);
+                    (last, held) = (Some(e), 1);
                 }
                 _ => {}
             }
             stamps += 1;
         }
+        excess += flush(last, held);
     }
     if stamps == 0 {
         return f64::NAN;
     }
-    excess as f64 / stamps as f64
+    excess / stamps as f64
+}
+
+/// What a periodic sampler at `rate_hz` with a uniformly random phase
+/// matches on one run by coincidence, exactly (its expectation, no draw):
+/// per timestamp, the excess capped at `cap_ns` and the excess above it,
+/// ns. Episode e (its match window `len + 2 x MATCH_SLACK_NS`) is hit at
+/// least once with probability min(1, window / period) and counted once
+/// (as `matched_excess_ns` counts it); the expected timestamps are the
+/// run's window / period less those inside long episodes (left out, as the
+/// samples in them are). The draw ([`coincidence_capped`]) converges to it;
+/// with 8 phases at 4 kHz it phase-locks with a periodic background (the
+/// tick) and scatters by 30-165 ns per run.
+pub fn coincidence_exact(
+    episodes: &[Episode],
+    (start_ns, end_ns): (u64, u64),
+    rate_hz: f64,
+    cap_ns: f64,
+) -> (f64, f64) {
+    if !rate_hz.is_finite() || rate_hz <= 0.0 || end_ns <= start_ns {
+        return (f64::NAN, f64::NAN);
+    }
+    let period = 1e9 / rate_hz;
+    let slack = 2.0 * MATCH_SLACK_NS as f64;
+    let (mut capped, mut above, mut stamps) = (0f64, 0f64, (end_ns - start_ns) as f64 / period);
+    for e in episodes {
+        let window = (e.end_ns - e.start_ns) as f64 + slack;
+        if e.excess_ns >= LONG_EPISODE_NS {
+            stamps -= window / period;
+            continue;
+        }
+        let hit = (window / period).min(1.0);
+        // Timestamps it holds when hit: one, or window / period for an
+        // episode longer than a period; the cap is per timestamp.
+        let cap = cap_ns * (window / period).max(1.0);
+        let x = e.excess_ns as f64;
+        capped += hit * x.min(cap);
+        above += hit * (x - cap).max(0.0);
+    }
+    if stamps <= 0.0 {
+        return (f64::NAN, f64::NAN);
+    }
+    (capped / stamps, above / stamps)
+}
+
+/// [`coincidence_exact`] on each 0 Hz run (same order as `zero`).
+pub fn coincidence_exact_by_run(zero: &[&GapsRun], rate_hz: f64, cap_ns: f64) -> Vec<(f64, f64)> {
+    zero.iter()
+        .map(|r| {
+            coincidence_exact(
+                &r.episodes,
+                (r.row.loop_start_ns, r.row.loop_end_ns),
+                rate_hz,
+                cap_ns,
+            )
+        })
+        .collect()
 }
 
 /// The replications needed on a run of `window_ns` at `rate_hz` to draw at
@@ -95,17 +178,28 @@ pub fn draw_rng(run_id: u32, freq_hz: u64, draw: Draw) -> ChaCha8Rng {
 /// Coincidence per timestamp on each 0 Hz run at `rate_hz` (same order as
 /// `zero`), one thread per run (the draws dominate the report's time).
 pub fn coincidence_by_run(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64, draw: Draw) -> Vec<f64> {
+    coincidence_by_run_capped(zero, freq_hz, rate_hz, draw, f64::INFINITY)
+}
+
+/// [`coincidence_by_run`] with each episode's excess capped at `cap_ns`.
+pub fn coincidence_by_run_capped(
+    zero: &[&GapsRun],
+    freq_hz: u64,
+    rate_hz: f64,
+    draw: Draw,
+    cap_ns: f64,
+) -> Vec<f64> {
     std::thread::scope(|s| {
         let handles: Vec<_> = zero
             .iter()
             .map(|r| {
                 s.spawn(move || {
                     let mut rng = draw_rng(r.row.run_id, freq_hz, draw);
-                    coincidence_per_timestamp(
+                    coincidence_capped(
                         &r.episodes,
-                        r.row.loop_start_ns,
-                        r.row.loop_end_ns,
+                        (r.row.loop_start_ns, r.row.loop_end_ns),
                         rate_hz,
+                        cap_ns,
                         replications_for(r.window_ns(), rate_hz),
                         &mut rng,
                     )

@@ -112,6 +112,7 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
     loss_plot(&mut files, out, a, reference);
     durations_plot(&mut files, out, a);
     cost_plot(&mut files, out, a);
+    cost_over_time_plot(&mut files, out, a);
     contents_plots(&mut files, out, a);
     if let Some(f) = production_rates(a, &out.join("production_rates")) {
         files.add(f);
@@ -231,6 +232,50 @@ fn cost_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
             ));
         }
     }
+}
+
+/// Each gaps run's cost per sample against its start in the sweep, one
+/// series per rate: drift shows as a slope or a step shared by the rates.
+fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
+    let Some(ps) = &a.per_sample else {
+        return;
+    };
+    let costs: Vec<_> = ps
+        .run_costs
+        .iter()
+        .filter(|c| c.total_ns.is_finite())
+        .collect();
+    let Some(t0) = costs.iter().map(|c| c.started_at_ns).min() else {
+        return;
+    };
+    let mut freqs: Vec<u64> = costs.iter().map(|c| c.freq_hz).collect();
+    freqs.sort_unstable();
+    freqs.dedup();
+    let by: Vec<PointSeries> = freqs
+        .iter()
+        .map(|&f| {
+            let at: Vec<_> = costs.iter().filter(|c| c.freq_hz == f).collect();
+            PointSeries {
+                label: format!("{f} Hz"),
+                x: at
+                    .iter()
+                    .map(|c| c.started_at_ns.saturating_sub(t0) as f64 / 60e9)
+                    .collect(),
+                y: at.iter().map(|c| c.total_ns).collect(),
+                y_lo: Vec::new(),
+                y_hi: Vec::new(),
+            }
+        })
+        .collect();
+    files.add(plot_vs_freq(
+        "The cost of one sample, run by run, in sweep order",
+        "minutes into the sweep (run start)",
+        "total cost per sample (ns)",
+        &by,
+        &[],
+        false,
+        &out.join("cost_over_time"),
+    ));
 }
 
 /// The cost per sample by contents (handler and application).

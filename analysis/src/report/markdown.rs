@@ -119,6 +119,7 @@ fn summary(s: &mut String, a: &Analysis) {
 fn per_sample_sections(s: &mut String, a: &Analysis) {
     if let Some(ps) = &a.per_sample {
         s.push_str(&crate::percost_report::render(ps));
+        s.push_str(&crate::drift_report::render(ps));
     }
     s.push_str(&crate::contents_report::render(a));
     s.push_str(&crate::contents_report::render_after(&a.after_rows));

@@ -25,15 +25,24 @@ fn cost_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
         matched_p99_ns: f64::NAN,
         matched_mean_by_run_ns: none,
         background_ns: none,
+        cap_ns: f64::INFINITY,
+        above_cap_ns: none,
+        above_cap_charged: false,
+        long_per_s: none,
+        long_ns: none,
+        long_charged: false,
         direct_ns: none,
         after_effect_ns: none,
         total_ns: e,
+        total_pred_ns: e,
+        after_effect_bound_ns: None,
         handler_ns: None,
         interrupt_ns: None,
         remainder_ns: None,
         predicted_loss_pct: none,
         paired_loss_pct: None,
         agreement: None,
+        remainder: None,
         excess_gap_share_pct: none,
         predicted_direct_loss_pct: none,
         aa_null_ns: None,
@@ -57,6 +66,11 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
         zero_runs: 3,
         zero_after_per_episode_ns: Estimate::point(0.0, 3),
         zero_gap_share_pct: Estimate::point(0.0, 3),
+        background_cap_ns: f64::INFINITY,
+        zero_long_per_s: Estimate::point(0.0, 3),
+        zero_long_share_pct: Estimate::point(0.0, 3),
+        run_costs: Vec::new(),
+        drift: None,
         warnings: Vec::new(),
     });
     a
@@ -99,17 +113,50 @@ fn model_rate_uses_the_largest_cost_bound_at_or_below_it() {
         (rec.predicted_loss_pct.unwrap() - 0.8973).abs() < 1e-9,
         "{rec:?}"
     );
-    // A model that disagrees is not used; with no throughput data either,
-    // the error says both.
+    // A model that disagrees with the paired loss takes the conservative
+    // branch: the cost the paired loss implies (5 % at 1 kHz = 50 000 ns,
+    // upper bound 60 000 ns) is charged at every rate, so 1 % allows
+    // 1e7 / 60 000 = 166.7 Hz where the model alone allowed 714 Hz.
     let mut bad = cost_row(1000, 13_000.0, 14_000.0);
     bad.agreement = Some(Agreement::Disagree);
-    let err = recommend(&with_model(vec![bad]), 1.0)
-        .unwrap_err()
-        .to_string();
+    bad.paired_loss_pct = Some(est(5.0, 0.5 / 1.96));
+    let mut a = with_model(vec![bad]);
+    a.loss.push(paired_row(1000, est(5.0, 1.0 / 1.96)));
+    let rec = recommend(&a, 1.0).unwrap();
+    assert!(rec.conservative, "{rec:?}");
+    assert_eq!(rec.model_rate_hz, Some(709), "{rec:?}");
     assert!(
-        err.contains("no loss measurement") && err.contains("disagrees"),
-        "{err}"
+        (rec.max_hz.unwrap() - 1e7 / 60_000.0).abs() < 1e-6,
+        "{rec:?}"
     );
+    assert_eq!(rec.rate_hz, Some(157), "{rec:?}");
+    let thr = rec.throughput_cost_ns.unwrap();
+    assert!((thr.hi - 60_000.0).abs() < 1e-6, "{thr:?}");
+    assert!(
+        rec.headline().contains("conservative"),
+        "{}",
+        rec.headline()
+    );
+    assert!(
+        rec.reasoning.iter().any(|l| l.contains("disagree")),
+        "{:?}",
+        rec.reasoning
+    );
+}
+
+/// A paired loss row at `freq_hz` whose interval over runs is `e`.
+fn paired_row(freq_hz: u64, e: Estimate) -> analysis::tables::LossRow {
+    analysis::tables::LossRow {
+        freq_hz,
+        design: results_format::Design::Paired,
+        method: String::new(),
+        loss_pct: e,
+        loss_by_run_pct: Some(e),
+        iterations: Vec::new(),
+        mean_iterations: f64::NAN,
+        between_runs: None,
+        achieved_hz: freq_hz as f64,
+    }
 }
 
 #[test]

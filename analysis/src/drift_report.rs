@@ -1,0 +1,80 @@
+//! The report's section "the cost per sample over the sweep" and
+//! `report/cost_by_run.csv`: each gaps run's cost in sweep order, how much
+//! it moved, and for which conditions the answer holds.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::AnalysisError;
+use crate::percost::{CostDrift, PerSample};
+
+/// Writes `cost_by_run.csv`: one row per gaps run at F > 0 in sweep order.
+pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
+    let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
+    let mut w = csv::Writer::from_path(path).map_err(err)?;
+    for c in &ps.run_costs {
+        w.serialize(c).map_err(err)?;
+    }
+    if ps.run_costs.is_empty() {
+        w.write_record([
+            "run_id",
+            "block",
+            "freq_hz",
+            "started_at_ns",
+            "rate_hz",
+            "direct_ns",
+            "after_effect_ns",
+            "after_effect_bounded",
+            "total_ns",
+        ])
+        .map_err(err)?;
+    }
+    w.flush().map_err(|e| AnalysisError::write(path, e))
+}
+
+/// The drift in one sentence, for the summary.
+pub fn key_line(d: &CostDrift) -> String {
+    format!(
+        "Cost per sample during the sweep ({:.0} min, {} gaps runs): each run between {:+.0}% and {:+.0}% of its rate's mean{}; {}. The recommendations use the 95% prediction interval over runs, so they hold for a run as costly as these, not only for the mean.",
+        d.span_s / 60.0,
+        d.runs,
+        d.low_pct,
+        d.high_pct,
+        d.trend_pct_per_h.map_or(String::new(), |t| format!(
+            ", trend {:+.1} %/h [{:+.1}, {:+.1}]",
+            t.value, t.lo, t.hi
+        )),
+        if d.moved() {
+            "the cost MOVED while the sweep ran"
+        } else {
+            "no drift resolved"
+        }
+    )
+}
+
+/// The section, Markdown.
+pub fn render(ps: &PerSample) -> String {
+    let mut s = String::new();
+    let Some(d) = &ps.drift else {
+        return s;
+    };
+    let _ = writeln!(s, "## The cost per sample over the sweep\n");
+    let _ = writeln!(
+        s,
+        "Each gaps run's total cost per sample (direct + after-effect) in the order the sweep ran it: report/cost_by_run.csv, cost_over_time.svg. Relative to the mean at the run's rate, so rates compare.\n"
+    );
+    let _ = writeln!(s, "- {}", key_line(d));
+    let blocks: Vec<String> = d
+        .by_block_pct
+        .iter()
+        .map(|(b, v)| format!("block {b}: {v:+.1}%"))
+        .collect();
+    if !blocks.is_empty() {
+        let _ = writeln!(s, "- Mean by block: {}.", blocks.join(", "));
+    }
+    let _ = writeln!(
+        s,
+        "- Valid for the conditions measured: this host, this kernel and the host's state while the sweep ran (the manifest's started_at). On a shared host the cost of a sample changes from day to day (on the development VM 6.2 us on 2026-11-24 and 14-16 us the next day), and nothing inside one sweep can see that. To re-check, run `driver sweep --freqs <the recommended rate> --design gaps --reps 5` and compare with `analysis compare <this dir> <new dir>`; if the cost moved beyond this sweep's prediction interval, run the full sweep again.\n"
+    );
+    s
+}

@@ -1,0 +1,78 @@
+//! Where the model and the paired throughput loss differ: the remainder,
+//! its size with an interval, and where it lies: in gaps that no sample
+//! matched, or outside every gap (a slower loop between interruptions).
+
+use crate::stats::Estimate;
+
+/// z for the remainder's normal intervals (two-sided 95 %).
+const Z: f64 = 1.96;
+
+/// The paired loss minus the model's predicted loss, split by where the
+/// time went; percentage points of the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Remainder {
+    /// paired - predicted (normal interval, independent runs).
+    pub total_pp: Estimate,
+    /// Excess gap time over 0 Hz minus the predicted direct loss (t
+    /// interval over the runs at F): lost time inside gaps that the
+    /// matched samples do not account for (more or longer interruptions
+    /// besides the samples' own).
+    pub in_gaps_pp: Estimate,
+    /// total - in gaps (normal interval): lost time outside every gap,
+    /// the loop running slower between interruptions (an after-effect
+    /// beyond the horizon, a slower core), or an artefact of the paired
+    /// design.
+    pub outside_gaps_pp: Estimate,
+}
+
+fn normal(value: f64, se: f64, n: usize) -> Estimate {
+    Estimate {
+        value,
+        lo: value - Z * se,
+        hi: value + Z * se,
+        se,
+        n,
+    }
+}
+
+impl Remainder {
+    /// From the paired loss, the predicted loss and the in-gaps part (all
+    /// %); None unless all three have an interval.
+    pub fn of(paired: &Estimate, predicted: &Estimate, in_gaps: Estimate) -> Option<Self> {
+        if !(paired.se.is_finite() && predicted.se.is_finite() && in_gaps.se.is_finite()) {
+            return None;
+        }
+        let n = paired.n.min(predicted.n);
+        let total_se = (paired.se.powi(2) + predicted.se.powi(2)).sqrt();
+        let total_pp = normal(paired.value - predicted.value, total_se, n);
+        let outside_se = (total_se.powi(2) + in_gaps.se.powi(2)).sqrt();
+        Some(Self {
+            total_pp,
+            in_gaps_pp: in_gaps,
+            outside_gaps_pp: normal(total_pp.value - in_gaps.value, outside_se, n),
+        })
+    }
+
+    /// One sentence: its size and where it lies.
+    pub fn words(&self) -> String {
+        let part = |e: &Estimate| {
+            format!(
+                "{:.2} pp [{:.2}, {:.2}]{}",
+                e.value,
+                e.lo,
+                e.hi,
+                if e.lo > 0.0 || e.hi < 0.0 {
+                    ""
+                } else {
+                    " (contains 0)"
+                }
+            )
+        };
+        format!(
+            "remainder (paired - predicted) {}: in gaps that no sample matched {} (interruptions besides the samples' own, e.g. host work that the exits let in), outside every gap {} (the loop slower between interruptions: an after-effect beyond the horizon, a slower core, or the paired design itself)",
+            part(&self.total_pp),
+            part(&self.in_gaps_pp),
+            part(&self.outside_gaps_pp)
+        )
+    }
+}

@@ -1,0 +1,387 @@
+//! One frequency's row of the per-sample table and each run's cost: the
+//! capped direct cost, the part above the cap and the long episodes (each
+//! charged where it resolves), the after-effect (or its bound), and the
+//! tracing and paired figures beside them.
+
+use super::background::{Draw, aa_control, coincidence_by_run_capped, coincidence_exact_by_run};
+use super::{
+    GapsRun, LONG_EPISODE_NS, PerSampleRow, Remainder, after_effect_ns, agreement, nan_est,
+    predicted_loss_pct, recovery_horizon_ns,
+};
+use crate::stats::{Estimate, mean, quantile_sorted, t_interval, t_prediction};
+use crate::tables::{LossRow, UtilRow};
+use results_format::Design;
+
+/// One gaps run's cost per sample, ns.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunCost {
+    pub run_id: u32,
+    pub block: u32,
+    pub freq_hz: u64,
+    /// runs.csv `started_at_ns` (CLOCK_MONOTONIC_RAW).
+    pub started_at_ns: u64,
+    /// Achieved rate, Hz.
+    pub rate_hz: f64,
+    /// Matched excess capped at the row's cap, minus the capped b.
+    pub direct_ns: f64,
+    /// Matched excess above the cap, minus b's part above it.
+    pub above_cap_ns: f64,
+    /// Long episodes' share of the window over the 0 Hz runs' mean, per
+    /// sample.
+    pub long_ns: f64,
+    pub after_effect_ns: f64,
+    /// Whether `after_effect_ns` is the bound charged where the run could
+    /// not measure its own (see `PerSampleRow::after_effect_bound_ns`).
+    pub after_effect_bounded: bool,
+    /// direct + after-effect, plus the part above the cap and the long
+    /// episodes where those are charged at this rate.
+    pub total_ns: f64,
+}
+
+/// The 0 Hz runs' background at one rate.
+pub(super) struct Background {
+    /// The cap on each episode's excess at this rate, ns ([`cap_at`]).
+    pub cap_ns: f64,
+    /// b: the capped excess a sampler would match by coincidence, per
+    /// timestamp (exact expectation), t interval over the 0 Hz runs.
+    pub b_ns: Estimate,
+    /// b's excess above the cap, likewise.
+    pub above_ns: Estimate,
+    pub aa_null_ns: Option<Estimate>,
+}
+
+/// The background at frequency `freq_hz` (achieved `rate_hz`) over the
+/// 0 Hz runs `zero` with episodes capped at `cap_ns`, and the A/A null
+/// control (a random draw on each run against the others' exact b); NaN
+/// and None without 0 Hz runs.
+pub(super) fn background_at(
+    zero: &[&GapsRun],
+    freq_hz: u64,
+    rate_hz: f64,
+    cap_ns: f64,
+) -> Background {
+    if zero.is_empty() {
+        return Background {
+            cap_ns,
+            b_ns: nan_est(0),
+            above_ns: nan_est(0),
+            aa_null_ns: None,
+        };
+    }
+    let exact = coincidence_exact_by_run(zero, rate_hz, cap_ns);
+    let b: Vec<f64> = exact.iter().map(|e| e.0).collect();
+    let above: Vec<f64> = exact.iter().map(|e| e.1).collect();
+    let own = coincidence_by_run_capped(zero, freq_hz, rate_hz, Draw::Null, cap_ns);
+    Background {
+        cap_ns,
+        b_ns: t_interval(&b),
+        above_ns: t_interval(&above),
+        aa_null_ns: aa_control(&own, &b),
+    }
+}
+
+/// The matched episodes under [`LONG_EPISODE_NS`] of the runs at one
+/// frequency: pooled over the runs, and each run's mean.
+struct MatchedEpisodes {
+    /// Every run's matched episode excess, ns, sorted.
+    pooled_ns: Vec<f64>,
+    /// The mean of each run that matched any, ns.
+    run_means_ns: Vec<f64>,
+}
+
+impl MatchedEpisodes {
+    /// The short matched episodes of the runs `at`.
+    fn of(at: &[&GapsRun]) -> Self {
+        let short = |r: &&GapsRun| -> Vec<f64> {
+            r.matched_excess_ns
+                .iter()
+                .filter(|&&e| e < LONG_EPISODE_NS)
+                .map(|&e| e as f64)
+                .collect()
+        };
+        let mut pooled_ns: Vec<f64> = at.iter().flat_map(short).collect();
+        pooled_ns.sort_by(f64::total_cmp);
+        let run_means_ns = at
+            .iter()
+            .map(short)
+            .filter(|v| !v.is_empty())
+            .map(|v| mean(&v))
+            .collect();
+        Self {
+            pooled_ns,
+            run_means_ns,
+        }
+    }
+}
+
+/// What the tracing measured at one frequency, beside the direct cost.
+struct TracedTimes {
+    /// Handler time per sample (util runs at F), ns.
+    handler_ns: Option<f64>,
+    /// Whole timer interrupt (local_timer) time per handler call, ns.
+    interrupt_ns: Option<f64>,
+    /// `direct_ns` - interrupt (or - handler without local_timer), ns.
+    remainder_ns: Option<f64>,
+}
+
+impl TracedTimes {
+    /// The util table's times at `freq_hz`, and what of `direct_ns` they
+    /// leave.
+    fn at(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> Self {
+        let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
+        let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
+        let interrupt_ns = util_row
+            .and_then(|u| {
+                u.local_timer_util_pct
+                    .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
+            })
+            .filter(|v| v.is_finite());
+        let remainder_ns = interrupt_ns
+            .or(handler_ns)
+            .map(|x| direct_ns - x)
+            .filter(|v| v.is_finite());
+        Self {
+            handler_ns,
+            interrupt_ns,
+            remainder_ns,
+        }
+    }
+}
+
+/// Whether a part of the cost is charged: its interval lies above 0
+/// (sampling measurably adds it).
+fn resolves_above_zero(e: &Estimate) -> bool {
+    e.lo.is_finite() && e.lo > 0.0
+}
+
+/// What every row is computed against: the 0 Hz runs (their mean gap
+/// share and long-episode share, %), the cap, the util and loss tables.
+pub(super) struct RowContext<'a> {
+    pub zero: &'a [&'a GapsRun],
+    pub zero_gap: f64,
+    pub zero_long: f64,
+    pub util: &'a [UtilRow],
+    pub loss: &'a [LossRow],
+}
+
+impl RowContext<'_> {
+    /// Each run's parts before the charges are decided: (direct, above the
+    /// cap, long episodes, after-effect measured), ns per sample.
+    fn parts(&self, r: &GapsRun, bg: &Background, horizon: f64) -> [f64; 4] {
+        let (capped, above) = r.matched_split_per_sample_ns(bg.cap_ns);
+        let long = (r.long_share_pct() - self.zero_long) / 100.0 * 1e9 / r.rate_hz();
+        [
+            capped - bg.b_ns.value,
+            above - bg.above_ns.value,
+            long,
+            after_effect_ns(r, horizon),
+        ]
+    }
+
+    /// The row at frequency `f` from its usable runs `at` and its
+    /// background `bg`, and each run's cost. With `after_bound`, a run
+    /// whose after-effect is unmeasurable is charged that bound instead
+    /// (at most its time between samples outside the direct cost).
+    pub fn row_at(
+        &self,
+        f: u64,
+        at: &[&GapsRun],
+        bg: &Background,
+        after_bound: Option<f64>,
+    ) -> (PerSampleRow, Vec<RunCost>) {
+        let n = at.len();
+        let achieved_hz = mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>());
+        let horizon = recovery_horizon_ns(achieved_hz);
+        // Every per-run quantity needs b: none without 0 Hz runs.
+        let parts: Vec<[f64; 4]> = if self.zero.is_empty() {
+            Vec::new()
+        } else {
+            at.iter().map(|r| self.parts(r, bg, horizon)).collect()
+        };
+        let over = |k: usize| -> Estimate {
+            if parts.is_empty() {
+                return nan_est(n);
+            }
+            t_interval(&parts.iter().map(|p| p[k]).collect::<Vec<_>>())
+        };
+        let (above_cap_ns, long_ns) = (over(1), over(2));
+        let charge = (
+            resolves_above_zero(&above_cap_ns),
+            resolves_above_zero(&long_ns),
+        );
+        let costs: Vec<RunCost> = at
+            .iter()
+            .zip(&parts)
+            .map(|(r, p)| run_cost(r, p, charge, after_bound))
+            .collect();
+        let row = self.row(f, at, bg, &costs, horizon, after_bound);
+        (
+            PerSampleRow {
+                above_cap_ns,
+                above_cap_charged: charge.0,
+                long_ns,
+                long_charged: charge.1,
+                ..row
+            },
+            costs,
+        )
+    }
+
+    /// The row's estimates over `costs` (one per run of `at`).
+    fn row(
+        &self,
+        f: u64,
+        at: &[&GapsRun],
+        bg: &Background,
+        costs: &[RunCost],
+        horizon: f64,
+        after_bound: Option<f64>,
+    ) -> PerSampleRow {
+        let n = at.len();
+        let over = |g: &dyn Fn(&RunCost) -> f64| -> Estimate {
+            if costs.is_empty() {
+                return nan_est(n);
+            }
+            t_interval(&costs.iter().map(g).collect::<Vec<_>>())
+        };
+        let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
+            if self.zero.is_empty() {
+                return nan_est(n);
+            }
+            t_interval(&at.iter().map(|r| g(r)).collect::<Vec<_>>())
+        };
+        let matched = MatchedEpisodes::of(at);
+        let direct_ns = over(&|c| c.direct_ns);
+        let predicted = over(&|c| predicted_loss_pct(c.rate_hz, c.total_ns));
+        let traced = TracedTimes::at(self.util, f, direct_ns.value);
+        let paired_loss_pct = self
+            .loss
+            .iter()
+            .find(|l| l.freq_hz == f && l.design == Design::Paired)
+            .map(|l| l.trusted());
+        // The prediction's part inside gaps: all of it but the after-effect.
+        let in_gaps_of =
+            |c: &RunCost| predicted_loss_pct(c.rate_hz, c.total_ns - c.after_effect_ns);
+        let in_gaps = over(&|c| {
+            let r = at.iter().find(|r| r.row.run_id == c.run_id);
+            r.map_or(f64::NAN, |r| r.gap_share_pct() - self.zero_gap) - in_gaps_of(c)
+        });
+        let pooled = &matched.pooled_ns;
+        let totals: Vec<f64> = costs.iter().map(|c| c.total_ns).collect();
+        PerSampleRow {
+            freq_hz: f,
+            runs: n,
+            achieved_hz: mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>()),
+            samples: at.iter().map(|r| r.row.samples).sum(),
+            samples_in_long: at.iter().map(|r| r.samples_in_long).sum(),
+            recovery_horizon_ns: horizon,
+            matched_episodes: pooled.len(),
+            matched_median_ns: quantile_sorted(pooled, 0.5),
+            matched_mean_ns: mean(pooled),
+            matched_p99_ns: quantile_sorted(pooled, 0.99),
+            matched_mean_by_run_ns: t_interval(&matched.run_means_ns),
+            background_ns: bg.b_ns,
+            cap_ns: bg.cap_ns,
+            above_cap_ns: nan_est(n),
+            above_cap_charged: false,
+            long_per_s: t_interval(
+                &at.iter()
+                    .map(|r| r.long_episodes as f64 / (r.window_ns() * 1e-9))
+                    .collect::<Vec<_>>(),
+            ),
+            long_ns: nan_est(n),
+            long_charged: false,
+            after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),
+            after_effect_bound_ns: after_bound,
+            total_ns: over(&|c| c.total_ns),
+            total_pred_ns: if costs.is_empty() {
+                nan_est(n)
+            } else {
+                t_prediction(&totals)
+            },
+            direct_ns,
+            handler_ns: traced.handler_ns,
+            interrupt_ns: traced.interrupt_ns,
+            remainder_ns: traced.remainder_ns,
+            agreement: paired_loss_pct
+                .filter(|_| predicted.value.is_finite())
+                .map(|p| agreement(&predicted, &p)),
+            remainder: paired_loss_pct.and_then(|p| Remainder::of(&p, &predicted, in_gaps)),
+            paired_loss_pct,
+            predicted_loss_pct: predicted,
+            excess_gap_share_pct: per_run(&|r| r.gap_share_pct() - self.zero_gap),
+            predicted_direct_loss_pct: over(&in_gaps_of),
+            aa_null_ns: bg.aa_null_ns,
+        }
+    }
+}
+
+/// Run `r`'s cost from its `parts` (direct, above the cap, long, measured
+/// after-effect), with the parts above the cap and long charged as
+/// `charge` says; where the after-effect is unmeasurable and `after_bound`
+/// is given, the bound, at most the run's time between samples outside its
+/// direct cost.
+fn run_cost(r: &GapsRun, p: &[f64; 4], charge: (bool, bool), after_bound: Option<f64>) -> RunCost {
+    let [direct_ns, above_cap_ns, long_ns, measured] = *p;
+    let rate_hz = r.rate_hz();
+    let (after, bounded) = match after_bound {
+        Some(bound) if !measured.is_finite() => {
+            let spare = (1e9 / rate_hz - direct_ns).max(0.0);
+            (bound.min(spare).max(0.0), true)
+        }
+        _ => (measured, false),
+    };
+    let charged = |on: bool, v: f64| if on { v } else { 0.0 };
+    RunCost {
+        run_id: r.row.run_id,
+        block: r.block,
+        freq_hz: r.row.freq_hz,
+        started_at_ns: r.started_at_ns,
+        rate_hz,
+        direct_ns,
+        above_cap_ns,
+        long_ns,
+        after_effect_ns: after,
+        after_effect_bounded: bounded,
+        total_ns: direct_ns + after + charged(charge.0, above_cap_ns) + charged(charge.1, long_ns),
+    }
+}
+
+/// The cap on an episode's excess: the 99.9th percentile of the 0 Hz
+/// runs' episode excess (episodes under [`LONG_EPISODE_NS`], pooled).
+/// Infinite (no cap) without 0 Hz episodes.
+pub fn episode_cap_ns(zero: &[&GapsRun]) -> f64 {
+    let mut x: Vec<f64> = zero
+        .iter()
+        .flat_map(|r| r.episodes.iter())
+        .filter(|e| e.excess_ns < LONG_EPISODE_NS)
+        .map(|e| e.excess_ns as f64)
+        .collect();
+    if x.is_empty() {
+        return f64::INFINITY;
+    }
+    x.sort_by(f64::total_cmp);
+    quantile_sorted(&x, CAP_QUANTILE)
+}
+
+/// The quantile of the background's episode excess that caps every
+/// episode (see [`episode_cap_ns`]).
+pub const CAP_QUANTILE: f64 = 0.999;
+/// The cap is never below this many times the median matched episode at
+/// the rate: it trims the rare host interruption a sample coincides with,
+/// never a typical sample's cost (on a quiet host the background's
+/// episodes may all be shorter than one sample's).
+pub const CAP_MEDIAN_FACTOR: f64 = 10.0;
+
+/// The cap at one rate: the background's ([`episode_cap_ns`]) or
+/// [`CAP_MEDIAN_FACTOR`] x the median matched excess of the runs `at`,
+/// whichever is larger.
+pub(super) fn cap_at(background_cap_ns: f64, at: &[&GapsRun]) -> f64 {
+    let m = MatchedEpisodes::of(at);
+    let median = quantile_sorted(&m.pooled_ns, 0.5);
+    if median.is_finite() {
+        background_cap_ns.max(CAP_MEDIAN_FACTOR * median)
+    } else {
+        background_cap_ns
+    }
+}
