@@ -8,6 +8,7 @@ mod common;
 mod formulas;
 mod model;
 mod results_dir;
+mod tail;
 
 use analysis::percost::*;
 use analysis::stats::Estimate;

@@ -3,7 +3,7 @@
 use super::*;
 use crate::common::*;
 
-fn cost_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
+pub(crate) fn cost_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
     let e = Estimate {
         value: total,
         lo: 2.0 * total - hi,
