@@ -16,6 +16,7 @@ pub mod compare;
 pub mod contents;
 mod contents_report;
 mod drift_report;
+mod host_look_report;
 pub mod error;
 pub mod events;
 pub mod fit;
