@@ -359,6 +359,26 @@ fn workload_outcome(
     Ok(o)
 }
 
+/// This binary as a child process, started from `/proc/self/exe`: the
+/// kernel's link to the executable this process runs, which stays valid
+/// when the file at its path is replaced during a sweep (`cargo build`
+/// renames a new binary over it, `cp` and `install` unlink or rewrite it).
+/// `std::env::current_exe()` reads the same link but returns a path, which
+/// then names the new file or, once the old one is gone, nothing ("cannot
+/// start the workload: No such file or directory"; `<path> (deleted)`). The
+/// child's argv\[0\] stays the name the driver was started as, for its
+/// messages.
+pub(crate) fn self_command() -> Command {
+    let mut cmd = Command::new(SELF_EXE);
+    if let Some(arg0) = std::env::args_os().next() {
+        cmd.arg0(arg0);
+    }
+    cmd
+}
+
+/// The running executable, whatever has happened to its path since (Linux).
+pub(crate) const SELF_EXE: &str = "/proc/self/exe";
+
 /// The workload child of a run: this binary's hidden `workload`
 /// subcommand, waiting for the go signal on its counter file, with its
 /// timeline written to `gaps_file` in the gaps design.
@@ -368,8 +388,7 @@ fn workload_command(
     gaps_file: Option<&Path>,
 ) -> Result<Command, RunError> {
     let opts = spec.opts;
-    let exe = std::env::current_exe().map_err(failed)?;
-    let mut cmd = Command::new(exe);
+    let mut cmd = self_command();
     cmd.arg("workload")
         .arg("--duration")
         .arg(format!("{}ns", opts.duration_ns))
