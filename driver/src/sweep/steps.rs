@@ -271,6 +271,21 @@ pub(super) fn warm_up_command(
         match crate::command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
                 opts.duration_ns = crate::command::expected_run_ns(&walls);
+                // The run length is known only now: the plan's limit.
+                let limit_origin = if opts.max_sweep_ns == crate::config::DEFAULT_MAX_SWEEP_NS {
+                    "the default; --max-sweep-time sets it"
+                } else {
+                    "--max-sweep-time or `max_sweep_time`"
+                };
+                crate::config::check_sweep_time(
+                    opts,
+                    (
+                        "twice the command's longest warm-up run".to_owned(),
+                        "--reps".to_owned(),
+                    ),
+                    limit_origin.to_owned(),
+                )
+                .map_err(usage)?;
             }
             Ok(_) => {}
             Err(crate::command::CommandError::Interrupted) => return Ok(Some(ExitCode::from(130))),
