@@ -28,6 +28,8 @@ use workload::work::WorkKind;
 
 pub use results_format::RunKind;
 
+pub mod judge;
+
 /// One planned run, as in the manifest's `plan`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedRun {

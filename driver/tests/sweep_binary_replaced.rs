@@ -67,6 +67,7 @@ fn a_sweep_survives_its_binary_being_replaced_and_removed() {
             "cpu-clock",
             "--no-util",
             "--no-report",
+            "--no-host-look",
             "--out",
         ])
         .arg(&out)
@@ -94,7 +95,10 @@ fn a_sweep_survives_its_binary_being_replaced_and_removed() {
     assert_eq!(rows.len(), 12, "{stderr}");
     assert_eq!(rows.len(), m.plan.len());
     // The replacement happened mid-sweep: runs were still to come.
-    assert!(before_end < rows.len(), "the sweep ended before the binary was removed");
+    assert!(
+        before_end < rows.len(),
+        "the sweep ended before the binary was removed"
+    );
     for r in &rows {
         assert_eq!(
             r.status,
