@@ -98,7 +98,9 @@ impl Soak {
     /// finishing took, s.
     fn measure(&self) -> anyhow::Result<(SamplerOutcome, f64)> {
         let s = Sampler::open(&self.cfg)?;
-        let mut child = Command::new(std::env::current_exe()?)
+        // /proc/self/exe, not current_exe(): the running binary even when a
+        // rebuild has replaced the file at its path (as the driver does).
+        let mut child = Command::new("/proc/self/exe")
             .args([
                 "--spin",
                 &self.cpu.to_string(),

@@ -21,6 +21,7 @@ use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome, Scope};
 use crate::system::{ProcStat, QuietReport, monotonic_raw_ns, ns_per_tick, wait_quiet};
 
 mod command_run;
+mod host_look;
 mod phases;
 
 use phases::{phase_samples, run_phases};
@@ -166,7 +167,13 @@ impl Backend for RealBackend {
             return self.run_command(spec, argv, interrupt);
         }
         let files = RunFiles::new(spec);
-        let mut cmd = workload_command(spec, &files.counter, files.gaps.as_deref())?;
+        let mut cmd = workload_command(&WorkloadArgs {
+            duration_ns: spec.opts.duration_ns,
+            cpu: spec.opts.cpu,
+            kind: &spec.run.workload,
+            counter: &files.counter,
+            gaps: files.gaps.as_deref(),
+        });
         let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
@@ -359,27 +366,56 @@ fn workload_outcome(
     Ok(o)
 }
 
-/// The workload child of a run: this binary's hidden `workload`
-/// subcommand, waiting for the go signal on its counter file, with its
-/// timeline written to `gaps_file` in the gaps design.
-fn workload_command(
-    spec: &RunSpec<'_>,
-    counter_path: &Path,
-    gaps_file: Option<&Path>,
-) -> Result<Command, RunError> {
-    let opts = spec.opts;
-    let exe = std::env::current_exe().map_err(failed)?;
-    let mut cmd = Command::new(exe);
+/// This binary as a child process, started from `/proc/self/exe`: the
+/// kernel's link to the executable this process runs, which stays valid
+/// when the file at its path is replaced during a sweep (`cargo build`
+/// renames a new binary over it, `cp` and `install` unlink or rewrite it).
+/// `std::env::current_exe()` reads the same link but returns a path, which
+/// then names the new file or, once the old one is gone, nothing ("cannot
+/// start the workload: No such file or directory"; `<path> (deleted)`). The
+/// child's argv\[0\] stays the name the driver was started as, for its
+/// messages.
+pub(crate) fn self_command() -> Command {
+    let mut cmd = Command::new(SELF_EXE);
+    if let Some(arg0) = std::env::args_os().next() {
+        cmd.arg0(arg0);
+    }
+    cmd
+}
+
+/// The running executable, whatever has happened to its path since (Linux).
+pub(crate) const SELF_EXE: &str = "/proc/self/exe";
+
+/// What a workload child is asked to do.
+struct WorkloadArgs<'a> {
+    /// Its loop's length, ns.
+    duration_ns: u64,
+    /// The CPU it pins itself to.
+    cpu: u32,
+    /// What its loop does.
+    kind: &'a workload::work::WorkKind,
+    /// Its counter file.
+    counter: &'a Path,
+    /// Its gaps file (timeline mode), if any.
+    gaps: Option<&'a Path>,
+}
+
+/// The workload child: this binary's hidden `workload` subcommand,
+/// waiting for the go signal on its counter file, with its timeline
+/// written to the gaps file when one is given (the gaps design, the look
+/// at the host).
+fn workload_command(w: &WorkloadArgs<'_>) -> Command {
+    let mut cmd = self_command();
     cmd.arg("workload")
         .arg("--duration")
-        .arg(format!("{}ns", opts.duration_ns))
+        .arg(format!("{}ns", w.duration_ns))
         .arg("--cpu")
-        .arg(opts.cpu.to_string())
+        .arg(w.cpu.to_string())
         .arg("--kind")
-        .arg(spec.run.workload.name())
+        .arg(w.kind.name())
         .arg("--json")
         .arg("--counter")
-        .arg(counter_path)
+        .arg(w.counter)
         .arg("--wait-go")
         .arg("--go-timeout")
         .arg("60s")
@@ -389,10 +425,10 @@ fn workload_command(
         // Its own process group: Ctrl-C reaches the driver only, which
         // stops the child itself.
         .process_group(0);
-    if let Some(path) = gaps_file {
+    if let Some(path) = w.gaps {
         cmd.arg("--timeline").arg(path);
     }
-    Ok(cmd)
+    cmd
 }
 
 /// Waits for the workload to exit, switching the sampler off as soon as

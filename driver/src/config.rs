@@ -20,9 +20,10 @@ mod values;
 
 use command::*;
 pub use command::{DEFAULT_WARMUP, MAX_WARMUP};
+pub use resolve::check_sweep_time;
 use values::*;
 pub use values::{FlagList, parse_duration, parse_freq_list};
-use values::{cpu_flag, duration_flag, reps_flag, scope_flag, seed_flag};
+use values::{cpu_flag, duration_flag, max_sweep_flag, reps_flag, scope_flag, seed_flag};
 
 /// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
 pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
@@ -40,6 +41,13 @@ pub const DEFAULT_REPS: u32 = 5;
 /// and 0.17-0.47 pp (over groups) at 100 ms, against 0.19-0.94 and
 /// 0.64-0.99 pp at 250 ms; 50 ms was no better than 100 ms.
 pub const DEFAULT_PHASE_NS: u64 = 100_000_000;
+/// Default limit on a sweep's planned time (runs x run length): 24 h.
+/// The longest shipped experiment plans ~13 minutes and the host's state
+/// changes on a scale of hours to days (docs/methodology.md; one sweep
+/// should see one state), so a plan longer than a day is far more likely a
+/// unit slip (`--duration 10h` for 10s, `1000000h`) than a measurement
+/// anyone wants; `--max-sweep-time` (`max_sweep_time`) lifts it.
+pub const DEFAULT_MAX_SWEEP_NS: u64 = 24 * 3_600_000_000_000;
 /// Sampling events the sweep knows (perf's names).
 pub const KNOWN_EVENTS: [&str; 4] = ["cycles", "instructions", "cpu-clock", "task-clock"];
 
@@ -80,6 +88,24 @@ pub enum ConfigError {
         problem: String,
         /// How to fix it.
         fix: String,
+    },
+    /// The plan runs longer than the limit on a sweep's planned time.
+    #[error(
+        "the planned sweep takes at least {} ({settings}), over the limit of {} ({limit_origin}) on a sweep's planned time; \
+         give a shorter --duration, fewer --reps, frequencies or designs{lift}",
+        crate::plan::fmt_long_ns(*planned_ns), crate::plan::fmt_long_ns(u128::from(*limit_ns))
+    )]
+    TooLong {
+        /// Runs x run length, ns.
+        planned_ns: u128,
+        /// The limit, ns.
+        limit_ns: u64,
+        /// Where the limit came from (the flag for the default).
+        limit_origin: String,
+        /// Which settings make the plan that long, each with its origin.
+        settings: String,
+        /// How to lift the limit (", or lift it with ...").
+        lift: String,
     },
     /// The experiment file could not be read.
     #[error("cannot read experiment file {}: {source}; give an existing file, e.g. experiments/quick.toml", path.display())]
@@ -177,6 +203,8 @@ pub struct ExperimentFile {
     pub command: Option<OneOrMany<String>>,
     /// Unmeasured runs of the command before the first measured one.
     pub warmup: Option<i64>,
+    /// The longest planned sweep time accepted, e.g. "48h" (default 24h).
+    pub max_sweep_time: Option<String>,
 }
 
 impl ExperimentFile {
@@ -281,6 +309,11 @@ pub struct FlagSettings {
     /// Default 1.
     #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = warmup_flag)]
     pub warmup: Option<u32>,
+    /// The longest sweep accepted, as planned (runs x run length; the same
+    /// units as --duration): a longer plan is refused before anything runs
+    /// or is written, naming what makes it long. Default 24h.
+    #[arg(long = "max-sweep-time", value_name = "DURATION", allow_hyphen_values = true, value_parser = max_sweep_flag)]
+    pub max_sweep_ns: Option<u64>,
 }
 
 impl FlagSettings {
@@ -343,6 +376,10 @@ pub struct SweepOptions {
     /// without a command).
     #[serde(default)]
     pub warmup: u32,
+    /// The longest planned sweep time accepted (`--max-sweep-time`);
+    /// manifests written before the limit existed read as the default.
+    #[serde(default = "default_max_sweep_ns")]
+    pub max_sweep_ns: u64,
     /// Experiment file the options came from, if any.
     pub experiment: Option<PathBuf>,
     /// The experiment file's description.

@@ -28,6 +28,8 @@ use workload::work::WorkKind;
 
 pub use results_format::RunKind;
 
+pub mod judge;
+
 /// One planned run, as in the manifest's `plan`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedRun {
@@ -168,6 +170,84 @@ pub fn planned_ns(plan: &[PlannedRun], duration_ns: u64) -> u64 {
     u64::try_from(plan.len())
         .unwrap_or(u64::MAX)
         .saturating_mul(duration_ns)
+}
+
+/// The loops' time of `runs` runs of `duration_ns`, exactly (a plan of
+/// 85 runs of `--duration 1000000h` overflows u64 nanoseconds). The sweep
+/// takes longer: each run adds its quiet check (up to 2 s) and start-up.
+pub fn planned_loop_ns(runs: usize, duration_ns: u64) -> u128 {
+    u128::try_from(runs)
+        .unwrap_or(u128::MAX)
+        .saturating_mul(u128::from(duration_ns))
+}
+
+/// A duration for a message about a plan's length: "8 s", "13.3 min",
+/// "85000000 h".
+pub fn fmt_long_ns(ns: u128) -> String {
+    const S: f64 = 1e9;
+    let x = ns as f64;
+    if x < 60.0 * S {
+        format!("{} s", round3(x / S))
+    } else if x < 3600.0 * S {
+        format!("{} min", round3(x / (60.0 * S)))
+    } else {
+        format!("{} h", round3(x / (3600.0 * S)))
+    }
+}
+
+/// `x` with at most one decimal below 100, as an integer above.
+fn round3(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        let r = format!("{x:.1}");
+        r.strip_suffix(".0").map_or(r.clone(), str::to_owned)
+    }
+}
+
+/// What one randomised block of `opts` holds, with the flags that set
+/// each factor: "2 designs (--design) x 6 frequencies with 0 Hz (--freqs)
+/// + 5 util runs (--no-util drops them)".
+pub fn block_text(opts: &SweepOptions) -> String {
+    let nf = opts.freqs_hz.iter().filter(|&&f| f > 0).count();
+    let nc = opts.samples.len().max(1);
+    let nd = opts.designs.len();
+    let mut t = format!(
+        "{nd} design{} (--design) x ",
+        if nd == 1 { "" } else { "s" }
+    );
+    if nc == 1 {
+        t.push_str(&format!("{} frequencies with 0 Hz (--freqs)", nf + 1));
+    } else {
+        t.push_str(&format!(
+            "({nf} frequencies (--freqs) x {nc} sample contents (--sample) + 0 Hz)"
+        ));
+    }
+    if opts.util && nf > 0 {
+        t.push_str(&format!(" + {} util runs (--no-util drops them)", nf * nc));
+    }
+    let nw = opts.workloads.len();
+    if nw > 1 {
+        t = format!("{nw} workloads (--workload) x [{t}]");
+    }
+    t
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod long_tests {
+    use super::*;
+
+    #[test]
+    fn long_durations_read_in_their_unit() {
+        assert_eq!(fmt_long_ns(8_000_000_000), "8 s");
+        assert_eq!(fmt_long_ns(800_000_000_000), "13.3 min");
+        assert_eq!(fmt_long_ns(86_400_000_000_000), "24 h");
+        // 85 runs of 1000000 h: beyond u64 nanoseconds, still exact.
+        let ns = planned_loop_ns(85, 1_000_000 * 3_600_000_000_000);
+        assert!(ns > u128::from(u64::MAX));
+        assert_eq!(fmt_long_ns(ns), "85000000 h");
+    }
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ mod tests {
             warnings: vec!["w".into()],
             settings_changed: vec![],
             command: vec![],
+            host_look: None,
         }
     }
 

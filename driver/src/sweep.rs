@@ -55,6 +55,13 @@ pub struct SweepFlags {
     /// Skip the analysis report at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// Skip the look at the host before the first run (3 s of the counting
+    /// loop on the measured CPU with no sampling: its speed per slice,
+    /// background interruptions and steal, and the smallest loss the plan
+    /// can resolve with them; printed and kept in the manifest as
+    /// host_look). A resume looks only when the manifest has no look.
+    #[arg(long)]
+    pub no_host_look: bool,
 }
 
 /// A bad command line or input: printed as one line, exit status 2.
@@ -153,11 +160,27 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
 
     pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();
+    let backend = RealBackend {
+        event,
+        drain_cpu: other_cpu(opts.cpu, &online),
+        online_cpus: online.clone(),
+    };
 
     // 7. The host's facts, before this sweep changes anything: the manifest
     // keeps the values found.
     let host = resumed.is_none().then(steps::host_facts);
     warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
+
+    // 7b. A look at the measured CPU with no sampling (printed, judged
+    // against the plan, kept in the manifest), unless skipped or the
+    // resumed sweep has one.
+    let host_look = match steps::look_at_host(args, &opts, resumed.as_ref(), &backend, &interrupt) {
+        steps::Look::Interrupted => return Ok(ExitCode::from(130)),
+        steps::Look::Done(look, look_warnings) => {
+            warnings.extend(look_warnings);
+            look.map(|l| *l)
+        }
+    };
 
     // 8. System settings: recorded in the state file, then changed; the
     // guard restores them whatever happens (Ctrl-C and SIGTERM included).
@@ -174,15 +197,11 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
             warnings,
             changes: guard.changes(),
             back_to_original: &back_to_original,
+            host_look,
         },
     )?;
 
     // 10-12. Runs, restore, report.
-    let backend = RealBackend {
-        event,
-        drain_cpu: other_cpu(opts.cpu, &online),
-        online_cpus: online.clone(),
-    };
     finish::run_restore_report(finish::Sweep {
         root: &root,
         backend,

@@ -109,6 +109,31 @@ fn experiment_file_unknown_key_is_named() {
 }
 
 #[test]
+fn a_plan_over_the_time_limit_is_refused_before_anything_is_created() {
+    // The default plan (85 runs) at 1000000 h a run: 85 million hours,
+    // more than any --max-sweep-time can say.
+    check_rejected(
+        &["--duration", "1000000h"],
+        &[
+            "at least 85000000 h",
+            "85 runs of 1000000 h (--duration)",
+            "5 blocks (default; --reps) of 17",
+            "limit of 24 h (the default; --max-sweep-time sets it)",
+            "no --max-sweep-time can lift it",
+        ],
+    );
+    // A plan that some limit holds is told the flag that lifts it.
+    check_rejected(
+        &["--duration", "2h", "--reps", "3", "--freqs", "100"],
+        &[
+            "at least 30 h",
+            "15 runs of 2 h (--duration): 3 blocks (--reps) of 5",
+            "--max-sweep-time 30h",
+        ],
+    );
+}
+
+#[test]
 fn shipped_experiments_parse() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
     let mut n = 0;

@@ -126,6 +126,7 @@ fn manifest(opts: SweepOptions) -> Manifest {
         warnings: vec![],
         settings_changed: vec![],
         command: vec![],
+        host_look: None,
     }
 }
 

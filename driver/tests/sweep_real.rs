@@ -41,6 +41,7 @@ fn quick_experiment_end_to_end() {
 
     let m = read_manifest(&out).unwrap();
     assert_eq!(m.status, driver::results::Status::Complete);
+    check_host_look(&m, &stderr);
     // The commit the driver was built from (driver/build.rs).
     let built = env!("DRIVER_GIT_REVISION");
     assert_eq!(
@@ -155,6 +156,47 @@ fn quick_experiment_end_to_end() {
     }
     assert!(out.join("report").exists(), "no report: {stderr}");
     check_report_numbers(&out, &rows, &phases);
+}
+
+/// The look at the host before the first run: printed, in the manifest,
+/// and measured (slices of the 125 ms phases after a 500 ms settling
+/// period of the 3 s look, background episodes, the paired design's
+/// resolution over 2 runs).
+fn check_host_look(m: &driver::results::Manifest, stderr: &str) {
+    let look = m.host_look.as_ref().expect("the manifest has host_look");
+    assert!(stderr.contains("host look: cpu"), "{stderr}");
+    assert!(
+        stderr.contains("resolvable   throughput loss >= "),
+        "{stderr}"
+    );
+    assert_eq!(look.cpu, m.options.cpu);
+    assert_eq!(look.slice_ns, 125_000_000);
+    assert!(
+        (2_900_000_000..3_200_000_000).contains(&look.duration_ns),
+        "{}",
+        look.duration_ns
+    );
+    // 0.5 s .. 2.995 s in 125 ms slices: 19 whole slices.
+    assert!(
+        (17..=20).contains(&look.slice_rates.len()),
+        "{:?}",
+        look.slice_rates
+    );
+    assert!(look.slice_rates.iter().all(|&r| r > 0.05 && r < 20.0));
+    assert!(look.slice_min_max_ratio > 0.0 && look.slice_min_max_ratio <= 1.0);
+    // The tick alone interrupts the loop hundreds of times a second.
+    assert!(look.episodes_per_s > 50.0, "{}", look.episodes_per_s);
+    assert!(look.episode_median_ns > 0 && look.episode_median_ns <= look.episode_p99_ns);
+    assert!(look.episode_p99_ns <= look.episode_max_ns);
+    assert!(look.resolvable_loss_pct.is_some_and(|x| x > 0.0));
+    assert!(
+        look.resolvable_basis.contains("paired"),
+        "{}",
+        look.resolvable_basis
+    );
+    for w in &look.warnings {
+        assert!(m.warnings.contains(&format!("host look: {w}")), "{w}");
+    }
 }
 
 /// The gaps runs: every one has its timeline row and files; at 40 kHz

@@ -31,7 +31,7 @@ mod vocab;
 pub use dir::{ResultsDir, events_path, workload_path};
 pub use error::FormatError;
 pub use manifest::{
-    MANIFEST_JSON, Manifest, SettingChange, read_manifest, write_atomic, write_manifest,
+    HostLook, MANIFEST_JSON, Manifest, SettingChange, read_manifest, write_atomic, write_manifest,
 };
 pub use runs::{
     LEGACY_SAMPLE, LEGACY_WORKLOAD, PHASE_REQUIRED, PHASES_CSV, PhaseRow, RUN_REQUIRED, RUNS_CSV,

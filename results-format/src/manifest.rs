@@ -31,6 +31,56 @@ pub struct SettingChange {
     pub restored: bool,
 }
 
+/// What the sweep saw of the measured CPU before its first run, with no
+/// sampling (`driver sweep` without `--no-host-look`): the counting loop's
+/// speed in short slices, the background episodes of its timeline (the
+/// gaps design's workload) and steal, and what they mean for the plan.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLook {
+    /// The CPU looked at (the sweep's measured CPU).
+    pub cpu: u32,
+    /// The loop's length, ns.
+    pub duration_ns: u64,
+    /// Length of one slice (the paired design's phase length, within
+    /// 20 ms..1 s), ns.
+    pub slice_ns: u64,
+    /// The loop's rate in each slice after a settling period, iterations
+    /// per ns, in time order (the raw data the next fields come from).
+    pub slice_rates: Vec<f64>,
+    /// Coefficient of variation of `slice_rates`, %.
+    pub slice_cv_pct: f64,
+    /// Slowest over fastest slice.
+    pub slice_min_max_ratio: f64,
+    /// Standard deviation of the ABBA "loss" of every four consecutive
+    /// slices with nothing switched (1 - mean of the middle two over mean
+    /// of the outer two), %: the paired design's noise per group of
+    /// phases on this host, linear drift cancelled.
+    pub abba_sd_pct: f64,
+    /// Background episodes (the timeline's gaps joined) per second.
+    pub episodes_per_s: f64,
+    /// Median excess of an episode, ns.
+    pub episode_median_ns: u64,
+    /// 99th percentile of the episodes' excess, ns.
+    pub episode_p99_ns: u64,
+    /// Longest episode's excess, ns.
+    pub episode_max_ns: u64,
+    /// Share of the loop's time in episodes of at least 100 us, %.
+    pub episode_share_100us_pct: f64,
+    /// Share of the loop's time in episodes of at least 1 ms, %.
+    pub episode_share_1ms_pct: f64,
+    /// Steal time of the CPU over the look, % of its wall time.
+    pub steal_pct: f64,
+    /// The smallest throughput loss the plan's throughput design (paired,
+    /// else classic) can resolve, in percentage points: the 95 % interval's
+    /// half-width with this noise and the plan's runs and groups. Null when
+    /// the plan has no throughput design or one repetition.
+    pub resolvable_loss_pct: Option<f64>,
+    /// How `resolvable_loss_pct` was reckoned (design, runs, groups, noise).
+    pub resolvable_basis: String,
+    /// What the look warns of, each a sentence (also in `warnings`).
+    pub warnings: Vec<String>,
+}
+
 /// manifest.json. Keys other than `format_version` and `options` read as
 /// empty when absent (hand-made and test result sets omit them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -75,6 +125,10 @@ pub struct Manifest<O = serde_json::Value, P = serde_json::Value> {
     /// The command line of the first invocation (and of resumes).
     #[serde(default)]
     pub command: Vec<String>,
+    /// The look at the host before the first run; null when skipped
+    /// (`--no-host-look`), failed, or written before it existed.
+    #[serde(default)]
+    pub host_look: Option<HostLook>,
 }
 
 impl<O, P> Manifest<O, P> {

@@ -88,6 +88,17 @@ fn manifest_keys_are_documented() {
     assert_eq!(documented, written);
 }
 
+#[test]
+fn host_look_keys_are_documented() {
+    let look = results_format::HostLook::default();
+    let written: BTreeSet<String> = match serde_json::to_value(look).unwrap() {
+        serde_json::Value::Object(m) => m.keys().cloned().collect(),
+        v => panic!("host_look is not an object: {v}"),
+    };
+    let documented: BTreeSet<String> = documented(&doc(), "### host_look").into_iter().collect();
+    assert_eq!(documented, written);
+}
+
 /// The check itself: a column missing from the document is caught.
 #[test]
 fn a_missing_column_would_be_caught() {

@@ -132,6 +132,56 @@ impl Sources<'_> {
         Ok(phase_ns)
     }
 
+    /// Where a setting came from, for the refusal of a long plan:
+    /// `--flag`, the file's key, or the default (named by its flag).
+    fn origin_text(&self, flag: bool, file: bool, name: &'static str, key: &'static str) -> String {
+        match (flag, file) {
+            (true, _) => name.to_owned(),
+            (false, true) => self.key(key).to_string(),
+            (false, false) => format!("default; {name}"),
+        }
+    }
+
+    /// The limit on the planned sweep time and where it came from.
+    fn max_sweep(&self) -> Result<(u64, String), ConfigError> {
+        if let Some(ns) = self.flags.max_sweep_ns {
+            Ok((ns, "--max-sweep-time".to_owned()))
+        } else if let Some(text) = &self.exp.max_sweep_time {
+            let o = self.key("max_sweep_time");
+            Ok((parse_duration(text, &o)?, o.to_string()))
+        } else {
+            Ok((
+                DEFAULT_MAX_SWEEP_NS,
+                "the default; --max-sweep-time sets it".to_owned(),
+            ))
+        }
+    }
+
+    /// Refuses a plan whose runs take longer than the limit, naming the
+    /// settings that make it long. A command's plan is checked after its
+    /// warm-up runs, which tell its run length ([`check_sweep_time`]).
+    fn check_sweep_time(
+        &self,
+        opts: &SweepOptions,
+        limit_origin: String,
+    ) -> Result<(), ConfigError> {
+        let origins = (
+            self.origin_text(
+                self.flags.duration_ns.is_some(),
+                self.exp.duration.is_some(),
+                "--duration",
+                "duration",
+            ),
+            self.origin_text(
+                self.flags.reps.is_some(),
+                self.exp.reps.is_some(),
+                "--reps",
+                "reps",
+            ),
+        );
+        check_sweep_time(opts, origins, limit_origin)
+    }
+
     /// The sample contents in the order given, each once; default
     /// perf-default.
     fn samples(&self) -> Result<Vec<SampleContents>, ConfigError> {
@@ -194,7 +244,8 @@ impl SweepOptions {
         let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
         let designs = src.designs(has_command)?;
         let phase_ns = src.phase_ns(&designs, duration_ns)?;
-        Ok(SweepOptions {
+        let (max_sweep_ns, limit_origin) = src.max_sweep()?;
+        let opts = SweepOptions {
             freqs_hz,
             duration_ns,
             reps,
@@ -209,8 +260,52 @@ impl SweepOptions {
             warmup: resolve_warmup(flags, exp, &key, has_command)?,
             workloads: src.workloads(has_command)?,
             command,
+            max_sweep_ns,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),
-        })
+        };
+        if !has_command {
+            src.check_sweep_time(&opts, limit_origin)?;
+        }
+        Ok(opts)
     }
+}
+
+/// Refuses `opts` when its plan's runs take longer than
+/// `opts.max_sweep_ns` ([`ConfigError::TooLong`], naming the run length and
+/// repetitions with where each came from (`origins`), the block's make-up
+/// and where the limit came from).
+pub fn check_sweep_time(
+    opts: &SweepOptions,
+    (duration_origin, reps_origin): (String, String),
+    limit_origin: String,
+) -> Result<(), ConfigError> {
+    let runs = crate::plan::build_plan(opts).len();
+    let planned_ns = crate::plan::planned_loop_ns(runs, opts.duration_ns);
+    if planned_ns <= u128::from(opts.max_sweep_ns) {
+        return Ok(());
+    }
+    let per_block = runs / usize::try_from(opts.reps.max(1)).unwrap_or(1);
+    let settings = format!(
+        "{runs} runs of {} ({duration_origin}): {} blocks ({reps_origin}) of {per_block}, each {}",
+        crate::plan::fmt_long_ns(u128::from(opts.duration_ns)),
+        opts.reps,
+        crate::plan::block_text(opts),
+    );
+    // The smallest whole number of hours that holds the plan, when a
+    // duration can say it (u64 nanoseconds: up to ~5.1 million hours).
+    let hour = 3_600_000_000_000u128;
+    let hours = planned_ns.div_ceil(hour);
+    let lift = if hours.saturating_mul(hour) <= u128::from(u64::MAX) {
+        format!(", or lift the limit with --max-sweep-time {hours}h")
+    } else {
+        " (no --max-sweep-time can lift it: the largest is about 5 million hours)".to_owned()
+    };
+    Err(ConfigError::TooLong {
+        planned_ns,
+        limit_ns: opts.max_sweep_ns,
+        limit_origin,
+        settings,
+        lift,
+    })
 }

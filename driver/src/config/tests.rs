@@ -285,3 +285,67 @@ fn flag_value_parsers_give_the_problem_and_the_fix() {
     let e = duration_flag("0s").unwrap_err();
     assert!(e.contains("greater than zero") && e.contains("10s"), "{e}");
 }
+
+#[test]
+fn a_plan_over_the_time_limit_is_refused_and_the_flag_lifts_it() {
+    // Default plan: 5 blocks of 2 designs x 6 frequencies + 5 util runs =
+    // 85 runs; of 10 h each, 850 h.
+    let f = FlagSettings::from_args(&["--duration", "10h"]).unwrap();
+    let e = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap_err();
+    assert!(matches!(e, ConfigError::TooLong { .. }), "{e:?}");
+    let e = e.to_string();
+    for needle in [
+        "at least 850 h",
+        "85 runs of 10 h (--duration)",
+        "5 blocks (default; --reps) of 17",
+        "2 designs (--design) x 6 frequencies with 0 Hz (--freqs) + 5 util runs",
+        "limit of 24 h",
+        "--max-sweep-time 850h",
+    ] {
+        assert!(e.contains(needle), "lacks {needle:?}: {e}");
+    }
+    // The limit lifted to exactly the plan: accepted; an hour short: not.
+    let ok = FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "850h"]).unwrap();
+    assert_eq!(
+        SweepOptions::resolve(&ok, None, &[0, 1], 0)
+            .unwrap()
+            .max_sweep_ns,
+        850 * 3_600_000_000_000
+    );
+    let short =
+        FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "849h"]).unwrap();
+    let e = SweepOptions::resolve(&short, None, &[0, 1], 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("limit of 849 h (--max-sweep-time)"), "{e}");
+    // The default plan (85 runs of 8 s) is far inside the default.
+    let o = SweepOptions::resolve(&flags(), None, &[0, 1], 0).unwrap();
+    assert_eq!(o.max_sweep_ns, DEFAULT_MAX_SWEEP_NS);
+}
+
+#[test]
+fn the_time_limit_and_what_sets_the_plan_come_from_the_file_too() {
+    let path = Path::new("experiments/long.toml");
+    let exp = ExperimentFile::parse(
+        "freqs = [1000]\nduration = \"1min\"\nreps = 40\ndesign = \"classic\"\nutil = false\nmax_sweep_time = \"1h\"\n",
+        path,
+    )
+    .unwrap();
+    // 40 blocks of 2 runs of 1 min: 80 min.
+    let e = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
+        .unwrap_err()
+        .to_string();
+    for needle in [
+        "at least 1.3 h",
+        "80 runs of 1 min (key `duration` in experiments/long.toml)",
+        "40 blocks (key `reps` in experiments/long.toml) of 2",
+        "1 design (--design) x 2 frequencies with 0 Hz (--freqs)",
+        "limit of 1 h (key `max_sweep_time` in experiments/long.toml)",
+        "--max-sweep-time 2h",
+    ] {
+        assert!(e.contains(needle), "lacks {needle:?}: {e}");
+    }
+    // The flag overrides the file's limit.
+    let f = FlagSettings::from_args(&["--max-sweep-time", "2h"]).unwrap();
+    assert!(SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0).is_ok());
+}

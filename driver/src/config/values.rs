@@ -330,6 +330,15 @@ pub(super) fn duration_flag(text: &str) -> Result<u64, String> {
     parse_duration(text, &Origin::Flag("--duration")).map_err(|e| flag_error(e, text))
 }
 
+/// `--max-sweep-time`: a duration.
+pub(super) fn max_sweep_flag(text: &str) -> Result<u64, String> {
+    parse_duration(text, &Origin::Flag("--max-sweep-time")).map_err(|e| flag_error(e, text))
+}
+
+pub(super) fn default_max_sweep_ns() -> u64 {
+    DEFAULT_MAX_SWEEP_NS
+}
+
 /// `--reps`: a positive integer.
 pub(super) fn reps_flag(text: &str) -> Result<u32, String> {
     let o = Origin::Flag("--reps");

@@ -13,6 +13,7 @@ use crate::plan::{PlannedRun, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
 use crate::sampler::{EventKind, resolve_event};
 use crate::system::{MAX_SAMPLE_RATE_PATH, SettingsGuard, interrupt_flag, other_cpu, read_u64};
+use results_format::HostLook;
 
 /// Step 1: the recorded options and manifest of `--resume DIR`, or flags
 /// over experiment file over defaults.
@@ -147,6 +148,9 @@ pub(super) struct Fresh<'a> {
     pub changes: &'a [SettingChange],
     /// The resumed sweep's changes back at their original value.
     pub back_to_original: &'a [SettingChange],
+    /// The look at the host (None: skipped, failed, or the resumed
+    /// manifest's stays).
+    pub host_look: Option<HostLook>,
 }
 
 /// Step 9: the results directory created (or reopened on resume), its
@@ -163,6 +167,7 @@ pub(super) fn open_results(
         warnings,
         changes,
         back_to_original,
+        host_look,
     } = fresh;
     let command: Vec<String> = std::env::args().collect();
     let (dir, manifest, todo) = match resumed {
@@ -191,6 +196,9 @@ pub(super) fn open_results(
                 chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
             ));
             m.settings_changed.extend(changes.iter().cloned());
+            if m.host_look.is_none() {
+                m.host_look = host_look;
+            }
             m.command.push("--".into());
             m.command.extend(command);
             let dir = ResultsDir::open_existing(root)?;
@@ -214,6 +222,7 @@ pub(super) fn open_results(
                 warnings,
                 settings_changed: changes.to_vec(),
                 command,
+                host_look,
             };
             let dir = ResultsDir::create(root)?;
             (dir, m, plan)
@@ -271,6 +280,21 @@ pub(super) fn warm_up_command(
         match crate::command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
                 opts.duration_ns = crate::command::expected_run_ns(&walls);
+                // The run length is known only now: the plan's limit.
+                let limit_origin = if opts.max_sweep_ns == crate::config::DEFAULT_MAX_SWEEP_NS {
+                    "the default; --max-sweep-time sets it"
+                } else {
+                    "--max-sweep-time or `max_sweep_time`"
+                };
+                crate::config::check_sweep_time(
+                    opts,
+                    (
+                        "twice the command's longest warm-up run".to_owned(),
+                        "--reps".to_owned(),
+                    ),
+                    limit_origin.to_owned(),
+                )
+                .map_err(usage)?;
             }
             Ok(_) => {}
             Err(crate::command::CommandError::Interrupted) => return Ok(Some(ExitCode::from(130))),
@@ -370,4 +394,66 @@ pub(super) fn lock(state_dir: &Path, root: &Path) -> anyhow::Result<SweepLock> {
 /// anything, for the manifest.
 pub(super) fn host_facts() -> serde_json::Value {
     serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
+}
+
+/// What step 7b ended with.
+pub(super) enum Look {
+    /// The look (None: skipped, failed, or the resumed sweep has one) and
+    /// the warnings for the manifest.
+    Done(Option<Box<HostLook>>, Vec<String>),
+    /// Ctrl-C during the look: nothing was written.
+    Interrupted,
+}
+
+/// Step 7b: the look at the host, printed on stderr with its warnings,
+/// unless `--no-host-look` or the resumed manifest has one (a resume is
+/// the same sweep; its first look stays its record, as its host facts
+/// do). A look that fails is a warning, and the sweep goes on without it.
+pub(super) fn look_at_host(
+    args: &SweepFlags,
+    opts: &SweepOptions,
+    resumed: Option<&(PathBuf, Manifest)>,
+    backend: &crate::backend::RealBackend,
+    interrupt: &std::sync::atomic::AtomicBool,
+) -> Look {
+    if args.no_host_look {
+        return Look::Done(None, Vec::new());
+    }
+    if resumed.is_some_and(|(_, m)| m.host_look.is_some()) {
+        tracing::info!("the resumed sweep's manifest has its look at the host: not looking again");
+        return Look::Done(None, Vec::new());
+    }
+    tracing::info!(
+        "looking at CPU {} for {} s with no sampling (--no-host-look skips this)",
+        opts.cpu,
+        crate::plan::judge::LOOK_NS / 1_000_000_000
+    );
+    match backend.look_at_host(opts, interrupt) {
+        Ok(m) => {
+            let look = crate::plan::judge::judge(&m, opts);
+            for line in crate::plan::judge::lines(&look) {
+                eprintln!("{line}");
+            }
+            for w in &look.warnings {
+                tracing::warn!("{w}");
+            }
+            let warnings = look
+                .warnings
+                .iter()
+                .map(|w| format!("host look: {w}"))
+                .collect();
+            Look::Done(Some(Box::new(look)), warnings)
+        }
+        Err(crate::exec::RunError::Interrupted) => {
+            eprintln!("interrupted during the look at the host: nothing was written");
+            Look::Interrupted
+        }
+        Err(e) => {
+            let w = format!(
+                "the look at the host failed ({e}); the sweep goes on without it (host_look is null)"
+            );
+            tracing::warn!("{w}");
+            Look::Done(None, vec![w])
+        }
+    }
 }

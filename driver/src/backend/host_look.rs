@@ -1,0 +1,160 @@
+//! The look at the host before a sweep, measured: the counting loop in
+//! timeline mode on the measured CPU for [`LOOK_NS`] with no sampling
+//! event, its counter read at the end of each slice, its gaps joined into
+//! episodes afterwards, and the CPU's steal over it. `plan::judge` makes
+//! the numbers and the verdict from what this returns.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use results_format::timeline::{Gap, join_episodes};
+use workload::counter::{CounterReader, State};
+use workload::work::WorkKind;
+
+use super::{
+    ChildGuard, RealBackend, RemoveOnDrop, WorkloadArgs, failed, read_pipe, spawn_unpinned,
+    wait_end, wait_ready, workload_command,
+};
+use crate::config::SweepOptions;
+use crate::exec::RunError;
+use crate::plan::judge::{LOOK_NS, LookMeasure, SETTLE_SLICES, slice_ns_for};
+use crate::system::{ProcStat, monotonic_ns, monotonic_raw_ns, ns_per_tick, sleep_until_monotonic};
+
+impl RealBackend {
+    /// Runs the look on `opts.cpu` (the driver keeps off that CPU) and
+    /// returns what it measured; an error when the workload could not run
+    /// (the sweep goes on without the look and says so).
+    pub(crate) fn look_at_host(
+        &self,
+        opts: &SweepOptions,
+        interrupt: &AtomicBool,
+    ) -> Result<LookMeasure, RunError> {
+        let slice_ns = slice_ns_for(opts);
+        let counter = std::env::temp_dir().join(format!(
+            "perf-overhead-{}-host-look.counter",
+            std::process::id()
+        ));
+        let gaps = counter.with_extension("gaps");
+        let _remove = (RemoveOnDrop(gaps.clone()), RemoveOnDrop(counter.clone()));
+        let mut cmd = workload_command(&WorkloadArgs {
+            duration_ns: LOOK_NS,
+            cpu: opts.cpu,
+            kind: &WorkKind::Loop,
+            counter: &counter,
+            gaps: Some(&gaps),
+        });
+        let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
+            .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
+        let stdout = read_pipe(child.stdout.take());
+        let stderr = read_pipe(child.stderr.take());
+        let mut guard = ChildGuard(Some(child));
+        let reader = match wait_ready(&mut guard, &counter, interrupt)? {
+            Ok(r) => r,
+            Err(status) => {
+                drop(guard);
+                let err = stderr.join().unwrap_or_default();
+                return Err(failed(format!(
+                    "workload exited before it was ready ({status}): {}",
+                    err.trim()
+                )));
+            }
+        };
+        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let wall_start = monotonic_ns();
+        reader.release();
+        let reads = read_slices(&reader, slice_ns, interrupt)?;
+        let status = wait_end(&mut guard, &reader, None, LOOK_NS, interrupt)?;
+        let wall_ns = monotonic_ns().saturating_sub(wall_start);
+        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let out_text = stdout.join().unwrap_or_default();
+        let err_text = stderr.join().unwrap_or_default();
+        if !status.success() {
+            return Err(failed(format!("workload {status}: {}", err_text.trim())));
+        }
+        let (duration_ns, episode_excess_ns) = episodes(&out_text, &gaps)?;
+        Ok(LookMeasure {
+            cpu: opts.cpu,
+            duration_ns,
+            slice_ns,
+            reads,
+            episode_excess_ns,
+            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            wall_ns,
+        })
+    }
+}
+
+/// The loop's length and its episodes' excess, from its report (stdout)
+/// and its gaps file.
+fn episodes(out_text: &str, gaps: &Path) -> Result<(u64, Vec<u64>), RunError> {
+    let report: workload::report::RunReport = serde_json::from_str(out_text.trim())
+        .map_err(|e| failed(format!("cannot read the workload's report: {e}")))?;
+    let Some(t) = report.timeline else {
+        return Err(failed("the workload ran without its timeline (--timeline)"));
+    };
+    if t.gaps_dropped > 0 {
+        tracing::warn!(
+            "host look: {} of {} gaps were not stored (buffer full); the episodes are those stored",
+            t.gaps_dropped,
+            t.gaps
+        );
+    }
+    let raw = workload::timeline::read_gaps_file(gaps).map_err(|e| {
+        failed(format!(
+            "cannot read the workload's gaps ({}): {e}",
+            gaps.display()
+        ))
+    })?;
+    let mut g: Vec<Gap> = raw
+        .iter()
+        .map(|&[start_ns, end_ns, excess_ns]| Gap {
+            start_ns,
+            end_ns,
+            excess_ns,
+            episode: 0,
+        })
+        .collect();
+    let excess = join_episodes(&mut g).iter().map(|e| e.excess_ns).collect();
+    Ok((t.loop_end_ns.saturating_sub(t.loop_start_ns), excess))
+}
+
+/// The counter at each slice boundary (CLOCK_MONOTONIC_RAW ns, loop
+/// count): from the end of the settling period to the last boundary
+/// before the loop ends, with absolute sleeps as the paired design's
+/// phases. A slice the loop's end falls in is left out.
+fn read_slices(
+    reader: &CounterReader,
+    slice_ns: u64,
+    interrupt: &AtomicBool,
+) -> Result<Vec<(u64, u64)>, RunError> {
+    let t = Instant::now();
+    while reader.start_ns() == 0 && reader.state() != State::Done {
+        if t.elapsed() > Duration::from_secs(5) {
+            return Err(failed("the workload's loop did not start within 5 s"));
+        }
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    let start = monotonic_ns();
+    // A margin before the loop's deadline: the last read must see it running.
+    let end = start + LOOK_NS.saturating_sub(5_000_000);
+    let settle = (SETTLE_SLICES * slice_ns).min(LOOK_NS / 4);
+    let mut reads = Vec::new();
+    let mut deadline = start + settle;
+    while deadline <= end {
+        sleep_until_monotonic(deadline);
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+        let read = (monotonic_raw_ns(), reader.iterations());
+        if reader.state() != State::Running {
+            break;
+        }
+        reads.push(read);
+        deadline += slice_ns;
+    }
+    Ok(reads)
+}
