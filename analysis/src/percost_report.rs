@@ -190,7 +190,9 @@ pub fn key_lines(ps: &PerSample) -> Vec<String> {
 /// Where the after-effect is a bound, what the total holds.
 fn bound_words(r: &PerSampleRow) -> String {
     r.after_effect_bound_ns.map_or(String::new(), |b| {
-        format!(" (direct + at most {b:.0} ns of after-effect, which this rate cannot measure)")
+        format!(
+            " (direct + an after-effect this rate cannot measure, bounded by {b:.0} ns and by the time between samples)"
+        )
     })
 }
 

@@ -208,6 +208,13 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
     ))
 }
 
+/// Whether the paired loss lies above the model's prediction (the model
+/// under-predicts there).
+pub(crate) fn under_predicts(r: &PerSampleRow) -> bool {
+    r.paired_loss_pct
+        .is_some_and(|p| p.value > r.predicted_loss_pct.value)
+}
+
 /// The model's rows with a total-cost prediction interval, by frequency,
 /// when the model exists. Err(why) otherwise (None: no gaps design here).
 pub fn model_rows(a: &Analysis) -> Result<Vec<&PerSampleRow>, Option<String>> {

@@ -169,7 +169,13 @@ impl RowContext<'_> {
     /// cap, long episodes, after-effect measured), ns per sample.
     fn parts(&self, r: &GapsRun, bg: &Background, horizon: f64) -> [f64; 4] {
         let (capped, above) = r.matched_split_per_sample_ns(bg.cap_ns);
-        let long = (r.long_share_pct() - self.zero_long) / 100.0 * 1e9 / r.rate_hz();
+        // The samples inside long episodes are charged the direct cost like
+        // the others (the prediction multiplies by every sample): only the
+        // long episodes' excess beyond those samples' own is extra (at
+        // 100 kHz a long episode is nothing but joined samples).
+        let own = r.samples_in_long as f64 * (capped + above);
+        let extra_pct = (r.long_excess_ns as f64 - own).max(0.0) / r.window_ns() * 100.0;
+        let long = (extra_pct - self.zero_long) / 100.0 * 1e9 / r.rate_hz();
         [
             capped - bg.b_ns.value,
             above - bg.above_ns.value,

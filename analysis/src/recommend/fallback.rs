@@ -26,8 +26,11 @@ pub(super) fn conservative(
     budget_pct: f64,
 ) -> Recommendation {
     let primary = a.primary_loss();
+    // Only where the paired loss is the higher one does it raise the cost;
+    // where the model predicts more, the model is the conservative one.
     let floor = disagree
         .iter()
+        .filter(|r| super::under_predicts(r))
         .filter_map(|r| primary.iter().find(|l| l.freq_hz == r.freq_hz))
         .filter_map(|l| CostPoint::throughput(l))
         .filter(|p| p.cost_ns.hi.is_finite())
@@ -54,6 +57,11 @@ pub(super) fn conservative(
         reasons.push(format!(
             "The throughput basis alone gives the lower rate, {tr} Hz, so it decides:"
         ));
+    } else if floor.is_none() {
+        reasons.push(
+            "Where they disagree the paired loss is below the prediction: the model is the more conservative of the two and decides:"
+                .to_string(),
+        );
     } else if let Some(f) = floor {
         reasons.push(format!(
             "So at every rate the larger of the model's cost and the cost per sample the paired loss implies at {} Hz, {:.0} ns [{:.0}, {:.0}] (loss / achieved rate), is charged:",
@@ -101,7 +109,7 @@ fn disagreement_sentence(disagree: &[&PerSampleRow]) -> String {
         })
         .collect();
     format!(
-        "The per-sample cost model and the throughput loss disagree ({}): the model misses part of what sampling costs on this host, so the more conservative of the two is used.",
+        "The per-sample cost model and the throughput loss disagree ({}), so the more conservative of the two is used.",
         parts.join("; ")
     )
 }

@@ -15,7 +15,9 @@ pub(super) fn render(
     header(&mut s, rs, a);
     warnings(&mut s, a, plot_outcome);
     summary(&mut s, a);
-    s.push_str(&crate::host_look_report::render(rs.manifest.host_look.as_ref()));
+    s.push_str(&crate::host_look_report::render(
+        rs.manifest.host_look.as_ref(),
+    ));
     s.push_str(command);
     per_sample_sections(&mut s, a);
     table1(&mut s, a, r);

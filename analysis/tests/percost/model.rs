@@ -120,6 +120,7 @@ fn model_rate_uses_the_largest_cost_bound_at_or_below_it() {
     let mut bad = cost_row(1000, 13_000.0, 14_000.0);
     bad.agreement = Some(Agreement::Disagree);
     bad.paired_loss_pct = Some(est(5.0, 0.5 / 1.96));
+    bad.predicted_loss_pct = est(1.3, 0.05);
     let mut a = with_model(vec![bad]);
     a.loss.push(paired_row(1000, est(5.0, 1.0 / 1.96)));
     let rec = recommend(&a, 1.0).unwrap();
@@ -139,6 +140,37 @@ fn model_rate_uses_the_largest_cost_bound_at_or_below_it() {
     );
     assert!(
         rec.reasoning.iter().any(|l| l.contains("disagree")),
+        "{:?}",
+        rec.reasoning
+    );
+}
+
+#[test]
+fn a_model_that_predicts_more_than_the_paired_loss_decides_itself() {
+    use analysis::recommend::recommend;
+    // The model predicts 1.4 % at 1 kHz (14 000 ns), the paired design
+    // measured 0.5 % [0.4, 0.6]: they disagree, and the model is the more
+    // conservative: its own answer stands, no throughput cost is charged.
+    let mut high = cost_row(1000, 14_000.0, 15_000.0);
+    high.agreement = Some(Agreement::Disagree);
+    high.predicted_loss_pct = est(1.4, 0.05);
+    high.paired_loss_pct = Some(est(0.5, 0.05));
+    let mut a = with_model(vec![high.clone()]);
+    a.loss.push(paired_row(1000, est(0.5, 0.05)));
+    let rec = recommend(&a, 1.0).unwrap();
+    assert!(
+        rec.conservative && rec.throughput_cost_ns.is_none(),
+        "{rec:?}"
+    );
+    assert_eq!(rec.rate_hz, rec.model_rate_hz, "{rec:?}");
+    assert!(
+        (rec.max_hz.unwrap() - 1e7 / 15_000.0).abs() < 1e-6,
+        "{rec:?}"
+    );
+    assert!(
+        rec.reasoning
+            .iter()
+            .any(|l| l.contains("the model is the more conservative")),
         "{:?}",
         rec.reasoning
     );
