@@ -273,6 +273,11 @@ pub fn render(ps: &PerSample) -> String {
                 a.word(),
                 match (a, r.remainder) {
                     (crate::percost::Agreement::Disagree, Some(m)) => format!("; {}", m.words()),
+                    (crate::percost::Agreement::PairedNotResolved, _)
+                        if p.value > r.predicted_loss_pct.hi =>
+                    {
+                        "; but the paired point estimate lies above the prediction's interval: the model may miss a slowdown outside the interrupts, as it did on a host like this (docs/methodology.md, \"On a host unlike ours\"); more paired runs (--reps) would tell".to_string()
+                    }
                     _ => String::new(),
                 }
             );

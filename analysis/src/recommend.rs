@@ -196,6 +196,7 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
     if disagree.is_empty() {
         let mut rec = recommend_on(&model_curve, budget_pct, MODEL_BASIS);
         rec.reasoning.push(model_check_sentence(&rows));
+        rec.model_rate_hz = rec.rate_hz;
         rec.throughput_rate_hz = throughput.ok().and_then(|t| t.rate_hz);
         return Ok(rec);
     }

@@ -142,12 +142,16 @@ pub fn t_interval(x: &[f64]) -> Estimate {
             n,
         };
     }
-    let se = std_dev(x) / (n as f64).sqrt();
-    let h = t_crit95((n - 1) as f64) * se;
+    t_around(m, std_dev(x) / (n as f64).sqrt(), (n - 1) as f64, n)
+}
+
+/// `value` +- t(0.975, `df`) x `se`, from `n` values.
+fn t_around(value: f64, se: f64, df: f64, n: usize) -> Estimate {
+    let h = t_crit95(df) * se;
     Estimate {
-        value: m,
-        lo: m - h,
-        hi: m + h,
+        value,
+        lo: value - h,
+        hi: value + h,
         se,
         n,
     }
@@ -164,15 +168,12 @@ pub fn t_prediction(x: &[f64]) -> Estimate {
     if n < 2 {
         return Estimate::point(m, n);
     }
-    let se = std_dev(x) * (1.0 + 1.0 / n as f64).sqrt();
-    let h = t_crit95((n - 1) as f64) * se;
-    Estimate {
-        value: m,
-        lo: m - h,
-        hi: m + h,
-        se,
+    t_around(
+        m,
+        std_dev(x) * (1.0 + 1.0 / n as f64).sqrt(),
+        (n - 1) as f64,
         n,
-    }
+    )
 }
 
 /// Ordinary least squares of `y` on `x` with an intercept: the slope with
@@ -192,15 +193,12 @@ pub fn ols_slope(x: &[f64], y: &[f64]) -> Option<Estimate> {
     let b = sxy / sxx;
     let a = my - b * mx;
     let ssr: f64 = x.iter().zip(y).map(|(u, v)| (v - a - b * u).powi(2)).sum();
-    let se = (ssr / (n - 2) as f64 / sxx).sqrt();
-    let h = t_crit95((n - 2) as f64) * se;
-    Some(Estimate {
-        value: b,
-        lo: b - h,
-        hi: b + h,
-        se,
+    Some(t_around(
+        b,
+        (ssr / (n - 2) as f64 / sxx).sqrt(),
+        (n - 2) as f64,
         n,
-    })
+    ))
 }
 
 /// Loss in percent, 100 (1 - mean(on) / mean(off)), with a delta-method 95 %

@@ -17,6 +17,20 @@ use workload::timeline::TimelineReport;
 
 use crate::exec::TimelineOutcome;
 
+/// The workload's gaps file rows (start_ns, end_ns, excess_ns) as gaps,
+/// not yet joined into episodes.
+pub fn gaps_of(raw_gaps: &[[u64; 3]]) -> Vec<Gap> {
+    raw_gaps
+        .iter()
+        .map(|&[start_ns, end_ns, excess_ns]| Gap {
+            start_ns,
+            end_ns,
+            excess_ns,
+            episode: 0,
+        })
+        .collect()
+}
+
 /// Builds a gaps run's outcome from the workload's timeline report, its
 /// gaps (start_ns, end_ns, excess_ns, in time order) and the sample times
 /// of the measured CPU (any order; those outside the loop are left out).
@@ -25,15 +39,7 @@ pub fn timeline_outcome(
     raw_gaps: &[[u64; 3]],
     sample_times_ns: &[u64],
 ) -> TimelineOutcome {
-    let mut gaps: Vec<Gap> = raw_gaps
-        .iter()
-        .map(|&[start_ns, end_ns, excess_ns]| Gap {
-            start_ns,
-            end_ns,
-            excess_ns,
-            episode: 0,
-        })
-        .collect();
+    let mut gaps = gaps_of(raw_gaps);
     let episodes = join_episodes(&mut gaps);
     let times = samples_in_loop(report, sample_times_ns);
     let matched = match_times(&episodes, &times);

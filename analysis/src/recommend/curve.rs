@@ -47,7 +47,7 @@ impl CostPoint {
         } else {
             l.freq_hz as f64
         };
-        if !(rate > 0.0) {
+        if rate.is_nan() || rate <= 0.0 {
             return None;
         }
         let k = 1.0 / predicted_loss_pct(rate, 1.0);

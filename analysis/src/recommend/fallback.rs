@@ -132,10 +132,10 @@ pub(super) fn without_model(
         }
         Err(e) => return Err(e),
     };
-    if rec.rate_hz.is_none() {
-        if let Some(b) = from_upper_bounds(a, budget_pct, &rec) {
-            rec = b;
-        }
+    if rec.rate_hz.is_none()
+        && let Some(b) = from_upper_bounds(a, budget_pct, &rec)
+    {
+        rec = b;
     }
     rec.reasoning.extend(why);
     Ok(rec)

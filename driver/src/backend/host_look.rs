@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use results_format::timeline::{Gap, join_episodes};
+use results_format::timeline::join_episodes;
 use workload::counter::{CounterReader, State};
 use workload::work::WorkKind;
 
@@ -106,15 +106,7 @@ fn episodes(out_text: &str, gaps: &Path) -> Result<(u64, Vec<u64>), RunError> {
             gaps.display()
         ))
     })?;
-    let mut g: Vec<Gap> = raw
-        .iter()
-        .map(|&[start_ns, end_ns, excess_ns]| Gap {
-            start_ns,
-            end_ns,
-            excess_ns,
-            episode: 0,
-        })
-        .collect();
+    let mut g = crate::gaps::gaps_of(&raw);
     let excess = join_episodes(&mut g).iter().map(|e| e.excess_ns).collect();
     Ok((t.loop_end_ns.saturating_sub(t.loop_start_ns), excess))
 }
