@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aftereffect;
+pub mod answer;
 pub mod command;
 mod command_report;
 pub mod compare;

@@ -66,6 +66,9 @@ fn run() -> anyhow::Result<ExitCode> {
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "report written"
             );
+            if let Ok(answer) = std::fs::read_to_string(out.join(analysis::report::ANSWER_TXT)) {
+                eprint!("{answer}");
+            }
             println!("{}", out.join("report.md").display());
         }
         Command::Recommend { dir, budget, json } => {
@@ -79,6 +82,9 @@ fn run() -> anyhow::Result<ExitCode> {
             let rs = load::load(&dir)?;
             let a = tables::analyse(&rs)?;
             let rec = recommend(&a, budget)?;
+            for line in analysis::answer::answer_box(&rs, &a) {
+                eprintln!("{line}");
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&rec)?);
             } else {

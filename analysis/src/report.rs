@@ -17,6 +17,10 @@ use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
 use crate::tables::{Analysis, analyse};
 
+/// The answer box's file in the report directory (what `driver sweep` and
+/// `analysis report` print on stderr).
+pub const ANSWER_TXT: &str = "answer.txt";
+
 /// Analyse DIR and write DIR/report/. Returns the report directory.
 pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let rs = load(dir)?;
@@ -54,7 +58,16 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     } else {
         crate::command_report::render(&command, command_line(&rs).as_deref())
     };
-    let md = markdown::render(&rs, &analysis, &reference, &plots, &command_section);
+    let answer = crate::answer::answer_box(&rs, &analysis);
+    write_file(&out.join(ANSWER_TXT), &(answer.join("\n") + "\n"))?;
+    let md = markdown::render(
+        &rs,
+        &analysis,
+        &reference,
+        &plots,
+        &command_section,
+        &answer,
+    );
     write_file(&out.join("report.md"), &md)?;
     Ok(out)
 }

@@ -241,11 +241,35 @@ fn cli_recommend_and_compare() {
             ),
         );
 
-    bin()
+    let out = bin()
         .args(["report", dir.to_str().unwrap()])
         .assert()
         .success()
-        .stdout(predicate::str::ends_with("report/report.md\n"));
+        .stdout(predicate::str::ends_with("report/report.md\n"))
+        .get_output()
+        .clone();
+    // The answer box on stderr, at most 12 lines of 100 columns, and the
+    // same box at the top of report.md.
+    let err = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("+- what perf sampling costs"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(
+        (4..=12).contains(&lines.len()) && lines.last().unwrap().starts_with("+--"),
+        "{err}"
+    );
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{err}");
+    assert!(err.contains("highest rate within 0.1 %: "), "{err}");
+    assert!(err.contains("trust: "), "{err}");
+    let md = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    let head: String = md.lines().take(4).collect::<Vec<_>>().join("\n");
+    assert!(
+        head.contains("```text\n+- what perf sampling costs"),
+        "{head}"
+    );
+    assert!(md.contains(lines[1]), "{md}");
 
     bin()
         .args(["recommend", dir.to_str().unwrap(), "--budget", "lots"])

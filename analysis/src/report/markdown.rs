@@ -10,9 +10,10 @@ pub(super) fn render(
     r: &Reference,
     plot_outcome: &crate::report::figures::PlotOutcome,
     command: &str,
+    answer: &[String],
 ) -> String {
     let mut s = String::new();
-    header(&mut s, rs, a);
+    header(&mut s, rs, a, answer);
     warnings(&mut s, a, plot_outcome);
     summary(&mut s, a);
     s.push_str(&crate::host_look_report::render(
@@ -28,10 +29,11 @@ pub(super) fn render(
     s
 }
 
-/// Title, host, what ran, and the runs left out.
-fn header(s: &mut String, rs: &ResultSet, a: &Analysis) {
+/// Title, the answer box, host, what ran, and the runs left out.
+fn header(s: &mut String, rs: &ResultSet, a: &Analysis, answer: &[String]) {
     let m = &rs.manifest;
     let _ = writeln!(s, "# perf sampling overhead on {}\n", m.host_label(&rs.dir));
+    let _ = writeln!(s, "```text\n{}\n```\n", answer.join("\n"));
     let _ = writeln!(
         s,
         "- results: `{}` (status `{}`)",

@@ -136,6 +136,10 @@ fn stopped(summary: &ExecSummary, root: &Path, interrupt: &AtomicBool) -> ExitCo
 fn report(root: &Path) -> bool {
     match analysis::write_report(root) {
         Ok(report) => {
+            // The answer first, on stderr: stdout keeps the directory.
+            if let Ok(answer) = std::fs::read_to_string(report.join(analysis::report::ANSWER_TXT)) {
+                eprint!("{answer}");
+            }
             tracing::info!("report in {}", report.display());
             true
         }

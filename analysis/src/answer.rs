@@ -1,0 +1,217 @@
+//! The answer box: what someone who asked "what may I sample at?" reads
+//! first. The host, the event, what one sample costs the application, the
+//! loss at each measured rate, the highest rate within 0.1 %, 1 % and 5 %,
+//! and one verdict on how far to trust it; at most [`MAX_LINES`] lines of
+//! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
+//! `analysis report` and `analysis recommend`, and at the top of report.md.
+
+use crate::load::ResultSet;
+use crate::percost::{Agreement, PerSampleRow};
+use crate::recommend::{Recommendation, recommend};
+use crate::tables::Analysis;
+
+/// Columns per line, frame included.
+pub const WIDTH: usize = 100;
+/// Lines of the box, frame included.
+pub const MAX_LINES: usize = 12;
+/// The budgets the box answers, %.
+pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
+
+/// A rate for people: 100 Hz, 2 kHz, 2.5 kHz, 100 kHz.
+fn hz(f: f64) -> String {
+    if f >= 1000.0 {
+        let k = f / 1000.0;
+        if (k - k.round()).abs() < 1e-9 {
+            format!("{k:.0} kHz")
+        } else {
+            format!("{k:.1} kHz")
+        }
+    } else {
+        format!("{f:.0} Hz")
+    }
+}
+
+/// A loss in % with about three significant figures.
+fn pct(v: f64) -> String {
+    match v.abs() {
+        a if a >= 10.0 => format!("{v:.1} %"),
+        a if a >= 1.0 => format!("{v:.2} %"),
+        _ => format!("{v:.3} %"),
+    }
+}
+
+/// `parts` joined by " | " into lines of at most `width` columns, the
+/// first starting with `lead` and the others indented as far.
+fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = lead.to_string();
+    let indent = " ".repeat(lead.chars().count());
+    for p in parts {
+        let sep = if cur.trim().is_empty() || cur == lead {
+            ""
+        } else {
+            " | "
+        };
+        if cur.chars().count() + sep.len() + p.chars().count() > width && cur != lead {
+            lines.push(cur);
+            cur = format!("{indent}{p}");
+        } else {
+            cur.push_str(sep);
+            cur.push_str(p);
+        }
+    }
+    lines.push(cur);
+    lines
+}
+
+/// The cost of one sample at the lowest rate the model measured, in words.
+fn cost_line(a: &Analysis) -> String {
+    let row: Option<&PerSampleRow> = a
+        .per_sample
+        .as_ref()
+        .and_then(|ps| ps.rows.iter().find(|r| r.total_ns.value.is_finite()));
+    match row {
+        Some(r) => format!(
+            "one sample costs the application {:.1} us [{:.1}, {:.1}] at {} ({} runs, gaps design)",
+            r.total_ns.value / 1e3,
+            r.total_ns.lo / 1e3,
+            r.total_ns.hi / 1e3,
+            hz(r.freq_hz as f64),
+            r.runs
+        ),
+        None => "cost of one sample: not measured here (no gaps design with 0 Hz runs)".to_string(),
+    }
+}
+
+/// The loss at each measured rate: the model's prediction where it
+/// exists, else the measured throughput loss.
+fn loss_parts(a: &Analysis) -> Vec<String> {
+    if let Some(ps) = a.per_sample.as_ref().filter(|p| !p.rows.is_empty()) {
+        return ps
+            .rows
+            .iter()
+            .filter(|r| r.predicted_loss_pct.value.is_finite())
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    hz(r.freq_hz as f64),
+                    pct(r.predicted_loss_pct.value)
+                )
+            })
+            .collect();
+    }
+    a.primary_loss()
+        .iter()
+        .map(|l| format!("{} {}", hz(l.freq_hz as f64), pct(l.trusted().value)))
+        .collect()
+}
+
+/// One budget's answer, short.
+fn budget_part(budget: f64, rec: Option<&Recommendation>) -> String {
+    let what = match rec {
+        Some(r) => match r.rate_hz {
+            Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
+            Some(hz_) => format!("{hz_} Hz"),
+            None if !r.resolvable => "not resolved".to_string(),
+            None => "none measured".to_string(),
+        },
+        None => "no answer".to_string(),
+    };
+    format!("{budget} %: {what}")
+}
+
+/// The trust verdict's parts: model against throughput, the drift, the
+/// throttle, noisy runs.
+fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(ps) = &a.per_sample {
+        let at = |w: Agreement| -> Vec<String> {
+            ps.rows
+                .iter()
+                .filter(|r| r.agreement == Some(w))
+                .map(|r| hz(r.freq_hz as f64))
+                .collect()
+        };
+        let (agree, disagree) = (at(Agreement::Agree), at(Agreement::Disagree));
+        v.push(match (agree.is_empty(), disagree.is_empty()) {
+            (true, true) => "no paired loss resolves to check the model".to_string(),
+            (false, true) => format!("model agrees with throughput at {}", agree.join(", ")),
+            (_, false) => format!("model DISAGREES with throughput at {}", disagree.join(", ")),
+        });
+        if let Some(d) = &ps.drift {
+            v.push(format!(
+                "cost per run {:+.0}..{:+.0} % of mean{}",
+                d.low_pct,
+                d.high_pct,
+                if d.moved() { ", MOVED" } else { "" }
+            ));
+        }
+    }
+    if recs.iter().flatten().any(|r| r.conservative) {
+        v.push("conservative basis".to_string());
+    }
+    let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
+    if throttled > 0 {
+        v.push(format!("{throttled} runs throttled"));
+    }
+    let noisy = rs.runs.iter().filter(|r| r.noisy).count();
+    v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
+    v
+}
+
+/// The box, one string per line, frame included.
+pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
+    let inner = WIDTH - 4;
+    let recs: Vec<Option<Recommendation>> =
+        BUDGETS_PCT.iter().map(|&b| recommend(a, b).ok()).collect();
+    let m = &rs.manifest;
+    let host = [
+        Some(m.host_label(&rs.dir)),
+        m.host_str("cpu_model"),
+        m.host_str("kernel").map(|k| format!("Linux {k}")),
+        rs.runs
+            .first()
+            .map(|r| format!("{}, {} scope", r.event, r.scope)),
+    ];
+    let host: Vec<String> = host.into_iter().flatten().collect();
+    let mut body = wrap("", &host, inner);
+    body.push(cost_line(a));
+    body.extend(wrap("loss: ", &loss_parts(a), inner));
+    let budgets: Vec<String> = BUDGETS_PCT
+        .iter()
+        .zip(&recs)
+        .map(|(&b, r)| budget_part(b, r.as_ref()))
+        .collect();
+    body.extend(wrap("highest rate within ", &budgets, inner));
+    body.extend(wrap("trust: ", &trust_parts(rs, a, &recs), inner));
+    body.truncate(MAX_LINES - 2);
+    let title = " what perf sampling costs on this host ";
+    let mut out = vec![format!("+-{title}{}+", "-".repeat(WIDTH - 3 - title.len()))];
+    for line in body {
+        let line: String = line.chars().take(inner).collect();
+        let pad = inner - line.chars().count();
+        out.push(format!("| {line}{} |", " ".repeat(pad)));
+    }
+    out.push(format!("+{}+", "-".repeat(WIDTH - 2)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_losses_and_wrapping() {
+        assert_eq!(hz(100.0), "100 Hz");
+        assert_eq!(hz(2000.0), "2 kHz");
+        assert_eq!(hz(2500.0), "2.5 kHz");
+        assert_eq!(pct(0.2174), "0.217 %");
+        assert_eq!(pct(96.78), "96.8 %");
+        let parts: Vec<String> = (0..10).map(|i| format!("part number {i}")).collect();
+        let lines = wrap("lead: ", &parts, 40);
+        assert!(lines.len() > 1);
+        assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
+        assert!(lines[0].starts_with("lead: part number 0 | part number 1"));
+        assert!(lines[1].starts_with("      part number"), "{lines:?}");
+    }
+}
