@@ -7,7 +7,7 @@
 
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
-use crate::recommend::{Recommendation, recommend};
+use crate::recommend::{Recommendation, recommend, under_predicts};
 use crate::tables::Analysis;
 
 /// Columns per line, frame included.
@@ -64,8 +64,21 @@ fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
     lines
 }
 
-/// The cost of one sample at the lowest rate the model measured, in words.
-fn cost_line(a: &Analysis) -> String {
+/// The cost of one sample at the lowest rate the model measured, in words,
+/// and the paired loss's cost where the recommendation charged it.
+fn cost_line(a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
+    let mut v = vec![cost_words(a)];
+    v.extend(
+        recs.iter()
+            .flatten()
+            .find_map(|r| r.throughput_cost_ns)
+            .map(|c| format!("the paired loss implies {:.1} us", c.value / 1e3)),
+    );
+    v
+}
+
+/// The model's cost of one sample at its lowest rate, in words.
+fn cost_words(a: &Analysis) -> String {
     let row: Option<&PerSampleRow> = a
         .per_sample
         .as_ref()
@@ -91,12 +104,20 @@ fn loss_parts(a: &Analysis) -> Vec<String> {
             .rows
             .iter()
             .filter(|r| r.predicted_loss_pct.value.is_finite())
-            .map(|r| {
-                format!(
+            .map(|r| match r.paired_loss_pct {
+                Some(p) if r.agreement == Some(Agreement::Disagree) && under_predicts(r) => {
+                    format!(
+                        "{} {} (paired {})",
+                        hz(r.freq_hz as f64),
+                        pct(r.predicted_loss_pct.value),
+                        pct(p.value)
+                    )
+                }
+                _ => format!(
                     "{} {}",
                     hz(r.freq_hz as f64),
                     pct(r.predicted_loss_pct.value)
-                )
+                ),
             })
             .collect();
     }
@@ -132,12 +153,39 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
                 .map(|r| hz(r.freq_hz as f64))
                 .collect()
         };
-        let (agree, disagree) = (at(Agreement::Agree), at(Agreement::Disagree));
-        v.push(match (agree.is_empty(), disagree.is_empty()) {
-            (true, true) => "no paired loss resolves to check the model".to_string(),
-            (false, true) => format!("model agrees with throughput at {}", agree.join(", ")),
-            (_, false) => format!("model DISAGREES with throughput at {}", disagree.join(", ")),
-        });
+        let agree = at(Agreement::Agree);
+        let (under, over): (Vec<&PerSampleRow>, Vec<&PerSampleRow>) = ps
+            .rows
+            .iter()
+            .filter(|r| r.agreement == Some(Agreement::Disagree))
+            .partition(|r| under_predicts(r));
+        let rates = |rows: &[&PerSampleRow]| -> String {
+            rows.iter()
+                .map(|r| hz(r.freq_hz as f64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if agree.is_empty() && under.is_empty() && over.is_empty() {
+            v.push("no paired loss resolves to check the model".to_string());
+        }
+        if !agree.is_empty() {
+            v.push(format!(
+                "model agrees with throughput at {}",
+                agree.join(", ")
+            ));
+        }
+        if !under.is_empty() {
+            v.push(format!(
+                "model UNDER-PREDICTS the throughput loss at {}",
+                rates(&under)
+            ));
+        }
+        if !over.is_empty() {
+            v.push(format!(
+                "model predicts more than throughput at {}",
+                rates(&over)
+            ));
+        }
         if let Some(d) = &ps.drift {
             v.push(format!(
                 "cost per run {:+.0}..{:+.0} % of mean{}",
@@ -147,8 +195,12 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
             ));
         }
     }
-    if recs.iter().flatten().any(|r| r.conservative) {
-        v.push("conservative basis".to_string());
+    if recs
+        .iter()
+        .flatten()
+        .any(|r| r.throughput_cost_ns.is_some())
+    {
+        v.push("rates from the paired loss's cost".to_string());
     }
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
@@ -175,7 +227,7 @@ pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
     ];
     let host: Vec<String> = host.into_iter().flatten().collect();
     let mut body = wrap("", &host, inner);
-    body.push(cost_line(a));
+    body.extend(wrap("", &cost_line(a, &recs), inner));
     body.extend(wrap("loss: ", &loss_parts(a), inner));
     let budgets: Vec<String> = BUDGETS_PCT
         .iter()

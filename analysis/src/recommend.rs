@@ -211,7 +211,7 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
 
 /// Whether the paired loss lies above the model's prediction (the model
 /// under-predicts there).
-pub(crate) fn under_predicts(r: &PerSampleRow) -> bool {
+pub fn under_predicts(r: &PerSampleRow) -> bool {
     r.paired_loss_pct
         .is_some_and(|p| p.value > r.predicted_loss_pct.value)
 }
