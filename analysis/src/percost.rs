@@ -6,7 +6,8 @@
 //! `percost_report`, drawing the background b (and its A/A control) the
 //! submodule `background`. Per run at F > 0:
 //!
-//! - direct cost per sample = matched_excess_ns / samples - b(F), where
+//! - direct cost per sample = matched excess (each episode capped) /
+//!   samples - b(F), where
 //!   b(F) is the excess a sampler at F would match on the 0 Hz runs by
 //!   coincidence alone (background episodes it happens to land in);
 //! - after-effect per sample = the run's after-effect per episode (the
@@ -31,9 +32,8 @@ mod remainder;
 mod row;
 
 pub use background::{
-    COINCIDENCE_TIMESTAMPS, Draw, MIN_REPLICATIONS, aa_control, coincidence_by_run,
-    coincidence_by_run_capped, coincidence_capped, coincidence_exact, coincidence_exact_by_run,
-    coincidence_per_timestamp, draw_rng, replications_for,
+    COINCIDENCE_TIMESTAMPS, Draw, MIN_REPLICATIONS, aa_control, coincidence_by_run_capped,
+    coincidence_capped, coincidence_exact, coincidence_exact_by_run, draw_rng, replications_for,
 };
 
 pub use drift::{CostDrift, cost_drift};
@@ -199,11 +199,6 @@ impl GapsRun {
     pub fn gap_share_pct(&self) -> f64 {
         self.row.gap_time_ns as f64 / self.window_ns() * 100.0
     }
-}
-
-/// Direct cost per sample of one run, ns.
-pub fn direct_cost_ns(run: &GapsRun, b_ns: f64) -> f64 {
-    run.matched_per_sample_ns() - b_ns
 }
 
 /// After-effect per sample of one run, ns: its after-effect per episode

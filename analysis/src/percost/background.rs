@@ -16,32 +16,15 @@ pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
 /// Replications (independent random phases) per 0 Hz run, at least.
 pub const MIN_REPLICATIONS: usize = 8;
 
-/// Excess per timestamp that a sampler at `rate_hz` would match on one run
-/// by coincidence (uncapped): [`coincidence_capped`] with no cap.
-pub fn coincidence_per_timestamp(
-    episodes: &[Episode],
-    start_ns: u64,
-    end_ns: u64,
-    rate_hz: f64,
-    replications: usize,
-    rng: &mut ChaCha8Rng,
-) -> f64 {
-    coincidence_capped(
-        episodes,
-        (start_ns, end_ns),
-        rate_hz,
-        f64::INFINITY,
-        replications,
-        rng,
-    )
-}
-
-/// Excess per timestamp, each episode's excess capped at `cap_ns`, that a
-/// sampler at `rate_hz` would match on one run by coincidence: `replications` times, timestamps one period apart from a
-/// random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as the
-/// sampler is), matched with [`match_times`]; the sum of the excess of the
-/// distinct matched episodes of each replication (as `matched_excess_ns`
-/// counts them), over all replications, / the number of timestamps.
+/// Excess per timestamp, each episode's excess capped at `cap_ns` per
+/// timestamp it holds, that a sampler at `rate_hz` would match on one run
+/// by coincidence, drawn: `replications` times, timestamps one period apart
+/// from a random phase over [`start_ns`, `end_ns`) (a periodic hrtimer, as
+/// the sampler is), matched with [`match_times`]; the sum of the (capped)
+/// excess of the distinct matched episodes of each replication (as
+/// `matched_excess_ns` counts them), over all replications, / the number of
+/// timestamps. The A/A control draws this way; b is its exact expectation
+/// ([`coincidence_exact`]).
 pub fn coincidence_capped(
     episodes: &[Episode],
     (start_ns, end_ns): (u64, u64),
@@ -175,13 +158,9 @@ pub fn draw_rng(run_id: u32, freq_hz: u64, draw: Draw) -> ChaCha8Rng {
     rng
 }
 
-/// Coincidence per timestamp on each 0 Hz run at `rate_hz` (same order as
-/// `zero`), one thread per run (the draws dominate the report's time).
-pub fn coincidence_by_run(zero: &[&GapsRun], freq_hz: u64, rate_hz: f64, draw: Draw) -> Vec<f64> {
-    coincidence_by_run_capped(zero, freq_hz, rate_hz, draw, f64::INFINITY)
-}
-
-/// [`coincidence_by_run`] with each episode's excess capped at `cap_ns`.
+/// Coincidence per timestamp (drawn, each episode's excess capped at
+/// `cap_ns`) on each 0 Hz run at `rate_hz` (same order as `zero`), one
+/// thread per run.
 pub fn coincidence_by_run_capped(
     zero: &[&GapsRun],
     freq_hz: u64,

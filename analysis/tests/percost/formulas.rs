@@ -10,7 +10,7 @@ fn per_run_formulas_by_hand() {
     let r = run(1000, 1000, 15_000_000, 2_000_000.0);
     assert_eq!(r.window_ns(), 1e9);
     assert!((r.rate_hz() - 1000.0).abs() < 1e-9);
-    assert!((direct_cost_ns(&r, 100.0) - 14_900.0).abs() < 1e-9);
+    assert!((r.matched_split_per_sample_ns(f64::INFINITY).0 - 100.0 - 14_900.0).abs() < 1e-9);
     // Recovery excess 2 ms in 1 s over 1000 episodes: 2000 ns each, and
     // one matched episode per sample.
     assert!((r.after_share(50_000.0) - 0.002).abs() < 1e-15);
@@ -43,7 +43,14 @@ fn long_episodes_and_the_samples_in_them_are_left_out() {
         episode(500_000_000, 100_000, 1_000),
     ];
     let mut rng = draw_rng(1, 1000, Draw::Background);
-    let b = coincidence_per_timestamp(&e, 0, 1_000_000_000, 1000.0, 5000, &mut rng);
+    let b = coincidence_capped(
+        &e,
+        (0, 1_000_000_000),
+        1000.0,
+        f64::INFINITY,
+        5000,
+        &mut rng,
+    );
     // Only the short episode counts: a replication of 1000 timestamps (996
     // outside the long one) hits it with probability 102 us / 1 ms, for
     // 1000 ns: b = 0.102 x 1000 / 996 = 0.1024 ns per timestamp, +-0.0043
@@ -79,14 +86,21 @@ fn coincidence_counts_an_episode_once_per_replication() {
     // (up to the one or two timestamps the episode's slack adds or takes).
     let e = [episode(500_000_000, 900_000, 900_000)];
     let mut rng = draw_rng(7, 100_000, Draw::Background);
-    let b = coincidence_per_timestamp(&e, 0, 1_000_000_000, 100_000.0, 3, &mut rng);
+    let b = coincidence_capped(
+        &e,
+        (0, 1_000_000_000),
+        100_000.0,
+        f64::INFINITY,
+        3,
+        &mut rng,
+    );
     assert!((b - 9.0).abs() < 1e-3, "{b}");
     // No episodes, no coincidence; a bad rate is NaN, not 0.
     assert_eq!(
-        coincidence_per_timestamp(&[], 0, 1_000_000_000, 1000.0, 3, &mut rng),
+        coincidence_capped(&[], (0, 1_000_000_000), 1000.0, f64::INFINITY, 3, &mut rng),
         0.0
     );
-    assert!(coincidence_per_timestamp(&e, 0, 1_000_000_000, 0.0, 3, &mut rng).is_nan());
+    assert!(coincidence_capped(&e, (0, 1_000_000_000), 0.0, f64::INFINITY, 3, &mut rng).is_nan());
 }
 
 /// 10 000 episodes of 8 us (excess 5 us) at random in 1 s: a timestamp
@@ -105,7 +119,7 @@ fn coincidence_matches_its_expectation() {
     for rate in [100.0, 1000.0, 50_000.0] {
         let mut rng = draw_rng(1, rate as u64, Draw::Background);
         let n = replications_for(1e9, rate);
-        let b = coincidence_per_timestamp(&e, 0, 1_000_000_000, rate, n, &mut rng);
+        let b = coincidence_capped(&e, (0, 1_000_000_000), rate, f64::INFINITY, n, &mut rng);
         assert!((b - 500.0).abs() < 25.0, "rate {rate}: b {b}");
     }
     // Replications: >= 200 000 timestamps and >= 8 replications.
@@ -115,8 +129,8 @@ fn coincidence_matches_its_expectation() {
 
 fn aa(zero: &[GapsRun]) -> Estimate {
     let refs: Vec<&GapsRun> = zero.iter().collect();
-    let b = coincidence_by_run(&refs, 1000, 1000.0, Draw::Background);
-    let own = coincidence_by_run(&refs, 1000, 1000.0, Draw::Null);
+    let b = coincidence_by_run_capped(&refs, 1000, 1000.0, Draw::Background, f64::INFINITY);
+    let own = coincidence_by_run_capped(&refs, 1000, 1000.0, Draw::Null, f64::INFINITY);
     // The two streams draw different timestamps.
     assert!(b.iter().zip(&own).all(|(x, y)| x != y), "{b:?} {own:?}");
     aa_control(&own, &b).unwrap()
