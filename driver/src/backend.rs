@@ -179,20 +179,8 @@ impl Backend for RealBackend {
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());
         let pid = child.id();
-        let mut guard = ChildGuard(Some(child));
-
-        // Wait for the workload to be set up (pinned, calibrated).
-        let reader = match wait_ready(&mut guard, &files.counter, interrupt)? {
-            Ok(r) => r,
-            Err(status) => {
-                drop(guard);
-                let err = stderr.join().unwrap_or_default();
-                return Err(failed(format!(
-                    "workload exited before it was ready ({status}): {}",
-                    err.trim()
-                )));
-            }
-        };
+        let (mut guard, reader, stderr) =
+            ready_or_failed(ChildGuard(Some(child)), &files.counter, interrupt, stderr)?;
         let loop_run = LoopRun {
             guard: &mut guard,
             reader: &reader,
@@ -488,6 +476,35 @@ fn read_timeline(
 
 /// Waits for the workload to be set up (pinned, calibrated: its counter
 /// says ready); `Ok(Err(status))` when it exited first.
+/// Waits until the workload is set up (pinned, calibrated) and hands back
+/// its guard, its counter and its stderr; one that exits before is a
+/// failed run quoting its stderr (read once the guard has reaped it).
+fn ready_or_failed(
+    mut guard: ChildGuard,
+    counter_path: &Path,
+    interrupt: &AtomicBool,
+    stderr: std::thread::JoinHandle<String>,
+) -> Result<
+    (
+        ChildGuard,
+        workload::counter::CounterReader,
+        std::thread::JoinHandle<String>,
+    ),
+    RunError,
+> {
+    match wait_ready(&mut guard, counter_path, interrupt)? {
+        Ok(reader) => Ok((guard, reader, stderr)),
+        Err(status) => {
+            drop(guard);
+            let err = stderr.join().unwrap_or_default();
+            Err(failed(format!(
+                "workload exited before it was ready ({status}): {}",
+                err.trim()
+            )))
+        }
+    }
+}
+
 fn wait_ready(
     guard: &mut ChildGuard,
     counter_path: &Path,

@@ -13,8 +13,8 @@ use workload::counter::{CounterReader, State};
 use workload::work::WorkKind;
 
 use super::{
-    ChildGuard, RealBackend, RemoveOnDrop, WorkloadArgs, failed, read_pipe, spawn_unpinned,
-    wait_end, wait_ready, workload_command,
+    ChildGuard, RealBackend, RemoveOnDrop, WorkloadArgs, failed, read_pipe, ready_or_failed,
+    spawn_unpinned, wait_end, workload_command,
 };
 use crate::config::SweepOptions;
 use crate::exec::RunError;
@@ -48,18 +48,8 @@ impl RealBackend {
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());
-        let mut guard = ChildGuard(Some(child));
-        let reader = match wait_ready(&mut guard, &counter, interrupt)? {
-            Ok(r) => r,
-            Err(status) => {
-                drop(guard);
-                let err = stderr.join().unwrap_or_default();
-                return Err(failed(format!(
-                    "workload exited before it was ready ({status}): {}",
-                    err.trim()
-                )));
-            }
-        };
+        let (mut guard, reader, stderr) =
+            ready_or_failed(ChildGuard(Some(child)), &counter, interrupt, stderr)?;
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         let wall_start = monotonic_ns();
         reader.release();
