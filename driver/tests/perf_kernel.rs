@@ -312,7 +312,16 @@ fn sample_contents_presets_carry_their_fields() {
             }
             SampleContents::Dwarf { stack_bytes } => {
                 assert_eq!(c.stack_copies, c.samples, "{c:?}");
-                assert_eq!(c.stack_user_bytes, c.samples * u64::from(stack_bytes));
+                // Each copy is the size asked for, or empty where a sample
+                // caught a task with no user stack (a kernel thread on
+                // the CPU: 598 of 599 samples carried one in a CI run);
+                // nearly all caught the spinner.
+                let full = c.samples * u64::from(stack_bytes);
+                assert_eq!(c.stack_user_bytes % u64::from(stack_bytes), 0, "{c:?}");
+                assert!(
+                    c.stack_user_bytes <= full && c.stack_user_bytes * 10 >= full * 9,
+                    "{c:?}"
+                );
                 // The spinner runs in user space: most samples hold real stack.
                 assert!(c.stack_dyn_bytes > 0, "{c:?}");
                 assert_eq!(c.callchains, c.samples, "kernel chain");
