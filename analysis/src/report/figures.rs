@@ -108,6 +108,7 @@ impl PlotOutcome {
 /// Draw every plot that has data into `out`.
 pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
+    budget_plot(&mut files, out, a, reference);
     util_plot(&mut files, out, a, reference);
     loss_plot(&mut files, out, a, reference);
     durations_plot(&mut files, out, a);
@@ -120,6 +121,93 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
     recovery_plot(&mut files, out, a);
     paired_plot(&mut files, out, a);
     files
+}
+
+/// The question itself, first: the loss each rate costs (the model's
+/// prediction with the next run's 95 % prediction interval, the paired
+/// throughput loss with its interval), the budgets as lines and each
+/// recommended rate on its budget, log-log, with the 2014 points.
+fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Reference) {
+    let predicted: Vec<(u64, Estimate)> = a
+        .per_sample
+        .iter()
+        .flat_map(|ps| &ps.rows)
+        .filter(|r| r.predicted_loss_pct.value.is_finite() && r.total_pred_ns.hi.is_finite())
+        .map(|r| {
+            let at = |c: f64| crate::percost::predicted_loss_pct(r.achieved_hz, c);
+            let e = Estimate {
+                lo: at(r.total_pred_ns.lo),
+                hi: at(r.total_pred_ns.hi),
+                ..r.predicted_loss_pct
+            };
+            (r.freq_hz, e)
+        })
+        .collect();
+    let paired: Vec<(u64, Estimate)> = a
+        .primary_loss()
+        .into_iter()
+        .map(|r| (r.freq_hz, r.trusted()))
+        .collect();
+    if predicted.is_empty() && paired.is_empty() {
+        return;
+    }
+    let budgets = crate::answer::BUDGETS_PCT;
+    let answers: Vec<(u64, f64)> = budgets
+        .iter()
+        .filter_map(|&b| {
+            crate::recommend::recommend(a, b)
+                .ok()
+                .and_then(|r| r.rate_hz)
+                .map(|hz| (hz, b))
+        })
+        .collect();
+    let mut all = vec![
+        series("predicted loss (bars: the next run's 95% PI)", &predicted),
+        series("paired throughput loss (95% CI)", &paired),
+        PointSeries {
+            label: "recommended rate, on its budget".to_string(),
+            x: answers.iter().map(|(hz, _)| *hz as f64).collect(),
+            y: answers.iter().map(|(_, b)| *b).collect(),
+            y_lo: Vec::new(),
+            y_hi: Vec::new(),
+        },
+        reference_series(
+            "2014 reference",
+            &reference
+                .loss
+                .iter()
+                .map(|r| (r.freq_hz, r.loss_pct))
+                .collect::<Vec<_>>(),
+        ),
+    ];
+    // Shapes go circle, triangle, square in series order: the answers get
+    // their own; the 2014 points, last, a circle of another colour.
+    all.retain(|s| !s.x.is_empty());
+    let lines: Vec<FitLine> = budgets
+        .iter()
+        .map(|&b| FitLine {
+            label: format!("budget {b} %"),
+            intercept: b,
+            slope: 0.0,
+            band_x: Vec::new(),
+            band_lo: Vec::new(),
+            band_hi: Vec::new(),
+        })
+        .collect();
+    files.add(plot_vs_freq_axes(
+        "What each sampling rate costs, against the budgets",
+        (
+            "sampling rate (Hz, log scale)",
+            "loss of the application (%, log scale)",
+        ),
+        &all,
+        &lines,
+        Axes {
+            log_x: true,
+            log_y: true,
+        },
+        &out.join("budget"),
+    ));
 }
 
 /// Handler utilisation against the rate, log-log, with the 2014 points.

@@ -282,10 +282,21 @@ fn cli_recommend_json_from_the_model_and_report_section() {
     assert!(md.contains("## The cost per sample over the sweep"), "{md}");
     assert!(md.contains("Valid for the conditions measured"), "{md}");
     assert!(md.contains("](cost_over_time.svg)"), "{md}");
-    for stem in ["recovery", "cost_per_sample"] {
+    for stem in ["budget", "recovery", "cost_per_sample", "cost_over_time"] {
         let svg = std::fs::read_to_string(dir.join(format!("report/{stem}.svg"))).unwrap();
         assert!(svg.contains("<svg"), "{stem}");
         assert!(md.contains(&format!("]({stem}.svg)")), "{stem} not linked");
+    }
+    // The budget plot comes first, with the three budgets and the answers.
+    assert!(md.find("](budget.svg)").unwrap() < md.find("](util_vs_freq.svg)").unwrap());
+    let svg = std::fs::read_to_string(dir.join("report/budget.svg")).unwrap();
+    for label in [
+        "budget 0.1 %",
+        "budget 1 %",
+        "budget 5 %",
+        "recommended rate",
+    ] {
+        assert!(svg.contains(label), "{label}");
     }
     let svg = std::fs::read_to_string(dir.join("report/recovery.svg")).unwrap();
     assert!(
