@@ -288,7 +288,7 @@ fn cli_recommend_json_from_the_model_and_report_section() {
         assert!(md.contains(&format!("]({stem}.svg)")), "{stem} not linked");
     }
     // The budget plot comes first, with the three budgets and the answers.
-    assert!(md.find("](budget.svg)").unwrap() < md.find("](util_vs_freq.svg)").unwrap());
+    assert!(md.find("](budget.svg)").unwrap() < md.find("](cost_per_sample.svg)").unwrap());
     let svg = std::fs::read_to_string(dir.join("report/budget.svg")).unwrap();
     for label in [
         "budget 0.1 %",
