@@ -220,7 +220,7 @@ impl RowContext<'_> {
             .zip(&parts)
             .map(|(r, p)| run_cost(r, p, charge, after_bound))
             .collect();
-        let row = self.row(f, at, bg, &costs, horizon, after_bound);
+        let row = self.row(f, at, bg, &costs, achieved_hz, after_bound);
         (
             PerSampleRow {
                 above_cap_ns,
@@ -240,10 +240,11 @@ impl RowContext<'_> {
         at: &[&GapsRun],
         bg: &Background,
         costs: &[RunCost],
-        horizon: f64,
+        achieved_hz: f64,
         after_bound: Option<f64>,
     ) -> PerSampleRow {
         let n = at.len();
+        let horizon = recovery_horizon_ns(achieved_hz);
         let over = |g: &dyn Fn(&RunCost) -> f64| -> Estimate {
             if costs.is_empty() {
                 return nan_est(n);
@@ -268,16 +269,23 @@ impl RowContext<'_> {
         // The prediction's part inside gaps: all of it but the after-effect.
         let in_gaps_of =
             |c: &RunCost| predicted_loss_pct(c.rate_hz, c.total_ns - c.after_effect_ns);
-        let in_gaps = over(&|c| {
-            let r = at.iter().find(|r| r.row.run_id == c.run_id);
-            r.map_or(f64::NAN, |r| r.gap_share_pct() - self.zero_gap) - in_gaps_of(c)
-        });
+        // `costs` is one per run of `at`, in its order (or empty).
+        let in_gaps = if costs.is_empty() {
+            nan_est(n)
+        } else {
+            t_interval(
+                &at.iter()
+                    .zip(costs)
+                    .map(|(r, c)| r.gap_share_pct() - self.zero_gap - in_gaps_of(c))
+                    .collect::<Vec<_>>(),
+            )
+        };
         let pooled = &matched.pooled_ns;
         let totals: Vec<f64> = costs.iter().map(|c| c.total_ns).collect();
         PerSampleRow {
             freq_hz: f,
             runs: n,
-            achieved_hz: mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>()),
+            achieved_hz,
             samples: at.iter().map(|r| r.row.samples).sum(),
             samples_in_long: at.iter().map(|r| r.samples_in_long).sum(),
             recovery_horizon_ns: horizon,
