@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compact;
 mod dir;
 mod error;
 pub mod events;

@@ -196,23 +196,44 @@ pub struct RecoveryRow {
     pub excess_ns_sum: f64,
 }
 
-/// The columns of `gaps/run-<id>.parquet`, in order.
-pub const GAP_COLUMNS: [&str; 4] = ["start_ns", "end_ns", "excess_ns", "episode"];
-/// The columns of `samples/run-<id>.parquet`, in order.
-pub const SAMPLE_COLUMNS: [&str; 2] = ["time_ns", "episode"];
+/// The columns of `gaps/run-<id>.parquet`, in order: each gap's start as
+/// its step from the gap before (the first from 0), its length (end -
+/// start), its excess, and its episode as its step from the gap before.
+pub const GAP_COLUMNS: [&str; 4] = ["start_step_ns", "length_ns", "excess_ns", "episode_step"];
+/// The columns of `samples/run-<id>.parquet`, in order: each sample's time
+/// as its step from the sample before, its episode (-1: none) likewise.
+pub const SAMPLE_COLUMNS: [&str; 2] = ["time_step_ns", "episode_step"];
+/// The earlier form of `gaps/run-<id>.parquet` (LZ4, absolute times),
+/// still read: the committed sets before 2026-11-26 hold it.
+pub const LEGACY_GAP_COLUMNS: [&str; 4] = ["start_ns", "end_ns", "excess_ns", "episode"];
+/// The earlier form of `samples/run-<id>.parquet`; see
+/// [`LEGACY_GAP_COLUMNS`].
+pub const LEGACY_SAMPLE_COLUMNS: [&str; 2] = ["time_ns", "episode"];
+
+const GAPS_WHAT: &str = "timeline gaps of a gaps run";
+const SAMPLES_WHAT: &str = "sample times of a gaps run";
 
 /// Writes `gaps/run-<id>.parquet` (atomically: temporary name, then rename).
 pub fn write_gaps_parquet(path: &Path, gaps: &[Gap]) -> Result<(), FormatError> {
-    let col = |name: &str, v: Vec<u64>| Column::new(name.into(), v);
+    let starts: Vec<u64> = gaps.iter().map(|g| g.start_ns).collect();
+    let episodes: Vec<i64> = gaps.iter().map(|g| i64::from(g.episode)).collect();
     let df = DataFrame::new(
         gaps.len(),
         vec![
-            col(GAP_COLUMNS[0], gaps.iter().map(|g| g.start_ns).collect()),
-            col(GAP_COLUMNS[1], gaps.iter().map(|g| g.end_ns).collect()),
-            col(GAP_COLUMNS[2], gaps.iter().map(|g| g.excess_ns).collect()),
+            Column::new(GAP_COLUMNS[0].into(), crate::parquet::to_steps(&starts)),
+            Column::new(
+                GAP_COLUMNS[1].into(),
+                gaps.iter()
+                    .map(|g| g.end_ns.wrapping_sub(g.start_ns))
+                    .collect::<Vec<u64>>(),
+            ),
+            Column::new(
+                GAP_COLUMNS[2].into(),
+                gaps.iter().map(|g| g.excess_ns).collect::<Vec<u64>>(),
+            ),
             Column::new(
                 GAP_COLUMNS[3].into(),
-                gaps.iter().map(|g| g.episode).collect::<Vec<u32>>(),
+                crate::parquet::to_steps_i64(&episodes),
             ),
         ],
     )
@@ -221,7 +242,7 @@ pub fn write_gaps_parquet(path: &Path, gaps: &[Gap]) -> Result<(), FormatError> 
 }
 
 /// Writes `samples/run-<id>.parquet`: sample times and their episode (-1:
-/// none).
+/// none), each as its step from the row before.
 pub fn write_samples_parquet(
     path: &Path,
     time_ns: &[u64],
@@ -230,50 +251,90 @@ pub fn write_samples_parquet(
     let df = DataFrame::new(
         time_ns.len(),
         vec![
-            Column::new(SAMPLE_COLUMNS[0].into(), time_ns),
-            Column::new(SAMPLE_COLUMNS[1].into(), episode),
+            Column::new(SAMPLE_COLUMNS[0].into(), crate::parquet::to_steps(time_ns)),
+            Column::new(
+                SAMPLE_COLUMNS[1].into(),
+                crate::parquet::to_steps_i64(episode),
+            ),
         ],
     )
     .map_err(|e| FormatError::corrupt(path, format!("building the sample table: {e}")))?;
     crate::parquet::write_atomic(path, df)
 }
 
-fn u64_column(df: &DataFrame, name: &str, path: &Path) -> Result<Vec<u64>, FormatError> {
-    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
-    let c = df.column(name).map_err(corrupt)?;
-    let c = c.cast(&DataType::UInt64).map_err(corrupt)?;
-    Ok(c.u64().map_err(corrupt)?.into_no_null_iter().collect())
+/// Which form a raw file was read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredForm {
+    /// Steps and zstd ([`GAP_COLUMNS`], [`SAMPLE_COLUMNS`]).
+    Steps,
+    /// Absolute values ([`LEGACY_GAP_COLUMNS`], [`LEGACY_SAMPLE_COLUMNS`]).
+    Legacy,
 }
 
-/// Reads `gaps/run-<id>.parquet`.
+/// Reads `gaps/run-<id>.parquet`, in either form.
 pub fn read_gaps_parquet(path: &Path) -> Result<Vec<Gap>, FormatError> {
-    let df = crate::parquet::read_columns(path, "timeline gaps of a gaps run", &GAP_COLUMNS)?;
-    let start = u64_column(&df, "start_ns", path)?;
-    let end = u64_column(&df, "end_ns", path)?;
-    let excess = u64_column(&df, "excess_ns", path)?;
-    let episode = u64_column(&df, "episode", path)?;
-    Ok((0..start.len())
+    read_gaps_form(path).map(|(g, _)| g)
+}
+
+/// [`read_gaps_parquet`], saying which form the file holds.
+pub fn read_gaps_form(path: &Path) -> Result<(Vec<Gap>, StoredForm), FormatError> {
+    use crate::parquet::{from_steps, from_steps_i64, i64_column, u64_column};
+    let (k, df) =
+        crate::parquet::read_first_form(path, GAPS_WHAT, &[&GAP_COLUMNS, &LEGACY_GAP_COLUMNS])?;
+    let (start, end, excess, episode, form) = if k == 0 {
+        let start = from_steps(&i64_column(&df, GAP_COLUMNS[0], path)?);
+        let len = u64_column(&df, GAP_COLUMNS[1], path)?;
+        let end = start
+            .iter()
+            .zip(&len)
+            .map(|(s, l)| s.wrapping_add(*l))
+            .collect();
+        let episode = from_steps_i64(&i64_column(&df, GAP_COLUMNS[3], path)?);
+        let excess = u64_column(&df, GAP_COLUMNS[2], path)?;
+        (start, end, excess, episode, StoredForm::Steps)
+    } else {
+        (
+            u64_column(&df, "start_ns", path)?,
+            u64_column(&df, "end_ns", path)?,
+            u64_column(&df, "excess_ns", path)?,
+            i64_column(&df, "episode", path)?,
+            StoredForm::Legacy,
+        )
+    };
+    let gaps = (0..start.len())
         .map(|i| Gap {
             start_ns: start[i],
             end_ns: end[i],
             excess_ns: excess[i],
             episode: u32::try_from(episode[i]).unwrap_or(u32::MAX),
         })
-        .collect())
+        .collect();
+    Ok((gaps, form))
 }
 
-/// Reads `samples/run-<id>.parquet`: (time_ns, episode) pairs.
+/// Reads `samples/run-<id>.parquet`, in either form: (time_ns, episode)
+/// pairs.
 pub fn read_samples_parquet(path: &Path) -> Result<(Vec<u64>, Vec<i64>), FormatError> {
-    let df = crate::parquet::read_columns(path, "sample times of a gaps run", &SAMPLE_COLUMNS)?;
-    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
-    let time = u64_column(&df, "time_ns", path)?;
-    let ep = df
-        .column("episode")
-        .map_err(corrupt)?
-        .cast(&DataType::Int64)
-        .map_err(corrupt)?;
-    let ep: Vec<i64> = ep.i64().map_err(corrupt)?.into_no_null_iter().collect();
-    Ok((time, ep))
+    read_samples_form(path).map(|(t, e, _)| (t, e))
+}
+
+/// [`read_samples_parquet`], saying which form the file holds.
+pub fn read_samples_form(path: &Path) -> Result<(Vec<u64>, Vec<i64>, StoredForm), FormatError> {
+    use crate::parquet::{from_steps, from_steps_i64, i64_column, u64_column};
+    let (k, df) = crate::parquet::read_first_form(
+        path,
+        SAMPLES_WHAT,
+        &[&SAMPLE_COLUMNS, &LEGACY_SAMPLE_COLUMNS],
+    )?;
+    if k == 0 {
+        let time = from_steps(&i64_column(&df, SAMPLE_COLUMNS[0], path)?);
+        let ep = from_steps_i64(&i64_column(&df, SAMPLE_COLUMNS[1], path)?);
+        Ok((time, ep, StoredForm::Steps))
+    } else {
+        let time = u64_column(&df, "time_ns", path)?;
+        let ep = i64_column(&df, "episode", path)?;
+        Ok((time, ep, StoredForm::Legacy))
+    }
 }
 
 /// Episodes rebuilt from stored gaps (by their `episode` column).
@@ -367,6 +428,60 @@ mod tests {
         write_samples_parquet(&s, &[5, 7], &[0, -1]).unwrap();
         assert_eq!(read_samples_parquet(&s).unwrap(), (vec![5, 7], vec![0, -1]));
         assert!(!dir.path().join("g.parquet.tmp").exists());
+        assert_eq!(read_gaps_form(&p).unwrap().1, StoredForm::Steps);
+    }
+
+    #[test]
+    fn the_earlier_form_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut g = vec![gap(10, 20, 5), gap(30, 90, 50), gap(100_000, 100_500, 400)];
+        join_episodes(&mut g);
+        let p = dir.path().join("g.parquet");
+        let mut df = DataFrame::new(
+            3,
+            vec![
+                Column::new(
+                    "start_ns".into(),
+                    g.iter().map(|g| g.start_ns).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "end_ns".into(),
+                    g.iter().map(|g| g.end_ns).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "excess_ns".into(),
+                    g.iter().map(|g| g.excess_ns).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "episode".into(),
+                    g.iter().map(|g| g.episode).collect::<Vec<_>>(),
+                ),
+            ],
+        )
+        .unwrap();
+        ParquetWriter::new(std::fs::File::create(&p).unwrap())
+            .with_compression(ParquetCompression::Lz4Raw)
+            .finish(&mut df)
+            .unwrap();
+        assert_eq!(read_gaps_form(&p).unwrap(), (g, StoredForm::Legacy));
+        let s = dir.path().join("s.parquet");
+        let mut df = DataFrame::new(
+            2,
+            vec![
+                Column::new("time_ns".into(), vec![15u64, 95]),
+                Column::new("episode".into(), vec![0i64, -1]),
+            ],
+        )
+        .unwrap();
+        ParquetWriter::new(std::fs::File::create(&s).unwrap())
+            .finish(&mut df)
+            .unwrap();
+        assert_eq!(
+            read_samples_form(&s).unwrap(),
+            (vec![15, 95], vec![0, -1], StoredForm::Legacy)
+        );
+        let e = read_gaps_parquet(&s).unwrap_err();
+        assert!(matches!(e, FormatError::MissingColumn { .. }), "{e}");
     }
 
     #[test]
