@@ -37,6 +37,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Rewrite a results directory's raw Parquet files (events/, gaps/,
+    /// samples/) from the earlier form (LZ4, absolute times) into the
+    /// current one (zstd, times as steps): about a third of the size. Each
+    /// file is replaced only where its new copy reads back exactly the same;
+    /// any other is left as it was and named (exit 1).
+    Compact {
+        /// Results directory written by `driver sweep`.
+        dir: PathBuf,
+    },
     /// Put result sets side by side with the 2014 reference (Markdown).
     Compare {
         /// Results directories.
@@ -94,6 +103,7 @@ fn run() -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Compact { dir } => return compact(&dir),
         Command::Compare { dirs, csv } => {
             let refs: Vec<&std::path::Path> = dirs.iter().map(|d| d.as_path()).collect();
             let c = compare::compare(&refs)?;
@@ -105,6 +115,64 @@ fn run() -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `analysis compact DIR`: every raw file brought into the current form,
+/// with a progress bar, one line per file left alone, and a summary.
+fn compact(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use results_format::compact::{Compacted, compact_file, raw_files};
+    if !dir.join(results_format::MANIFEST_JSON).is_file() {
+        eprintln!(
+            "error: {} holds no {}: give a results directory written by `driver sweep`",
+            dir.display(),
+            results_format::MANIFEST_JSON
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let files = raw_files(dir)?;
+    let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(files.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files, ETA {eta} {msg}")
+    {
+        pb.set_style(style);
+    }
+    let (mut rewritten, mut already, mut before, mut after, mut left) = (0, 0, 0u64, 0u64, 0);
+    for f in &files {
+        pb.set_message(f.display().to_string());
+        match compact_file(f)? {
+            Compacted::AlreadyCompact => already += 1,
+            Compacted::Rewritten {
+                before: b,
+                after: a,
+            } => {
+                rewritten += 1;
+                before += b;
+                after += a;
+            }
+            Compacted::Differs(why) => {
+                left += 1;
+                pb.suspend(|| eprintln!("left as it was: {}: {why}", f.display()));
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let mb = |b: u64| b as f64 / 1e6;
+    eprintln!(
+        "{}: {rewritten} files rewritten ({:.1} MB -> {:.1} MB), {already} already compact, {left} left as they were",
+        dir.display(),
+        mb(before),
+        mb(after)
+    );
+    Ok(if left == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn main() -> ExitCode {

@@ -4,7 +4,7 @@ analysis/src/percost_load.rs does (docs/results-format.md, gaps design).
 Needs numpy, pandas, pyarrow, scipy."""
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+import rawfiles
 from scipy import stats
 
 from per_sample_scipy import episodes  # noqa: F401 (one reader of the gaps files)
@@ -71,7 +71,7 @@ def load(d, workload="loop", need_parquet=True):
         if need_parquet:
             x.start, x.end, x.ex = episodes(d, rid)
             if x.freq > 0:
-                s = np.asarray(pq.read_table(f"{d}/samples/run-{rid}.parquet")["episode"], dtype=np.int64)
+                s = rawfiles.sample_episodes(d, rid)
                 x.s_ep = s
                 x.n = len(s)
             else:

@@ -22,7 +22,7 @@ import csv
 import sys
 
 import numpy as np
-import pyarrow.parquet as pq
+import rawfiles
 from scipy import stats
 
 LONG = 1_000_000
@@ -39,14 +39,13 @@ def t_interval(v):
 
 
 def episodes(d, rid):
-    t = pq.read_table(f"{d}/gaps/run-{rid}.parquet")
-    ep = np.asarray(t["episode"], dtype=np.int64)
+    g_start, g_end, g_excess, ep = rawfiles.gaps(d, rid)
     n = ep.max() + 1 if len(ep) else 0
-    ex = np.bincount(ep, weights=np.asarray(t["excess_ns"], dtype=np.float64), minlength=n)
+    ex = np.bincount(ep, weights=g_excess.astype(np.float64), minlength=n)
     start = np.full(n, np.iinfo(np.int64).max)
     end = np.zeros(n, dtype=np.int64)
-    np.minimum.at(start, ep, np.asarray(t["start_ns"], dtype=np.int64))
-    np.maximum.at(end, ep, np.asarray(t["end_ns"], dtype=np.int64))
+    np.minimum.at(start, ep, g_start)
+    np.maximum.at(end, ep, g_end)
     return start, end, ex
 
 
@@ -89,7 +88,7 @@ def main():
             row = tl[rid]
             w = int(row["loop_end_ns"]) - int(row["loop_start_ns"])
             start, end, ex = episodes(d, rid)
-            s = np.asarray(pq.read_table(f"{d}/samples/run-{rid}.parquet")["episode"], dtype=np.int64)
+            s = rawfiles.sample_episodes(d, rid)
             m = s[s >= 0]
             in_long = (ex[m] >= LONG).sum()
             u = np.unique(m)
