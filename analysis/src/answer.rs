@@ -208,6 +208,13 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
+    let removed = crate::load::raw_removed(rs);
+    if removed.events {
+        v.push("events/ removed: util table skipped".to_string());
+    }
+    if removed.gaps {
+        v.push("gaps/ removed: per-sample cost skipped".to_string());
+    }
     v
 }
 

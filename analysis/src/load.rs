@@ -52,3 +52,82 @@ pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
         phases,
     })
 }
+
+/// Raw folders a result set's runs wrote into that are now absent or hold
+/// no Parquet file: removed on purpose (to keep a repository small, see the
+/// README's "Size on disk"). The tables that need them are skipped, the
+/// rest is reported; one missing file among several is still a fault (that
+/// run is excluded and named).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawRemoved {
+    /// `events/`: the handler intervals of the util runs (the util table,
+    /// Table 1, and its fits and plots).
+    pub events: bool,
+    /// `gaps/` or `samples/`: the gaps design's timelines (the per-sample
+    /// table and everything built on it).
+    pub gaps: bool,
+}
+
+impl RawRemoved {
+    /// Whether anything was removed.
+    pub fn any(&self) -> bool {
+        self.events || self.gaps
+    }
+
+    /// One line per skipped part: the folder, what needs it, and how to get
+    /// it back.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.events {
+            out.push(
+                "events/ (handler intervals) was removed: the util table (Table 1), the handler \
+                 utilisation fits and the handler-duration plot are skipped; restore the folder \
+                 (it is in the set's history) to report them"
+                    .to_string(),
+            );
+        }
+        if self.gaps {
+            out.push(
+                "gaps/ or samples/ (the gaps design's timelines) was removed: the per-sample \
+                 table and what is built on it (the cost of one sample, its drift, the after-effect \
+                 and the model's prediction) are skipped, and the recommendation rests on the \
+                 throughput loss; restore the folders to report them"
+                    .to_string(),
+            );
+        }
+        out
+    }
+}
+
+/// Whether `dir/sub` is absent or holds no `.parquet` file.
+fn folder_gone(dir: &Path, sub: &str) -> bool {
+    match std::fs::read_dir(dir.join(sub)) {
+        Err(_) => true,
+        Ok(mut entries) => {
+            !entries.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "parquet")))
+        }
+    }
+}
+
+/// Which raw folders of `rs` were removed on purpose ([`RawRemoved`]): a
+/// folder counts only where an ok run of `rs` wrote into it.
+pub fn raw_removed(rs: &ResultSet) -> RawRemoved {
+    use results_format::{Design, RunKind};
+    let util = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0);
+    let gaps = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.design == Design::Gaps && r.kind == RunKind::Loss);
+    let sampled_gaps = rs
+        .runs
+        .iter()
+        .any(|r| r.ok() && r.design == Design::Gaps && r.kind == RunKind::Loss && r.freq_hz > 0);
+    RawRemoved {
+        events: util && folder_gone(&rs.dir, "events"),
+        gaps: (gaps && folder_gone(&rs.dir, "gaps"))
+            || (sampled_gaps && folder_gone(&rs.dir, "samples")),
+    }
+}

@@ -124,7 +124,9 @@ fn missing_runs_warning(ok: &BTreeMap<u32, &Run>, seen: &[u32]) -> Option<String
 }
 
 /// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
-/// 0) samples. A results directory without gaps runs gives an empty load.
+/// 0) samples. A results directory without gaps runs, or whose gaps or
+/// samples folder was removed on purpose ([`crate::load::RawRemoved`]),
+/// gives an empty load.
 pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     let ok: BTreeMap<u32, &Run> = rs
         .runs
@@ -133,7 +135,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         .map(|r| (r.run_id, r))
         .collect();
     let mut out = GapsLoad::default();
-    if ok.is_empty() {
+    if ok.is_empty() || crate::load::raw_removed(rs).gaps {
         return Ok(out);
     }
     let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;

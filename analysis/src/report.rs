@@ -1,5 +1,5 @@
-//! `analysis report DIR`: DIR/report/{report.md, util.csv, loss.csv,
-//! tracing.csv, fit.json} and the plots.
+//! `analysis report DIR`: DIR/report/{report.md, report.html, util.csv,
+//! loss.csv, tracing.csv, fit.json} and the plots.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::AnalysisError;
 
 pub(crate) mod figures;
+pub mod html;
 mod markdown;
 use crate::load::{ResultSet, load};
 use crate::recommend::recommend;
@@ -21,38 +22,51 @@ use crate::tables::{Analysis, analyse};
 /// `analysis report` print on stderr).
 pub const ANSWER_TXT: &str = "answer.txt";
 
+/// report.md as one self-contained page ([`html`]).
+pub const REPORT_HTML: &str = "report.html";
+
 /// Analyse DIR and write DIR/report/. Returns the report directory.
 pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let rs = load(dir)?;
+    for line in crate::load::raw_removed(&rs).lines() {
+        tracing::warn!("skipped: {line}");
+    }
     let analysis = analyse(&rs)?;
     let reference = Reference::article_2014()?;
     let out = dir.join("report");
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
-    write_util_csv(&out.join("util.csv"), &analysis, &reference)?;
-    write_loss_csv(&out.join("loss.csv"), &analysis)?;
-    write_tracing_csv(&out.join("tracing.csv"), &analysis)?;
+    // Every table and plot this report writes, so that any left by an
+    // earlier report of other data can go (stale_files).
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut path = |name: &str| {
+        let p = out.join(name);
+        written.push(p.clone());
+        p
+    };
+    write_util_csv(&path("util.csv"), &analysis, &reference)?;
+    write_loss_csv(&path("loss.csv"), &analysis)?;
+    write_tracing_csv(&path("tracing.csv"), &analysis)?;
     if let Some(ps) = &analysis.per_sample {
-        crate::percost_report::write_csv(&out.join("per_sample.csv"), ps)?;
-        crate::drift_report::write_csv(&out.join("cost_by_run.csv"), ps)?;
+        crate::percost_report::write_csv(&path("per_sample.csv"), ps)?;
+        crate::drift_report::write_csv(&path("cost_by_run.csv"), ps)?;
     }
     if !analysis.by_contents.is_empty() {
-        crate::contents_report::write_csv(&out.join("by_contents.csv"), &analysis.by_contents)?;
+        crate::contents_report::write_csv(&path("by_contents.csv"), &analysis.by_contents)?;
     }
     if !analysis.after_rows.is_empty() {
-        crate::contents_report::write_after_csv(
-            &out.join("after_effect.csv"),
-            &analysis.after_rows,
-        )?;
+        crate::contents_report::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
     }
     let command = crate::command::command_table(&rs.runs);
     if !command.is_empty() {
-        crate::command_report::write_csv(&out.join("command.csv"), &command)?;
+        crate::command_report::write_csv(&path("command.csv"), &command)?;
     }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
     let plots = crate::report::figures::write_plots(&out, &analysis, &reference);
+    written.extend(plots.files.iter().cloned());
+    remove_stale(&out, &written);
     let command_section = if command.is_empty() {
         String::new()
     } else {
@@ -69,7 +83,38 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
         &answer,
     );
     write_file(&out.join("report.md"), &md)?;
+    let title = md
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# "))
+        .unwrap_or("perf sampling overhead");
+    write_file(&out.join(REPORT_HTML), &html::render(&md, title, &out))?;
     Ok(out)
+}
+
+/// Removes the tables and plots (CSV, SVG, PNG) in `out` that this report
+/// did not write: an earlier report of other data (a set whose raw files
+/// were since removed, say) left them, and beside this report they would
+/// say what it no longer does. Each is named in the log.
+fn remove_stale(out: &Path, written: &[PathBuf]) {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let ours = p
+            .extension()
+            .is_some_and(|x| x == "csv" || x == "svg" || x == "png");
+        if ours && !written.contains(&p) {
+            match std::fs::remove_file(&p) {
+                Ok(()) => tracing::warn!(
+                    "removed {}: an earlier report wrote it, this data no longer gives it",
+                    p.display()
+                ),
+                Err(e) => tracing::warn!("could not remove stale {}: {e}", p.display()),
+            }
+        }
+    }
 }
 
 /// The sweep's `--command`, shell-quoted, from the manifest's options.

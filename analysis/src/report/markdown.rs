@@ -13,8 +13,9 @@ pub(super) fn render(
     answer: &[String],
 ) -> String {
     let mut s = String::new();
-    header(&mut s, rs, a, answer);
+    header(&mut s, rs, a, answer, &plot_outcome.files);
     warnings(&mut s, a, plot_outcome);
+    skipped(&mut s, rs);
     summary(&mut s, a);
     s.push_str(&crate::host_look_report::render(
         rs.manifest.host_look.as_ref(),
@@ -29,11 +30,30 @@ pub(super) fn render(
     s
 }
 
-/// Title, the answer box, host, what ran, and the runs left out.
-fn header(s: &mut String, rs: &ResultSet, a: &Analysis, answer: &[String]) {
+/// The budget plot's file: the picture of the question, right under the
+/// answer box (the other plots close the report).
+const BUDGET_SVG: &str = "budget.svg";
+
+/// A plot's file name, when it is an SVG.
+fn svg_name(p: &Path) -> Option<String> {
+    p.extension()
+        .is_some_and(|e| e == "svg")
+        .then(|| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .flatten()
+}
+
+/// Title, the answer box and the budget plot, host, what ran, and the runs
+/// left out.
+fn header(s: &mut String, rs: &ResultSet, a: &Analysis, answer: &[String], plots: &[PathBuf]) {
     let m = &rs.manifest;
     let _ = writeln!(s, "# perf sampling overhead on {}\n", m.host_label(&rs.dir));
     let _ = writeln!(s, "```text\n{}\n```\n", answer.join("\n"));
+    if plots
+        .iter()
+        .any(|p| svg_name(p).as_deref() == Some(BUDGET_SVG))
+    {
+        let _ = writeln!(s, "![{BUDGET_SVG}]({BUDGET_SVG})\n");
+    }
     let _ = writeln!(
         s,
         "- results: `{}` (status `{}`)",
@@ -294,16 +314,25 @@ fn fits(s: &mut String, a: &Analysis) {
     );
 }
 
+/// The parts skipped because raw folders were removed on purpose.
+fn skipped(s: &mut String, rs: &ResultSet) {
+    let removed = crate::load::raw_removed(rs);
+    if !removed.any() {
+        return;
+    }
+    let _ = writeln!(s, "## Skipped: raw files removed\n");
+    for line in removed.lines() {
+        let _ = writeln!(s, "- {line}");
+    }
+    s.push('\n');
+}
+
 /// The plots and where the tables are.
 fn footer(s: &mut String, a: &Analysis, plots: &[PathBuf]) {
     if !plots.is_empty() {
         let _ = writeln!(s, "## Plots\n");
-        for p in plots {
-            if p.extension().is_some_and(|e| e == "svg") {
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+        for name in plots.iter().filter_map(|p| svg_name(p)) {
+            if name != BUDGET_SVG {
                 let _ = writeln!(s, "![{name}]({name})");
             }
         }
@@ -311,7 +340,7 @@ fn footer(s: &mut String, a: &Analysis, plots: &[PathBuf]) {
     }
     let _ = writeln!(
         s,
-        "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. Method: docs/methodology.md.",
+        "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. The same report as one page: report.html. Method: docs/methodology.md.",
         match (a.per_sample.is_some(), a.by_contents.is_empty()) {
             (true, false) => ", per_sample.csv, by_contents.csv",
             (true, true) => ", per_sample.csv",

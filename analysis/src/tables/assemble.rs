@@ -183,7 +183,11 @@ pub(super) fn analyse_one(
         .iter()
         .filter(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0)
         .collect();
-    let (run_intervals, mut excluded) = read_all_intervals(rs, &util_runs);
+    let (run_intervals, mut excluded) = if crate::load::raw_removed(rs).events {
+        Default::default()
+    } else {
+        read_all_intervals(rs, &util_runs)
+    };
     let gaps = all_gaps.restricted_to(rs);
     excluded.extend(gaps.excluded.iter().cloned());
     excluded.sort_by_key(|x| x.run_id);

@@ -1,0 +1,151 @@
+//! report.html: report.md rendered into one self-contained page (the plots
+//! inline as SVG, the style inline, nothing fetched), the answer box first
+//! in `<section id="answer">`, wide tables scrolling inside the page.
+//!
+//! The page is polyglot markup: it parses as XML too, which is how the
+//! tests check it (analysis/tests/report_html.rs). Any HTML inside
+//! report.md is shown as text, never passed through: a path like
+//! `events/run-<id>.parquet` must not become an `<id>` element.
+
+use std::path::Path;
+
+use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
+
+/// The page's id of the answer box's section.
+pub const ANSWER_ID: &str = "answer";
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;\
+padding:0 1rem;line-height:1.45;color:#1a1a1a}\
+pre{background:#f4f4f4;padding:.6rem;overflow-x:auto;font-size:.85rem}\
+#answer pre{background:#eef5ff;border-left:4px solid #2c6bd1;font-size:.9rem}\
+.scroll{overflow-x:auto;margin:1rem 0}\
+table{border-collapse:collapse;font-size:.85rem}\
+th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:right;white-space:nowrap}\
+th{background:#f0f0f0}\
+svg{max-width:100%;height:auto;display:block;margin:1rem 0}\
+code{font-size:.9em}";
+
+/// Escapes text for an HTML element or attribute.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// An SVG file of the report directory, ready to inline (its XML
+/// declaration dropped), or a note saying it is missing.
+fn inline_svg(dir: &Path, name: &str) -> String {
+    let safe = !name.contains('/') && !name.contains("..") && name.ends_with(".svg");
+    let text = safe
+        .then(|| std::fs::read_to_string(dir.join(name)).ok())
+        .flatten();
+    match text {
+        Some(t) => {
+            let body = match t.find("<svg") {
+                Some(i) => &t[i..],
+                None => t.as_str(),
+            };
+            format!("<figure>{body}</figure>\n")
+        }
+        None => format!("<p><em>figure {} is missing</em></p>\n", escape(name)),
+    }
+}
+
+/// report.md as a self-contained page; `dir` holds the SVG files it names.
+pub fn render(markdown: &str, title: &str, dir: &Path) -> String {
+    let parser = Parser::new_ext(markdown, Options::ENABLE_TABLES);
+    let mut events: Vec<Event> = Vec::new();
+    let mut in_image = false;
+    let mut answer_open = false;
+    let mut answer_done = false;
+    for ev in parser {
+        if in_image {
+            if let Event::End(TagEnd::Image) = ev {
+                in_image = false;
+            }
+            continue;
+        }
+        match ev {
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                in_image = true;
+                events.push(Event::Html(CowStr::from(inline_svg(dir, &dest_url))));
+            }
+            Event::Html(s) | Event::InlineHtml(s) => events.push(Event::Text(s)),
+            Event::Start(Tag::CodeBlock(k)) if !answer_done => {
+                answer_open = true;
+                events.push(Event::Html(CowStr::from(format!(
+                    "<section id=\"{ANSWER_ID}\">\n"
+                ))));
+                events.push(Event::Start(Tag::CodeBlock(k)));
+            }
+            Event::End(TagEnd::CodeBlock) if answer_open => {
+                answer_open = false;
+                answer_done = true;
+                events.push(Event::End(TagEnd::CodeBlock));
+                events.push(Event::Html(CowStr::from("</section>\n")));
+            }
+            Event::Start(Tag::Table(a)) => {
+                events.push(Event::Html(CowStr::from("<div class=\"scroll\">\n")));
+                events.push(Event::Start(Tag::Table(a)));
+            }
+            Event::End(TagEnd::Table) => {
+                events.push(Event::End(TagEnd::Table));
+                events.push(Event::Html(CowStr::from("</div>\n")));
+            }
+            other => events.push(other),
+        }
+    }
+    let mut body = String::new();
+    html::push_html(&mut body, events.into_iter());
+    format!(
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n\
+         <meta charset=\"utf-8\" />\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        escape(title)
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_in_the_markdown_is_text_and_the_answer_is_a_section() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.svg"),
+            "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>",
+        )
+        .unwrap();
+        let md = "# t\n\n```text\n+- box -+\n```\n\nsee `x` and events/run-<id>.parquet\n\n\
+                  ![a.svg](a.svg)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```text\nlater\n```\n";
+        let page = render(md, "t & co", dir.path());
+        assert!(page.contains("run-&lt;id&gt;.parquet"), "{page}");
+        assert!(
+            page.contains("<section id=\"answer\">\n<pre><code class=\"language-text\">+- box -+")
+        );
+        assert_eq!(page.matches("<section").count(), 1);
+        assert!(page.contains("<figure><svg xmlns"));
+        assert!(!page.contains("<?xml"));
+        assert!(!page.contains("<img"));
+        assert!(page.contains("<div class=\"scroll\">\n<table>"));
+        assert!(page.contains("<title>t &amp; co</title>"));
+    }
+
+    #[test]
+    fn a_missing_or_outside_figure_is_named_not_fetched() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = render("![x](../secret.svg)\n", "t", dir.path());
+        assert!(page.contains("figure ../secret.svg is missing"), "{page}");
+    }
+}
