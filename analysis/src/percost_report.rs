@@ -196,33 +196,66 @@ fn bound_words(r: &PerSampleRow) -> String {
     })
 }
 
-fn row_line(r: &PerSampleRow) -> String {
-    format!(
-        "| {} | {} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-        r.freq_hz,
-        r.runs,
-        r.achieved_hz,
-        r.matched_episodes,
-        r.matched_median_ns,
-        r.matched_mean_ns,
-        r.matched_p99_ns,
-        fmt_est(&r.matched_mean_by_run_ns, 0),
-        fmt_est(&r.background_ns, 1),
-        fmt_est(&r.direct_ns, 0),
-        r.after_effect_bound_ns.map_or_else(
-            || fmt_est(&r.after_effect_ns, 0),
-            |b| format!("not measurable; bound {b:.0}")
+/// The per-sample figures as three tables that each fit a laptop screen:
+/// what a sample costs and the loss it predicts, how the cost is made up,
+/// and how the samples matched their episodes. Each is (title, header,
+/// one row per frequency).
+fn tables(ps: &PerSample) -> [(&'static str, &'static str, Vec<String>); 3] {
+    let rows = |f: &dyn Fn(&PerSampleRow) -> String| ps.rows.iter().map(f).collect::<Vec<_>>();
+    [
+        (
+            "What one sample costs and the loss it predicts",
+            "| freq_hz | runs | total ns/sample [95% CI] | next run's total ns [95% PI] | predicted loss % [95% CI] | paired loss % [95% CI] | agreement |",
+            rows(&|r| {
+                format!(
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    r.freq_hz,
+                    r.runs,
+                    fmt_est(&r.total_ns, 0),
+                    fmt_pred(&r.total_pred_ns),
+                    fmt_est(&r.predicted_loss_pct, 4),
+                    r.paired_loss_pct
+                        .map_or("not measured".to_string(), |e| fmt_est(&e, 3)),
+                    r.agreement.map_or("-", |a| a.word()),
+                )
+            }),
         ),
-        fmt_est(&r.total_ns, 0),
-        fmt_pred(&r.total_pred_ns),
-        ns(r.handler_ns),
-        ns(r.interrupt_ns),
-        ns(r.remainder_ns),
-        fmt_est(&r.predicted_loss_pct, 4),
-        r.paired_loss_pct
-            .map_or("not measured".to_string(), |e| fmt_est(&e, 3)),
-        r.agreement.map_or("-", |a| a.word()),
-    )
+        (
+            "How the cost is made up",
+            "| freq_hz | direct ns [95% CI] | b (ns) | after-effect ns [95% CI] | handler ns | whole interrupt ns | remainder ns |",
+            rows(&|r| {
+                format!(
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    r.freq_hz,
+                    fmt_est(&r.direct_ns, 0),
+                    fmt_est(&r.background_ns, 1),
+                    r.after_effect_bound_ns.map_or_else(
+                        || fmt_est(&r.after_effect_ns, 0),
+                        |b| format!("not measurable; bound {b:.0}")
+                    ),
+                    ns(r.handler_ns),
+                    ns(r.interrupt_ns),
+                    ns(r.remainder_ns),
+                )
+            }),
+        ),
+        (
+            "How the samples matched",
+            "| freq_hz | achieved_hz | matched episodes | episode excess median / mean / p99 (ns) | mean of run means [95% CI] |",
+            rows(&|r| {
+                format!(
+                    "| {} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {} |",
+                    r.freq_hz,
+                    r.achieved_hz,
+                    r.matched_episodes,
+                    r.matched_median_ns,
+                    r.matched_mean_ns,
+                    r.matched_p99_ns,
+                    fmt_est(&r.matched_mean_by_run_ns, 0),
+                )
+            }),
+        ),
+    ]
 }
 
 /// The section, Markdown.
@@ -237,18 +270,18 @@ pub fn render(ps: &PerSample) -> String {
         "The workload's loop stamps its progress and records every chunk that took longer than usual (a gap); gaps closer than 2 us form an episode, and each sample is matched to the episode that holds it. Episodes of 1 ms or more (the CPU taken away: another task, the host) are left out, with the samples in them (column samples_in_long of per_sample.csv). Per run: direct cost = matched episode excess (each episode capped, see below) / samples - b, where b is the (capped) excess a sampler at the same rate would match on the 0 Hz runs by coincidence (its exact expectation over the sampler's phase); after-effect = the run's after-effect per episode (excess of the chunks within the horizon after a gap, min(50 us, half the sampling interval), over the run's own speed beyond it, / episodes; every episode, sample or background, charged alike) x matched episodes / samples; total = direct + after-effect (where a dense rate leaves no chunks beyond the horizon to measure its after-effect, the largest after-effect upper bound of the other rates is charged instead, and the total is an upper estimate); predicted loss = achieved rate x total. Intervals: 95% t over the runs at each frequency; the next run's total is a 95% prediction interval over runs (mean +- t s sqrt(1 + 1/n): where one more run would land, what the recommendation uses) ({} 0 Hz runs give b and the baselines; their own intervals are in per_sample.csv). Handler: mean handler duration in the util runs; whole interrupt: local_timer time per handler call; remainder = direct - whole interrupt (or - handler): interrupt entry/exit and exits to the host that the tracepoints cannot see. Method: docs/methodology.md, \"Gaps design\".\n",
         ps.zero_runs
     );
-    let _ = writeln!(
-        s,
-        "| freq_hz | runs | achieved_hz | matched episodes | episode excess median / mean / p99 (ns) | mean of run means [95% CI] | b (ns) | direct ns [95% CI] | after-effect ns [95% CI] | total ns/sample [95% CI] | next run's total ns [95% PI] | handler ns | whole interrupt ns | remainder ns | predicted loss % [95% CI] | paired loss % [95% CI] | agreement |"
-    );
-    let _ = writeln!(s, "|{}", "---|".repeat(17));
     if ps.rows.is_empty() {
-        let _ = writeln!(s, "| (no gaps runs above 0 Hz) ||||||||||||||||");
+        let _ = writeln!(s, "No gaps runs above 0 Hz.\n");
+    } else {
+        for (title, header, rows) in tables(ps) {
+            let cols = header.matches(" |").count();
+            let _ = writeln!(s, "{title}:\n\n{header}\n|{}", "---|".repeat(cols));
+            for row in rows {
+                let _ = writeln!(s, "{row}");
+            }
+            s.push('\n');
+        }
     }
-    for r in &ps.rows {
-        let _ = writeln!(s, "{}", row_line(r));
-    }
-    s.push('\n');
     for r in &ps.rows {
         let _ = writeln!(s, "- {}", aa_line(r, ps.zero_runs));
     }

@@ -122,9 +122,17 @@ fn report_has_known_util_and_loss() {
     assert!(md.contains("delta = 0.1500 %/kHz"), "{md}");
     assert!(md.contains("= 1500 ns of handler CPU time per sample"));
     assert!(md.contains("0.157 %/kHz = 1574 ns per sample"));
-    assert!(md.contains("Recommendation for a 1% loss budget: sample at"));
-    assert!(md.contains("Recommendation for a 0.1% loss budget: "));
-    assert!(md.contains("Recommendation for a 5% loss budget: "));
+    // The answer first: one line per budget before the warnings, the
+    // reasoning after the summary.
+    let recs = md.find("## Recommended sampling rates").unwrap();
+    let warn = md.find("## Warnings").unwrap();
+    let how = md.find("## How each recommendation was reached").unwrap();
+    assert!(recs < warn && warn < how, "{md}");
+    assert!(md[recs..warn].contains("- 1 % loss budget: sample at"), "{md}");
+    assert!(md[recs..warn].contains("- 0.1 % loss budget: "));
+    assert!(md[recs..warn].contains("- 5 % loss budget: "));
+    assert_eq!(md[recs..warn].matches("\n- ").count(), 3, "{md}");
+    assert!(md[how..].contains("- 1 % budget: sample at"));
 
     // Plots through the plot module, linked from the report.
     for stem in [

@@ -14,9 +14,11 @@ pub(super) fn render(
 ) -> String {
     let mut s = String::new();
     header(&mut s, rs, a, answer, &plot_outcome.files);
+    recommendations(&mut s, a);
     warnings(&mut s, a, plot_outcome);
     skipped(&mut s, rs);
     summary(&mut s, a);
+    reasoning(&mut s, a);
     s.push_str(&crate::host_look_report::render(
         rs.manifest.host_look.as_ref(),
     ));
@@ -114,26 +116,46 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
     }
 }
 
-/// The key figures and the recommendation for each budget.
+/// The recommendation for each budget, one line each, before anything
+/// else: how each was reached follows the summary ([`reasoning`]).
+fn recommendations(s: &mut String, a: &Analysis) {
+    let _ = writeln!(s, "## Recommended sampling rates\n");
+    for budget in REPORT_BUDGETS_PCT {
+        let line = match recommend(a, budget) {
+            Ok(rec) => rec.headline(),
+            Err(e) => e.to_string(),
+        };
+        let _ = writeln!(s, "- {budget} % loss budget: {line}");
+    }
+    let _ = writeln!(
+        s,
+        "\nHow each was reached, and what it rests on: \"How each recommendation was reached\" below.\n"
+    );
+}
+
+/// The key figures.
 fn summary(s: &mut String, a: &Analysis) {
     let _ = writeln!(s, "## Summary\n");
     for line in key_lines(a) {
         let _ = writeln!(s, "- {line}");
     }
+    s.push('\n');
+}
+
+/// Each recommendation's reasoning: its basis, the cost it used, and what
+/// the other basis would have said.
+fn reasoning(s: &mut String, a: &Analysis) {
+    let _ = writeln!(s, "## How each recommendation was reached\n");
     for budget in REPORT_BUDGETS_PCT {
         match recommend(a, budget) {
             Ok(rec) => {
-                let _ = writeln!(
-                    s,
-                    "- Recommendation for a {budget}% loss budget: {}",
-                    rec.headline()
-                );
+                let _ = writeln!(s, "- {budget} % budget: {}", rec.headline());
                 for line in &rec.reasoning {
                     let _ = writeln!(s, "  {line}");
                 }
             }
             Err(e) => {
-                let _ = writeln!(s, "- Recommendation for a {budget}% loss budget: {e}");
+                let _ = writeln!(s, "- {budget} % budget: {e}");
             }
         }
     }
