@@ -128,7 +128,10 @@ fn report_has_known_util_and_loss() {
     let warn = md.find("## Warnings").unwrap();
     let how = md.find("## How each recommendation was reached").unwrap();
     assert!(recs < warn && warn < how, "{md}");
-    assert!(md[recs..warn].contains("- 1 % loss budget: sample at"), "{md}");
+    assert!(
+        md[recs..warn].contains("- 1 % loss budget: sample at"),
+        "{md}"
+    );
     assert!(md[recs..warn].contains("- 0.1 % loss budget: "));
     assert!(md[recs..warn].contains("- 5 % loss budget: "));
     assert_eq!(md[recs..warn].matches("\n- ").count(), 3, "{md}");
