@@ -14,7 +14,7 @@ set -euo pipefail
 objdump -d --no-show-raw-insn --demangle "$1" | awk '
   /^[0-9a-f]+ <.*>:$/ {
     name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
-    keep = (name ~ /workload::(run::count_chunk|run::run_until|run::run_until_clock|timeline::.*stamped|work::descend|work::.*chase|work::.*Work.*chunk)/)
+    keep = (name ~ /workload::((run|work)::count_chunk|run::run_until|run::run_until_clock|timeline::.*stamped|work::descend|work::.*chase|work::.*Work.*chunk)/)
     if (keep) { gsub(/::h[0-9a-f]{16}$/, "", name); if (n++) printf "\n"; printf "== %s", name }
     next
   }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::system::monotonic_raw_ns;
+use workload::clock::monotonic_raw_ns;
 
 /// How much of a failed command's stderr a run records.
 pub const STDERR_TAIL_BYTES: usize = 2000;

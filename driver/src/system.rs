@@ -241,13 +241,6 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
-/// CLOCK_MONOTONIC_RAW in ns (the clock of the perf records and the workload).
-pub fn monotonic_raw_ns() -> u64 {
-    ts_ns(rustix::time::clock_gettime(
-        rustix::time::ClockId::MonotonicRaw,
-    ))
-}
-
 /// CLOCK_MONOTONIC in ns (the clock absolute sleeps use).
 pub fn monotonic_ns() -> u64 {
     ts_ns(rustix::time::clock_gettime(

@@ -26,9 +26,11 @@ use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use workload::clock::monotonic_raw_ns;
 use workload::counter::CounterWriter;
-use workload::run::{calibrate_chunk, count_chunk, monotonic_raw_ns, run_until, run_until_clock};
+use workload::run::{calibrate_chunk, run_until, run_until_clock};
 use workload::work::Loop;
+use workload::work::count_chunk;
 
 const VARIANTS: [&str; 4] = ["bare", "stop_check", "stop_check+publish", "clock_check"];
 

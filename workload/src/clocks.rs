@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::monotonic_raw_ns;
+use crate::clock::monotonic_raw_ns;
 use crate::sys;
 
 mod method;

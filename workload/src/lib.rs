@@ -5,6 +5,7 @@
 //! calls); everything else is safe.
 
 pub mod cli;
+pub mod clock;
 pub mod clocks;
 pub mod counter;
 pub mod duration;

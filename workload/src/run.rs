@@ -2,7 +2,7 @@
 //!
 //! # Loop
 //!
-//! [`count_chunk`] adds one to a counter `n` times, passing it through
+//! [`count_chunk`](crate::work::count_chunk) adds one to a counter `n` times, passing it through
 //! [`std::hint::black_box`] each time so the compiler can neither fold the loop
 //! into one addition nor vectorise it; each iteration is one `incq` on a stack
 //! slot (a dependency chain of about one cycle per iteration on this host,
@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::clock::monotonic_raw_ns;
 use crate::counter::{CounterError, CounterWriter};
 use crate::report::RunReport;
 use crate::sys;
@@ -155,16 +156,6 @@ impl RunError {
     }
 }
 
-/// Adds one to `count` `n` times through `black_box`; returns the new count.
-#[inline(never)]
-pub fn count_chunk(count: u64, n: u64) -> u64 {
-    let mut c = count;
-    for _ in 0..n {
-        c = black_box(c.wrapping_add(1));
-    }
-    c
-}
-
 /// Runs chunks of `chunk` iterations of `work` until `stop` is set or the
 /// count reaches `max_count`, publishing the count after each chunk if
 /// `publish` is given. Returns the final count (which is also the last value
@@ -211,15 +202,6 @@ pub fn run_until_clock<W: Work>(
             return (count, now);
         }
     }
-}
-
-/// CLOCK_MONOTONIC_RAW in ns (vDSO).
-#[inline]
-pub fn monotonic_raw_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
 }
 
 /// Calibrates the chunk: the number of iterations (a multiple of 64,
@@ -336,6 +318,7 @@ mod tests {
 
     #[test]
     fn count_chunk_counts() {
+        use crate::work::count_chunk;
         assert_eq!(count_chunk(5, 1000), 1005);
         assert_eq!(count_chunk(0, 0), 0);
     }

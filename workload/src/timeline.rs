@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::monotonic_raw_ns;
+use crate::clock::monotonic_raw_ns;
 use crate::work::{Loop, Work};
 
 /// Target loop time of one stamped chunk.

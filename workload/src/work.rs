@@ -8,7 +8,15 @@
 use std::fmt;
 use std::hint::black_box;
 
-use crate::run::count_chunk;
+/// Adds one to `count` `n` times through `black_box`; returns the new count.
+#[inline(never)]
+pub fn count_chunk(count: u64, n: u64) -> u64 {
+    let mut c = count;
+    for _ in 0..n {
+        c = black_box(c.wrapping_add(1));
+    }
+    c
+}
 
 /// Runs `n` iterations of one kind of work.
 pub trait Work {

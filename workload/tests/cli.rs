@@ -152,7 +152,7 @@ fn json_report_has_every_field_and_stops_on_time() {
     }
     assert!(r.chunk_iterations >= 256 && r.chunk_iterations.is_multiple_of(64));
     // The monotonic raw clock of this process agrees with start_ns/end_ns.
-    let now = workload::run::monotonic_raw_ns();
+    let now = workload::clock::monotonic_raw_ns();
     assert!(r.end_ns <= now && now - r.end_ns < 60_000_000_000);
 }
 
@@ -261,7 +261,7 @@ fn wait_go_waits_for_release() {
     assert_eq!(reader.iterations(), 0);
     assert_eq!(reader.start_ns(), 0);
     assert!(child.try_wait().unwrap().is_none());
-    let released_at = workload::run::monotonic_raw_ns();
+    let released_at = workload::clock::monotonic_raw_ns();
     reader.release();
     let out = child.wait_with_output().unwrap();
     assert!(

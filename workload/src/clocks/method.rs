@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use super::{Budget, MethodReport};
-use crate::run::monotonic_raw_ns;
+use crate::clock::monotonic_raw_ns;
 use crate::sys;
 
 /// The TSC, serialised (x86_64).

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{
-    CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk_with, monotonic_raw_ns,
-    pin_to_cpu, run_until, run_until_clock, timer_margin,
+    CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk_with, pin_to_cpu, run_until,
+    run_until_clock, timer_margin,
 };
+use crate::clock::monotonic_raw_ns;
 use crate::counter::State;
 use crate::report::{CLOCK_NAME, RunReport};
 use crate::sys;
