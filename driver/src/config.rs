@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::contents::{ContentsError, MAX_STACK_USER_BYTES, PRESETS, SampleContents};
-use crate::sampler::EventKind;
+use results_format::EventKind;
 use workload::work::WorkKind;
 
 mod command;
@@ -93,7 +93,7 @@ pub enum ConfigError {
     #[error(
         "the planned sweep takes at least {} ({settings}), over the limit of {} ({limit_origin}) on a sweep's planned time; \
          give a shorter --duration, fewer --reps, frequencies or designs{lift}",
-        crate::plan::fmt_long_ns(*planned_ns), crate::plan::fmt_long_ns(u128::from(*limit_ns))
+        workload::duration::format_long_ns(*planned_ns), workload::duration::format_long_ns(u128::from(*limit_ns))
     )]
     TooLong {
         /// Runs x run length, ns.

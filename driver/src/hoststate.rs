@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::SettingChange;
+use results_format::SettingChange;
 
 /// The environment variable that moves the state directory (tests).
 pub const STATE_DIR_ENV: &str = "PERF_OVERHEAD_STATE_DIR";

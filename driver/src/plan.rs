@@ -181,30 +181,6 @@ pub fn planned_loop_ns(runs: usize, duration_ns: u64) -> u128 {
         .saturating_mul(u128::from(duration_ns))
 }
 
-/// A duration for a message about a plan's length: "8 s", "13.3 min",
-/// "85000000 h".
-pub fn fmt_long_ns(ns: u128) -> String {
-    const S: f64 = 1e9;
-    let x = ns as f64;
-    if x < 60.0 * S {
-        format!("{} s", round3(x / S))
-    } else if x < 3600.0 * S {
-        format!("{} min", round3(x / (60.0 * S)))
-    } else {
-        format!("{} h", round3(x / (3600.0 * S)))
-    }
-}
-
-/// `x` with at most one decimal below 100, as an integer above.
-fn round3(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        let r = format!("{x:.1}");
-        r.strip_suffix(".0").map_or(r.clone(), str::to_owned)
-    }
-}
-
 /// What one randomised block of `opts` holds, with the flags that set
 /// each factor: "2 designs (--design) x 6 frequencies with 0 Hz (--freqs)
 /// + 5 util runs (--no-util drops them)".
@@ -239,14 +215,11 @@ mod long_tests {
     use super::*;
 
     #[test]
-    fn long_durations_read_in_their_unit() {
-        assert_eq!(fmt_long_ns(8_000_000_000), "8 s");
-        assert_eq!(fmt_long_ns(800_000_000_000), "13.3 min");
-        assert_eq!(fmt_long_ns(86_400_000_000_000), "24 h");
+    fn long_plans_read_in_their_unit() {
         // 85 runs of 1000000 h: beyond u64 nanoseconds, still exact.
         let ns = planned_loop_ns(85, 1_000_000 * 3_600_000_000_000);
         assert!(ns > u128::from(u64::MAX));
-        assert_eq!(fmt_long_ns(ns), "85000000 h");
+        assert_eq!(workload::duration::format_long_ns(ns), "85000000 h");
     }
 }
 

@@ -119,6 +119,30 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     Ok(Duration::from_nanos(ns))
 }
 
+/// A duration for a message about a plan's length: "8 s", "13.3 min",
+/// "85000000 h".
+pub fn format_long_ns(ns: u128) -> String {
+    const S: f64 = 1e9;
+    let x = ns as f64;
+    if x < 60.0 * S {
+        format!("{} s", round3(x / S))
+    } else if x < 3600.0 * S {
+        format!("{} min", round3(x / (60.0 * S)))
+    } else {
+        format!("{} h", round3(x / (3600.0 * S)))
+    }
+}
+
+/// `x` with at most one decimal below 100, as an integer above.
+fn round3(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        let r = format!("{x:.1}");
+        r.strip_suffix(".0").map_or(r.clone(), str::to_owned)
+    }
+}
+
 /// Formats a duration the way it is accepted back (`1.5s`, `500ms`, `1ns`).
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
@@ -145,6 +169,14 @@ pub fn format_duration(d: Duration) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+
+    #[test]
+    fn long_durations_read_in_their_unit() {
+        assert_eq!(format_long_ns(8_000_000_000), "8 s");
+        assert_eq!(format_long_ns(800_000_000_000), "13.3 min");
+        assert_eq!(format_long_ns(86_400_000_000_000), "24 h");
+        assert_eq!(format_long_ns(u128::from(u64::MAX) * 10), "51240956 h");
+    }
     use super::*;
     use proptest::prelude::*;
 

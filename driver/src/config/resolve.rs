@@ -288,7 +288,7 @@ pub fn check_sweep_time(
     let per_block = runs / usize::try_from(opts.reps.max(1)).unwrap_or(1);
     let settings = format!(
         "{runs} runs of {} ({duration_origin}): {} blocks ({reps_origin}) of {per_block}, each {}",
-        crate::plan::fmt_long_ns(u128::from(opts.duration_ns)),
+        workload::duration::format_long_ns(u128::from(opts.duration_ns)),
         opts.reps,
         crate::plan::block_text(opts),
     );
