@@ -9,8 +9,8 @@
 //! horizon), which is biased for loops whose chunk times are irregular
 //! (a pointer chase beyond the caches).
 
+use crate::contents::ConfigTables;
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 
 /// One configuration and rate with both paired and gaps runs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -57,10 +57,11 @@ pub fn difference(a: &Estimate, b: &Estimate) -> Estimate {
 
 /// The rows of every configuration (each analysed alone) at every rate
 /// where the paired loss and the gaps direct cost both exist.
-pub fn rows(analyses: &[(String, &Analysis)]) -> Vec<AfterRow> {
+pub fn rows(analyses: &[ConfigTables<'_>]) -> Vec<AfterRow> {
     let mut out = Vec::new();
-    for (sample, a) in analyses {
-        let Some(ps) = &a.per_sample else {
+    for a in analyses {
+        let sample = a.name;
+        let Some(ps) = a.per_sample else {
             continue;
         };
         for r in ps.rows.iter().filter(|r| r.freq_hz > 0) {
@@ -73,7 +74,7 @@ pub fn rows(analyses: &[(String, &Analysis)]) -> Vec<AfterRow> {
             // loss % / 100 of each second, per achieved sample, in ns.
             let throughput_ns = scaled(paired, 1e7 / r.achieved_hz);
             out.push(AfterRow {
-                sample: sample.clone(),
+                sample: sample.to_string(),
                 freq_hz: r.freq_hz,
                 achieved_hz: r.achieved_hz,
                 after_ns: difference(&throughput_ns, &r.direct_ns),

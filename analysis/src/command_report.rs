@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 use crate::error::AnalysisError;
-use crate::report::{opt_est, table_head};
+use crate::format::{opt_est, table_head};
 use crate::stats::Estimate;
 
 /// The markdown section (empty without command runs).

@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::error::AnalysisError;
+use crate::format::fmt_est;
 use crate::load::load;
+use crate::pipeline::analyse;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
-use crate::report::fmt_est;
-use crate::tables::{Analysis, analyse};
+use crate::tables::Analysis;
 
 /// A comparison table: a header and rows of cells (first cell = quantity).
 #[derive(Debug, Clone, PartialEq)]

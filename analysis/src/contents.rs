@@ -11,9 +11,22 @@
 use std::collections::BTreeMap;
 
 use crate::load::{ResultSet, Run};
+use crate::percost::PerSample;
+use crate::row_types::UtilRow;
 use crate::stats::{Estimate, mean};
-use crate::tables::Analysis;
 use workload::work::WorkKind;
+
+/// What the by-contents tables read of one configuration's analysis: its
+/// util rows and its per-sample table, under its name.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigTables<'a> {
+    /// The configuration ([`config_key`]).
+    pub name: &'a str,
+    /// Its Table 1.
+    pub util: &'a [UtilRow],
+    /// Its gaps design's table (None without gaps runs).
+    pub per_sample: Option<&'a PerSample>,
+}
 
 /// The preset every other contents is compared with.
 pub const REFERENCE: &str = "perf-default";
@@ -190,11 +203,12 @@ pub fn ratio(a: &Estimate, b: &Estimate) -> Option<Estimate> {
 }
 
 /// Builds the by-contents table from each contents' analysis.
-pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow> {
+pub fn rows(rs: &ResultSet, analyses: &[ConfigTables<'_>]) -> Vec<ContentsRow> {
     let mut out = Vec::new();
-    for (sample, a) in analyses {
+    for a in analyses {
+        let sample = a.name;
         let mut freqs: Vec<u64> = a.util.iter().map(|u| u.freq_hz).collect();
-        if let Some(ps) = &a.per_sample {
+        if let Some(ps) = a.per_sample {
             freqs.extend(ps.rows.iter().map(|r| r.freq_hz));
         }
         freqs.sort_unstable();
@@ -203,7 +217,6 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
             let util = a.util.iter().find(|u| u.freq_hz == f);
             let gaps = a
                 .per_sample
-                .as_ref()
                 .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f));
             let runs: Vec<&Run> = rs
                 .runs
@@ -212,7 +225,7 @@ pub fn rows(rs: &ResultSet, analyses: &[(String, &Analysis)]) -> Vec<ContentsRow
                 .collect();
             let per_run = |g: fn(&Run) -> f64| mean(&runs.iter().map(|r| g(r)).collect::<Vec<_>>());
             out.push(ContentsRow {
-                sample: sample.clone(),
+                sample: sample.to_string(),
                 freq_hz: f,
                 achieved_hz: util
                     .map(|u| u.achieved_hz)
@@ -335,11 +348,12 @@ pub struct ThrottlePrediction {
 pub fn predict_throttle(
     rs: &ResultSet,
     limits: &ThrottleLimits,
-    analyses: &[(String, &Analysis)],
+    analyses: &[ConfigTables<'_>],
     hardware_event: bool,
 ) -> Vec<ThrottlePrediction> {
     let mut out = Vec::new();
-    for (sample, a) in analyses {
+    for a in analyses {
+        let sample = a.name;
         let Some(top) = a
             .util
             .iter()
@@ -362,7 +376,7 @@ pub fn predict_throttle(
             }
         }
         out.push(ThrottlePrediction {
-            sample: sample.clone(),
+            sample: sample.to_string(),
             handler_ns: top.per_sample_ns.value,
             at_hz: top.freq_hz,
             allowed_ns: limits.allowed_ns(),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
 use crate::error::AnalysisError;
-use crate::report::{fmt_est, opt_est, table_head};
+use crate::format::{fmt_est, opt_est, table_head};
 use crate::stats::Estimate;
 use crate::tables::Analysis;
 

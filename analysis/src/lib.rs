@@ -1,11 +1,22 @@
 //! Results directory -> utilisation and loss tables, fitted factors, plots,
 //! report, safe-rate recommendation and cross-host comparison.
 //!
-//! Layering (after criterion): `stats` and `fit` (pure numerics) ->
-//! the `results-format` crate (every file's type, reader and writer) ->
-//! `load` / `events` / `percost_load` (reading a result set) ->
-//! `tables`, `percost` (analysis) ->
-//! `report`, `recommend`, `compare` (outputs) -> `plots`.
+//! One-way layers, each using only those before it (after criterion;
+//! `python3 tools/import-circles.py .` shows no circle, CI checks it):
+//!
+//! - numerics: `stats`, `fit`;
+//! - read: the `results-format` crate (every file's type, reader and
+//!   writer), then `load` (the result set, runs left out, raw folders
+//!   removed on purpose), `events` and `percost_load`;
+//! - compute: `row_types` (the table rows), `tables` (Tables 1 and 2, the
+//!   fits), `percost` (the gaps design's cost per sample), `contents`,
+//!   `aftereffect`, `command`;
+//! - judge: `warnings` (every warning, with its remedy), `recommend` (the
+//!   safe rate for a budget);
+//! - `pipeline`: the one entry from a loaded set to judged tables;
+//! - present: `format` (how numbers are written), `answer` (the answer
+//!   box), `report` (report.md, report.html, CSVs) with its section
+//!   modules, `plot`, `compare`.
 
 #![forbid(unsafe_code)]
 
@@ -20,15 +31,18 @@ mod drift_report;
 pub mod error;
 pub mod events;
 pub mod fit;
+pub mod format;
 mod host_look_report;
 pub mod load;
 pub mod percost;
 pub mod percost_load;
 mod percost_report;
+pub mod pipeline;
 pub mod plot;
 pub mod recommend;
 pub mod reference;
 pub mod report;
+pub mod row_types;
 pub mod stats;
 pub mod tables;
 mod warnings;

@@ -131,3 +131,20 @@ pub fn raw_removed(rs: &ResultSet) -> RawRemoved {
             || (sampled_gaps && folder_gone(&rs.dir, "samples")),
     }
 }
+
+/// A run left out of the analysis because one of its files is unreadable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExcludedRun {
+    pub run_id: u32,
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Why it could not be used (the reader's error).
+    pub reason: String,
+}
+
+impl ExcludedRun {
+    /// One line for the report and stderr.
+    pub fn line(&self) -> String {
+        format!("run {} excluded: {}", self.run_id, self.reason)
+    }
+}

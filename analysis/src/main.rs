@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use analysis::recommend::{parse_budget, recommend};
-use analysis::{compare, load, tables};
+use analysis::{compare, load, pipeline};
 use clap::{Parser, Subcommand};
 
 /// Results directory -> tables, fits, plots, report; safe-rate recommendation;
@@ -89,7 +89,7 @@ fn run() -> anyhow::Result<ExitCode> {
                 }
             };
             let rs = load::load(&dir)?;
-            let a = tables::analyse(&rs)?;
+            let a = pipeline::analyse(&rs)?;
             let rec = recommend(&a, budget)?;
             for line in analysis::answer::answer_box(&rs, &a) {
                 eprintln!("{line}");

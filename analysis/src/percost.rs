@@ -22,8 +22,8 @@
 //! the variation between runs); b and the 0 Hz baselines enter as
 //! constants, their own intervals are reported beside.
 
+use crate::row_types::{LossRow, UtilRow};
 use crate::stats::{Estimate, mean, t_interval};
-use crate::tables::{LossRow, UtilRow};
 use results_format::timeline::{Episode, RecoveryRow, TimelineRow};
 
 mod background;

@@ -24,7 +24,7 @@ pub struct GapsLoad {
     pub recovery: Vec<RecoveryRow>,
     pub warnings: Vec<String>,
     /// Runs whose gaps or samples file is unreadable: left out.
-    pub excluded: Vec<crate::tables::ExcludedRun>,
+    pub excluded: Vec<crate::load::ExcludedRun>,
 }
 
 impl GapsLoad {
@@ -91,8 +91,8 @@ fn last_rows(
 
 /// Gaps run `id`, whose files could not be read (`e`), as an excluded run:
 /// the file the error names, or its gaps file when the error names none.
-fn excluded_run(rs: &ResultSet, id: u32, e: AnalysisError) -> crate::tables::ExcludedRun {
-    crate::tables::ExcludedRun {
+fn excluded_run(rs: &ResultSet, id: u32, e: AnalysisError) -> crate::load::ExcludedRun {
+    crate::load::ExcludedRun {
         run_id: id,
         path: match &e {
             AnalysisError::Format(f) => f.path().to_path_buf(),

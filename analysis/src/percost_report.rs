@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::AnalysisError;
+use crate::format::fmt_est;
 use crate::percost::{PerSample, PerSampleRow};
-use crate::report::fmt_est;
 use crate::stats::Estimate;
 
 fn f(v: f64) -> String {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
+use crate::format::fmt_est;
 
 pub(crate) mod figures;
 pub mod html;
@@ -14,9 +15,10 @@ use crate::recommend::recommend;
 
 /// Overhead budgets the report always answers for (design-review staples).
 const REPORT_BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
+use crate::pipeline::analyse;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
-use crate::tables::{Analysis, analyse};
+use crate::tables::Analysis;
 
 /// The answer box's file in the report directory (what `driver sweep` and
 /// `analysis report` print on stderr).
@@ -281,31 +283,6 @@ fn write_tracing_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
         .map_err(&err)?;
     }
     w.flush().map_err(|e| AnalysisError::write(path, e))
-}
-
-/// `v [lo, hi]` with `d` decimals; `v` alone without an interval.
-/// A markdown table's header line and its separator (one `---` a column).
-pub(crate) fn table_head(s: &mut String, header: &str) {
-    let columns = header.matches('|').count().saturating_sub(1);
-    let _ = writeln!(s, "{header}");
-    let _ = writeln!(s, "|{}", "---|".repeat(columns));
-}
-
-/// An optional estimate, `-` when absent or not finite.
-pub(crate) fn opt_est(e: Option<&Estimate>, d: usize) -> String {
-    e.filter(|e| e.value.is_finite())
-        .map_or_else(|| "-".to_string(), |e| fmt_est(e, d))
-}
-
-pub fn fmt_est(e: &Estimate, d: usize) -> String {
-    if !e.value.is_finite() {
-        return "n/a".to_string();
-    }
-    if e.lo.is_finite() && e.hi.is_finite() {
-        format!("{:.d$} [{:.d$}, {:.d$}]", e.value, e.lo, e.hi)
-    } else {
-        format!("{:.d$}", e.value)
-    }
 }
 
 fn fmt_opt(v: Option<f64>, d: usize) -> String {

@@ -5,135 +5,17 @@ use std::collections::BTreeMap;
 
 use results_format::{Design, RunKind};
 
-use crate::error::AnalysisError;
-use crate::events::{IntervalStats, RunIntervals, read_run_intervals};
+use crate::events::{IntervalStats, RunIntervals};
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
-use crate::load::{Phase, ResultSet, Run};
+use crate::format::distinct;
+use crate::load::{ExcludedRun, Phase, ResultSet, Run};
 use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
-mod assemble;
 mod rows;
 
 use rows::{classic_loss, paired_loss, tracing_rows, util_table};
 
-pub use assemble::{ExcludedRun, analyse};
-
-/// Achieved rate below this fraction of the request is a warning.
-pub const ACHIEVED_RATE_WARN: f64 = 0.9;
-/// Warn when a paired row's group losses differ between runs at this
-/// significance (one-way ANOVA by run).
-pub const BETWEEN_RUNS_P: f64 = 0.05;
-/// Warn when the driver's own CPU while sampling exceeds this share of the
-/// sampling window (0.1 s in a 10 s run: the perf layer's target).
-pub const DRIVER_CPU_WARN: f64 = 0.01;
-/// Loss in util runs above loss runs by more than this (percentage points)
-/// is a tracing-overhead warning.
-pub const TRACING_WARN_PP: f64 = 1.0;
-
-/// Table 1 row: handler utilisation at one frequency.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct UtilRow {
-    pub freq_hz: u64,
-    pub runs: usize,
-    /// Handler calls per second of window on the measured CPU (mean over runs).
-    pub calls_per_s: f64,
-    /// Pooled mean handler duration (sum of durations / number of calls).
-    pub mean_ns: f64,
-    /// The handler's time per sample at this rate: each run's mean handler
-    /// duration, t interval over runs. The primary result of the util runs
-    /// (the cost per sample changes with the rate; see the fits' lack of
-    /// fit).
-    pub per_sample_ns: Estimate,
-    /// Median over runs of each run's median / p99 handler duration.
-    pub median_ns: f64,
-    pub p99_ns: f64,
-    /// Handler utilisation, % of the window, t interval over runs.
-    pub util_pct: Estimate,
-    /// Whole timer interrupt (local_timer) utilisation, when captured.
-    pub local_timer_util_pct: Option<Estimate>,
-    /// Mean achieved sample rate (runs.csv achieved_hz).
-    pub achieved_hz: f64,
-}
-
-/// Table 2 row: performance loss at one frequency for one design.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct LossRow {
-    pub freq_hz: u64,
-    pub design: Design,
-    /// How the interval was computed.
-    pub method: String,
-    /// Loop counts of the runs, in repetition order.
-    pub iterations: Vec<u64>,
-    pub mean_iterations: f64,
-    /// Loss in %, with its 95 % interval (NaN value for a design without
-    /// a baseline).
-    pub loss_pct: Estimate,
-    /// Paired design: the loss from each run's mean over its ABBA groups,
-    /// t interval over runs (n = runs). Wider than `loss_pct` when the loss
-    /// itself varies between runs, which the interval over groups ignores.
-    pub loss_by_run_pct: Option<Estimate>,
-    /// Paired design: one-way ANOVA of the group losses by run, (F, p).
-    pub between_runs: Option<(f64, f64)>,
-    /// The sample rate the kernel delivered, Hz: classic, the mean of the
-    /// runs' `achieved_hz`; paired, the on phases' samples over their time.
-    /// The fits use it, not the request (at "100 kHz" the kernel delivered
-    /// 63 kHz in one sweep here).
-    pub achieved_hz: f64,
-}
-
-impl LossRow {
-    /// The interval to decide with, always one that covers the variation
-    /// between runs: for the paired design the t interval over runs (of
-    /// each run's mean group loss) whenever there are two runs or more; the
-    /// classic design's interval is over runs already. Choosing it only
-    /// when a pre-test (ANOVA by run) rejected would be anti-conservative:
-    /// the interval over groups ignores that the loss itself varies between
-    /// runs (on the development VM that rule took a -6.2 % "speed-up" at
-    /// 500 Hz as significant).
-    pub fn trusted(&self) -> Estimate {
-        match self.loss_by_run_pct {
-            Some(e) if e.hi.is_finite() => e,
-            _ => self.loss_pct,
-        }
-    }
-
-    /// The runs disagree (ANOVA p < [`BETWEEN_RUNS_P`]) and the interval
-    /// over runs exists: reported as a warning; it does not change which
-    /// interval is used ([`LossRow::trusted`]).
-    pub fn runs_disagree(&self) -> bool {
-        self.between_runs.is_some_and(|(_, p)| p < BETWEEN_RUNS_P)
-            && self.loss_by_run_pct.is_some_and(|e| e.hi.is_finite())
-    }
-}
-
-/// Loss with tracepoints on (util runs) next to loss without.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TracingRow {
-    pub freq_hz: u64,
-    pub loss_pct: Option<Estimate>,
-    pub loss_util_runs_pct: Estimate,
-}
-
-impl TracingRow {
-    /// Extra loss caused by tracing the handler (percentage points).
-    pub fn tracing_cost_pp(&self) -> f64 {
-        self.loss_pct
-            .map_or(f64::NAN, |l| self.loss_util_runs_pct.value - l.value)
-    }
-
-    /// The extra loss is above [`TRACING_WARN_PP`] and significant: larger
-    /// than 1.96 standard errors of the difference (the two estimates'
-    /// errors combined). Point estimates with SEs of 7-10 pp against a 1 pp
-    /// threshold made the warning fire on noise.
-    pub fn significant(&self) -> bool {
-        let Some(l) = self.loss_pct else {
-            return false;
-        };
-        let se = (l.se.powi(2) + self.loss_util_runs_pct.se.powi(2)).sqrt();
-        let cost = self.tracing_cost_pp();
-        cost > TRACING_WARN_PP && se.is_finite() && cost > 1.96 * se
-    }
-}
+use crate::row_types::{LossRow, TracingRow, UtilRow};
 
 /// The fitted factors (rates in kHz: the achieved rate, [`fit_rate_khz`];
 /// utilisation and loss in %).
@@ -249,8 +131,31 @@ fn by_freq<'a>(runs: impl Iterator<Item = &'a Run>) -> BTreeMap<u64, Vec<&'a Run
     m
 }
 
-/// Build the tables from already aggregated intervals.
-pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
+/// The ok classic loss runs, by frequency.
+fn classic_runs(rs: &ResultSet) -> BTreeMap<u64, Vec<&Run>> {
+    by_freq(
+        rs.runs
+            .iter()
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
+    )
+}
+
+/// The loop rates of the classic 0 Hz runs: Table 2's baseline.
+fn baseline_of(classic: &BTreeMap<u64, Vec<&Run>>) -> Vec<f64> {
+    classic
+        .get(&0)
+        .map(|v| v.iter().map(|r| r.rate()).collect())
+        .unwrap_or_default()
+}
+
+/// The classic design's baseline of `rs` (empty without classic 0 Hz runs).
+pub fn classic_baseline(rs: &ResultSet) -> Vec<f64> {
+    baseline_of(&classic_runs(rs))
+}
+
+/// Build the tables from already aggregated intervals (no warnings: the
+/// judge adds them, [`crate::pipeline::analyse_with`]).
+pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
     let util_runs = by_freq(
         rs.runs
             .iter()
@@ -259,15 +164,8 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
     let (util, durations) = util_table(&util_runs, &run_intervals);
 
     // Table 2, classic design.
-    let classic = by_freq(
-        rs.runs
-            .iter()
-            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
-    );
-    let baseline: Vec<f64> = classic
-        .get(&0)
-        .map(|v| v.iter().map(|r| r.rate()).collect())
-        .unwrap_or_default();
+    let classic = classic_runs(rs);
+    let baseline = baseline_of(&classic);
     // The tracing-cost baseline: classic 0 Hz runs, else whole paired runs
     // at 0 Hz (no sampling in any phase).
     let tracing_baseline: Vec<f64> = if baseline.is_empty() {
@@ -325,15 +223,7 @@ pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
     analysis.tracing = tracing_rows(&analysis, &util_runs, &tracing_baseline);
 
     analysis.fits = fit_all(&analysis);
-    analysis.warnings = crate::warnings::warnings(rs, &analysis, &baseline);
     analysis
-}
-
-pub(crate) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
-    let mut v: Vec<String> = it.filter(|s| !s.is_empty()).collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 /// Losses (%) of the ABBA groups of one paired run: consecutive groups of

@@ -7,8 +7,15 @@ use std::collections::BTreeMap;
 
 use results_format::{Design, RunKind, RunStatus, Status};
 
+use crate::format::distinct;
 use crate::load::{ResultSet, Run};
-use crate::tables::{ACHIEVED_RATE_WARN, Analysis, DRIVER_CPU_WARN, distinct};
+use crate::tables::Analysis;
+
+/// Achieved rate below this fraction of the request is a warning.
+pub const ACHIEVED_RATE_WARN: f64 = 0.9;
+/// Warn when the driver's own CPU while sampling exceeds this share of the
+/// sampling window (0.1 s in a 10 s run: the perf layer's target).
+pub const DRIVER_CPU_WARN: f64 = 0.01;
 
 mod lowered;
 

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use analysis::fit::{fit_line, fit_origin};
 use analysis::load::{Manifest, ResultSet, Run};
+use analysis::pipeline::analyse_with;
 use analysis::recommend::recommend;
 use analysis::stats::{loss_delta, t_interval, t_ppf};
-use analysis::tables::analyse_with;
 use results_format::{Design, RunKind, RunStatus, Status};
 use serde_json::Value;
 

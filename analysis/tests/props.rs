@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use analysis::fit::{fit_line, fit_origin};
 use analysis::load::{Manifest, Phase, ResultSet, Run};
-use analysis::tables::analyse_with;
+use analysis::pipeline::analyse_with;
 use proptest::prelude::*;
 use results_format::{Design, RunKind, RunStatus, Status};
 
@@ -265,8 +265,8 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
 
 #[test]
 fn the_tracing_warning_needs_a_significant_difference() {
+    use analysis::row_types::TracingRow;
     use analysis::stats::Estimate;
-    use analysis::tables::TracingRow;
     let est = |value: f64, se: f64| Estimate {
         value,
         lo: value - 2.0 * se,

@@ -175,7 +175,7 @@ fn missing_and_corrupt_files_are_named() {
     let victim = dir.join(format!("events/run-{}.parquet", util_ids[0]));
     let excluded = |dir: &std::path::Path| {
         let rs = analysis::load::load(dir).unwrap();
-        analysis::tables::analyse(&rs).unwrap().excluded
+        analysis::pipeline::analyse(&rs).unwrap().excluded
     };
     std::fs::write(&victim, b"not parquet").unwrap();
     let x = excluded(&dir);

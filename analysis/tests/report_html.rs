@@ -207,7 +207,7 @@ fn removed_raw_folders_skip_their_sections_only() {
     let victim = h.join("gaps/run-1.parquet");
     std::fs::remove_file(&victim).unwrap();
     let rs = analysis::load::load(&h).unwrap();
-    let a = analysis::tables::analyse(&rs).unwrap();
+    let a = analysis::pipeline::analyse(&rs).unwrap();
     assert_eq!(a.excluded.len(), 1, "{:?}", a.excluded);
     assert_eq!(a.excluded[0].run_id, 1);
 }

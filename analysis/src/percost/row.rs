@@ -8,8 +8,8 @@ use super::{
     GapsRun, LONG_EPISODE_NS, PerSampleRow, Remainder, after_effect_ns, agreement, nan_est,
     predicted_loss_pct, recovery_horizon_ns,
 };
+use crate::row_types::{LossRow, UtilRow};
 use crate::stats::{Estimate, mean, quantile_sorted, t_interval, t_prediction};
-use crate::tables::{LossRow, UtilRow};
 use results_format::Design;
 
 /// One gaps run's cost per sample, ns.

@@ -4,8 +4,8 @@
 //! sample that loss implies (loss / achieved rate).
 
 use crate::percost::{PerSampleRow, predicted_loss_pct};
+use crate::row_types::LossRow;
 use crate::stats::Estimate;
-use crate::tables::LossRow;
 
 /// Where a cost per sample was measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

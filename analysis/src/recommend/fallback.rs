@@ -6,7 +6,8 @@
 use super::{CostCurve, CostPoint, MEAN_INTERVAL, Recommendation, recommend_on};
 use crate::error::AnalysisError;
 use crate::percost::PerSampleRow;
-use crate::tables::{Analysis, LossRow};
+use crate::row_types::LossRow;
+use crate::tables::Analysis;
 
 /// `basis` of the conservative branch.
 pub const CONSERVATIVE_BASIS: &str =

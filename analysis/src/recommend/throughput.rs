@@ -4,8 +4,9 @@
 
 use super::{Recommendation, nice_prime_below};
 use crate::error::AnalysisError;
+use crate::row_types::LossRow;
 use crate::stats::Estimate;
-use crate::tables::{Analysis, LossRow};
+use crate::tables::Analysis;
 
 /// The highest measured loss row within budget below which every measured
 /// one is too (conservative against a noisy dip), and the first row above

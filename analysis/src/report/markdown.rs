@@ -1,6 +1,7 @@
 //! report.md, one function per section, in the order they appear.
 
 use super::*;
+use crate::format::table_head;
 
 /// The whole report; `command` is the section on the user's own program
 /// (empty without one), right after the summary.

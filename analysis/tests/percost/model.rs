@@ -60,7 +60,7 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
         runs: Vec::new(),
         phases: Vec::new(),
     };
-    let mut a = analysis::tables::analyse_with(&rs, Default::default());
+    let mut a = analysis::pipeline::analyse_with(&rs, Default::default());
     a.per_sample = Some(PerSample {
         rows,
         zero_runs: 3,
@@ -177,8 +177,8 @@ fn a_model_that_predicts_more_than_the_paired_loss_decides_itself() {
 }
 
 /// A paired loss row at `freq_hz` whose interval over runs is `e`.
-fn paired_row(freq_hz: u64, e: Estimate) -> analysis::tables::LossRow {
-    analysis::tables::LossRow {
+fn paired_row(freq_hz: u64, e: Estimate) -> analysis::row_types::LossRow {
+    analysis::row_types::LossRow {
         freq_hz,
         design: results_format::Design::Paired,
         method: String::new(),
@@ -193,7 +193,7 @@ fn paired_row(freq_hz: u64, e: Estimate) -> analysis::tables::LossRow {
 
 #[test]
 fn build_puts_handler_interrupt_remainder_and_paired_beside_the_cost() {
-    use analysis::tables::{LossRow, UtilRow};
+    use analysis::row_types::{LossRow, UtilRow};
     // Two identical runs at 1 kHz: 15 000 ns matched per sample; a 0 Hz
     // run without episodes or recovery excess: b = 0, after-effect 0.
     let f = || run(1000, 1000, 15_000_000, 0.0);
@@ -288,7 +288,7 @@ fn a_run_appended_twice_counts_once() {
     let dir = tmp.path().join("gaps");
     write_gaps_results(&dir, 13.9, false);
     let table = |dir: &std::path::Path| {
-        let a = analysis::tables::analyse(&analysis::load::load(dir).unwrap()).unwrap();
+        let a = analysis::pipeline::analyse(&analysis::load::load(dir).unwrap()).unwrap();
         (a.per_sample.unwrap(), a.warnings)
     };
     let (before, _) = table(&dir);

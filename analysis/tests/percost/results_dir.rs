@@ -10,7 +10,7 @@ fn table_on_a_synthetic_results_directory() {
     let dir = tmp.path().join("gaps");
     write_gaps_results(&dir, 13.9, false);
     let rs = analysis::load::load(&dir).unwrap();
-    let a = analysis::tables::analyse(&rs).unwrap();
+    let a = analysis::pipeline::analyse(&rs).unwrap();
     let ps = a.per_sample.as_ref().expect("gaps runs give the table");
     assert_eq!(ps.zero_runs, 3);
     assert_eq!(
@@ -75,7 +75,7 @@ fn table_on_a_synthetic_results_directory() {
     // A/A control widen (the A/A stays centred on 0, see methodology).
     let heavy = tmp.path().join("heavy");
     write_gaps_results(&heavy, 13.9, true);
-    let h = analysis::tables::analyse(&analysis::load::load(&heavy).unwrap()).unwrap();
+    let h = analysis::pipeline::analyse(&analysis::load::load(&heavy).unwrap()).unwrap();
     let (hr, r) = (&h.per_sample.as_ref().unwrap().rows[0], &ps.rows[0]);
     let (haa, aa) = (hr.aa_null_ns.unwrap(), r.aa_null_ns.unwrap());
     assert!(
@@ -105,7 +105,7 @@ fn missing_zero_hz_runs_are_said_not_zeroed() {
         .filter(|l| !(l.contains(",loss,gaps,") && l.split(',').nth(4) == Some("0")))
         .collect();
     std::fs::write(dir.join("runs.csv"), kept.join("\n") + "\n").unwrap();
-    let a = analysis::tables::analyse(&analysis::load::load(&dir).unwrap()).unwrap();
+    let a = analysis::pipeline::analyse(&analysis::load::load(&dir).unwrap()).unwrap();
     let ps = a.per_sample.as_ref().unwrap();
     assert_eq!(ps.zero_runs, 0);
     assert!(

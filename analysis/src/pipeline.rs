@@ -1,30 +1,22 @@
-//! Reading a result set's files and assembling the tables, once per sample
-//! contents and workload configuration; runs whose files cannot be read are
-//! left out and listed.
+//! The one entry from a loaded result set to its tables and warnings
+//! (`analysis report`, `recommend`, `compare` and the tests): the files'
+//! contents are read, the tables built once per sample contents and
+//! workload configuration (runs whose files cannot be read are left out
+//! and listed), then judged (`warnings`).
 
-use super::*;
-use results_format::{EventKind, RunStatus};
+use std::collections::BTreeMap;
 
-/// A run left out of the analysis because one of its files is unreadable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExcludedRun {
-    pub run_id: u32,
-    /// The file.
-    pub path: std::path::PathBuf,
-    /// Why it could not be used (the reader's error).
-    pub reason: String,
-}
+use results_format::{EventKind, RunKind, RunStatus};
 
-impl ExcludedRun {
-    /// One line for the report and stderr.
-    pub fn line(&self) -> String {
-        format!("run {} excluded: {}", self.run_id, self.reason)
-    }
-}
+use crate::contents::ConfigTables;
+use crate::error::AnalysisError;
+use crate::events::{RunIntervals, read_run_intervals};
+use crate::load::{ExcludedRun, ResultSet, Run};
+use crate::tables::{Analysis, build_tables};
 
 /// The result set with the excluded runs marked `status = excluded` (not
 /// ok), so every table leaves them out.
-pub(super) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> ResultSet {
+pub(crate) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> ResultSet {
     let mut out = rs.clone();
     for r in &mut out.runs {
         if let Some(x) = excluded.iter().find(|x| x.run_id == r.run_id) {
@@ -114,7 +106,14 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     // configuration of their workload.
     let gaps = crate::percost_load::load_gaps(rs)?;
     let mut each = analyse_each(rs, &names, &gaps)?;
-    let refs: Vec<(String, &Analysis)> = each.iter().map(|(n, a)| (n.clone(), a)).collect();
+    let refs: Vec<ConfigTables<'_>> = each
+        .iter()
+        .map(|(n, a)| ConfigTables {
+            name: n,
+            util: &a.util,
+            per_sample: a.per_sample.as_ref(),
+        })
+        .collect();
     let by_contents = contents::rows(rs, &refs);
     let after_rows = crate::aftereffect::rows(&refs);
     let hardware = rs
@@ -148,7 +147,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
 }
 
 /// What the by-contents analysis cannot say.
-pub(super) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
+pub(crate) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
     let mut w = Vec::new();
     if names.len() > 1 {
         w.push(format!(
@@ -174,7 +173,7 @@ pub(super) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String>
 
 /// Read every util run's intervals (in parallel over runs) and build all
 /// tables of one contents' runs.
-pub(super) fn analyse_one(
+pub(crate) fn analyse_one(
     rs: &ResultSet,
     all_gaps: &crate::percost_load::GapsLoad,
 ) -> Result<Analysis, AnalysisError> {
@@ -219,7 +218,7 @@ pub(super) fn analyse_one(
 }
 
 /// Every run's intervals, and the runs whose file could not be read.
-pub(super) fn read_all_intervals(
+pub(crate) fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
 ) -> (BTreeMap<u32, RunIntervals>, Vec<ExcludedRun>) {
@@ -282,4 +281,12 @@ pub(super) fn read_all_intervals(
         }
     }
     (map, excluded)
+}
+
+/// The tables of `rs` from already aggregated intervals, judged: every
+/// warning is made here, after the tables ([`crate::warnings`]).
+pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
+    let mut a = build_tables(rs, run_intervals);
+    a.warnings = crate::warnings::warnings(rs, &a, &crate::tables::classic_baseline(rs));
+    a
 }

@@ -1,0 +1,41 @@
+//! How numbers are written in the report, its sections and the comparison:
+//! a leaf that every part of the presentation layer uses and that uses
+//! nothing of theirs.
+
+use std::fmt::Write as _;
+
+use crate::stats::Estimate;
+
+/// A markdown table's header line and its separator (one `---` a column).
+pub(crate) fn table_head(s: &mut String, header: &str) {
+    let columns = header.matches('|').count().saturating_sub(1);
+    let _ = writeln!(s, "{header}");
+    let _ = writeln!(s, "|{}", "---|".repeat(columns));
+}
+
+/// An optional estimate, `-` when absent or not finite.
+pub(crate) fn opt_est(e: Option<&Estimate>, d: usize) -> String {
+    e.filter(|e| e.value.is_finite())
+        .map_or_else(|| "-".to_string(), |e| fmt_est(e, d))
+}
+
+/// `v [lo, hi]` with `d` decimals; `v` alone without an interval; `n/a`
+/// when `v` is not finite.
+pub fn fmt_est(e: &Estimate, d: usize) -> String {
+    if !e.value.is_finite() {
+        return "n/a".to_string();
+    }
+    if e.lo.is_finite() && e.hi.is_finite() {
+        format!("{:.d$} [{:.d$}, {:.d$}]", e.value, e.lo, e.hi)
+    } else {
+        format!("{:.d$}", e.value)
+    }
+}
+
+/// The distinct non-empty strings of `it`, sorted.
+pub(crate) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = it.filter(|s| !s.is_empty()).collect();
+    v.sort();
+    v.dedup();
+    v
+}
