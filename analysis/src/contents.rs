@@ -221,7 +221,7 @@ pub fn rows(rs: &ResultSet, analyses: &[ConfigTables<'_>]) -> Vec<ContentsRow> {
             let runs: Vec<&Run> = rs
                 .runs
                 .iter()
-                .filter(|r| r.ok() && r.freq_hz == f && &config_key(r) == sample)
+                .filter(|r| r.ok() && r.freq_hz == f && config_key(r) == sample)
                 .collect();
             let per_run = |g: fn(&Run) -> f64| mean(&runs.iter().map(|r| g(r)).collect::<Vec<_>>());
             out.push(ContentsRow {
@@ -367,7 +367,7 @@ pub fn predict_throttle(
         for r in rs
             .runs
             .iter()
-            .filter(|r| r.ok() && r.freq_hz > 0 && &config_key(r) == sample)
+            .filter(|r| r.ok() && r.freq_hz > 0 && config_key(r) == sample)
         {
             let e = observed.entry(r.freq_hz).or_default();
             e.0 += r.throttled;
