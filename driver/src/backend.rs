@@ -24,6 +24,7 @@ use workload::clock::monotonic_raw_ns;
 mod command_run;
 mod host_look;
 mod phases;
+pub(crate) mod profiler_run;
 
 use phases::{phase_samples, run_phases};
 
@@ -166,6 +167,11 @@ impl Backend for RealBackend {
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
         if let Some(argv) = &spec.opts.command {
             return self.run_command(spec, argv, interrupt);
+        }
+        if let Some(template) = &spec.opts.profiler
+            && spec.run.freq_hz > 0
+        {
+            return self.run_profiled(spec, template, interrupt);
         }
         let files = RunFiles::new(spec);
         let mut cmd = workload_command(&WorkloadArgs {

@@ -15,11 +15,14 @@ use results_format::EventKind;
 use workload::work::WorkKind;
 
 mod command;
+mod profiler;
 mod resolve;
 mod values;
 
 use command::*;
 pub use command::{DEFAULT_WARMUP, MAX_WARMUP};
+use profiler::*;
+pub use profiler::{CPU_PLACEHOLDER, FREQ_PLACEHOLDER, profiler_argv};
 pub use resolve::check_sweep_time;
 use values::*;
 pub use values::{FlagList, parse_duration, parse_freq_list};
@@ -203,6 +206,9 @@ pub struct ExperimentFile {
     pub command: Option<OneOrMany<String>>,
     /// Unmeasured runs of the command before the first measured one.
     pub warmup: Option<i64>,
+    /// A real profiler run as the sampler in place of ours, with `{freq}`
+    /// and `{cpu}` where its rate and the measured CPU go.
+    pub profiler: Option<String>,
     /// The longest planned sweep time accepted, e.g. "48h" (default 24h).
     pub max_sweep_time: Option<String>,
 }
@@ -309,6 +315,17 @@ pub struct FlagSettings {
     /// Default 1.
     #[arg(long, allow_hyphen_values = true, value_name = "N", value_parser = warmup_flag)]
     pub warmup: Option<u32>,
+    /// The profiler you run, measured in place of our sampler: a command
+    /// with {freq} where its rate goes and {cpu} for the measured CPU, e.g.
+    /// --profiler 'perf record -F {freq} -g -a -o /dev/null' or
+    /// --profiler "bpftrace -e 'profile:hz:{freq} { @[ustack, kstack] =
+    /// count(); }'". At each frequency it runs while the built-in loop runs
+    /// on --cpu (gaps design: every interruption timed), started before the
+    /// loop (its start-up is not measured) and stopped with SIGINT after it;
+    /// 0 Hz runs without it are interleaved in randomised blocks. Its own
+    /// CPU, memory and writes are recorded. Not with --command.
+    #[arg(long, value_name = "'CMD {freq}'")]
+    pub profiler: Option<String>,
     /// The longest sweep accepted, as planned (runs x run length; the same
     /// units as --duration): a longer plan is refused before anything runs
     /// or is written, naming what makes it long. Default 24h.
@@ -376,6 +393,10 @@ pub struct SweepOptions {
     /// without a command).
     #[serde(default)]
     pub warmup: u32,
+    /// The profiler measured in place of our sampler (`--profiler`), as its
+    /// template with `{freq}` and `{cpu}`; None for our own sampler.
+    #[serde(default)]
+    pub profiler: Option<String>,
     /// The longest planned sweep time accepted (`--max-sweep-time`);
     /// manifests written before the limit existed read as the default.
     #[serde(default = "default_max_sweep_ns")]

@@ -112,6 +112,8 @@ pub struct RunOutcome {
     pub workload_json: String,
     /// Gaps design: the timeline, its matches and its recovery histogram.
     pub timeline: Option<TimelineOutcome>,
+    /// `--profiler` runs: the profiler's own cost over the loop's window.
+    pub profiler: Option<crate::backend::profiler_run::ProfilerUsage>,
 }
 
 /// What a gaps-design run adds: written to gaps/, samples/, timeline.csv

@@ -153,6 +153,11 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     if let Some(code) = steps::warm_up_command(&mut opts, resumed.is_none())? {
         return Ok(code);
     }
+    // The profiler (`--profiler`) likewise: started once before anything
+    // is measured, so one that cannot run stops the sweep with exit 2.
+    if let Some(code) = steps::check_profiler(&opts, &online)? {
+        return Ok(code);
+    }
 
     // 6c. The largest run's rings and file descriptors against this host's
     // limits, before anything is changed or written.

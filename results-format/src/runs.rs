@@ -124,6 +124,17 @@ pub struct RunRow {
     /// (`/proc/<pid>/schedstat`): what other tasks on its CPU took; for a
     /// command, its main process only. Empty when not measured.
     pub wait_ns: Option<u64>,
+    /// `--profiler` runs: the profiler's process tree's CPU time over the
+    /// loop's window, ns (every thread's schedstat run time); empty for
+    /// runs without a profiler.
+    pub profiler_cpu_ns: Option<u64>,
+    /// The CPUs its threads last ran on at the end of the window,
+    /// `;`-separated.
+    pub profiler_cpus: String,
+    /// Its peak resident memory (the sum of its processes' VmHWM), kB.
+    pub profiler_peak_rss_kb: Option<u64>,
+    /// Bytes its tree wrote over the window (/proc/PID/io write_bytes).
+    pub profiler_write_bytes: Option<u64>,
 }
 
 impl RunRow {

@@ -136,7 +136,7 @@ pub(super) fn refuse_with_command(
 }
 
 /// A parsed list flag written back as it is given, comma-separated.
-fn join<T: std::fmt::Display>(list: &[T]) -> String {
+pub(super) fn join<T: std::fmt::Display>(list: &[T]) -> String {
     let names: Vec<String> = list.iter().map(T::to_string).collect();
     names.join(",")
 }

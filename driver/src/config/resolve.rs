@@ -240,9 +240,17 @@ impl SweepOptions {
         if has_command {
             refuse_with_command(flags, exp, &key)?;
         }
+        let profiler = resolve_profiler(flags, exp, &key)?;
+        if profiler.is_some() {
+            refuse_with_profiler(flags, exp, &key, has_command)?;
+        }
         let duration_ns = src.duration_ns(has_command)?;
         let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
-        let designs = src.designs(has_command)?;
+        let designs = if profiler.is_some() {
+            vec![Design::Gaps]
+        } else {
+            src.designs(has_command)?
+        };
         let phase_ns = src.phase_ns(&designs, duration_ns)?;
         let (max_sweep_ns, limit_origin) = src.max_sweep()?;
         let opts = SweepOptions {
@@ -255,11 +263,13 @@ impl SweepOptions {
             designs,
             phase_ns,
             seed: flags.seed.or(exp.seed).unwrap_or(default_seed),
-            util: !flags.no_util && exp.util.unwrap_or(true),
+            // A profiler's handler is not ours to trace: no util runs.
+            util: profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true),
             samples: src.samples()?,
             warmup: resolve_warmup(flags, exp, &key, has_command)?,
             workloads: src.workloads(has_command)?,
             command,
+            profiler,
             max_sweep_ns,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),

@@ -51,8 +51,9 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         block: run.block,
         freq_hz: run.freq_hz,
         rep: run.rep,
-        // The paired null control (0 Hz) opens a sampler that never fires.
-        event: if run.freq_hz > 0 || !spec.phases.is_empty() {
+        // The paired null control (0 Hz) opens a sampler that never fires;
+        // with --profiler ours opens none (the profiler's event is its own).
+        event: if spec.opts.profiler.is_none() && (run.freq_hz > 0 || !spec.phases.is_empty()) {
             spec.event.to_owned()
         } else {
             String::new()
@@ -139,6 +140,17 @@ fn fill_row(row: &mut RunRow, out: &RunOutcome) {
     row.ended_at_ns = out.ended_at_ns;
     row.driver_cpu_sampling_ns = out.driver_cpu_sampling_ns;
     row.decoded_while_sampling_bytes = out.decoded_while_sampling_bytes;
+    if let Some(p) = &out.profiler {
+        row.profiler_cpu_ns = Some(p.cpu_ns);
+        row.profiler_cpus = p
+            .cpus
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(";");
+        row.profiler_peak_rss_kb = Some(p.peak_rss_kb);
+        row.profiler_write_bytes = Some(p.write_bytes);
+    }
     let c = &out.contents;
     let per_sample = |sum: u64| (c.samples > 0).then(|| sum as f64 / c.samples as f64);
     if c.callchains > 0 {

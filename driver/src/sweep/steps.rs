@@ -310,6 +310,46 @@ pub(super) fn warm_up_command(
     Ok(None)
 }
 
+/// Step 6b for `--profiler`: the profiler is started once at the sweep's
+/// highest rate, with nothing measured, and must still run after its
+/// start-up: one that cannot start (not installed right, no permission, a
+/// typo in its arguments) stops the sweep before anything is measured
+/// (exit 2), quoting its stderr. `Some(code)` when the sweep ends here
+/// (Ctrl-C).
+pub(super) fn check_profiler(
+    opts: &SweepOptions,
+    online: &[u32],
+) -> anyhow::Result<Option<ExitCode>> {
+    use crate::backend::profiler_run::{Profiler, SETTLE};
+    let Some(template) = &opts.profiler else {
+        return Ok(None);
+    };
+    let argv =
+        crate::config::profiler_argv(template, opts.max_freq_hz(), opts.cpu).map_err(usage)?;
+    let fail = |e: crate::exec::RunError| {
+        usage(format!(
+            "--profiler {template}: {e}; nothing was measured. Run `{}` by hand to see why, and fix the command",
+            shell_words::join(&argv)
+        ))
+    };
+    let interrupt = interrupt_flag();
+    let mut profiler = Profiler::start(&argv, online).map_err(fail)?;
+    match profiler.settle(SETTLE, &interrupt) {
+        Ok(()) => {}
+        Err(crate::exec::RunError::Interrupted) => return Ok(Some(ExitCode::from(130))),
+        Err(e) => return Err(fail(e)),
+    }
+    let stopped = profiler.stop();
+    tracing::info!(
+        "profiler check: `{}` ran {} s and stopped on {} ({})",
+        shell_words::join(&argv),
+        SETTLE.as_secs(),
+        stopped.by,
+        stopped.status
+    );
+    Ok(None)
+}
+
 /// perf_event_max_sample_rate as found, and whether the sweep must raise
 /// it (its highest frequency is above it).
 pub(super) struct Ceiling {

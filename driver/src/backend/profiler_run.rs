@@ -1,0 +1,495 @@
+//! A run of a real profiler (`--profiler`) as the sampler: it starts before
+//! the loop is released (its start-up is not measured), samples while the
+//! loop runs on the measured CPU in the gaps design (every interruption of
+//! the loop timed, whoever causes it), and is stopped after the loop as a
+//! user stops it: SIGINT to its process group, then SIGTERM and SIGKILL
+//! after a timeout, its whole tree reaped. Its own cost is read from /proc
+//! over the loop's window: CPU time of every thread of its process tree
+//! (schedstat, ns), the CPUs they ran on, peak RSS and bytes written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use super::{
+    ChildGuard, RealBackend, RunFiles, Sampled, WorkloadArgs, failed, read_pipe, ready_or_failed,
+    spawn_unpinned, wait_end, workload_command, workload_outcome,
+};
+use crate::exec::{RunError, RunOutcome, RunSpec};
+use crate::system::{ProcStat, ns_per_tick};
+use workload::clock::monotonic_raw_ns;
+
+/// How long the profiler runs before the loop is released: its start-up
+/// (loading BPF programs, opening events, allocating rings) is not
+/// measured. bpftrace attaches in well under a second here, perf record in
+/// ~0.1 s.
+pub(crate) const SETTLE: Duration = Duration::from_secs(1);
+/// How long a profiler has to exit after SIGINT (perf record and bpftrace
+/// write their output then), and then after SIGTERM.
+const STOP_GRACE: [Duration; 2] = [Duration::from_secs(10), Duration::from_secs(3)];
+
+/// A profiler's own cost over the loop's window (a runs.csv row's
+/// `profiler_*` columns).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfilerUsage {
+    /// CPU time of its process tree over the window, ns (every thread's
+    /// schedstat run time).
+    pub cpu_ns: u64,
+    /// The CPUs its threads last ran on, at the end of the window.
+    pub cpus: BTreeSet<u32>,
+    /// Peak resident memory, kB: the sum of its processes' VmHWM.
+    pub peak_rss_kb: u64,
+    /// Bytes its tree wrote over the window (/proc/PID/io write_bytes:
+    /// what reached the block layer or would have).
+    pub write_bytes: u64,
+}
+
+/// The tree's counters at one moment.
+#[derive(Debug, Clone, Default)]
+struct TreeReading {
+    cpu_ns: u64,
+    write_bytes: u64,
+    peak_rss_kb: u64,
+    cpus: BTreeSet<u32>,
+}
+
+/// Every process whose ancestry reaches `root` (itself included).
+fn tree_of(root: u32) -> Vec<u32> {
+    let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some(ppid) = stat_fields(&format!("/proc/{pid}/stat"))
+                .and_then(|f| f.get(1).and_then(|p| p.parse().ok()))
+            {
+                parent.insert(pid, ppid);
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    tree
+}
+
+/// The fields of a /proc stat file after the command name (field 3 on).
+fn stat_fields(path: &str) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// A `key:   N kB` line of /proc/PID/status or `key: N` of /proc/PID/io.
+fn keyed(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// The counters of `root`'s tree now.
+fn read_tree(root: u32) -> TreeReading {
+    let mut r = TreeReading::default();
+    for pid in tree_of(root) {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for t in tasks.flatten() {
+                let dir = t.path();
+                if let Some(ns) = std::fs::read_to_string(dir.join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                {
+                    r.cpu_ns += ns;
+                }
+                // Field 39, `processor`: the CPU it last ran on.
+                if let Some(cpu) = stat_fields(&dir.join("stat").to_string_lossy())
+                    .and_then(|f| f.get(36).and_then(|c| c.parse().ok()))
+                {
+                    r.cpus.insert(cpu);
+                }
+            }
+        }
+        if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
+            r.write_bytes += keyed(&io, "write_bytes:").unwrap_or(0);
+        }
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            r.peak_rss_kb += keyed(&status, "VmHWM:").unwrap_or(0);
+        }
+    }
+    r
+}
+
+/// eBPF profilers (bpftrace, agents) lock their maps' memory and fail
+/// under a small RLIMIT_MEMLOCK (8 MiB by default here: bpftrace 0.17 exits
+/// with "Failed to load BPF program"); a user raises it with `ulimit -l`
+/// before starting one. The driver raises its own limit to its hard limit
+/// (to unlimited when it may), which the profiler inherits, and says so
+/// once. Only this process's limit changes, nothing of the host's.
+fn raise_memlock_for_children() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let was = getrlimit(Resource::Memlock);
+        if was.current.is_none() {
+            return;
+        }
+        let unlimited = Rlimit {
+            current: None,
+            maximum: None,
+        };
+        let raised = if setrlimit(Resource::Memlock, unlimited).is_ok() {
+            Some("unlimited".to_string())
+        } else if was.maximum != was.current
+            && setrlimit(
+                Resource::Memlock,
+                Rlimit {
+                    current: was.maximum,
+                    maximum: was.maximum,
+                },
+            )
+            .is_ok()
+        {
+            Some(
+                was.maximum
+                    .map_or("unlimited".to_string(), |m| format!("{} KiB", m / 1024)),
+            )
+        } else {
+            None
+        };
+        let from = was.current.unwrap_or(0) / 1024;
+        match raised {
+            Some(to) => tracing::info!(
+                "RLIMIT_MEMLOCK raised from {from} KiB to {to} for the profiler (eBPF profilers lock their maps' memory; `ulimit -l` does the same by hand)"
+            ),
+            None => tracing::info!(
+                "RLIMIT_MEMLOCK stays at {from} KiB (this process may not raise it): an eBPF profiler that fails to load its programs may need `ulimit -l unlimited` before the sweep"
+            ),
+        }
+    });
+}
+
+/// A running profiler, its process group killed and reaped if dropped.
+pub(crate) struct Profiler {
+    child: Option<Child>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    start: Option<TreeReading>,
+    /// What its command line was, for messages.
+    shown: String,
+}
+
+/// How a profiler ended.
+#[derive(Debug)]
+pub(crate) struct Stopped {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// The signal that stopped it (SIGINT unless it ignored that).
+    pub by: &'static str,
+    /// What it wrote on stderr.
+    pub stderr: String,
+}
+
+impl Stopped {
+    /// It stopped on SIGINT, exiting 0 or by that signal (perf record
+    /// re-raises it after writing its data).
+    pub(crate) fn clean(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        self.by == "SIGINT" && (self.status.success() || self.status.signal() == Some(libc::SIGINT))
+    }
+}
+
+impl Profiler {
+    /// Starts `argv` in its own process group, from a thread allowed on
+    /// every CPU (`online`), stdout discarded and stderr kept.
+    pub(crate) fn start(argv: &[String], online: &[u32]) -> Result<Self, RunError> {
+        let shown = shell_words::join(argv);
+        raise_memlock_for_children();
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = spawn_unpinned(&mut cmd, online)
+            .map_err(|e| failed(format!("cannot start the profiler `{shown}`: {e}")))?;
+        let stderr = read_pipe(child.stderr.take());
+        Ok(Profiler {
+            child: Some(child),
+            stderr: Some(stderr),
+            start: None,
+            shown,
+        })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Its stderr, once it has exited.
+    fn take_stderr(&mut self) -> String {
+        self.stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+
+    /// A failed run when it has exited already (it must run until stopped).
+    pub(crate) fn check_alive(&mut self, when: &str) -> Result<(), RunError> {
+        let exited = self
+            .child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten());
+        match exited {
+            None => Ok(()),
+            Some(status) => {
+                let err = self.take_stderr();
+                Err(failed(format!(
+                    "the profiler `{}` exited {when} ({status}): {}",
+                    self.shown,
+                    last_lines(&err)
+                )))
+            }
+        }
+    }
+
+    /// Lets it start for `settle`, then checks that it still runs.
+    pub(crate) fn settle(
+        &mut self,
+        settle: Duration,
+        interrupt: &AtomicBool,
+    ) -> Result<(), RunError> {
+        let until = Instant::now() + settle;
+        while Instant::now() < until {
+            if interrupt.load(Ordering::SeqCst) {
+                return Err(RunError::Interrupted);
+            }
+            self.check_alive("during its start-up")?;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.check_alive("during its start-up")
+    }
+
+    /// Marks the start of the measured window.
+    pub(crate) fn window_starts(&mut self) {
+        self.start = Some(read_tree(self.pid()));
+    }
+
+    /// Its cost since [`Profiler::window_starts`].
+    pub(crate) fn window_ends(&self) -> ProfilerUsage {
+        let end = read_tree(self.pid());
+        let start = self.start.clone().unwrap_or_default();
+        ProfilerUsage {
+            cpu_ns: end.cpu_ns.saturating_sub(start.cpu_ns),
+            cpus: end.cpus,
+            peak_rss_kb: end.peak_rss_kb,
+            write_bytes: end.write_bytes.saturating_sub(start.write_bytes),
+        }
+    }
+
+    /// Stops it as a user would: SIGINT to its group, then SIGTERM and
+    /// SIGKILL after [`STOP_GRACE`]; reaps it, then kills what is left of
+    /// its group.
+    pub(crate) fn stop(self) -> Stopped {
+        self.stop_within(STOP_GRACE)
+    }
+
+    /// [`Profiler::stop`] with the given grace after SIGINT and SIGTERM.
+    fn stop_within(mut self, grace: [Duration; 2]) -> Stopped {
+        let mut child = self.child.take();
+        let pid = child.as_ref().map_or(0, Child::id);
+        let group = Pid::from_raw(i32::try_from(pid).unwrap_or(0));
+        let mut by = "SIGINT";
+        let mut status = None;
+        for (sig, name, grace) in [
+            (Signal::INT, "SIGINT", grace[0]),
+            (Signal::TERM, "SIGTERM", grace[1]),
+            (Signal::KILL, "SIGKILL", Duration::from_secs(5)),
+        ] {
+            if let Some(g) = group {
+                let _ = kill_process_group(g, sig);
+            }
+            by = name;
+            let until = Instant::now() + grace;
+            while Instant::now() < until {
+                if let Some(s) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                    status = Some(s);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if status.is_some() {
+                break;
+            }
+        }
+        let status = status
+            .or_else(|| child.as_mut().and_then(|c| c.wait().ok()))
+            .unwrap_or_else(|| std::os::unix::process::ExitStatusExt::from_raw(0));
+        if let Some(g) = group {
+            // Whatever it started and left behind in its group.
+            let _ = kill_process_group(g, Signal::KILL);
+        }
+        Stopped {
+            status,
+            by,
+            stderr: self.take_stderr(),
+        }
+    }
+}
+
+impl Drop for Profiler {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            if let Some(g) = Pid::from_raw(i32::try_from(c.id()).unwrap_or(0)) {
+                let _ = kill_process_group(g, Signal::KILL);
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+impl RealBackend {
+    /// One run at a rate above 0 Hz with `--profiler`: the workload in
+    /// timeline mode made ready, the profiler started and settled, the loop
+    /// released and timed, the profiler's cost read over the loop's window,
+    /// then the profiler stopped and reaped. No sampler of ours is opened.
+    pub(super) fn run_profiled(
+        &self,
+        spec: &RunSpec<'_>,
+        template: &str,
+        interrupt: &AtomicBool,
+    ) -> Result<RunOutcome, RunError> {
+        let opts = spec.opts;
+        let argv = crate::config::profiler_argv(template, spec.run.freq_hz, opts.cpu)
+            .map_err(|e| failed(format!("the profiler's command: {e}")))?;
+        let files = RunFiles::new(spec);
+        let mut cmd = workload_command(&WorkloadArgs {
+            duration_ns: opts.duration_ns,
+            cpu: opts.cpu,
+            kind: &spec.run.workload,
+            counter: &files.counter,
+            gaps: files.gaps.as_deref(),
+        });
+        let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
+            .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
+        let stdout = read_pipe(child.stdout.take());
+        let stderr = read_pipe(child.stderr.take());
+        let (mut guard, reader, stderr) =
+            ready_or_failed(ChildGuard(Some(child)), &files.counter, interrupt, stderr)?;
+        let mut profiler = Profiler::start(&argv, &self.online_cpus)?;
+        profiler.settle(SETTLE, interrupt)?;
+        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        profiler.window_starts();
+        let started_at_ns = monotonic_raw_ns();
+        reader.release();
+        let status = wait_end(&mut guard, &reader, None, opts.duration_ns, interrupt)?;
+        let ended_at_ns = monotonic_raw_ns();
+        let usage = profiler.window_ends();
+        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        profiler.check_alive("while the loop ran")?;
+        let stopped = profiler.stop();
+        if !stopped.clean() {
+            tracing::warn!(
+                "run {}: the profiler needed {} to stop and exited {}: {}",
+                spec.run.run_id,
+                stopped.by,
+                stopped.status,
+                last_lines(&stopped.stderr)
+            );
+        }
+        let sampled = Sampled {
+            status,
+            sampler: None,
+            phases: Vec::new(),
+            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            started_at_ns,
+            ended_at_ns,
+        };
+        let out_text = stdout.join().unwrap_or_default();
+        let err_text = stderr.join().unwrap_or_default();
+        let mut o = workload_outcome(sampled, out_text, &err_text, files.gaps.as_deref())?;
+        o.profiler = Some(usage);
+        Ok(o)
+    }
+}
+
+/// The last few lines of a profiler's stderr, for a message.
+pub(crate) fn last_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(5)..];
+    if tail.is_empty() {
+        "(nothing on stderr)".to_string()
+    } else {
+        tail.join(" | ")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profiler_is_stopped_by_sigint_and_its_cost_read() {
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "trap 'echo bye >&2; exit 0' INT; while :; do :; done",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut p = Profiler::start(&argv, &[0]).unwrap();
+        let flag = AtomicBool::new(false);
+        p.settle(Duration::from_millis(200), &flag).unwrap();
+        p.window_starts();
+        std::thread::sleep(Duration::from_millis(300));
+        let u = p.window_ends();
+        // A busy shell loop: most of the 300 ms on some CPU.
+        assert!(u.cpu_ns > 50_000_000, "{u:?}");
+        assert!(!u.cpus.is_empty() && u.peak_rss_kb > 0, "{u:?}");
+        let s = p.stop();
+        assert_eq!(s.by, "SIGINT");
+        assert!(s.status.success(), "{s:?}");
+        assert!(s.stderr.contains("bye"), "{s:?}");
+    }
+
+    #[test]
+    fn a_profiler_that_ignores_sigint_is_terminated() {
+        let argv: Vec<String> = ["sh", "-c", "trap '' INT; sleep 60"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let p = Profiler::start(&argv, &[0]).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let grace = Duration::from_millis(300);
+        let t = Instant::now();
+        let s = p.stop_within([grace, grace]);
+        assert_eq!(s.by, "SIGTERM", "{s:?}");
+        assert!(t.elapsed() >= grace);
+    }
+
+    #[test]
+    fn a_profiler_that_exits_early_fails_with_its_stderr() {
+        let argv: Vec<String> = ["sh", "-c", "echo 'no such event' >&2; exit 3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut p = Profiler::start(&argv, &[0]).unwrap();
+        let e = p
+            .settle(Duration::from_millis(300), &AtomicBool::new(false))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("during its start-up") && e.contains("no such event"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! The `--profiler` settings: a real profiler (perf record, bpftrace, an
+//! eBPF agent) run as the sampler in place of ours, its command a template
+//! with `{freq}` and `{cpu}`, and the settings that do not apply to it.
+
+use super::command::join;
+use super::*;
+use crate::command::{find_program, split_command};
+
+/// The placeholder for the run's sampling rate, Hz.
+pub const FREQ_PLACEHOLDER: &str = "{freq}";
+/// The placeholder for the measured CPU.
+pub const CPU_PLACEHOLDER: &str = "{cpu}";
+
+/// The profiler's argv at `freq_hz` on `cpu`: the template's placeholders
+/// replaced, then split into words like a shell does.
+pub fn profiler_argv(template: &str, freq_hz: u64, cpu: u32) -> Result<Vec<String>, String> {
+    let text = template
+        .replace(FREQ_PLACEHOLDER, &freq_hz.to_string())
+        .replace(CPU_PLACEHOLDER, &cpu.to_string());
+    split_command(&text)
+}
+
+/// The profiler's template from `--profiler` or the file's `profiler`,
+/// checked: it splits into words, names a program that exists, and says
+/// where its rate goes (`{freq}`); None without a profiler.
+pub(super) fn resolve_profiler(
+    flags: &FlagSettings,
+    exp: &ExperimentFile,
+    key: &dyn Fn(&'static str) -> Origin,
+) -> Result<Option<String>, ConfigError> {
+    let (text, origin) = match (&flags.profiler, &exp.profiler) {
+        (Some(t), _) => (t.clone(), Origin::Flag("--profiler")),
+        (None, Some(t)) => (t.clone(), key("profiler")),
+        (None, None) => return Ok(None),
+    };
+    let example = "e.g. --profiler 'perf record -e cpu-clock -F {freq} -C {cpu} -g -o /dev/null'";
+    if !text.contains(FREQ_PLACEHOLDER) {
+        return Err(invalid(
+            text,
+            &origin,
+            "it has no {freq}: the sweep sets the profiler's rate at each frequency",
+            format!("put {{freq}} where the profiler takes its rate, {example}"),
+        ));
+    }
+    let argv = profiler_argv(&text, 1, 0)
+        .map_err(|p| invalid(text.as_str(), &origin, p, format!("give {example}")))?;
+    let path = std::env::var("PATH").ok();
+    find_program(&argv[0], path.as_deref()).map_err(|p| {
+        invalid(
+            text.as_str(),
+            &origin,
+            p,
+            "install it (perf: Debian's linux-perf; bpftrace: bpftrace), or give its path",
+        )
+    })?;
+    Ok(Some(text))
+}
+
+/// Refuses what has no meaning with a profiler: it is not combined with
+/// `--command` (the built-in loop's timeline is what sees its interrupts),
+/// and only the gaps design measures it (the paired design switches our
+/// own sampler on and off, which an external profiler cannot be).
+pub(super) fn refuse_with_profiler(
+    flags: &FlagSettings,
+    exp: &ExperimentFile,
+    key: &dyn Fn(&'static str) -> Origin,
+    has_command: bool,
+) -> Result<(), ConfigError> {
+    let origin = if flags.profiler.is_some() {
+        Origin::Flag("--profiler")
+    } else {
+        key("profiler")
+    };
+    if has_command {
+        return Err(invalid(
+            flags
+                .profiler
+                .clone()
+                .or_else(|| exp.profiler.clone())
+                .unwrap_or_default(),
+            &origin,
+            "a profiler is measured on the built-in loop, whose timeline sees each of its interrupts; --command runs your program instead",
+            "drop --command (the loop stands in for your application), or drop --profiler",
+        ));
+    }
+    let flag_design = flags.design.as_ref().map(|FlagList(d)| join(d));
+    let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
+    let given = flag_design
+        .map(|v| (v, Origin::Flag("--design")))
+        .or_else(|| file_design.map(|v| (v, key("design"))));
+    if let Some((v, o)) = given
+        && v.split(',')
+            .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Gaps))
+    {
+        return Err(invalid(
+            v,
+            &o,
+            "a profiler is measured by the gaps design only (the paired design switches our own sampler on and off in phases, which an external profiler cannot be)",
+            "drop the design (gaps is used) or give --design gaps",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_replaced_before_the_split() {
+        let argv = profiler_argv(
+            "bpftrace -e 'profile:hz:{freq} /cpu == {cpu}/ { @[kstack] = count(); }'",
+            99,
+            1,
+        )
+        .unwrap();
+        assert_eq!(argv[0], "bpftrace");
+        assert_eq!(argv[2], "profile:hz:99 /cpu == 1/ { @[kstack] = count(); }");
+        assert!(profiler_argv("'unclosed {freq}", 1, 0).is_err());
+    }
+}
