@@ -220,6 +220,9 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
 
 /// The box, one string per line, frame included.
 pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
+    if let Ok(Some(t)) = crate::profiler::profiler_table(rs) {
+        return framed(profiler_body(rs, &t));
+    }
     let inner = WIDTH - 4;
     let recs: Vec<Option<Recommendation>> =
         BUDGETS_PCT.iter().map(|&b| recommend(a, b).ok()).collect();
@@ -243,6 +246,107 @@ pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
         .collect();
     body.extend(wrap("highest rate within ", &budgets, inner));
     body.extend(wrap("trust: ", &trust_parts(rs, a, &recs), inner));
+    framed(body)
+}
+
+/// The box's lines for a `--profiler` set: the profiler, what one of its
+/// interruptions costs, the loss at each rate, the highest rate within
+/// each budget, its own CPU, and whether its interruptions track its rate.
+fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<String> {
+    use crate::profiler::recommend as profiler_recommend;
+    let inner = WIDTH - 4;
+    let m = &rs.manifest;
+    let host: Vec<String> = [
+        Some(m.host_label(&rs.dir)),
+        m.host_str("cpu_model"),
+        m.host_str("kernel").map(|k| format!("Linux {k}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut body = wrap("", &host, inner);
+    body.extend(wrap("profiler: ", std::slice::from_ref(&t.template), inner));
+    let cost: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.cost_per_interruption_ns.value.is_finite())
+        .map(|r| {
+            let c = &r.cost_per_interruption_ns;
+            let interval = if c.lo.is_finite() && c.hi.is_finite() {
+                format!(" [{:.1}, {:.1}]", c.lo / 1000.0, c.hi / 1000.0)
+            } else {
+                String::new()
+            };
+            format!(
+                "{:.1} us{interval} at {}",
+                c.value / 1000.0,
+                hz(r.freq_hz as f64)
+            )
+        })
+        .collect();
+    body.extend(wrap(
+        "one interruption costs the application ",
+        &cost,
+        inner,
+    ));
+    let loss: Vec<String> = t
+        .rows
+        .iter()
+        .map(|r| format!("{} {}", hz(r.freq_hz as f64), pct(r.gap_loss_pct.value)))
+        .collect();
+    body.extend(wrap("loss: ", &loss, inner));
+    let budgets: Vec<String> = BUDGETS_PCT
+        .iter()
+        .map(|&b| {
+            let r = profiler_recommend(t, b);
+            format!(
+                "{b} %: {}",
+                r.max_hz
+                    .map_or_else(|| "no answer".to_string(), |h| format!("{h:.0} Hz"))
+            )
+        })
+        .collect();
+    body.extend(wrap("highest rate within ", &budgets, inner));
+    let own: Vec<String> = t
+        .rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                hz(r.freq_hz as f64),
+                pct(r.profiler_cpu_pct.value).replace(" %", " % of a CPU")
+            )
+        })
+        .collect();
+    body.extend(wrap("its own CPU: ", &own, inner));
+    let mut trust: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.tracking_note().is_some())
+        .map(|r| {
+            format!(
+                "{:.0} % of the rate seen at {}",
+                r.tracking_pct,
+                hz(r.freq_hz as f64)
+            )
+        })
+        .collect();
+    if trust.is_empty() {
+        trust.push("extra interruptions track the requested rate within 5 %".to_string());
+    }
+    if !t.failed.is_empty() {
+        trust.push(format!("{} runs failed", t.failed.len()));
+    }
+    let noisy = rs.runs.iter().filter(|r| r.noisy).count();
+    trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
+    body.extend(wrap("trust: ", &trust, inner));
+    body
+}
+
+/// The frame around the box's lines, cut to [`MAX_LINES`] lines of
+/// [`WIDTH`] columns.
+fn framed(mut body: Vec<String>) -> Vec<String> {
+    let inner = WIDTH - 4;
     body.truncate(MAX_LINES - 2);
     let title = " what perf sampling costs on this host ";
     let mut out = vec![format!("+-{title}{}+", "-".repeat(WIDTH - 3 - title.len()))];

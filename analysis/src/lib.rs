@@ -39,6 +39,7 @@ pub mod percost_load;
 mod percost_report;
 pub mod pipeline;
 pub mod plot;
+pub mod profiler;
 pub mod recommend;
 pub mod reference;
 pub mod report;

@@ -10,6 +10,7 @@ use crate::format::fmt_est;
 pub(crate) mod figures;
 pub mod html;
 mod markdown;
+pub(crate) mod profiler;
 use crate::load::{ResultSet, load};
 use crate::recommend::recommend;
 
@@ -58,6 +59,10 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if !analysis.after_rows.is_empty() {
         crate::contents_report::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
     }
+    let profiler = crate::profiler::profiler_table(&rs)?;
+    if let Some(t) = &profiler {
+        crate::report::profiler::write_csv(&path("profiler.csv"), t)?;
+    }
     let command = crate::command::command_table(&rs.runs);
     if !command.is_empty() {
         crate::command_report::write_csv(&path("command.csv"), &command)?;
@@ -69,11 +74,17 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let plots = crate::report::figures::write_plots(&out, &analysis, &reference);
     written.extend(plots.files.iter().cloned());
     remove_stale(&out, &written);
-    let command_section = if command.is_empty() {
+    let mut command_section = if command.is_empty() {
         String::new()
     } else {
         crate::command_report::render(&command, command_line(&rs).as_deref())
     };
+    if let Some(t) = &profiler {
+        command_section.push_str(&crate::report::profiler::render(
+            t,
+            rs.runs.first().map_or(0, |r| r.cpu),
+        ));
+    }
     let answer = crate::answer::answer_box(&rs, &analysis);
     write_file(&out.join(ANSWER_TXT), &(answer.join("\n") + "\n"))?;
     let md = markdown::render(

@@ -15,7 +15,7 @@ pub(super) fn render(
 ) -> String {
     let mut s = String::new();
     header(&mut s, rs, a, answer, &plot_outcome.files);
-    recommendations(&mut s, a);
+    recommendations(&mut s, rs, a);
     warnings(&mut s, a, plot_outcome);
     skipped(&mut s, rs);
     summary(&mut s, a);
@@ -119,8 +119,15 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
 
 /// The recommendation for each budget, one line each, before anything
 /// else: how each was reached follows the summary ([`reasoning`]).
-fn recommendations(s: &mut String, a: &Analysis) {
+fn recommendations(s: &mut String, rs: &ResultSet, a: &Analysis) {
     let _ = writeln!(s, "## Recommended sampling rates\n");
+    if let Ok(Some(t)) = crate::profiler::profiler_table(rs) {
+        for line in crate::report::profiler::recommendation_lines(&t) {
+            let _ = writeln!(s, "- {line}");
+        }
+        let _ = writeln!(s, "\nHow they were reached: \"Your profiler\" below.\n");
+        return;
+    }
     for budget in REPORT_BUDGETS_PCT {
         let line = match recommend(a, budget) {
             Ok(rec) => rec.headline(),

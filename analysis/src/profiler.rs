@@ -1,0 +1,310 @@
+//! A real profiler's cost (`driver sweep --profiler`): the profiler samples
+//! while the built-in loop runs in the gaps design, whose timeline times
+//! every interruption of the loop, whoever causes it. We do not see the
+//! profiler's samples, so its interruptions are what it adds over the 0 Hz
+//! runs of the same randomised block: per block b and rate F,
+//!
+//! - the excess episode rate x_b = episodes/s (F) - episodes/s (0 Hz), to
+//!   compare with the requested rate (perf record's own wake-ups, an agent
+//!   that does not sample an idle CPU and throttling all show here);
+//! - the excess gap time y_b = gap time/s (F) - gap time/s (0 Hz), the share
+//!   of the CPU the application lost inside the interruptions;
+//! - the cost of one interruption c_b = y_b / x_b;
+//! - the throughput loss 1 - exp(-mean ln(rate_0 / rate_F)), the loop's own
+//!   count, which also holds what happens outside the gaps (the after-effect
+//!   of polluted caches).
+//!
+//! Each with its 95 % t interval over blocks: drift of the host between
+//! blocks cancels. The profiler's own CPU (its whole process tree), memory
+//! and writes come from runs.csv's `profiler_*` columns.
+
+use std::collections::BTreeMap;
+
+use results_format::timeline::{TIMELINE_CSV, TimelineRow};
+use results_format::{Design, read_csv_rows};
+
+use crate::error::AnalysisError;
+use crate::load::{ResultSet, Run};
+use crate::stats::{Estimate, mean, t_interval};
+
+/// The excess episode rate may differ from the request by this share before
+/// the report says why.
+pub const TRACKING_TOLERANCE: f64 = 0.05;
+
+/// One rate of the profiler.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ProfilerRow {
+    /// Requested rate, Hz.
+    pub freq_hz: u64,
+    /// Blocks with a run at this rate and a 0 Hz run (the estimates' n).
+    pub blocks: usize,
+    /// Interruptions of the loop per second over 0 Hz.
+    pub excess_episodes_per_s: Estimate,
+    /// That rate over the requested one, %.
+    pub tracking_pct: f64,
+    /// Excess gap time: the loop's time lost inside interruptions, % of the
+    /// CPU.
+    pub gap_loss_pct: Estimate,
+    /// What one interruption costs the application, ns.
+    pub cost_per_interruption_ns: Estimate,
+    /// The loop's throughput loss against 0 Hz, %.
+    pub throughput_loss_pct: Estimate,
+    /// The profiler's own CPU time over the loop's window, % of one CPU.
+    pub profiler_cpu_pct: Estimate,
+    /// The CPUs its threads ran on (union over runs).
+    pub profiler_cpus: String,
+    /// Its largest peak resident memory over the runs, kB.
+    pub profiler_peak_rss_kb: u64,
+    /// What it wrote, bytes per second of sampling (mean over runs).
+    pub profiler_write_bytes_per_s: f64,
+    /// Failed runs at this rate (the profiler exited early, the loop
+    /// failed): left out, named in the table's `failed`.
+    pub failed_runs: usize,
+}
+
+/// The profiler's table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ProfilerTable {
+    /// The `--profiler` template.
+    pub template: String,
+    /// 0 Hz runs (the baseline).
+    pub zero_runs: usize,
+    /// One row per rate above 0 Hz, ascending.
+    pub rows: Vec<ProfilerRow>,
+    /// Failed runs: (run id, its error).
+    pub failed: Vec<(u32, String)>,
+}
+
+/// The `--profiler` template of a result set, when it measured one.
+pub fn template(rs: &ResultSet) -> Option<String> {
+    rs.manifest.options["profiler"].as_str().map(str::to_owned)
+}
+
+/// One gaps run's counts per second of its loop's window.
+#[derive(Debug, Clone, Copy)]
+struct PerSecond {
+    window_s: f64,
+    episodes: f64,
+    gap_share: f64,
+    loop_rate: f64,
+}
+
+fn per_second(run: &Run, tl: &TimelineRow) -> Option<PerSecond> {
+    let w = tl.loop_end_ns.checked_sub(tl.loop_start_ns)? as f64;
+    (w > 0.0 && run.iterations > 0).then(|| PerSecond {
+        window_s: w / 1e9,
+        episodes: tl.episodes as f64 * 1e9 / w,
+        gap_share: tl.gap_time_ns as f64 / w,
+        loop_rate: run.iterations as f64 / w,
+    })
+}
+
+/// The profiler's table of `rs`; None when `rs` measured no profiler.
+pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisError> {
+    let Some(template) = template(rs) else {
+        return Ok(None);
+    };
+    let timeline: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
+    let tl: BTreeMap<u32, &TimelineRow> = timeline.iter().map(|t| (t.run_id, t)).collect();
+    let gaps: Vec<&Run> = rs
+        .runs
+        .iter()
+        .filter(|r| r.design == Design::Gaps)
+        .collect();
+    let failed: Vec<(u32, String)> = gaps
+        .iter()
+        .filter(|r| !r.ok())
+        .map(|r| (r.run_id, r.error.clone()))
+        .collect();
+    let ok: Vec<(&Run, PerSecond)> = gaps
+        .iter()
+        .filter(|r| r.ok())
+        .filter_map(|r| {
+            tl.get(&r.run_id)
+                .and_then(|t| per_second(r, t))
+                .map(|p| (*r, p))
+        })
+        .collect();
+    // The 0 Hz run of each block (the mean, should a resume have added one).
+    let mut zero: BTreeMap<u32, Vec<PerSecond>> = BTreeMap::new();
+    for (r, p) in ok.iter().filter(|(r, _)| r.freq_hz == 0) {
+        zero.entry(r.block).or_default().push(*p);
+    }
+    let zero_runs = zero.values().map(Vec::len).sum();
+    let base: BTreeMap<u32, PerSecond> = zero
+        .iter()
+        .map(|(b, v)| {
+            let m = |f: fn(&PerSecond) -> f64| mean(&v.iter().map(f).collect::<Vec<_>>());
+            (
+                *b,
+                PerSecond {
+                    window_s: m(|p| p.window_s),
+                    episodes: m(|p| p.episodes),
+                    gap_share: m(|p| p.gap_share),
+                    loop_rate: m(|p| p.loop_rate),
+                },
+            )
+        })
+        .collect();
+    let mut freqs: Vec<u64> = gaps.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
+    freqs.sort_unstable();
+    freqs.dedup();
+    let rows = freqs
+        .into_iter()
+        .map(|f| row_at(f, &ok, &base, &failed, &gaps))
+        .collect();
+    Ok(Some(ProfilerTable {
+        template,
+        zero_runs,
+        rows,
+        failed,
+    }))
+}
+
+fn row_at(
+    f: u64,
+    ok: &[(&Run, PerSecond)],
+    base: &BTreeMap<u32, PerSecond>,
+    failed: &[(u32, String)],
+    gaps: &[&Run],
+) -> ProfilerRow {
+    let (mut x, mut y, mut c, mut d, mut cpu, mut wps) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let mut cpus: Vec<String> = Vec::new();
+    let mut rss = 0u64;
+    for (r, p) in ok.iter().filter(|(r, _)| r.freq_hz == f) {
+        let window_s = p.window_s;
+        if let Some(ns) = r.profiler_cpu_ns {
+            cpu.push(ns as f64 / 1e9 / window_s * 100.0);
+        }
+        if let Some(b) = r.profiler_write_bytes {
+            wps.push(b as f64 / window_s);
+        }
+        rss = rss.max(r.profiler_peak_rss_kb.unwrap_or(0));
+        cpus.extend(
+            r.profiler_cpus
+                .split(';')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+        let Some(b) = base.get(&r.block) else {
+            continue;
+        };
+        let xb = p.episodes - b.episodes;
+        let yb = p.gap_share - b.gap_share;
+        x.push(xb);
+        y.push(yb * 100.0);
+        if xb > 0.0 {
+            c.push(yb / xb * 1e9);
+        }
+        d.push((b.loop_rate / p.loop_rate).ln());
+    }
+    cpus.sort_by_key(|c| c.parse::<u32>().unwrap_or(u32::MAX));
+    cpus.dedup();
+    let dl = t_interval(&d);
+    let loss = |v: f64| (1.0 - (-v).exp()) * 100.0;
+    let throughput = Estimate {
+        value: loss(dl.value),
+        lo: loss(dl.lo),
+        hi: loss(dl.hi),
+        ..dl
+    };
+    let xe = t_interval(&x);
+    ProfilerRow {
+        freq_hz: f,
+        blocks: x.len(),
+        tracking_pct: xe.value / f as f64 * 100.0,
+        excess_episodes_per_s: xe,
+        gap_loss_pct: t_interval(&y),
+        cost_per_interruption_ns: t_interval(&c),
+        throughput_loss_pct: throughput,
+        profiler_cpu_pct: t_interval(&cpu),
+        profiler_cpus: cpus.join(","),
+        profiler_peak_rss_kb: rss,
+        profiler_write_bytes_per_s: mean(&wps),
+        failed_runs: failed
+            .iter()
+            .filter(|(id, _)| gaps.iter().any(|r| r.run_id == *id && r.freq_hz == f))
+            .count(),
+    }
+}
+
+impl ProfilerRow {
+    /// Why the excess episode rate is off the request by more than
+    /// [`TRACKING_TOLERANCE`], or None when it tracks.
+    pub fn tracking_note(&self) -> Option<String> {
+        let r = self.tracking_pct / 100.0;
+        if !r.is_finite() || (r - 1.0).abs() <= TRACKING_TOLERANCE {
+            return None;
+        }
+        Some(if r > 1.0 {
+            format!(
+                "at {} Hz the loop saw {:.0} % of the requested rate in extra interruptions: the profiler interrupts more than it samples (perf record's ring wake-ups, a timer of its own, interrupts on the measured CPU from its work elsewhere)",
+                self.freq_hz, self.tracking_pct
+            )
+        } else {
+            format!(
+                "at {} Hz the loop saw only {:.0} % of the requested rate in extra interruptions: the profiler samples less than asked (the kernel throttled it, it coalesces with the tick, or its event does not fire on this CPU), or some of its interrupts fell inside others",
+                self.freq_hz, self.tracking_pct
+            )
+        })
+    }
+}
+
+/// The highest rate within a loss budget for the profiler measured.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ProfilerRecommendation {
+    /// The budget, % of the application's throughput.
+    pub budget_pct: f64,
+    /// The highest rate within it, Hz (None when nothing measured says).
+    pub max_hz: Option<f64>,
+    /// The loss per kHz it was computed with, % (the upper end of the 95 %
+    /// interval, the most costly measured rate).
+    pub loss_per_khz_pct: f64,
+    /// What that loss per kHz came from.
+    pub basis: String,
+}
+
+/// The highest rate whose loss stays within `budget_pct`: the loss grows
+/// with the rate at the largest upper bound per kHz measured, from the
+/// excess gap time, or from the throughput loss where it resolves (its
+/// interval above 0) and is the larger (the after-effect outside the gaps).
+pub fn recommend(t: &ProfilerTable, budget_pct: f64) -> ProfilerRecommendation {
+    let mut worst: Option<(f64, String)> = None;
+    for r in &t.rows {
+        let khz = r.freq_hz as f64 / 1000.0;
+        let gap = r.gap_loss_pct.hi / khz;
+        let mut cands = vec![(gap, format!("excess gap time at {} Hz", r.freq_hz))];
+        if r.throughput_loss_pct.lo > 0.0 && r.throughput_loss_pct.hi.is_finite() {
+            cands.push((
+                r.throughput_loss_pct.hi / khz,
+                format!("throughput loss at {} Hz", r.freq_hz),
+            ));
+        }
+        for (k, why) in cands {
+            if k.is_finite() && worst.as_ref().is_none_or(|(w, _)| k > *w) {
+                worst = Some((k, why));
+            }
+        }
+    }
+    match worst {
+        Some((k, basis)) if k > 0.0 => ProfilerRecommendation {
+            budget_pct,
+            max_hz: Some(budget_pct / k * 1000.0),
+            loss_per_khz_pct: k,
+            basis,
+        },
+        _ => ProfilerRecommendation {
+            budget_pct,
+            max_hz: None,
+            loss_per_khz_pct: f64::NAN,
+            basis: "no rate measured a loss".to_string(),
+        },
+    }
+}
