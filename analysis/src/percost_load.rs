@@ -135,7 +135,10 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
         .map(|r| (r.run_id, r))
         .collect();
     let mut out = GapsLoad::default();
-    if ok.is_empty() || crate::load::raw_removed(rs).gaps {
+    // A --profiler set's runs have no samples of ours to match: its gaps
+    // are read by the profiler table (crate::profiler) instead.
+    if ok.is_empty() || crate::load::raw_removed(rs).gaps || crate::profiler::template(rs).is_some()
+    {
         return Ok(out);
     }
     let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;

@@ -242,9 +242,12 @@ fn records(runs: &[Run]) -> Option<Warning> {
 
 /// Runs whose achieved rate fell well short of the request. No remedy.
 fn slow_rate(runs: &[Run]) -> Option<Warning> {
+    // A --profiler run opened no sampler of ours: its rate is the
+    // profiler's (the profiler section says how its interruptions track it).
     let slow = select(runs, |r| {
         r.ok()
             && r.freq_hz > 0
+            && r.profiler_cpu_ns.is_none()
             && r.achieved_hz.is_finite()
             && r.achieved_hz < ACHIEVED_RATE_WARN * r.freq_hz as f64
     });

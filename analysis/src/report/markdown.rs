@@ -19,7 +19,9 @@ pub(super) fn render(
     warnings(&mut s, a, plot_outcome);
     skipped(&mut s, rs);
     summary(&mut s, a);
-    reasoning(&mut s, a);
+    if crate::profiler::template(rs).is_none() {
+        reasoning(&mut s, a);
+    }
     s.push_str(&crate::host_look_report::render(
         rs.manifest.host_look.as_ref(),
     ));

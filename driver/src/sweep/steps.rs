@@ -244,8 +244,13 @@ pub(super) fn open_event(
         .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
     let mut warnings = Vec::new();
     if let Some(w) = fallback {
-        tracing::warn!("{w}");
-        warnings.push(w);
+        if opts.profiler.is_some() {
+            // Our sampler opens nothing in a --profiler sweep.
+            tracing::debug!("{w}");
+        } else {
+            tracing::warn!("{w}");
+            warnings.push(w);
+        }
     }
     if !event.is_hardware()
         && let Some(c) = opts.samples.iter().find(|c| c.needs_pmu())

@@ -1,0 +1,182 @@
+//! `--profiler` result sets (issue 20): a hand-made set whose numbers are
+//! known, through the table, the recommendation, the report and the CLI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use analysis::profiler::{profiler_table, recommend};
+use common::bin;
+use results_format::timeline::TimelineRow;
+
+const WINDOW_NS: u64 = 2_000_000_000;
+/// Per block: (0 Hz episodes/s, 0 Hz gap share, 1 kHz extra episodes/s,
+/// 1 kHz extra gap share): a cost per interruption of 10 us +- a little.
+const BLOCKS: [(f64, f64, f64, f64); 4] = [
+    (500.0, 0.005, 1000.0, 0.0100),
+    (520.0, 0.006, 990.0, 0.0101),
+    (480.0, 0.004, 1010.0, 0.0099),
+    (510.0, 0.005, 1000.0, 0.0102),
+];
+const LOOP_RATE: f64 = 3.0; // iterations per ns at 0 Hz
+
+fn write_set(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut runs = String::from(
+        "run_id,kind,design,block,freq_hz,rep,event,requested_event,scope,cpu,duration_ns,iterations,wall_ns,window_ns,samples,achieved_hz,status,error,profiler_cpu_ns,profiler_cpus,profiler_peak_rss_kb,profiler_write_bytes\n",
+    );
+    let mut tl = csv::Writer::from_path(dir.join("timeline.csv")).unwrap();
+    let mut id = 0u32;
+    for (b, &(e0, g0, xe, xg)) in BLOCKS.iter().enumerate() {
+        for (f, eps, share) in [(0u64, e0, g0), (1000, e0 + xe, g0 + xg)] {
+            // The loop loses the gap share's excess in throughput.
+            let rate = LOOP_RATE * (1.0 - (share - g0));
+            let iterations = (rate * WINDOW_NS as f64) as u64;
+            let prof = if f > 0 {
+                format!("{},0;1,{},{}", 20_000_000 + b as u64, 12_000 + b, 4096 * b)
+            } else {
+                ",,,".to_string()
+            };
+            writeln!(
+                runs,
+                "{id},loss,gaps,{b},{f},{b},,cycles,system,1,{WINDOW_NS},{iterations},{WINDOW_NS},0,0,0,ok,,{prof}"
+            )
+            .unwrap();
+            tl.serialize(TimelineRow {
+                run_id: id,
+                freq_hz: f,
+                rep: b as u32,
+                loop_start_ns: 1_000,
+                loop_end_ns: 1_000 + WINDOW_NS,
+                episodes: (eps * 2.0).round() as u64,
+                gap_time_ns: (share * WINDOW_NS as f64).round() as u64,
+                ..TimelineRow::default()
+            })
+            .unwrap();
+            id += 1;
+        }
+    }
+    tl.flush().unwrap();
+    std::fs::write(dir.join("runs.csv"), runs).unwrap();
+    std::fs::write(dir.join("recovery.csv"), "").unwrap();
+    let manifest = serde_json::json!({
+        "format_version": 1, "status": "complete", "host": {"hostname": "prof-synth"},
+        "warnings": [], "plan": [], "seed": 1, "settings_changed": [],
+        "options": {"profiler": "perf record -e cpu-clock -F {freq} -C {cpu} -o /dev/null", "cpu": 1},
+    });
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+}
+
+#[test]
+fn the_profiler_table_has_the_known_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    write_set(&dir);
+    let rs = analysis::load::load(&dir).unwrap();
+    let t = profiler_table(&rs).unwrap().expect("a profiler set");
+    assert_eq!(t.zero_runs, 4);
+    assert_eq!(t.rows.len(), 1);
+    let r = &t.rows[0];
+    assert_eq!((r.freq_hz, r.blocks), (1000, 4));
+    // Extra interruptions: the mean of 1000, 990, 1010, 1000.
+    assert!(
+        (r.excess_episodes_per_s.value - 1000.0).abs() < 1e-6,
+        "{r:?}"
+    );
+    assert!((r.tracking_pct - 100.0).abs() < 1e-6);
+    assert!(r.tracking_note().is_none());
+    // Gap loss: the mean of 1.00, 1.01, 0.99, 1.02 % of the CPU.
+    assert!((r.gap_loss_pct.value - 1.005).abs() < 1e-9, "{r:?}");
+    // Cost: each block's extra gap time over its extra interruptions.
+    let want: f64 = BLOCKS.iter().map(|b| b.3 / b.2 * 1e9).sum::<f64>() / 4.0;
+    assert!(
+        (r.cost_per_interruption_ns.value - want).abs() < 1e-6,
+        "{r:?}"
+    );
+    assert!(r.cost_per_interruption_ns.lo < want && want < r.cost_per_interruption_ns.hi);
+    // The throughput lost is the gap share: 1 - exp(-mean ln(r0 / rF)).
+    assert!((r.throughput_loss_pct.value - 1.005).abs() < 0.01, "{r:?}");
+    // Its own CPU: 20 ms (+b ns) over 2 s = 1 % of a CPU.
+    assert!((r.profiler_cpu_pct.value - 1.0).abs() < 1e-5, "{r:?}");
+    assert_eq!(r.profiler_cpus, "0,1");
+    assert_eq!(r.profiler_peak_rss_kb, 12_003);
+    assert!((r.profiler_write_bytes_per_s - 4096.0 * 1.5 / 2.0).abs() < 1e-9);
+
+    // 1 % budget: the larger upper bound per kHz of the two resolving
+    // losses decides; the rate is the budget over it.
+    let rec = recommend(&t, 1.0);
+    let k = r.gap_loss_pct.hi.max(r.throughput_loss_pct.hi);
+    assert!((rec.loss_per_khz_pct - k).abs() < 1e-12, "{rec:?}");
+    assert!((rec.max_hz.unwrap() - 1000.0 / k).abs() < 1e-9);
+    assert!(rec.max_hz.unwrap() < 1000.0 && rec.max_hz.unwrap() > 900.0);
+}
+
+#[test]
+fn a_profiler_that_interrupts_more_than_it_samples_is_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    write_set(&dir);
+    let rs = analysis::load::load(&dir).unwrap();
+    let mut t = profiler_table(&rs).unwrap().unwrap();
+    t.rows[0].tracking_pct = 140.0;
+    let note = t.rows[0].tracking_note().unwrap();
+    assert!(
+        note.contains("140 %") && note.contains("wake-ups"),
+        "{note}"
+    );
+    t.rows[0].tracking_pct = 80.0;
+    assert!(
+        t.rows[0]
+            .tracking_note()
+            .unwrap()
+            .contains("less than asked")
+    );
+}
+
+#[test]
+fn the_report_and_recommend_speak_of_the_profiler() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    write_set(&dir);
+    let out = bin().arg("report").arg(&dir).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("profiler: perf record -e cpu-clock"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("one interruption costs the application 10.1 us [9.7, 10.4] at 1 kHz"),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    let recs = md.find("## Recommended sampling rates").unwrap();
+    let section = md.find("## Your profiler").unwrap();
+    assert!(recs < section, "{md}");
+    assert!(
+        md[recs..section].contains("1 % loss budget: at most 9"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(dir.join("report/profiler.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.lines().nth(1).unwrap().starts_with("1000,4,1000,"),
+        "{csv}"
+    );
+    let out = bin()
+        .args(["recommend", "--budget", "1%", "--json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hz = v["max_hz"].as_f64().unwrap();
+    assert!(hz > 900.0 && hz < 1000.0, "{v}");
+}
