@@ -57,6 +57,12 @@ pub struct ProfilerRow {
     pub profiler_peak_rss_kb: u64,
     /// What it wrote, bytes per second of sampling (mean over runs).
     pub profiler_write_bytes_per_s: f64,
+    /// Whether the profiler sampled from the loop's start: the extra
+    /// interruptions per second in the first quarter of each run's window
+    /// over those in the rest (both over the block's 0 Hz rate), the
+    /// median over runs, % (100: as many from the start; NaN where the
+    /// gaps files are absent or the rest shows none).
+    pub first_quarter_pct: f64,
     /// Failed runs at this rate (the profiler exited early, the loop
     /// failed): left out, named in the table's `failed`.
     pub failed_runs: usize,
@@ -151,7 +157,11 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
     freqs.dedup();
     let rows = freqs
         .into_iter()
-        .map(|f| row_at(f, &ok, &base, &failed, &gaps))
+        .map(|f| {
+            let mut row = row_at(f, &ok, &base, &failed, &gaps);
+            row.first_quarter_pct = first_quarter(rs, f, &ok, &tl, &base);
+            row
+        })
         .collect();
     Ok(Some(ProfilerTable {
         template,
@@ -228,6 +238,7 @@ fn row_at(
         profiler_cpus: cpus.join(","),
         profiler_peak_rss_kb: rss,
         profiler_write_bytes_per_s: mean(&wps),
+        first_quarter_pct: f64::NAN,
         failed_runs: failed
             .iter()
             .filter(|(id, _)| gaps.iter().any(|r| r.run_id == *id && r.freq_hz == f))
@@ -235,25 +246,87 @@ fn row_at(
     }
 }
 
-impl ProfilerRow {
-    /// Why the excess episode rate is off the request by more than
-    /// [`TRACKING_TOLERANCE`], or None when it tracks.
-    pub fn tracking_note(&self) -> Option<String> {
-        let r = self.tracking_pct / 100.0;
-        if !r.is_finite() || (r - 1.0).abs() <= TRACKING_TOLERANCE {
-            return None;
+/// [`ProfilerRow::first_quarter_pct`] at rate `f`, from the runs' gaps
+/// files (episodes joined as the driver joins them).
+fn first_quarter(
+    rs: &ResultSet,
+    f: u64,
+    ok: &[(&Run, PerSecond)],
+    tl: &BTreeMap<u32, &TimelineRow>,
+    base: &BTreeMap<u32, PerSecond>,
+) -> f64 {
+    use results_format::timeline::{episodes_of, gaps_path, read_gaps_parquet};
+    let mut ratios = Vec::new();
+    for (r, _) in ok.iter().filter(|(r, _)| r.freq_hz == f) {
+        let (Some(t), Some(b)) = (tl.get(&r.run_id), base.get(&r.block)) else {
+            continue;
+        };
+        let Ok(gaps) = read_gaps_parquet(&gaps_path(&rs.dir, r.run_id)) else {
+            continue;
+        };
+        let w = t.loop_end_ns.saturating_sub(t.loop_start_ns) as f64;
+        let split = t.loop_start_ns + (w / 4.0) as u64;
+        let eps = episodes_of(&gaps);
+        let first = eps.iter().filter(|e| e.start_ns < split).count() as f64;
+        let rest = eps.len() as f64 - first;
+        let first_x = first / (w / 4.0 * 1e-9) - b.episodes;
+        let rest_x = rest / (w * 0.75 * 1e-9) - b.episodes;
+        if rest_x > 0.0 {
+            ratios.push(first_x / rest_x * 100.0);
         }
-        Some(if r > 1.0 {
+    }
+    crate::stats::median(&ratios)
+}
+
+impl ProfilerRow {
+    /// Why the extra interruptions do not show the requested rate within
+    /// [`TRACKING_TOLERANCE`], or None when they do: the interval lies
+    /// above or below the band around the rate, or it is too wide to tell
+    /// (the background's spread between runs hides a low rate).
+    pub fn tracking_note(&self) -> Option<String> {
+        let f = self.freq_hz as f64;
+        let e = &self.excess_episodes_per_s;
+        let (lo, hi) = (
+            f * (1.0 - TRACKING_TOLERANCE),
+            f * (1.0 + TRACKING_TOLERANCE),
+        );
+        if e.lo.is_finite() && e.hi.is_finite() {
+            if e.lo > hi {
+                return Some(format!(
+                    "at {} Hz the loop saw {:.0} % of the requested rate in extra interruptions (interval {:.0}-{:.0} /s): the profiler interrupts more than it samples (perf record's ring wake-ups, a timer of its own, interrupts on the measured CPU from its work elsewhere)",
+                    self.freq_hz, self.tracking_pct, e.lo, e.hi
+                ));
+            }
+            if e.hi < lo {
+                return Some(format!(
+                    "at {} Hz the loop saw only {:.0} % of the requested rate in extra interruptions (interval {:.0}-{:.0} /s): the profiler samples less than asked (the kernel throttled it, it does not sample this CPU, or its event does not fire while the CPU is busy), or its interrupts coincide with others",
+                    self.freq_hz, self.tracking_pct, e.lo, e.hi
+                ));
+            }
+            if e.lo >= lo && e.hi <= hi {
+                return None;
+            }
+            return Some(format!(
+                "at {} Hz the extra interruptions, {:.0} /s [{:.0}, {:.0}], cannot show the rate within {:.0} %: the background's interruptions vary between runs by more than the profiler adds; more --reps or a longer --duration narrow it",
+                self.freq_hz,
+                e.value,
+                e.lo,
+                e.hi,
+                TRACKING_TOLERANCE * 100.0
+            ));
+        }
+        (!(self.tracking_pct / 100.0 - 1.0).abs().le(&TRACKING_TOLERANCE)).then(|| {
             format!(
-                "at {} Hz the loop saw {:.0} % of the requested rate in extra interruptions: the profiler interrupts more than it samples (perf record's ring wake-ups, a timer of its own, interrupts on the measured CPU from its work elsewhere)",
-                self.freq_hz, self.tracking_pct
-            )
-        } else {
-            format!(
-                "at {} Hz the loop saw only {:.0} % of the requested rate in extra interruptions: the profiler samples less than asked (the kernel throttled it, it coalesces with the tick, or its event does not fire on this CPU), or some of its interrupts fell inside others",
+                "at {} Hz the loop saw {:.0} % of the requested rate in extra interruptions (one block: no interval)",
                 self.freq_hz, self.tracking_pct
             )
         })
+    }
+
+    /// Whether this rate's loss is resolved: both the extra interruptions
+    /// and the time lost in them have intervals above 0.
+    pub fn resolved(&self) -> bool {
+        self.excess_episodes_per_s.lo > 0.0 && self.gap_loss_pct.lo > 0.0
     }
 }
 
@@ -272,12 +345,17 @@ pub struct ProfilerRecommendation {
 }
 
 /// The highest rate whose loss stays within `budget_pct`: the loss grows
-/// with the rate at the largest upper bound per kHz measured, from the
-/// excess gap time, or from the throughput loss where it resolves (its
-/// interval above 0) and is the larger (the after-effect outside the gaps).
+/// with the rate at the largest upper bound per kHz among the rates whose
+/// loss resolves ([`ProfilerRow::resolved`]: at a rate whose interruptions
+/// the background hides, the bound per kHz is noise divided by a small
+/// rate), from the excess gap time, or from the throughput loss where that
+/// resolves too and is the larger (the after-effect outside the gaps).
+/// Where no rate resolves, every rate's bound is used, and the basis says
+/// so.
 pub fn recommend(t: &ProfilerTable, budget_pct: f64) -> ProfilerRecommendation {
+    let any_resolved = t.rows.iter().any(ProfilerRow::resolved);
     let mut worst: Option<(f64, String)> = None;
-    for r in &t.rows {
+    for r in t.rows.iter().filter(|r| r.resolved() || !any_resolved) {
         let khz = r.freq_hz as f64 / 1000.0;
         let gap = r.gap_loss_pct.hi / khz;
         let mut cands = vec![(gap, format!("excess gap time at {} Hz", r.freq_hz))];
@@ -293,12 +371,17 @@ pub fn recommend(t: &ProfilerTable, budget_pct: f64) -> ProfilerRecommendation {
             }
         }
     }
+    let unresolved = if any_resolved {
+        ""
+    } else {
+        "; no rate's loss resolves, so this is the loosest bound measured"
+    };
     match worst {
         Some((k, basis)) if k > 0.0 => ProfilerRecommendation {
             budget_pct,
             max_hz: Some(budget_pct / k * 1000.0),
             loss_per_khz_pct: k,
-            basis,
+            basis: format!("{basis}{unresolved}"),
         },
         _ => ProfilerRecommendation {
             budget_pct,

@@ -121,19 +121,41 @@ fn a_profiler_that_interrupts_more_than_it_samples_is_said() {
     write_set(&dir);
     let rs = analysis::load::load(&dir).unwrap();
     let mut t = profiler_table(&rs).unwrap().unwrap();
-    t.rows[0].tracking_pct = 140.0;
+    let set = |t: &mut analysis::profiler::ProfilerTable, v: f64, lo: f64, hi: f64| {
+        let r = &mut t.rows[0];
+        (
+            r.excess_episodes_per_s.value,
+            r.excess_episodes_per_s.lo,
+            r.excess_episodes_per_s.hi,
+        ) = (v, lo, hi);
+        r.tracking_pct = v / r.freq_hz as f64 * 100.0;
+    };
+    set(&mut t, 1400.0, 1300.0, 1500.0);
     let note = t.rows[0].tracking_note().unwrap();
     assert!(
         note.contains("140 %") && note.contains("wake-ups"),
         "{note}"
     );
-    t.rows[0].tracking_pct = 80.0;
-    assert!(
-        t.rows[0]
-            .tracking_note()
-            .unwrap()
-            .contains("less than asked")
-    );
+    set(&mut t, 800.0, 700.0, 900.0);
+    let note = t.rows[0].tracking_note().unwrap();
+    assert!(note.contains("less than asked"), "{note}");
+    // An interval that holds the rate but is wider than the band: said to
+    // be unresolved, with what resolves it.
+    set(&mut t, 1000.0, 600.0, 1400.0);
+    let note = t.rows[0].tracking_note().unwrap();
+    assert!(note.contains("--reps"), "{note}");
+    set(&mut t, 1000.0, 990.0, 1010.0);
+    assert!(t.rows[0].tracking_note().is_none());
+    // A rate whose interruptions the background hides does not set the
+    // recommendation while another rate resolves.
+    let mut hidden = t.rows[0].clone();
+    hidden.freq_hz = 19;
+    hidden.excess_episodes_per_s.lo = -100.0;
+    hidden.gap_loss_pct.hi = 1.0;
+    t.rows.insert(0, hidden);
+    let rec = recommend(&t, 1.0);
+    assert!(rec.basis.contains("at 1000 Hz"), "{rec:?}");
+    assert!(rec.max_hz.unwrap() > 900.0, "{rec:?}");
 }
 
 #[test]

@@ -88,6 +88,30 @@ pub fn render(t: &ProfilerTable, cpu: u32) -> String {
             let _ = writeln!(s, "- {n}");
         }
     }
+    // Whether it sampled from the loop's start (its start-up is not meant
+    // to be measured): judged where its interruptions resolve.
+    let starts: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.resolved() && r.first_quarter_pct.is_finite())
+        .map(|r| format!("{} Hz {:.0} %", r.freq_hz, r.first_quarter_pct))
+        .collect();
+    if !starts.is_empty() {
+        let late = t
+            .rows
+            .iter()
+            .any(|r| r.resolved() && r.first_quarter_pct < 80.0);
+        let _ = writeln!(
+            s,
+            "- Sampling from the loop's start (extra interruptions in each run's first quarter against the rest, median over runs): {}{}",
+            starts.join(", "),
+            if late {
+                "; below 80 %: the profiler was still starting when the loop began, so the loss is understated (its 1 s head start was too short)"
+            } else {
+                ": it was sampling from the start"
+            }
+        );
+    }
     for line in recommendation_lines(t) {
         let _ = writeln!(s, "- {line}");
     }
