@@ -113,7 +113,23 @@ pub struct RunOutcome {
     /// Gaps design: the timeline, its matches and its recovery histogram.
     pub timeline: Option<TimelineOutcome>,
     /// `--profiler` runs: the profiler's own cost over the loop's window.
-    pub profiler: Option<crate::backend::profiler_run::ProfilerUsage>,
+    pub profiler: Option<ProfilerUsage>,
+}
+
+/// A profiler's own cost over the loop's window (a runs.csv row's
+/// `profiler_*` columns).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfilerUsage {
+    /// CPU time of its process tree over the window, ns (every thread's
+    /// schedstat run time).
+    pub cpu_ns: u64,
+    /// The CPUs its threads last ran on, at the end of the window.
+    pub cpus: std::collections::BTreeSet<u32>,
+    /// Peak resident memory, kB: the sum of its processes' VmHWM.
+    pub peak_rss_kb: u64,
+    /// Bytes its tree wrote over the window (/proc/PID/io write_bytes:
+    /// what reached the block layer or would have).
+    pub write_bytes: u64,
 }
 
 /// What a gaps-design run adds: written to gaps/, samples/, timeline.csv

@@ -19,7 +19,7 @@ use super::{
     ChildGuard, RealBackend, RunFiles, Sampled, WorkloadArgs, failed, read_pipe, ready_or_failed,
     spawn_unpinned, wait_end, workload_command, workload_outcome,
 };
-use crate::exec::{RunError, RunOutcome, RunSpec};
+use crate::exec::{ProfilerUsage, RunError, RunOutcome, RunSpec};
 use crate::system::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
 
@@ -31,22 +31,6 @@ pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 /// How long a profiler has to exit after SIGINT (perf record and bpftrace
 /// write their output then), and then after SIGTERM.
 const STOP_GRACE: [Duration; 2] = [Duration::from_secs(10), Duration::from_secs(3)];
-
-/// A profiler's own cost over the loop's window (a runs.csv row's
-/// `profiler_*` columns).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProfilerUsage {
-    /// CPU time of its process tree over the window, ns (every thread's
-    /// schedstat run time).
-    pub cpu_ns: u64,
-    /// The CPUs its threads last ran on, at the end of the window.
-    pub cpus: BTreeSet<u32>,
-    /// Peak resident memory, kB: the sum of its processes' VmHWM.
-    pub peak_rss_kb: u64,
-    /// Bytes its tree wrote over the window (/proc/PID/io write_bytes:
-    /// what reached the block layer or would have).
-    pub write_bytes: u64,
-}
 
 /// The tree's counters at one moment.
 #[derive(Debug, Clone, Default)]
