@@ -284,7 +284,7 @@ pub(crate) fn read_all_intervals(
 }
 
 /// The tables of `rs` from already aggregated intervals, judged: every
-/// warning is made here, after the tables ([`crate::warnings`]).
+/// warning is made here, after the tables (by the `warnings` module).
 pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
     let mut a = build_tables(rs, run_intervals);
     a.warnings = crate::warnings::warnings(rs, &a, &crate::tables::classic_baseline(rs));
