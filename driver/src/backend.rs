@@ -174,6 +174,38 @@ impl Backend for RealBackend {
             return self.run_profiled(spec, template, interrupt);
         }
         let files = RunFiles::new(spec);
+        let mut w = self.ready_workload(spec, &files, interrupt)?;
+        let loop_run = LoopRun {
+            guard: &mut w.guard,
+            reader: &w.reader,
+            pid: w.pid,
+        };
+        let sampled = self.sample_loop(spec, loop_run, interrupt)?;
+        let out_text = w.stdout.join().unwrap_or_default();
+        let err_text = w.stderr.join().unwrap_or_default();
+        workload_outcome(sampled, out_text, &err_text, files.gaps.as_deref())
+    }
+}
+
+/// A workload child that is ready to be released: its process, its
+/// counter, its pid and the readers of its output.
+struct ReadyWorkload {
+    guard: ChildGuard,
+    reader: workload::counter::CounterReader,
+    pid: u32,
+    stdout: std::thread::JoinHandle<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl RealBackend {
+    /// Starts the workload child of `spec` (its files in `files`) and waits
+    /// until it is ready, else a failed run quoting its stderr.
+    fn ready_workload(
+        &self,
+        spec: &RunSpec<'_>,
+        files: &RunFiles,
+        interrupt: &AtomicBool,
+    ) -> Result<ReadyWorkload, RunError> {
         let mut cmd = workload_command(&WorkloadArgs {
             duration_ns: spec.opts.duration_ns,
             cpu: spec.opts.cpu,
@@ -186,17 +218,15 @@ impl Backend for RealBackend {
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());
         let pid = child.id();
-        let (mut guard, reader, stderr) =
+        let (guard, reader, stderr) =
             ready_or_failed(ChildGuard(Some(child)), &files.counter, interrupt, stderr)?;
-        let loop_run = LoopRun {
-            guard: &mut guard,
-            reader: &reader,
+        Ok(ReadyWorkload {
+            guard,
+            reader,
             pid,
-        };
-        let sampled = self.sample_loop(spec, loop_run, interrupt)?;
-        let out_text = stdout.join().unwrap_or_default();
-        let err_text = stderr.join().unwrap_or_default();
-        workload_outcome(sampled, out_text, &err_text, files.gaps.as_deref())
+            stdout,
+            stderr,
+        })
     }
 }
 

@@ -42,6 +42,28 @@ fn excess_rates(out: &Path, freq: u64) -> Vec<f64> {
     v
 }
 
+/// `driver sweep --profiler TEMPLATE --freqs F --reps N --duration 1s`
+/// into `out`, run; its output.
+fn profiled_sweep(template: &str, freq: &str, reps: &str, out: &Path) -> std::process::Output {
+    common::sweep_into(
+        &[
+            "--profiler",
+            template,
+            "--freqs",
+            freq,
+            "--reps",
+            reps,
+            "--duration",
+            "1s",
+            "--no-host-look",
+        ],
+        out,
+    )
+    .timeout(std::time::Duration::from_secs(120))
+    .output()
+    .unwrap()
+}
+
 #[test]
 fn perf_record_as_the_profiler() {
     if !common::perf_ready() || !have("perf") {
@@ -49,23 +71,12 @@ fn perf_record_as_the_profiler() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("perf");
-    let a = common::sweep_into(
-        &[
-            "--profiler",
-            "perf record -e cpu-clock -F {freq} -C {cpu} -o /dev/null",
-            "--freqs",
-            "1000",
-            "--reps",
-            "2",
-            "--duration",
-            "1s",
-            "--no-host-look",
-        ],
+    let o = profiled_sweep(
+        "perf record -e cpu-clock -F {freq} -C {cpu} -o /dev/null",
+        "1000",
+        "2",
         &out,
-    )
-    .timeout(std::time::Duration::from_secs(120))
-    .assert();
-    let o = a.get_output();
+    );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(
@@ -119,23 +130,12 @@ fn bpftrace_as_the_profiler() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("bpf");
-    let a = common::sweep_into(
-        &[
-            "--profiler",
-            "bpftrace -e 'profile:hz:{freq} /cpu == {cpu}/ { @[kstack] = count(); }'",
-            "--freqs",
-            "500",
-            "--reps",
-            "2",
-            "--duration",
-            "1s",
-            "--no-host-look",
-        ],
+    let o = profiled_sweep(
+        "bpftrace -e 'profile:hz:{freq} /cpu == {cpu}/ { @[kstack] = count(); }'",
+        "500",
+        "2",
         &out,
-    )
-    .timeout(std::time::Duration::from_secs(120))
-    .assert();
-    let o = a.get_output();
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The background of a 1 s run on this VM moves by a few hundred
     // interruptions a second between runs: the mean of two blocks must
@@ -155,21 +155,12 @@ fn a_profiler_that_cannot_start_stops_the_sweep_before_anything_is_measured() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("bad");
-    let a = common::sweep_into(
-        &[
-            "--profiler",
-            "perf record -e no-such-event -F {freq} -C {cpu} -o /dev/null",
-            "--freqs",
-            "100",
-            "--duration",
-            "1s",
-            "--no-host-look",
-        ],
+    let o = profiled_sweep(
+        "perf record -e no-such-event -F {freq} -C {cpu} -o /dev/null",
+        "100",
+        "1",
         &out,
-    )
-    .timeout(std::time::Duration::from_secs(60))
-    .assert();
-    let o = a.get_output();
+    );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(

@@ -174,27 +174,7 @@ mod tests {
             .collect();
         join_episodes(&mut g);
         let gp = dir.path().join("gaps/run-2.parquet");
-        legacy(
-            &gp,
-            vec![
-                Column::new(
-                    "start_ns".into(),
-                    g.iter().map(|g| g.start_ns).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "end_ns".into(),
-                    g.iter().map(|g| g.end_ns).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "excess_ns".into(),
-                    g.iter().map(|g| g.excess_ns).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "episode".into(),
-                    g.iter().map(|g| g.episode).collect::<Vec<_>>(),
-                ),
-            ],
-        );
+        crate::timeline::tests::write_legacy_gaps(&gp, &g);
         let sp = dir.path().join("samples/run-2.parquet");
         legacy(
             &sp,

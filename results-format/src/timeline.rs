@@ -374,7 +374,7 @@ pub const RECOVERY_CSV: &str = "recovery.csv";
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::read_csv_rows;
 
@@ -431,38 +431,36 @@ mod tests {
         assert_eq!(read_gaps_form(&p).unwrap().1, StoredForm::Steps);
     }
 
+    /// Writes `gaps` as a set before 2026-11-26 stored them (LZ4,
+    /// absolute times, the episode as it is).
+    pub(crate) fn write_legacy_gaps(path: &Path, gaps: &[Gap]) {
+        let col = |name: &str, v: Vec<u64>| Column::new(name.into(), v);
+        let mut df = DataFrame::new(
+            gaps.len(),
+            vec![
+                col("start_ns", gaps.iter().map(|g| g.start_ns).collect()),
+                col("end_ns", gaps.iter().map(|g| g.end_ns).collect()),
+                col("excess_ns", gaps.iter().map(|g| g.excess_ns).collect()),
+                Column::new(
+                    "episode".into(),
+                    gaps.iter().map(|g| g.episode).collect::<Vec<u32>>(),
+                ),
+            ],
+        )
+        .unwrap();
+        ParquetWriter::new(std::fs::File::create(path).unwrap())
+            .with_compression(ParquetCompression::Lz4Raw)
+            .finish(&mut df)
+            .unwrap();
+    }
+
     #[test]
     fn the_earlier_form_is_still_read() {
         let dir = tempfile::tempdir().unwrap();
         let mut g = vec![gap(10, 20, 5), gap(30, 90, 50), gap(100_000, 100_500, 400)];
         join_episodes(&mut g);
         let p = dir.path().join("g.parquet");
-        let mut df = DataFrame::new(
-            3,
-            vec![
-                Column::new(
-                    "start_ns".into(),
-                    g.iter().map(|g| g.start_ns).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "end_ns".into(),
-                    g.iter().map(|g| g.end_ns).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "excess_ns".into(),
-                    g.iter().map(|g| g.excess_ns).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "episode".into(),
-                    g.iter().map(|g| g.episode).collect::<Vec<_>>(),
-                ),
-            ],
-        )
-        .unwrap();
-        ParquetWriter::new(std::fs::File::create(&p).unwrap())
-            .with_compression(ParquetCompression::Lz4Raw)
-            .finish(&mut df)
-            .unwrap();
+        write_legacy_gaps(&p, &g);
         assert_eq!(read_gaps_form(&p).unwrap(), (g, StoredForm::Legacy));
         let s = dir.path().join("s.parquet");
         let mut df = DataFrame::new(

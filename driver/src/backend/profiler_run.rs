@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::{
-    ChildGuard, RealBackend, RunFiles, Sampled, WorkloadArgs, failed, read_pipe, ready_or_failed,
-    spawn_unpinned, wait_end, workload_command, workload_outcome,
+    RealBackend, RunFiles, Sampled, failed, read_pipe, spawn_unpinned, wait_end, workload_outcome,
 };
 use crate::exec::{ProfilerUsage, RunError, RunOutcome, RunSpec};
 use crate::system::{ProcStat, ns_per_tick};
@@ -354,19 +353,9 @@ impl RealBackend {
         let argv = crate::config::profiler_argv(template, spec.run.freq_hz, opts.cpu)
             .map_err(|e| failed(format!("the profiler's command: {e}")))?;
         let files = RunFiles::new(spec);
-        let mut cmd = workload_command(&WorkloadArgs {
-            duration_ns: opts.duration_ns,
-            cpu: opts.cpu,
-            kind: &spec.run.workload,
-            counter: &files.counter,
-            gaps: files.gaps.as_deref(),
-        });
-        let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
-            .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
-        let stdout = read_pipe(child.stdout.take());
-        let stderr = read_pipe(child.stderr.take());
-        let (mut guard, reader, stderr) =
-            ready_or_failed(ChildGuard(Some(child)), &files.counter, interrupt, stderr)?;
+        let w = self.ready_workload(spec, &files, interrupt)?;
+        let (mut guard, reader) = (w.guard, w.reader);
+        let (stdout, stderr) = (w.stdout, w.stderr);
         let mut profiler = Profiler::start(&argv, &self.online_cpus)?;
         profiler.settle(SETTLE, interrupt)?;
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
