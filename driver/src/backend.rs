@@ -495,7 +495,7 @@ fn read_timeline(
     report: &workload::report::RunReport,
     gaps_file: Option<&Path>,
     sample_times: &[u64],
-) -> Result<Option<crate::exec::TimelineOutcome>, RunError> {
+) -> Result<Option<crate::gaps::TimelineOutcome>, RunError> {
     match (&report.timeline, gaps_file) {
         (Some(t), Some(path)) => {
             let raw = workload::timeline::read_gaps_file(path).map_err(|e| {

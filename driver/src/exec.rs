@@ -12,8 +12,6 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use results_format::timeline::{Gap, RecoveryRow, TimelineRow};
-
 use crate::config::{Design, SweepOptions};
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
@@ -111,7 +109,7 @@ pub struct RunOutcome {
     /// The workload's own JSON report.
     pub workload_json: String,
     /// Gaps design: the timeline, its matches and its recovery histogram.
-    pub timeline: Option<TimelineOutcome>,
+    pub timeline: Option<crate::gaps::TimelineOutcome>,
     /// `--profiler` runs: the profiler's own cost over the loop's window.
     pub profiler: Option<ProfilerUsage>,
 }
@@ -130,23 +128,6 @@ pub struct ProfilerUsage {
     /// Bytes its tree wrote over the window (/proc/PID/io write_bytes:
     /// what reached the block layer or would have).
     pub write_bytes: u64,
-}
-
-/// What a gaps-design run adds: written to gaps/, samples/, timeline.csv
-/// and recovery.csv (results_format::timeline defines them).
-#[derive(Debug, Clone, Default)]
-pub struct TimelineOutcome {
-    /// The gaps, joined into episodes.
-    pub gaps: Vec<Gap>,
-    /// Sample times in the loop's window, sorted, and the episode holding
-    /// each (-1: none).
-    pub sample_times_ns: Vec<u64>,
-    /// See `sample_times_ns`.
-    pub sample_episodes: Vec<i64>,
-    /// The timeline.csv row (`run_id`, `freq_hz`, `rep` filled by the executor).
-    pub row: TimelineRow,
-    /// The recovery.csv rows (likewise).
-    pub recovery: Vec<RecoveryRow>,
 }
 
 /// Why a run produced no outcome.

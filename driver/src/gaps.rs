@@ -8,14 +8,29 @@
 //! outside every episode are counted (`unmatched_samples`), gaps the
 //! workload could not store are counted (`gaps_dropped`), the workload's
 //! problems are sentences in the row's `warnings`, and too many samples in
-//! no gap is logged ([`unmatched_warning`]).
+//! no gap is logged (`TimelineRow::unmatched_warning`).
 
 use results_format::timeline::{
     Episode, Gap, RecoveryRow, TimelineRow, join_episodes, match_times,
 };
 use workload::timeline::TimelineReport;
 
-use crate::exec::TimelineOutcome;
+/// What a gaps-design run adds: written to gaps/, samples/, timeline.csv
+/// and recovery.csv (results_format::timeline defines them).
+#[derive(Debug, Clone, Default)]
+pub struct TimelineOutcome {
+    /// The gaps, joined into episodes.
+    pub gaps: Vec<Gap>,
+    /// Sample times in the loop's window, sorted, and the episode holding
+    /// each (-1: none).
+    pub sample_times_ns: Vec<u64>,
+    /// See `sample_times_ns`.
+    pub sample_episodes: Vec<i64>,
+    /// The timeline.csv row (`run_id`, `freq_hz`, `rep` filled by the executor).
+    pub row: TimelineRow,
+    /// The recovery.csv rows (likewise).
+    pub recovery: Vec<RecoveryRow>,
+}
 
 /// The workload's gaps file rows (start_ns, end_ns, excess_ns) as gaps,
 /// not yet joined into episodes.
@@ -51,17 +66,6 @@ pub fn timeline_outcome(
         row: timeline_row(report, &counts),
         recovery: recovery_rows(report),
     }
-}
-
-/// The log line for a gaps run whose samples fell in no gap more than
-/// `UNMATCHED_WARN` of the time (their cost is not in the direct cost).
-pub fn unmatched_warning(row: &TimelineRow) -> Option<String> {
-    row.too_many_unmatched().then(|| {
-        format!(
-            "{} of {} samples fell in no gap of the loop's timeline (the gap threshold is {} ns)",
-            row.unmatched_samples, row.samples, row.gap_threshold_ns
-        )
-    })
 }
 
 /// The sample times within the loop's window, sorted.
@@ -122,7 +126,7 @@ impl MatchCounts {
 /// The timeline.csv row: the workload's report, the match counts and the
 /// workload's warnings. Too many samples in no gap is not among them: the
 /// row's counts hold it, the analysis warns of it from them, and the
-/// driver logs it ([`unmatched_warning`]).
+/// driver logs it (`TimelineRow::unmatched_warning`).
 fn timeline_row(report: &TimelineReport, c: &MatchCounts) -> TimelineRow {
     let (samples, unmatched_samples) = (c.samples, c.unmatched_samples);
     let warnings = report.warnings.clone();
@@ -205,7 +209,7 @@ mod tests {
         assert_eq!(r.gaps_dropped, 1);
         // Logged, not stored: the analysis warns of it from the counts.
         assert!(!r.warnings.contains("fell in no gap"), "{}", r.warnings);
-        let w = unmatched_warning(r).unwrap();
+        let w = r.unmatched_warning().unwrap();
         assert!(w.starts_with("1 of 3 samples fell in no gap"), "{w}");
         assert_eq!(
             out.gaps.iter().map(|g| g.episode).collect::<Vec<_>>(),
@@ -218,7 +222,7 @@ mod tests {
         let out = timeline_outcome(&report(), &[[10_000, 20_000, 9_000]], &[]);
         assert_eq!(out.row.samples, 0);
         assert!(out.row.warnings.is_empty());
-        assert_eq!(unmatched_warning(&out.row), None);
+        assert_eq!(out.row.unmatched_warning(), None);
         assert_eq!(out.row.episodes, 1);
     }
 }

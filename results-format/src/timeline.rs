@@ -169,6 +169,17 @@ impl TimelineRow {
     pub fn too_many_unmatched(&self) -> bool {
         self.samples > 0 && self.unmatched_samples as f64 > UNMATCHED_WARN * self.samples as f64
     }
+
+    /// The driver's log line when [`TimelineRow::too_many_unmatched`]:
+    /// their cost is not in the direct cost.
+    pub fn unmatched_warning(&self) -> Option<String> {
+        self.too_many_unmatched().then(|| {
+            format!(
+                "{} of {} samples fell in no gap of the loop's timeline (the gap threshold is {} ns)",
+                self.unmatched_samples, self.samples, self.gap_threshold_ns
+            )
+        })
+    }
 }
 
 /// One bin of one run's speed-recovery histogram (a row of `recovery.csv`):

@@ -7,7 +7,8 @@ use results_format::timeline::{
     write_gaps_parquet, write_samples_parquet,
 };
 
-use super::{ExecError, IntervalWriter, RunOutcome, RunSpec, TimelineOutcome};
+use super::{ExecError, IntervalWriter, RunOutcome, RunSpec};
+use crate::gaps::TimelineOutcome;
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind};
 use crate::results::{PhaseRow, ResultsDir, ResultsError};
 
@@ -81,7 +82,7 @@ fn write_timeline(
         rep: run.rep,
         ..t.row.clone()
     };
-    let unmatched = crate::gaps::unmatched_warning(&row);
+    let unmatched = row.unmatched_warning();
     for w in row.warnings.split("; ").filter(|w| !w.is_empty()) {
         tracing::warn!("run {} timeline: {w}", run.run_id);
     }

@@ -5,21 +5,23 @@
 //! A record that wraps around the end of the ring arrives as two slices;
 //! [`for_each_record`] copies just that record into a small scratch buffer.
 
+use perf_event_open_sys::bindings as b;
+
 use super::attr::sample as st;
 
 /// PERF_RECORD_LOST.
-pub const RECORD_LOST: u32 = 2;
+pub const RECORD_LOST: u32 = b::PERF_RECORD_LOST;
 /// PERF_RECORD_THROTTLE.
-pub const RECORD_THROTTLE: u32 = 5;
+pub const RECORD_THROTTLE: u32 = b::PERF_RECORD_THROTTLE;
 /// PERF_RECORD_UNTHROTTLE.
-pub const RECORD_UNTHROTTLE: u32 = 6;
+pub const RECORD_UNTHROTTLE: u32 = b::PERF_RECORD_UNTHROTTLE;
 /// PERF_RECORD_SAMPLE.
-pub const RECORD_SAMPLE: u32 = 9;
+pub const RECORD_SAMPLE: u32 = b::PERF_RECORD_SAMPLE;
 /// PERF_RECORD_LOST_SAMPLES.
-pub const RECORD_LOST_SAMPLES: u32 = 13;
+pub const RECORD_LOST_SAMPLES: u32 = b::PERF_RECORD_LOST_SAMPLES;
 
 /// PERF_SAMPLE_ADDR (skipped when present).
-const SAMPLE_ADDR: u64 = 8;
+const SAMPLE_ADDR: u64 = b::PERF_SAMPLE_ADDR as u64;
 
 /// The sample_type bits this decoder understands. PERF_SAMPLE_READ and the
 /// fields after PERF_SAMPLE_STACK_USER (weight, data_src, ...) are not.
