@@ -18,7 +18,8 @@ use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
 use crate::plan::{PlannedRun, RunKind};
 use crate::results::PhaseRow;
 use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome, Scope};
-use crate::system::{ProcStat, QuietReport, ns_per_tick, wait_quiet};
+use crate::system::procstat::{ProcStat, ns_per_tick};
+use crate::system::quiet::{QuietReport, wait_quiet};
 use workload::clock::monotonic_raw_ns;
 
 mod command_run;

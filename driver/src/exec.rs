@@ -16,7 +16,8 @@ use crate::config::{Design, SweepOptions};
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
 use crate::sampler::ContentsStats;
-use crate::system::{PerfLimits, QuietReport};
+use crate::system::quiet::QuietReport;
+use crate::system::settings::PerfLimits;
 
 mod files;
 mod record;
@@ -151,7 +152,7 @@ pub trait Backend {
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError>;
     /// The driver's own CPU time so far, ns.
     fn driver_cpu_ns(&mut self) -> u64 {
-        crate::system::process_cpu_ns()
+        crate::system::clock::process_cpu_ns()
     }
     /// The perf sysctls now (read before and after every run).
     fn perf_limits(&mut self) -> PerfLimits {

@@ -167,7 +167,7 @@ fn kernel_hz(release: &str) -> Option<(u64, &'static str)> {
     }
     let jiffies = || {
         let text = std::fs::read_to_string("/proc/timer_list").ok()?;
-        let t = crate::system::monotonic_ns();
+        let t = crate::system::clock::monotonic_ns();
         let j = text
             .lines()
             .find_map(|l| l.strip_prefix("jiffies: "))?

@@ -268,7 +268,7 @@ impl Sampler {
         }
         self.shared.enabled.store(true, Ordering::Release);
         self.cpu_at_enable
-            .store(crate::system::process_cpu_ns(), Ordering::Relaxed);
+            .store(crate::system::clock::process_cpu_ns(), Ordering::Relaxed);
         self.enabled_at.store(now_raw_ns(), Ordering::Relaxed);
         for ev in self
             .events
@@ -299,7 +299,7 @@ impl Sampler {
                 .fetch_add(now_raw_ns().saturating_sub(since), Ordering::Relaxed);
             let cpu0 = self.cpu_at_enable.swap(0, Ordering::Relaxed);
             self.window_cpu.fetch_add(
-                crate::system::process_cpu_ns().saturating_sub(cpu0),
+                crate::system::clock::process_cpu_ns().saturating_sub(cpu0),
                 Ordering::Relaxed,
             );
         }

@@ -8,7 +8,8 @@ use anyhow::Context;
 
 use crate::backend::RealBackend;
 use crate::config::FlagSettings;
-use crate::system::{interrupt_flag, other_cpu};
+use crate::system::quiet::other_cpu;
+use crate::system::signals::interrupt_flag;
 
 mod finish;
 mod steps;

@@ -18,7 +18,7 @@ mod common;
 
 use driver::hoststate::{LOCK_FILE, STATE_DIR_ENV, STATE_FILE, read_owner, read_state};
 use driver::results::read_manifest;
-use driver::system::MAX_SAMPLE_RATE_PATH;
+use driver::system::settings::MAX_SAMPLE_RATE_PATH;
 
 fn rate() -> u64 {
     std::fs::read_to_string(MAX_SAMPLE_RATE_PATH)

@@ -13,7 +13,7 @@ use driver::results::{
     FORMAT_VERSION, Manifest, ResultsDir, Status, missing_runs, read_manifest, read_phases,
     read_runs,
 };
-use driver::system::QuietReport;
+use driver::system::quiet::QuietReport;
 use results_format::RunStatus;
 
 /// A backend whose loop count falls 1% per kHz, that can fail or interrupt
@@ -343,9 +343,9 @@ fn a_kernel_lowered_max_sample_rate_is_recorded_and_warned() {
             0
         }
         // Two reads per run (before, after): the 6th read is after run 2.
-        fn perf_limits(&mut self) -> driver::system::PerfLimits {
+        fn perf_limits(&mut self) -> driver::system::settings::PerfLimits {
             self.reads += 1;
-            driver::system::PerfLimits {
+            driver::system::settings::PerfLimits {
                 max_sample_rate: Some(if self.reads >= 6 { 63_000 } else { 100_000 }),
                 cpu_time_max_percent: Some(25),
             }

@@ -19,7 +19,8 @@ use super::{
 use crate::config::SweepOptions;
 use crate::exec::RunError;
 use crate::plan::judge::{LOOK_NS, LookMeasure, SETTLE_SLICES, slice_ns_for};
-use crate::system::{ProcStat, monotonic_ns, ns_per_tick, sleep_until_monotonic};
+use crate::system::clock::{monotonic_ns, sleep_until_monotonic};
+use crate::system::procstat::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
 
 impl RealBackend {

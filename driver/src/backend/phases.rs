@@ -11,7 +11,7 @@ use super::failed;
 use crate::exec::{RunError, RunSpec};
 use crate::results::PhaseRow;
 use crate::sampler::Sampler;
-use crate::system::{monotonic_ns, sleep_until_monotonic};
+use crate::system::clock::{monotonic_ns, sleep_until_monotonic};
 use workload::clock::monotonic_raw_ns;
 
 /// (time on CPU, time runnable but waiting) of a task, ns, from

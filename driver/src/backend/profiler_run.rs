@@ -19,7 +19,7 @@ use super::{
     RealBackend, RunFiles, Sampled, failed, read_pipe, spawn_unpinned, wait_end, workload_outcome,
 };
 use crate::exec::{ProfilerUsage, RunError, RunOutcome, RunSpec};
-use crate::system::{ProcStat, ns_per_tick};
+use crate::system::procstat::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
 
 /// How long the profiler runs before the loop is released: its start-up

@@ -9,7 +9,8 @@ use super::{
 };
 use crate::plan::PlannedRun;
 use crate::results::RunRow;
-use crate::system::{PerfLimits, QuietReport};
+use crate::system::quiet::QuietReport;
+use crate::system::settings::PerfLimits;
 
 /// Noise verdict of a run: reasons, empty when clean. Other tasks on the
 /// workload's CPU are judged by the time they took from it (run-queue

@@ -12,7 +12,7 @@ use crate::backend::RealBackend;
 use crate::exec::{ExecSummary, Interval, execute};
 use crate::plan::PlannedRun;
 use crate::results::{Manifest, ResultsDir, SettingChange, Status};
-use crate::system::{SettingsGuard, SystemError};
+use crate::system::settings::{SettingsGuard, SystemError};
 
 /// A sweep ready to run: its directory and manifest written, the runs still
 /// to do, and the guard holding the settings it changed.

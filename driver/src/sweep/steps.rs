@@ -12,7 +12,9 @@ use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::{PlannedRun, build_plan};
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
 use crate::sampler::{EventKind, resolve_event};
-use crate::system::{MAX_SAMPLE_RATE_PATH, SettingsGuard, interrupt_flag, other_cpu, read_u64};
+use crate::system::quiet::other_cpu;
+use crate::system::settings::{MAX_SAMPLE_RATE_PATH, SettingsGuard, read_u64};
+use crate::system::signals::interrupt_flag;
 use results_format::HostLook;
 
 /// Step 1: the recorded options and manifest of `--resume DIR`, or flags
