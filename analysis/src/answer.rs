@@ -269,7 +269,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
     let cost: Vec<String> = t
         .rows
         .iter()
-        .filter(|r| r.cost_per_interruption_ns.value.is_finite())
+        .filter(|r| r.cost_per_interruption_ns.value.is_finite() && r.resolved())
         .map(|r| {
             let c = &r.cost_per_interruption_ns;
             let interval = if c.lo.is_finite() && c.hi.is_finite() {
@@ -319,18 +319,31 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
         })
         .collect();
     body.extend(wrap("its own CPU: ", &own, inner));
-    let mut trust: Vec<String> = t
-        .rows
-        .iter()
-        .filter(|r| r.tracking_note().is_some())
-        .map(|r| {
-            format!(
+    // Rates whose extra interruptions lie outside the +-5 % band, and rates
+    // where the background hides them (the interval holds the rate but is
+    // wider than the band).
+    let band = crate::profiler::TRACKING_TOLERANCE;
+    let mut trust: Vec<String> = Vec::new();
+    let mut hidden: Vec<String> = Vec::new();
+    for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {
+        let f = r.freq_hz as f64;
+        let e = &r.excess_episodes_per_s;
+        if e.lo > f * (1.0 + band) || e.hi < f * (1.0 - band) {
+            trust.push(format!(
                 "{:.0} % of the rate seen at {}",
                 r.tracking_pct,
-                hz(r.freq_hz as f64)
-            )
-        })
-        .collect();
+                hz(f)
+            ));
+        } else {
+            hidden.push(hz(f));
+        }
+    }
+    if !hidden.is_empty() {
+        trust.push(format!(
+            "rate not resolved to 5 % at {}",
+            hidden.join(", ")
+        ));
+    }
     if trust.is_empty() {
         trust.push("extra interruptions track the requested rate within 5 %".to_string());
     }
