@@ -339,10 +339,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
         }
     }
     if !hidden.is_empty() {
-        trust.push(format!(
-            "rate not resolved to 5 % at {}",
-            hidden.join(", ")
-        ));
+        trust.push(format!("rate not resolved to 5 % at {}", hidden.join(", ")));
     }
     if trust.is_empty() {
         trust.push("extra interruptions track the requested rate within 5 %".to_string());
