@@ -78,6 +78,7 @@ fn report_has_known_util_and_loss() {
     // Fits: delta exactly 0.15 %/kHz -> 1500 ns per sample; loss line.
     let fit: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("fit.json")).unwrap()).unwrap();
+    assert_eq!(fit["units"]["x"], "achieved sample rate, kHz");
     let delta = fit["fits"]["util_origin"]["slope"].as_f64().unwrap();
     assert!((delta - DELTA).abs() < 1e-9, "{delta}");
     assert!((fit["fits"]["cost_per_sample_ns"].as_f64().unwrap() - 1500.0).abs() < 1e-5);
