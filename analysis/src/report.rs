@@ -205,55 +205,110 @@ fn f(v: f64) -> String {
     }
 }
 
-fn write_util_csv(path: &Path, a: &Analysis, r: &Reference) -> Result<(), AnalysisError> {
-    let err = csv_err(path);
-    let mut w = csv::Writer::from_path(path).map_err(&err)?;
-    w.write_record([
-        "freq_hz",
-        "runs",
-        "calls_per_s",
-        "mean_ns",
-        "per_sample_ns",
-        "per_sample_lo_ns",
-        "per_sample_hi_ns",
-        "median_ns",
-        "p99_ns",
-        "util_pct",
-        "util_lo_pct",
-        "util_hi_pct",
-        "local_timer_util_pct",
-        "local_timer_util_lo_pct",
-        "local_timer_util_hi_pct",
-        "achieved_hz",
-        "reference_2014_util_pct",
-    ])
-    .map_err(&err)?;
-    for row in &a.util {
+/// A number in the report's CSVs: as Rust writes it, empty when not
+/// finite (csv's own float formatting would write 1e-7 where the files
+/// have always had 0.0000001).
+#[derive(Debug, Clone, Copy)]
+pub struct CsvNum(pub f64);
+
+impl serde::Serialize for CsvNum {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&f(self.0))
+    }
+}
+
+/// A row of util.csv: Table 1, one rate (the header is the field names).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UtilCsvRow {
+    pub freq_hz: u64,
+    pub runs: usize,
+    pub calls_per_s: CsvNum,
+    pub mean_ns: CsvNum,
+    pub per_sample_ns: CsvNum,
+    pub per_sample_lo_ns: CsvNum,
+    pub per_sample_hi_ns: CsvNum,
+    pub median_ns: CsvNum,
+    pub p99_ns: CsvNum,
+    pub util_pct: CsvNum,
+    pub util_lo_pct: CsvNum,
+    pub util_hi_pct: CsvNum,
+    pub local_timer_util_pct: CsvNum,
+    pub local_timer_util_lo_pct: CsvNum,
+    pub local_timer_util_hi_pct: CsvNum,
+    pub achieved_hz: CsvNum,
+    pub reference_2014_util_pct: CsvNum,
+}
+
+impl UtilCsvRow {
+    fn of(row: &crate::row_types::UtilRow, r: &Reference) -> Self {
         let lt = row
             .local_timer_util_pct
             .unwrap_or(Estimate::point(f64::NAN, 0));
-        w.write_record([
-            row.freq_hz.to_string(),
-            row.runs.to_string(),
-            f(row.calls_per_s),
-            f(row.mean_ns),
-            f(row.per_sample_ns.value),
-            f(row.per_sample_ns.lo),
-            f(row.per_sample_ns.hi),
-            f(row.median_ns),
-            f(row.p99_ns),
-            f(row.util_pct.value),
-            f(row.util_pct.lo),
-            f(row.util_pct.hi),
-            f(lt.value),
-            f(lt.lo),
-            f(lt.hi),
-            f(row.achieved_hz),
-            r.util_at(row.freq_hz).map(f).unwrap_or_default(),
-        ])
+        UtilCsvRow {
+            freq_hz: row.freq_hz,
+            runs: row.runs,
+            calls_per_s: CsvNum(row.calls_per_s),
+            mean_ns: CsvNum(row.mean_ns),
+            per_sample_ns: CsvNum(row.per_sample_ns.value),
+            per_sample_lo_ns: CsvNum(row.per_sample_ns.lo),
+            per_sample_hi_ns: CsvNum(row.per_sample_ns.hi),
+            median_ns: CsvNum(row.median_ns),
+            p99_ns: CsvNum(row.p99_ns),
+            util_pct: CsvNum(row.util_pct.value),
+            util_lo_pct: CsvNum(row.util_pct.lo),
+            util_hi_pct: CsvNum(row.util_pct.hi),
+            local_timer_util_pct: CsvNum(lt.value),
+            local_timer_util_lo_pct: CsvNum(lt.lo),
+            local_timer_util_hi_pct: CsvNum(lt.hi),
+            achieved_hz: CsvNum(row.achieved_hz),
+            reference_2014_util_pct: CsvNum(r.util_at(row.freq_hz).unwrap_or(f64::NAN)),
+        }
+    }
+}
+
+/// Writes `rows` as a CSV whose header is `T`'s field names; an empty
+/// table is the header alone.
+fn write_rows<T: serde::Serialize>(
+    path: &Path,
+    rows: &[T],
+    header: &[&str],
+) -> Result<(), AnalysisError> {
+    let err = csv_err(path);
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_path(path)
         .map_err(&err)?;
+    w.write_record(header).map_err(&err)?;
+    for row in rows {
+        w.serialize(row).map_err(&err)?;
     }
     w.flush().map_err(|e| AnalysisError::write(path, e))
+}
+
+/// util.csv's columns, in order: [`UtilCsvRow`]'s fields (a test checks).
+pub const UTIL_CSV_COLUMNS: [&str; 17] = [
+    "freq_hz",
+    "runs",
+    "calls_per_s",
+    "mean_ns",
+    "per_sample_ns",
+    "per_sample_lo_ns",
+    "per_sample_hi_ns",
+    "median_ns",
+    "p99_ns",
+    "util_pct",
+    "util_lo_pct",
+    "util_hi_pct",
+    "local_timer_util_pct",
+    "local_timer_util_lo_pct",
+    "local_timer_util_hi_pct",
+    "achieved_hz",
+    "reference_2014_util_pct",
+];
+
+fn write_util_csv(path: &Path, a: &Analysis, r: &Reference) -> Result<(), AnalysisError> {
+    let rows: Vec<UtilCsvRow> = a.util.iter().map(|row| UtilCsvRow::of(row, r)).collect();
+    write_rows(path, &rows, &UTIL_CSV_COLUMNS)
 }
 
 fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
@@ -313,26 +368,36 @@ fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
     w.flush().map_err(|e| AnalysisError::write(path, e))
 }
 
+/// A row of tracing.csv: the loss with the handler's tracepoints on (util
+/// runs) against without, one rate.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TracingCsvRow {
+    pub freq_hz: u64,
+    pub loss_pct: CsvNum,
+    pub loss_util_runs_pct: CsvNum,
+    pub tracing_cost_pp: CsvNum,
+}
+
+/// tracing.csv's columns, in order: [`TracingCsvRow`]'s fields.
+pub const TRACING_CSV_COLUMNS: [&str; 4] = [
+    "freq_hz",
+    "loss_pct",
+    "loss_util_runs_pct",
+    "tracing_cost_pp",
+];
+
 fn write_tracing_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
-    let err = csv_err(path);
-    let mut w = csv::Writer::from_path(path).map_err(&err)?;
-    w.write_record([
-        "freq_hz",
-        "loss_pct",
-        "loss_util_runs_pct",
-        "tracing_cost_pp",
-    ])
-    .map_err(&err)?;
-    for row in &a.tracing {
-        w.write_record([
-            row.freq_hz.to_string(),
-            row.loss_pct.map(|e| f(e.value)).unwrap_or_default(),
-            f(row.loss_util_runs_pct.value),
-            f(row.tracing_cost_pp()),
-        ])
-        .map_err(&err)?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
+    let rows: Vec<TracingCsvRow> = a
+        .tracing
+        .iter()
+        .map(|row| TracingCsvRow {
+            freq_hz: row.freq_hz,
+            loss_pct: CsvNum(row.loss_pct.map_or(f64::NAN, |e| e.value)),
+            loss_util_runs_pct: CsvNum(row.loss_util_runs_pct.value),
+            tracing_cost_pp: CsvNum(row.tracing_cost_pp()),
+        })
+        .collect();
+    write_rows(path, &rows, &TRACING_CSV_COLUMNS)
 }
 
 fn fmt_opt(v: Option<f64>, d: usize) -> String {

@@ -344,3 +344,53 @@ fn report_speed_default_sweep() {
     assert!(md.contains("| 100000 | 5 | 100000 |"), "{md}");
     assert!(times[2] < 2.0, "median {:.3} s", times[2]);
 }
+
+#[test]
+fn util_csv_header_is_its_row_type() {
+    use analysis::report::{CsvNum, UTIL_CSV_COLUMNS, UtilCsvRow};
+    let n = CsvNum(f64::NAN);
+    let row = UtilCsvRow {
+        freq_hz: 100,
+        runs: 1,
+        calls_per_s: n,
+        mean_ns: n,
+        per_sample_ns: n,
+        per_sample_lo_ns: n,
+        per_sample_hi_ns: n,
+        median_ns: n,
+        p99_ns: CsvNum(0.0000001),
+        util_pct: n,
+        util_lo_pct: n,
+        util_hi_pct: n,
+        local_timer_util_pct: n,
+        local_timer_util_lo_pct: n,
+        local_timer_util_hi_pct: n,
+        achieved_hz: n,
+        reference_2014_util_pct: n,
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.serialize(&row).unwrap();
+    let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), UTIL_CSV_COLUMNS.join(","));
+    // Numbers as Rust writes them, empty when not finite.
+    assert_eq!(lines.next().unwrap(), "100,1,,,,,,,0.0000001,,,,,,,,");
+}
+
+#[test]
+fn tracing_csv_header_is_its_row_type() {
+    use analysis::report::{CsvNum, TRACING_CSV_COLUMNS, TracingCsvRow};
+    let row = TracingCsvRow {
+        freq_hz: 500,
+        loss_pct: CsvNum(1.5),
+        loss_util_runs_pct: CsvNum(f64::NAN),
+        tracing_cost_pp: CsvNum(-0.25),
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.serialize(&row).unwrap();
+    let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    assert_eq!(
+        text,
+        format!("{}\n500,1.5,,-0.25\n", TRACING_CSV_COLUMNS.join(","))
+    );
+}
