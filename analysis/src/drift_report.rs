@@ -9,6 +9,22 @@ use crate::error::AnalysisError;
 use crate::percost::{CostDrift, PerSample};
 
 /// Writes `cost_by_run.csv`: one row per gaps run at F > 0 in sweep order.
+/// cost_by_run.csv's columns: the fields of `RunCost` (the header of an
+/// empty table; a test checks them against the type).
+pub const COST_BY_RUN_COLUMNS: [&str; 11] = [
+    "run_id",
+    "block",
+    "freq_hz",
+    "started_at_ns",
+    "rate_hz",
+    "direct_ns",
+    "above_cap_ns",
+    "long_ns",
+    "after_effect_ns",
+    "after_effect_bounded",
+    "total_ns",
+];
+
 pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
     let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
     let mut w = csv::Writer::from_path(path).map_err(err)?;
@@ -16,18 +32,7 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
         w.serialize(c).map_err(err)?;
     }
     if ps.run_costs.is_empty() {
-        w.write_record([
-            "run_id",
-            "block",
-            "freq_hz",
-            "started_at_ns",
-            "rate_hz",
-            "direct_ns",
-            "after_effect_ns",
-            "after_effect_bounded",
-            "total_ns",
-        ])
-        .map_err(err)?;
+        w.write_record(COST_BY_RUN_COLUMNS).map_err(err)?;
     }
     w.flush().map_err(|e| AnalysisError::write(path, e))
 }
@@ -77,4 +82,31 @@ pub fn render(ps: &PerSample) -> String {
         "- Valid for the conditions measured: this host, this kernel and the host's state while the sweep ran (the manifest's started_at). On a shared host the cost of a sample changes from day to day (on the development VM 6.2 us on 2026-11-24 and 14-16 us the next day), and nothing inside one sweep can see that. To re-check, run `driver sweep --freqs <the recommended rate> --design gaps --reps 5` and compare with `analysis compare <this dir> <new dir>`; if the cost moved beyond this sweep's prediction interval, run the full sweep again.\n"
     );
     s
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_empty_header_is_the_row_type() {
+        let c = crate::percost::RunCost {
+            run_id: 1,
+            block: 0,
+            freq_hz: 100,
+            started_at_ns: 5,
+            rate_hz: 100.0,
+            direct_ns: 1.0,
+            above_cap_ns: 0.0,
+            long_ns: 0.0,
+            after_effect_ns: 0.5,
+            after_effect_bounded: false,
+            total_ns: 1.5,
+        };
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(&c).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next().unwrap(), COST_BY_RUN_COLUMNS.join(","));
+    }
 }
