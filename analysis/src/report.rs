@@ -268,7 +268,7 @@ impl UtilCsvRow {
 
 /// Writes `rows` as a CSV whose header is `T`'s field names; an empty
 /// table is the header alone.
-fn write_rows<T: serde::Serialize>(
+pub(crate) fn write_rows<T: serde::Serialize>(
     path: &Path,
     rows: &[T],
     header: &[&str],

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::error::AnalysisError;
 use crate::format::{fmt_est, table_head};
 use crate::profiler::{ProfilerTable, recommend};
+use crate::report::CsvNum;
 
 /// The budgets the section answers, %.
 pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
@@ -122,57 +123,135 @@ pub fn render(t: &ProfilerTable, cpu: u32) -> String {
     s
 }
 
-fn csv_f(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        String::new()
+/// A row of `report/profiler.csv`: one rate (the header is the fields).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProfilerCsvRow {
+    pub freq_hz: u64,
+    pub blocks: usize,
+    pub excess_episodes_per_s: CsvNum,
+    pub excess_episodes_per_s_lo: CsvNum,
+    pub excess_episodes_per_s_hi: CsvNum,
+    pub tracking_pct: CsvNum,
+    pub cost_per_interruption_ns: CsvNum,
+    pub cost_per_interruption_lo_ns: CsvNum,
+    pub cost_per_interruption_hi_ns: CsvNum,
+    pub gap_loss_pct: CsvNum,
+    pub gap_loss_lo_pct: CsvNum,
+    pub gap_loss_hi_pct: CsvNum,
+    pub throughput_loss_pct: CsvNum,
+    pub throughput_loss_lo_pct: CsvNum,
+    pub throughput_loss_hi_pct: CsvNum,
+    pub profiler_cpu_pct: CsvNum,
+    pub profiler_cpu_lo_pct: CsvNum,
+    pub profiler_cpu_hi_pct: CsvNum,
+    /// `;`-separated.
+    pub profiler_cpus: String,
+    pub profiler_peak_rss_kb: u64,
+    pub profiler_write_bytes_per_s: CsvNum,
+    pub first_quarter_pct: CsvNum,
+    pub failed_runs: usize,
+}
+
+/// profiler.csv's columns, in order: [`ProfilerCsvRow`]'s fields.
+pub const PROFILER_CSV_COLUMNS: [&str; 23] = [
+    "freq_hz",
+    "blocks",
+    "excess_episodes_per_s",
+    "excess_episodes_per_s_lo",
+    "excess_episodes_per_s_hi",
+    "tracking_pct",
+    "cost_per_interruption_ns",
+    "cost_per_interruption_lo_ns",
+    "cost_per_interruption_hi_ns",
+    "gap_loss_pct",
+    "gap_loss_lo_pct",
+    "gap_loss_hi_pct",
+    "throughput_loss_pct",
+    "throughput_loss_lo_pct",
+    "throughput_loss_hi_pct",
+    "profiler_cpu_pct",
+    "profiler_cpu_lo_pct",
+    "profiler_cpu_hi_pct",
+    "profiler_cpus",
+    "profiler_peak_rss_kb",
+    "profiler_write_bytes_per_s",
+    "first_quarter_pct",
+    "failed_runs",
+];
+
+impl ProfilerCsvRow {
+    fn of(r: &crate::profiler::ProfilerRow) -> Self {
+        let n = CsvNum;
+        ProfilerCsvRow {
+            freq_hz: r.freq_hz,
+            blocks: r.blocks,
+            excess_episodes_per_s: n(r.excess_episodes_per_s.value),
+            excess_episodes_per_s_lo: n(r.excess_episodes_per_s.lo),
+            excess_episodes_per_s_hi: n(r.excess_episodes_per_s.hi),
+            tracking_pct: n(r.tracking_pct),
+            cost_per_interruption_ns: n(r.cost_per_interruption_ns.value),
+            cost_per_interruption_lo_ns: n(r.cost_per_interruption_ns.lo),
+            cost_per_interruption_hi_ns: n(r.cost_per_interruption_ns.hi),
+            gap_loss_pct: n(r.gap_loss_pct.value),
+            gap_loss_lo_pct: n(r.gap_loss_pct.lo),
+            gap_loss_hi_pct: n(r.gap_loss_pct.hi),
+            throughput_loss_pct: n(r.throughput_loss_pct.value),
+            throughput_loss_lo_pct: n(r.throughput_loss_pct.lo),
+            throughput_loss_hi_pct: n(r.throughput_loss_pct.hi),
+            profiler_cpu_pct: n(r.profiler_cpu_pct.value),
+            profiler_cpu_lo_pct: n(r.profiler_cpu_pct.lo),
+            profiler_cpu_hi_pct: n(r.profiler_cpu_pct.hi),
+            profiler_cpus: r.profiler_cpus.replace(',', ";"),
+            profiler_peak_rss_kb: r.profiler_peak_rss_kb,
+            profiler_write_bytes_per_s: n(r.profiler_write_bytes_per_s),
+            first_quarter_pct: n(r.first_quarter_pct),
+            failed_runs: r.failed_runs,
+        }
     }
 }
 
 /// `report/profiler.csv`: one row per rate.
 pub fn write_csv(path: &Path, t: &ProfilerTable) -> Result<(), AnalysisError> {
-    let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    w.write_record([
-        "freq_hz",
-        "blocks",
-        "excess_episodes_per_s",
-        "excess_episodes_per_s_lo",
-        "excess_episodes_per_s_hi",
-        "tracking_pct",
-        "cost_per_interruption_ns",
-        "cost_per_interruption_lo_ns",
-        "cost_per_interruption_hi_ns",
-        "gap_loss_pct",
-        "gap_loss_lo_pct",
-        "gap_loss_hi_pct",
-        "throughput_loss_pct",
-        "throughput_loss_lo_pct",
-        "throughput_loss_hi_pct",
-        "profiler_cpu_pct",
-        "profiler_cpu_lo_pct",
-        "profiler_cpu_hi_pct",
-        "profiler_cpus",
-        "profiler_peak_rss_kb",
-        "profiler_write_bytes_per_s",
-        "failed_runs",
-    ])
-    .map_err(err)?;
-    for r in &t.rows {
-        let e = |x: &crate::stats::Estimate| [csv_f(x.value), csv_f(x.lo), csv_f(x.hi)];
-        let mut rec = vec![r.freq_hz.to_string(), r.blocks.to_string()];
-        rec.extend(e(&r.excess_episodes_per_s));
-        rec.push(csv_f(r.tracking_pct));
-        rec.extend(e(&r.cost_per_interruption_ns));
-        rec.extend(e(&r.gap_loss_pct));
-        rec.extend(e(&r.throughput_loss_pct));
-        rec.extend(e(&r.profiler_cpu_pct));
-        rec.push(r.profiler_cpus.replace(',', ";"));
-        rec.push(r.profiler_peak_rss_kb.to_string());
-        rec.push(csv_f(r.profiler_write_bytes_per_s));
-        rec.push(r.failed_runs.to_string());
-        w.write_record(&rec).map_err(err)?;
+    let rows: Vec<ProfilerCsvRow> = t.rows.iter().map(ProfilerCsvRow::of).collect();
+    crate::report::write_rows(path, &rows, &PROFILER_CSV_COLUMNS)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_is_the_row_type() {
+        let n = CsvNum(f64::NAN);
+        let row = ProfilerCsvRow {
+            freq_hz: 99,
+            blocks: 5,
+            excess_episodes_per_s: n,
+            excess_episodes_per_s_lo: n,
+            excess_episodes_per_s_hi: n,
+            tracking_pct: n,
+            cost_per_interruption_ns: n,
+            cost_per_interruption_lo_ns: n,
+            cost_per_interruption_hi_ns: n,
+            gap_loss_pct: n,
+            gap_loss_lo_pct: n,
+            gap_loss_hi_pct: n,
+            throughput_loss_pct: n,
+            throughput_loss_lo_pct: n,
+            throughput_loss_hi_pct: n,
+            profiler_cpu_pct: n,
+            profiler_cpu_lo_pct: n,
+            profiler_cpu_hi_pct: n,
+            profiler_cpus: "0;1".into(),
+            profiler_peak_rss_kb: 1,
+            profiler_write_bytes_per_s: n,
+            first_quarter_pct: n,
+            failed_runs: 0,
+        };
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(&row).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next().unwrap(), PROFILER_CSV_COLUMNS.join(","));
     }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
 }
