@@ -100,12 +100,13 @@ fn perf_record_as_the_profiler() {
         }
     }
     // perf record -C samples the loop's CPU at 1 kHz: the loop's timeline
-    // sees that many more interruptions (within what two 1 s runs on a
-    // noisy VM resolve; the report gives the exact ratio).
+    // sees that many more interruptions. Two 1 s blocks on a noisy VM only
+    // bound it (a profiler's start-up can add IPIs of its own); the
+    // committed sets give the exact ratio with its interval.
     let x = excess_rates(&out, 1000);
     let mean = x.iter().sum::<f64>() / x.len() as f64;
     assert!(
-        (600.0..1600.0).contains(&mean),
+        (500.0..2500.0).contains(&mean),
         "{x:?} extra interruptions/s at 1 kHz"
     );
     let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
@@ -143,7 +144,7 @@ fn bpftrace_as_the_profiler() {
     let x = excess_rates(&out, 500);
     let mean = x.iter().sum::<f64>() / x.len() as f64;
     assert!(
-        (250.0..1000.0).contains(&mean),
+        (250.0..2500.0).contains(&mean),
         "{x:?} extra interruptions/s at 500 Hz"
     );
 }
