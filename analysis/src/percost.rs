@@ -3,7 +3,7 @@
 //!
 //! Pure numerics over already loaded runs ([`GapsRun`]); reading the
 //! results directory is `percost_load`, the report section
-//! `percost_report`, drawing the background b (and its A/A control) the
+//! `report::per_sample`, drawing the background b (and its A/A control) the
 //! submodule `background`. Per run at F > 0:
 //!
 //! - direct cost per sample = matched excess (each episode capped) /

@@ -7,9 +7,14 @@ use std::path::{Path, PathBuf};
 use crate::error::AnalysisError;
 use crate::format::fmt_est;
 
+mod command;
+mod contents;
+mod drift;
 pub(crate) mod figures;
+mod host_look;
 pub mod html;
 mod markdown;
+mod per_sample;
 pub(crate) mod profiler;
 use crate::load::{ResultSet, load};
 use crate::recommend::recommend;
@@ -50,14 +55,14 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     write_loss_csv(&path("loss.csv"), &analysis)?;
     write_tracing_csv(&path("tracing.csv"), &analysis)?;
     if let Some(ps) = &analysis.per_sample {
-        crate::percost_report::write_csv(&path("per_sample.csv"), ps)?;
-        crate::drift_report::write_csv(&path("cost_by_run.csv"), ps)?;
+        crate::report::per_sample::write_csv(&path("per_sample.csv"), ps)?;
+        crate::report::drift::write_csv(&path("cost_by_run.csv"), ps)?;
     }
     if !analysis.by_contents.is_empty() {
-        crate::contents_report::write_csv(&path("by_contents.csv"), &analysis.by_contents)?;
+        crate::report::contents::write_csv(&path("by_contents.csv"), &analysis.by_contents)?;
     }
     if !analysis.after_rows.is_empty() {
-        crate::contents_report::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
+        crate::report::contents::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
     }
     let profiler = crate::profiler::profiler_table(&rs)?;
     if let Some(t) = &profiler {
@@ -65,7 +70,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     }
     let command = crate::command::command_table(&rs.runs);
     if !command.is_empty() {
-        crate::command_report::write_csv(&path("command.csv"), &command)?;
+        crate::report::command::write_csv(&path("command.csv"), &command)?;
     }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
@@ -77,7 +82,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::command_report::render(&command, command_line(&rs).as_deref())
+        crate::report::command::render(&command, command_line(&rs).as_deref())
     };
     if let Some(t) = &profiler {
         command_section.push_str(&crate::report::profiler::render(
@@ -453,8 +458,8 @@ fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
 pub fn key_lines(a: &Analysis) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(ps) = &a.per_sample {
-        v.extend(crate::percost_report::key_lines(ps));
-        v.extend(ps.drift.as_ref().map(crate::drift_report::key_line));
+        v.extend(crate::report::per_sample::key_lines(ps));
+        v.extend(ps.drift.as_ref().map(crate::report::drift::key_line));
     }
     match a.fits.util_origin {
         Some(fit) => {

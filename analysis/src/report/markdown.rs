@@ -22,7 +22,7 @@ pub(super) fn render(
     if crate::profiler::template(rs).is_none() {
         reasoning(&mut s, a);
     }
-    s.push_str(&crate::host_look_report::render(
+    s.push_str(&crate::report::host_look::render(
         rs.manifest.host_look.as_ref(),
     ));
     s.push_str(command);
@@ -175,11 +175,11 @@ fn reasoning(s: &mut String, a: &Analysis) {
 /// What a sample costs: the gaps design, by contents, the after-effect.
 fn per_sample_sections(s: &mut String, a: &Analysis) {
     if let Some(ps) = &a.per_sample {
-        s.push_str(&crate::percost_report::render(ps));
-        s.push_str(&crate::drift_report::render(ps));
+        s.push_str(&crate::report::per_sample::render(ps));
+        s.push_str(&crate::report::drift::render(ps));
     }
-    s.push_str(&crate::contents_report::render(a));
-    s.push_str(&crate::contents_report::render_after(&a.after_rows));
+    s.push_str(&crate::report::contents::render(a));
+    s.push_str(&crate::report::contents::render_after(&a.after_rows));
 }
 
 /// Table 1: handler CPU utilisation.
