@@ -208,7 +208,7 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
-    let removed = crate::load::raw_removed(rs);
+    let removed = a.raw_removed;
     if removed.events {
         v.push("events/ removed: util table skipped".to_string());
     }
@@ -220,22 +220,18 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
 
 /// The box, one string per line, frame included.
 pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
-    if let Ok(Some(t)) = crate::profiler::profiler_table(rs) {
-        return framed(profiler_body(rs, &t));
+    if let Some(t) = &a.profiler {
+        return framed(profiler_body(rs, t));
     }
     let inner = WIDTH - 4;
     let recs: Vec<Option<Recommendation>> =
         BUDGETS_PCT.iter().map(|&b| recommend(a, b).ok()).collect();
-    let m = &rs.manifest;
-    let host = [
-        Some(m.host_label(&rs.dir)),
-        m.host_str("cpu_model"),
-        m.host_str("kernel").map(|k| format!("Linux {k}")),
+    let mut host = host_parts(rs);
+    host.extend(
         rs.runs
             .first()
             .map(|r| format!("{}, {} scope", r.event, r.scope)),
-    ];
-    let host: Vec<String> = host.into_iter().flatten().collect();
+    );
     let mut body = wrap("", &host, inner);
     body.extend(wrap("", &cost_line(a, &recs), inner));
     body.extend(wrap("loss: ", &loss_parts(a), inner));
@@ -249,22 +245,26 @@ pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
     framed(body)
 }
 
-/// The box's lines for a `--profiler` set: the profiler, what one of its
-/// interruptions costs, the loss at each rate, the highest rate within
-/// each budget, its own CPU, and whether its interruptions track its rate.
-fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<String> {
-    use crate::profiler::recommend as profiler_recommend;
-    let inner = WIDTH - 4;
+/// The host's name, CPU model and kernel, as far as the manifest knows.
+fn host_parts(rs: &ResultSet) -> Vec<String> {
     let m = &rs.manifest;
-    let host: Vec<String> = [
+    [
         Some(m.host_label(&rs.dir)),
         m.host_str("cpu_model"),
         m.host_str("kernel").map(|k| format!("Linux {k}")),
     ]
     .into_iter()
     .flatten()
-    .collect();
-    let mut body = wrap("", &host, inner);
+    .collect()
+}
+
+/// The box's lines for a `--profiler` set: the profiler, what one of its
+/// interruptions costs, the loss at each rate, the highest rate within
+/// each budget, its own CPU, and whether its interruptions track its rate.
+fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<String> {
+    use crate::profiler::recommend as profiler_recommend;
+    let inner = WIDTH - 4;
+    let mut body = wrap("", &host_parts(rs), inner);
     body.extend(wrap("profiler: ", std::slice::from_ref(&t.template), inner));
     let cost: Vec<String> = t
         .rows
@@ -297,14 +297,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
     body.extend(wrap("loss: ", &loss, inner));
     let budgets: Vec<String> = BUDGETS_PCT
         .iter()
-        .map(|&b| {
-            let r = profiler_recommend(t, b);
-            format!(
-                "{b} %: {}",
-                r.max_hz
-                    .map_or_else(|| "no answer".to_string(), |h| format!("{h:.0} Hz"))
-            )
-        })
+        .map(|&b| format!("{b} %: {}", profiler_recommend(t, b).rate_words()))
         .collect();
     body.extend(wrap("highest rate within ", &budgets, inner));
     let own: Vec<String> = t

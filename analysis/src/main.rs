@@ -90,21 +90,15 @@ fn run() -> anyhow::Result<ExitCode> {
             };
             let rs = load::load(&dir)?;
             let a = pipeline::analyse(&rs)?;
-            if let Some(t) = analysis::profiler::profiler_table(&rs)? {
+            if let Some(t) = &a.profiler {
                 for line in analysis::answer::answer_box(&rs, &a) {
                     eprintln!("{line}");
                 }
-                let rec = analysis::profiler::recommend(&t, budget);
+                let rec = analysis::profiler::recommend(t, budget);
                 if json {
                     println!("{}", serde_json::to_string_pretty(&rec)?);
                 } else {
-                    match rec.max_hz {
-                        Some(h) => println!(
-                            "at most {h:.0} Hz with this profiler ({:.3} % per kHz: the upper 95 % bound of the {})",
-                            rec.loss_per_khz_pct, rec.basis
-                        ),
-                        None => println!("no answer: {}", rec.basis),
-                    }
+                    println!("{}", rec.headline());
                 }
                 return Ok(ExitCode::SUCCESS);
             }

@@ -125,9 +125,9 @@ fn missing_runs_warning(ok: &BTreeMap<u32, &Run>, seen: &[u32]) -> Option<String
 
 /// Reads every ok gaps run's timeline row, recovery bins, gaps and (at F >
 /// 0) samples. A results directory without gaps runs, or whose gaps or
-/// samples folder was removed on purpose ([`crate::load::RawRemoved`]),
-/// gives an empty load.
-pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
+/// samples folder was removed on purpose (`gaps_removed`,
+/// [`crate::load::RawRemoved`]), gives an empty load.
+pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, AnalysisError> {
     let ok: BTreeMap<u32, &Run> = rs
         .runs
         .iter()
@@ -137,8 +137,7 @@ pub fn load_gaps(rs: &ResultSet) -> Result<GapsLoad, AnalysisError> {
     let mut out = GapsLoad::default();
     // A --profiler set's runs have no samples of ours to match: its gaps
     // are read by the profiler table (crate::profiler) instead.
-    if ok.is_empty() || crate::load::raw_removed(rs).gaps || crate::profiler::template(rs).is_some()
-    {
+    if ok.is_empty() || gaps_removed || crate::profiler::template(rs).is_some() {
         return Ok(out);
     }
     let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;

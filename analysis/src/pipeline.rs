@@ -11,7 +11,7 @@ use results_format::{EventKind, RunKind, RunStatus};
 use crate::contents::ConfigTables;
 use crate::error::AnalysisError;
 use crate::events::{RunIntervals, read_run_intervals};
-use crate::load::{ExcludedRun, ResultSet, Run};
+use crate::load::{ExcludedRun, RawRemoved, ResultSet, Run};
 use crate::tables::{Analysis, build_tables};
 
 /// The result set with the excluded runs marked `status = excluded` (not
@@ -35,11 +35,12 @@ fn analyse_each(
     rs: &ResultSet,
     names: &[String],
     gaps: &crate::percost_load::GapsLoad,
+    removed: RawRemoved,
 ) -> Result<Vec<(String, Analysis)>, AnalysisError> {
     let mut each = Vec::with_capacity(names.len());
     for name in names {
         let sub = crate::contents::subset(rs, name);
-        let mut a = analyse_one(&sub, gaps)?;
+        let mut a = analyse_one(&sub, gaps, removed)?;
         if each.is_empty() {
             a.warnings.extend(contents_warnings(rs, names));
         } else {
@@ -102,10 +103,12 @@ fn some_run_left(rs: &ResultSet, excluded: &[ExcludedRun]) -> Result<(), Analysi
 pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     use crate::contents;
     let names = contents::contents_of(rs);
+    // Which raw folders were removed on purpose, looked at once.
+    let removed = crate::load::raw_removed(rs);
     // The gaps files are read once: the 0 Hz runs belong to every
     // configuration of their workload.
-    let gaps = crate::percost_load::load_gaps(rs)?;
-    let mut each = analyse_each(rs, &names, &gaps)?;
+    let gaps = crate::percost_load::load_gaps(rs, removed.gaps)?;
+    let mut each = analyse_each(rs, &names, &gaps, removed)?;
     let refs: Vec<ConfigTables<'_>> = each
         .iter()
         .map(|(n, a)| ConfigTables {
@@ -143,6 +146,8 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         ));
     }
     primary.excluded = excluded;
+    primary.raw_removed = removed;
+    primary.profiler = crate::profiler::profiler_table(rs)?;
     Ok(primary)
 }
 
@@ -176,13 +181,14 @@ pub(crate) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String>
 pub(crate) fn analyse_one(
     rs: &ResultSet,
     all_gaps: &crate::percost_load::GapsLoad,
+    removed: RawRemoved,
 ) -> Result<Analysis, AnalysisError> {
     let util_runs: Vec<&Run> = rs
         .runs
         .iter()
         .filter(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0)
         .collect();
-    let (run_intervals, mut excluded) = if crate::load::raw_removed(rs).events {
+    let (run_intervals, mut excluded) = if removed.events {
         Default::default()
     } else {
         read_all_intervals(rs, &util_runs)

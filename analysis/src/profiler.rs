@@ -344,6 +344,27 @@ pub struct ProfilerRecommendation {
     pub basis: String,
 }
 
+impl ProfilerRecommendation {
+    /// The rate in words: `602 Hz`, or `no answer`.
+    pub fn rate_words(&self) -> String {
+        self.max_hz
+            .map_or_else(|| "no answer".to_string(), |h| format!("{h:.0} Hz"))
+    }
+
+    /// The answer with what it rests on, one line.
+    pub fn headline(&self) -> String {
+        match self.max_hz {
+            Some(_) => format!(
+                "at most {} with this profiler ({:.3} % per kHz, the upper 95 % bound of the {})",
+                self.rate_words(),
+                self.loss_per_khz_pct,
+                self.basis
+            ),
+            None => format!("no answer ({})", self.basis),
+        }
+    }
+}
+
 /// The highest rate whose loss stays within `budget_pct`: the loss grows
 /// with the rate at the largest upper bound per kHz among the rates whose
 /// loss resolves ([`ProfilerRow::resolved`]: at a rate whose interruptions

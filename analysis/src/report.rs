@@ -36,10 +36,10 @@ pub const REPORT_HTML: &str = "report.html";
 /// Analyse DIR and write DIR/report/. Returns the report directory.
 pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let rs = load(dir)?;
-    for line in crate::load::raw_removed(&rs).lines() {
+    let analysis = analyse(&rs)?;
+    for line in analysis.raw_removed.lines() {
         tracing::warn!("skipped: {line}");
     }
-    let analysis = analyse(&rs)?;
     let reference = Reference::article_2014()?;
     let out = dir.join("report");
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
@@ -64,8 +64,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if !analysis.after_rows.is_empty() {
         crate::report::contents::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
     }
-    let profiler = crate::profiler::profiler_table(&rs)?;
-    if let Some(t) = &profiler {
+    if let Some(t) = &analysis.profiler {
         crate::report::profiler::write_csv(&path("profiler.csv"), t)?;
     }
     let command = crate::command::command_table(&rs.runs);
@@ -84,7 +83,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     } else {
         crate::report::command::render(&command, command_line(&rs).as_deref())
     };
-    if let Some(t) = &profiler {
+    if let Some(t) = &analysis.profiler {
         command_section.push_str(&crate::report::profiler::render(
             t,
             rs.runs.first().map_or(0, |r| r.cpu),

@@ -97,6 +97,10 @@ pub struct Analysis {
     /// The after-effect from throughput (paired loss - gaps direct cost),
     /// by configuration and rate.
     pub after_rows: Vec<crate::aftereffect::AfterRow>,
+    /// The raw folders removed on purpose (their tables are skipped).
+    pub raw_removed: crate::load::RawRemoved,
+    /// A `--profiler` set's table (None for our own sampler's sets).
+    pub profiler: Option<crate::profiler::ProfilerTable>,
 }
 
 impl Analysis {
@@ -215,6 +219,8 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
         throttle: None,
         excluded: Vec::new(),
         after_rows: Vec::new(),
+        raw_removed: crate::load::RawRemoved::default(),
+        profiler: None,
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
     };

@@ -304,11 +304,12 @@ pub fn read_gaps_form(path: &Path) -> Result<(Vec<Gap>, StoredForm), FormatError
         let excess = u64_column(&df, GAP_COLUMNS[2], path)?;
         (start, end, excess, episode, StoredForm::Steps)
     } else {
+        let [start, end, excess, episode] = LEGACY_GAP_COLUMNS;
         (
-            u64_column(&df, "start_ns", path)?,
-            u64_column(&df, "end_ns", path)?,
-            u64_column(&df, "excess_ns", path)?,
-            i64_column(&df, "episode", path)?,
+            u64_column(&df, start, path)?,
+            u64_column(&df, end, path)?,
+            u64_column(&df, excess, path)?,
+            i64_column(&df, episode, path)?,
             StoredForm::Legacy,
         )
     };
@@ -342,8 +343,8 @@ pub fn read_samples_form(path: &Path) -> Result<(Vec<u64>, Vec<i64>, StoredForm)
         let ep = from_steps_i64(&i64_column(&df, SAMPLE_COLUMNS[1], path)?);
         Ok((time, ep, StoredForm::Steps))
     } else {
-        let time = u64_column(&df, "time_ns", path)?;
-        let ep = i64_column(&df, "episode", path)?;
+        let time = u64_column(&df, LEGACY_SAMPLE_COLUMNS[0], path)?;
+        let ep = i64_column(&df, LEGACY_SAMPLE_COLUMNS[1], path)?;
         Ok((time, ep, StoredForm::Legacy))
     }
 }

@@ -15,11 +15,11 @@ pub(super) fn render(
 ) -> String {
     let mut s = String::new();
     header(&mut s, rs, a, answer, &plot_outcome.files);
-    recommendations(&mut s, rs, a);
+    recommendations(&mut s, a);
     warnings(&mut s, a, plot_outcome);
-    skipped(&mut s, rs);
+    skipped(&mut s, a);
     summary(&mut s, a);
-    if crate::profiler::template(rs).is_none() {
+    if a.profiler.is_none() {
         reasoning(&mut s, a);
     }
     s.push_str(&crate::report::host_look::render(
@@ -121,10 +121,10 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
 
 /// The recommendation for each budget, one line each, before anything
 /// else: how each was reached follows the summary ([`reasoning`]).
-fn recommendations(s: &mut String, rs: &ResultSet, a: &Analysis) {
+fn recommendations(s: &mut String, a: &Analysis) {
     let _ = writeln!(s, "## Recommended sampling rates\n");
-    if let Ok(Some(t)) = crate::profiler::profiler_table(rs) {
-        for line in crate::report::profiler::recommendation_lines(&t) {
+    if let Some(t) = &a.profiler {
+        for line in crate::report::profiler::recommendation_lines(t) {
             let _ = writeln!(s, "- {line}");
         }
         let _ = writeln!(s, "\nHow they were reached: \"Your profiler\" below.\n");
@@ -347,8 +347,8 @@ fn fits(s: &mut String, a: &Analysis) {
 }
 
 /// The parts skipped because raw folders were removed on purpose.
-fn skipped(s: &mut String, rs: &ResultSet) {
-    let removed = crate::load::raw_removed(rs);
+fn skipped(s: &mut String, a: &Analysis) {
+    let removed = a.raw_removed;
     if !removed.any() {
         return;
     }

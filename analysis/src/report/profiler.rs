@@ -9,30 +9,12 @@ use crate::format::{fmt_est, table_head};
 use crate::profiler::{ProfilerTable, recommend};
 use crate::report::CsvNum;
 
-/// The budgets the section answers, %.
-pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
-
-/// A rate for a recommendation line.
-fn rate_words(max_hz: Option<f64>) -> String {
-    max_hz.map_or_else(|| "no answer".to_string(), |h| format!("{h:.0} Hz"))
-}
-
-/// One line per budget: the highest rate and what it rests on.
+/// One line per budget ([`crate::answer::BUDGETS_PCT`]): the highest rate
+/// and what it rests on.
 pub fn recommendation_lines(t: &ProfilerTable) -> Vec<String> {
-    BUDGETS_PCT
+    crate::answer::BUDGETS_PCT
         .iter()
-        .map(|&b| {
-            let r = recommend(t, b);
-            match r.max_hz {
-                Some(_) => format!(
-                    "{b} % loss budget: at most {} with this profiler ({:.3} % per kHz, the upper 95 % bound of the {})",
-                    rate_words(r.max_hz),
-                    r.loss_per_khz_pct,
-                    r.basis
-                ),
-                None => format!("{b} % loss budget: no answer ({})", r.basis),
-            }
-        })
+        .map(|&b| format!("{b} % loss budget: {}", recommend(t, b).headline()))
         .collect()
 }
 
