@@ -43,6 +43,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let reference = Reference::article_2014()?;
     let out = dir.join("report");
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
+    let kept = keep_report_made_with_raw(&out, analysis.raw_removed)?;
     // Every table and plot this report writes, so that any left by an
     // earlier report of other data can go (stale_files).
     let mut written: Vec<PathBuf> = Vec::new();
@@ -98,6 +99,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
         &plots,
         &command_section,
         &answer,
+        kept,
     );
     write_file(&out.join("report.md"), &md)?;
     let title = md
@@ -107,6 +109,53 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
         .unwrap_or("perf sampling overhead");
     write_file(&out.join(REPORT_HTML), &html::render(&md, title, &out))?;
     Ok(out)
+}
+
+/// The folder under `report/` that keeps the report made while the raw
+/// folders were present, once they are removed ([`keep_report_made_with_raw`]).
+pub const WITH_RAW_FILES: &str = "with-raw-files";
+
+/// Files only a report made with each raw folder writes: their presence in
+/// `report/` means the report there was made while that folder existed.
+const MADE_WITH_GAPS: [&str; 3] = ["per_sample.csv", "cost_by_run.csv", "profiler.csv"];
+const MADE_WITH_EVENTS: [&str; 1] = ["handler_durations.svg"];
+
+/// With raw folders removed, the report in `out` made while they were
+/// present (it holds a table or plot only they give) is moved whole to
+/// `out/with-raw-files/` instead of being overwritten by a lesser one:
+/// removed raw files cannot be re-analysed, so their report is the last
+/// word on what they measured. A report already kept there stays (a later
+/// report never replaces it). Returns whether `out/with-raw-files/` holds
+/// a report.
+fn keep_report_made_with_raw(
+    out: &Path,
+    removed: crate::load::RawRemoved,
+) -> Result<bool, AnalysisError> {
+    let kept = out.join(WITH_RAW_FILES);
+    if kept.join("report.md").is_file() {
+        return Ok(true);
+    }
+    let made_with = |names: &[&str]| names.iter().any(|n| out.join(n).is_file());
+    let earlier = (removed.gaps && made_with(&MADE_WITH_GAPS))
+        || (removed.events && made_with(&MADE_WITH_EVENTS));
+    if !earlier {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(&kept).map_err(|e| AnalysisError::write(&kept, e))?;
+    let entries = std::fs::read_dir(out).map_err(|e| AnalysisError::corrupt(out, e))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_file() {
+            let to = kept.join(e.file_name());
+            std::fs::rename(&p, &to).map_err(|e| AnalysisError::write(&to, e))?;
+        }
+    }
+    tracing::warn!(
+        "kept the earlier report, made while the raw files were present, in {} (this report \
+         skips what needs them)",
+        kept.display()
+    );
+    Ok(true)
 }
 
 /// Removes the tables and plots (CSV, SVG, PNG) in `out` that this report

@@ -149,6 +149,7 @@ fn removed_raw_folders_skip_their_sections_only() {
             .count()
             > 1
     );
+    let full_md = std::fs::read_to_string(full.join("report.md")).unwrap();
     std::fs::remove_dir_all(dir.join("events")).unwrap();
     let out = bin().arg("report").arg(&dir).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -175,9 +176,24 @@ fn removed_raw_folders_skip_their_sections_only() {
             > 1
     );
     assert!(!md.contains("excluded: "), "{md}");
+    // The report made with events/ is kept whole, not overwritten, and a
+    // later report leaves it as it is.
+    let kept = full.join("with-raw-files");
+    assert_eq!(
+        std::fs::read_to_string(kept.join("report.md")).unwrap(),
+        full_md
+    );
+    assert!(kept.join("handler_durations.svg").exists());
+    assert!(md.contains("(with-raw-files/report.md)"), "{md}");
+    assert!(analysis::write_report(&dir).is_ok());
+    assert_eq!(
+        std::fs::read_to_string(kept.join("report.md")).unwrap(),
+        full_md
+    );
 
     // gaps/ emptied (the folder kept): the per-sample table is skipped and
-    // its CSVs, written by the earlier report, are removed.
+    // its CSVs, written by the earlier report, move with it to
+    // with-raw-files/.
     let g = tmp.path().join("g");
     write_gaps_results(&g, 10.0, false);
     let out = analysis::write_report(&g).unwrap();
@@ -198,6 +214,8 @@ fn removed_raw_folders_skip_their_sections_only() {
     );
     assert!(!out.join("per_sample.csv").exists());
     assert!(!out.join("cost_by_run.csv").exists());
+    assert!(out.join("with-raw-files/per_sample.csv").exists());
+    assert!(out.join("with-raw-files/cost_by_run.csv").exists());
     check_page(&out);
 
     // One file missing among several is still a fault: that run is

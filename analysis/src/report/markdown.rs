@@ -12,12 +12,13 @@ pub(super) fn render(
     plot_outcome: &crate::report::figures::PlotOutcome,
     command: &str,
     answer: &[String],
+    kept_with_raw: bool,
 ) -> String {
     let mut s = String::new();
     header(&mut s, rs, a, answer, &plot_outcome.files);
     recommendations(&mut s, a);
     warnings(&mut s, a, plot_outcome);
-    skipped(&mut s, a);
+    skipped(&mut s, a, kept_with_raw);
     summary(&mut s, a);
     if a.profiler.is_none() {
         reasoning(&mut s, a);
@@ -346,8 +347,9 @@ fn fits(s: &mut String, a: &Analysis) {
     );
 }
 
-/// The parts skipped because raw folders were removed on purpose.
-fn skipped(s: &mut String, a: &Analysis) {
+/// The parts skipped because raw folders were removed on purpose, and
+/// where the report made while they were present is kept.
+fn skipped(s: &mut String, a: &Analysis, kept_with_raw: bool) {
     let removed = a.raw_removed;
     if !removed.any() {
         return;
@@ -355,6 +357,14 @@ fn skipped(s: &mut String, a: &Analysis) {
     let _ = writeln!(s, "## Skipped: raw files removed\n");
     for line in removed.lines() {
         let _ = writeln!(s, "- {line}");
+    }
+    if kept_with_raw {
+        let _ = writeln!(
+            s,
+            "- The report made while they were present, with the skipped parts, is kept \
+             unchanged: [{0}/report.md]({0}/report.md).",
+            crate::report::WITH_RAW_FILES
+        );
     }
     s.push('\n');
 }
