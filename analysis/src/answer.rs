@@ -92,6 +92,9 @@ fn cost_words(a: &Analysis) -> String {
             hz(r.freq_hz as f64),
             r.runs
         ),
+        None if a.raw_removed.gaps => {
+            "cost of one sample: not reported (gaps/ or samples/ removed; see Skipped)".to_string()
+        }
         None => "cost of one sample: not measured here (no gaps design with 0 Hz runs)".to_string(),
     }
 }
