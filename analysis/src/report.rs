@@ -6,16 +6,18 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 use crate::format::fmt_est;
+use csv_row::{CsvNum, PerRun, csv_row, write_rows};
 
-mod command;
-mod contents;
-mod drift;
+pub mod command;
+pub mod contents;
+pub mod csv_row;
+pub mod drift;
 pub(crate) mod figures;
 mod host_look;
 pub mod html;
 mod markdown;
-mod per_sample;
-pub(crate) mod profiler;
+pub mod per_sample;
+pub mod profiler;
 use crate::load::{ResultSet, load};
 use crate::recommend::recommend;
 
@@ -246,32 +248,8 @@ pub fn fit_document(a: &Analysis) -> FitDocument<'_> {
     }
 }
 
-fn csv_err(path: &Path) -> impl Fn(csv::Error) -> AnalysisError + '_ {
-    move |e| AnalysisError::write(path, std::io::Error::other(e))
-}
-
-fn f(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        String::new()
-    }
-}
-
-/// A number in the report's CSVs: as Rust writes it, empty when not
-/// finite (csv's own float formatting would write 1e-7 where the files
-/// have always had 0.0000001).
-#[derive(Debug, Clone, Copy)]
-pub struct CsvNum(pub f64);
-
-impl serde::Serialize for CsvNum {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&f(self.0))
-    }
-}
-
+csv_row! {
 /// A row of util.csv: Table 1, one rate (the header is the field names).
-#[derive(Debug, Clone, serde::Serialize)]
 pub struct UtilCsvRow {
     pub freq_hz: u64,
     pub runs: usize,
@@ -290,6 +268,7 @@ pub struct UtilCsvRow {
     pub local_timer_util_hi_pct: CsvNum,
     pub achieved_hz: CsvNum,
     pub reference_2014_util_pct: CsvNum,
+}
 }
 
 impl UtilCsvRow {
@@ -319,125 +298,68 @@ impl UtilCsvRow {
     }
 }
 
-/// Writes `rows` as a CSV whose header is `T`'s field names; an empty
-/// table is the header alone.
-pub(crate) fn write_rows<T: serde::Serialize>(
-    path: &Path,
-    rows: &[T],
-    header: &[&str],
-) -> Result<(), AnalysisError> {
-    let err = csv_err(path);
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_path(path)
-        .map_err(&err)?;
-    w.write_record(header).map_err(&err)?;
-    for row in rows {
-        w.serialize(row).map_err(&err)?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
-}
-
-/// util.csv's columns, in order: [`UtilCsvRow`]'s fields (a test checks).
-pub const UTIL_CSV_COLUMNS: [&str; 17] = [
-    "freq_hz",
-    "runs",
-    "calls_per_s",
-    "mean_ns",
-    "per_sample_ns",
-    "per_sample_lo_ns",
-    "per_sample_hi_ns",
-    "median_ns",
-    "p99_ns",
-    "util_pct",
-    "util_lo_pct",
-    "util_hi_pct",
-    "local_timer_util_pct",
-    "local_timer_util_lo_pct",
-    "local_timer_util_hi_pct",
-    "achieved_hz",
-    "reference_2014_util_pct",
-];
-
 fn write_util_csv(path: &Path, a: &Analysis, r: &Reference) -> Result<(), AnalysisError> {
     let rows: Vec<UtilCsvRow> = a.util.iter().map(|row| UtilCsvRow::of(row, r)).collect();
-    write_rows(path, &rows, &UTIL_CSV_COLUMNS)
+    write_rows(path, &rows, &UtilCsvRow::header(0))
+}
+
+csv_row! {
+    /// A row of loss.csv: Table 2, one rate and design; `run` is one column
+    /// per run (`run1`, ...: the loop's iterations), as many as the rate
+    /// with the most runs.
+    pub struct LossCsvRow {
+        pub freq_hz: u64,
+        pub achieved_hz: CsvNum,
+        pub design: String,
+        pub run: PerRun,
+        pub mean: CsvNum,
+        pub loss_pct: CsvNum,
+        pub loss_lo_pct: CsvNum,
+        pub loss_hi_pct: CsvNum,
+        pub n: usize,
+        pub loss_lo_by_run_pct: CsvNum,
+        pub loss_hi_by_run_pct: CsvNum,
+        pub n_runs: Option<usize>,
+        pub between_runs_p: CsvNum,
+        pub method: String,
+    }
 }
 
 fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
-    let err = csv_err(path);
-    let mut w = csv::Writer::from_path(path).map_err(&err)?;
-    let nmax = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
-    let mut header = vec![
-        "freq_hz".to_string(),
-        "achieved_hz".to_string(),
-        "design".to_string(),
-    ];
-    header.extend((1..=nmax).map(|i| format!("run{i}")));
-    header.extend(
-        [
-            "mean",
-            "loss_pct",
-            "loss_lo_pct",
-            "loss_hi_pct",
-            "n",
-            "loss_lo_by_run_pct",
-            "loss_hi_by_run_pct",
-            "n_runs",
-            "between_runs_p",
-            "method",
-        ]
-        .map(String::from),
-    );
-    w.write_record(&header).map_err(&err)?;
-    for row in &a.loss {
-        let mut rec = vec![
-            row.freq_hz.to_string(),
-            f(row.achieved_hz),
-            row.design.to_string(),
-        ];
-        rec.extend((0..nmax).map(|i| {
-            row.iterations
-                .get(i)
-                .map(|v| v.to_string())
-                .unwrap_or_default()
-        }));
-        rec.extend([
-            f(row.mean_iterations),
-            f(row.loss_pct.value),
-            f(row.loss_pct.lo),
-            f(row.loss_pct.hi),
-            row.loss_pct.n.to_string(),
-            row.loss_by_run_pct.map(|e| f(e.lo)).unwrap_or_default(),
-            row.loss_by_run_pct.map(|e| f(e.hi)).unwrap_or_default(),
-            row.loss_by_run_pct
-                .map(|e| e.n.to_string())
-                .unwrap_or_default(),
-            row.between_runs.map(|(_, p)| f(p)).unwrap_or_default(),
-            row.method.clone(),
-        ]);
-        w.write_record(&rec).map_err(&err)?;
+    let width = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
+    let rows: Vec<LossCsvRow> = a
+        .loss
+        .iter()
+        .map(|row| LossCsvRow {
+            freq_hz: row.freq_hz,
+            achieved_hz: CsvNum(row.achieved_hz),
+            design: row.design.to_string(),
+            run: PerRun::padded(&row.iterations, width),
+            mean: CsvNum(row.mean_iterations),
+            loss_pct: CsvNum(row.loss_pct.value),
+            loss_lo_pct: CsvNum(row.loss_pct.lo),
+            loss_hi_pct: CsvNum(row.loss_pct.hi),
+            n: row.loss_pct.n,
+            loss_lo_by_run_pct: CsvNum::opt(row.loss_by_run_pct.map(|e| e.lo)),
+            loss_hi_by_run_pct: CsvNum::opt(row.loss_by_run_pct.map(|e| e.hi)),
+            n_runs: row.loss_by_run_pct.map(|e| e.n),
+            between_runs_p: CsvNum::opt(row.between_runs.map(|(_, p)| p)),
+            method: row.method.clone(),
+        })
+        .collect();
+    write_rows(path, &rows, &LossCsvRow::header(width))
+}
+
+csv_row! {
+    /// A row of tracing.csv: the loss with the handler's tracepoints on
+    /// (util runs) against without, one rate.
+    pub struct TracingCsvRow {
+        pub freq_hz: u64,
+        pub loss_pct: CsvNum,
+        pub loss_util_runs_pct: CsvNum,
+        pub tracing_cost_pp: CsvNum,
     }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
 }
-
-/// A row of tracing.csv: the loss with the handler's tracepoints on (util
-/// runs) against without, one rate.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TracingCsvRow {
-    pub freq_hz: u64,
-    pub loss_pct: CsvNum,
-    pub loss_util_runs_pct: CsvNum,
-    pub tracing_cost_pp: CsvNum,
-}
-
-/// tracing.csv's columns, in order: [`TracingCsvRow`]'s fields.
-pub const TRACING_CSV_COLUMNS: [&str; 4] = [
-    "freq_hz",
-    "loss_pct",
-    "loss_util_runs_pct",
-    "tracing_cost_pp",
-];
 
 fn write_tracing_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
     let rows: Vec<TracingCsvRow> = a
@@ -450,7 +372,7 @@ fn write_tracing_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
             tracing_cost_pp: CsvNum(row.tracing_cost_pp()),
         })
         .collect();
-    write_rows(path, &rows, &TRACING_CSV_COLUMNS)
+    write_rows(path, &rows, &TracingCsvRow::header(0))
 }
 
 fn fmt_opt(v: Option<f64>, d: usize) -> String {

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 use crate::error::AnalysisError;
 use crate::format::{opt_est, table_head};
-use crate::stats::Estimate;
+use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 
 /// The markdown section (empty without command runs).
 pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {
@@ -66,66 +66,55 @@ pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {
     s
 }
 
+csv_row! {
+    /// A row of `report/command.csv`: one configuration of the user's
+    /// command, intervals as `_lo`/`_hi`.
+    pub struct CommandCsvRow {
+        pub sample: String,
+        pub freq_hz: u64,
+        pub runs: usize,
+        pub failed: usize,
+        pub achieved_hz: Shown,
+        pub samples_per_run: Shown,
+        pub wall_mean_s: Shown,
+        pub wall_sd_s: Shown,
+        pub wall_median_s: Shown,
+        pub wall_min_s: Shown,
+        pub wall_max_s: Shown,
+        pub loss_pct: LoHi,
+        pub blocks: Option<usize>,
+        pub cost_per_sample_ns: LoHi,
+        /// Space-separated run ids.
+        pub outlier_run_ids: String,
+    }
+}
+
 /// command.csv: one row per configuration, intervals as `_lo`/`_hi`.
 pub fn write_csv(path: &Path, rows: &[CommandRow]) -> Result<(), AnalysisError> {
-    let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    w.write_record([
-        "sample",
-        "freq_hz",
-        "runs",
-        "failed",
-        "achieved_hz",
-        "samples_per_run",
-        "wall_mean_s",
-        "wall_sd_s",
-        "wall_median_s",
-        "wall_min_s",
-        "wall_max_s",
-        "loss_pct",
-        "loss_pct_lo",
-        "loss_pct_hi",
-        "blocks",
-        "cost_per_sample_ns",
-        "cost_per_sample_ns_lo",
-        "cost_per_sample_ns_hi",
-        "outlier_run_ids",
-    ])
-    .map_err(err)?;
-    let e3 = |e: Option<Estimate>| match e {
-        Some(e) => [e.value, e.lo, e.hi].map(|v| v.to_string()),
-        None => [String::new(), String::new(), String::new()],
-    };
-    for r in rows {
-        let [l, ll, lh] = e3(r.loss_pct);
-        let [c, cl, ch] = e3(r.cost_per_sample_ns);
-        w.write_record([
-            r.sample.clone(),
-            r.freq_hz.to_string(),
-            r.runs.to_string(),
-            r.failed.to_string(),
-            r.achieved_hz.to_string(),
-            r.samples_per_run.to_string(),
-            r.wall_mean_s.to_string(),
-            r.wall_sd_s.to_string(),
-            r.wall_median_s.to_string(),
-            r.wall_min_s.to_string(),
-            r.wall_max_s.to_string(),
-            l,
-            ll,
-            lh,
-            r.loss_pct.map_or(String::new(), |e| e.n.to_string()),
-            c,
-            cl,
-            ch,
-            r.outliers
+    let rows: Vec<CommandCsvRow> = rows
+        .iter()
+        .map(|r| CommandCsvRow {
+            sample: r.sample.clone(),
+            freq_hz: r.freq_hz,
+            runs: r.runs,
+            failed: r.failed,
+            achieved_hz: Shown::of(r.achieved_hz),
+            samples_per_run: Shown::of(r.samples_per_run),
+            wall_mean_s: Shown::of(r.wall_mean_s),
+            wall_sd_s: Shown::of(r.wall_sd_s),
+            wall_median_s: Shown::of(r.wall_median_s),
+            wall_min_s: Shown::of(r.wall_min_s),
+            wall_max_s: Shown::of(r.wall_max_s),
+            loss_pct: LoHi(r.loss_pct),
+            blocks: r.loss_pct.map(|e| e.n),
+            cost_per_sample_ns: LoHi(r.cost_per_sample_ns),
+            outlier_run_ids: r
+                .outliers
                 .iter()
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
                 .join(" "),
-        ])
-        .map_err(err)?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))?;
-    Ok(())
+        })
+        .collect();
+    write_rows(path, &rows, &CommandCsvRow::header(0))
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
 use crate::error::AnalysisError;
 use crate::format::{fmt_est, opt_est, table_head};
+use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 use crate::stats::Estimate;
 use crate::tables::Analysis;
 
@@ -100,47 +101,39 @@ pub fn render_after(rows: &[crate::aftereffect::AfterRow]) -> String {
     s
 }
 
-/// after_effect.csv: one row per configuration and rate.
+csv_row! {
+    /// A row of `report/after_effect.csv`: the paired throughput loss per
+    /// sample against the gaps design's direct cost, one configuration and
+    /// rate.
+    pub struct AfterCsvRow {
+        pub sample: String,
+        pub freq_hz: u64,
+        pub achieved_hz: Shown,
+        pub throughput_ns: LoHi,
+        pub direct_ns: LoHi,
+        pub after_ns: LoHi,
+        pub timeline_after_ns: LoHi,
+    }
+}
+
+/// Writes `report/after_effect.csv`.
 pub fn write_after_csv(
     path: &Path,
     rows: &[crate::aftereffect::AfterRow],
 ) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| csv_err(path, e))?;
-    w.write_record([
-        "sample",
-        "freq_hz",
-        "achieved_hz",
-        "throughput_ns",
-        "throughput_ns_lo",
-        "throughput_ns_hi",
-        "direct_ns",
-        "direct_ns_lo",
-        "direct_ns_hi",
-        "after_ns",
-        "after_ns_lo",
-        "after_ns_hi",
-        "timeline_after_ns",
-        "timeline_after_ns_lo",
-        "timeline_after_ns_hi",
-    ])
-    .map_err(|e| csv_err(path, e))?;
-    for r in rows {
-        let mut rec = vec![
-            r.sample.clone(),
-            r.freq_hz.to_string(),
-            r.achieved_hz.to_string(),
-        ];
-        for e in [
-            &r.throughput_ns,
-            &r.direct_ns,
-            &r.after_ns,
-            &r.timeline_after_ns,
-        ] {
-            rec.extend([e.value, e.lo, e.hi].map(|v| v.to_string()));
-        }
-        w.write_record(&rec).map_err(|e| csv_err(path, e))?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
+    let rows: Vec<AfterCsvRow> = rows
+        .iter()
+        .map(|r| AfterCsvRow {
+            sample: r.sample.clone(),
+            freq_hz: r.freq_hz,
+            achieved_hz: Shown::of(r.achieved_hz),
+            throughput_ns: LoHi(Some(r.throughput_ns)),
+            direct_ns: LoHi(Some(r.direct_ns)),
+            after_ns: LoHi(Some(r.after_ns)),
+            timeline_after_ns: LoHi(Some(r.timeline_after_ns)),
+        })
+        .collect();
+    write_rows(path, &rows, &AfterCsvRow::header(0))
 }
 
 fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {
@@ -189,62 +182,42 @@ fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {
     s
 }
 
-/// by_contents.csv: one row per contents and rate.
-pub fn write_csv(path: &Path, rows: &[ContentsRow]) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| csv_err(path, e))?;
-    w.write_record([
-        "sample",
-        "freq_hz",
-        "achieved_hz",
-        "handler_ns",
-        "handler_ns_lo",
-        "handler_ns_hi",
-        "handler_ratio",
-        "application_ns",
-        "application_ns_lo",
-        "application_ns_hi",
-        "application_ratio",
-        "after_effect_ns",
-        "after_effect_ns_lo",
-        "after_effect_ns_hi",
-        "callchain_mean",
-        "stack_user_mean_bytes",
-        "throttled",
-    ])
-    .map_err(|e| csv_err(path, e))?;
-    let e3 = |e: Option<Estimate>| match e {
-        Some(e) => [e.value, e.lo, e.hi].map(|v| v.to_string()),
-        None => [String::new(), String::new(), String::new()],
-    };
-    let v = |e: Option<Estimate>| e.map_or(String::new(), |e| e.value.to_string());
-    for r in rows {
-        let [h, hl, hh] = e3(r.handler_ns);
-        let [t, tl, th] = e3(r.total_ns);
-        let [a, al, ah] = e3(r.after_ns);
-        w.write_record([
-            r.sample.clone(),
-            r.freq_hz.to_string(),
-            r.achieved_hz.to_string(),
-            h,
-            hl,
-            hh,
-            v(r.handler_ratio),
-            t,
-            tl,
-            th,
-            v(r.total_ratio),
-            a,
-            al,
-            ah,
-            r.callchain_mean.to_string(),
-            r.stack_user_mean_bytes.to_string(),
-            r.throttled.to_string(),
-        ])
-        .map_err(|e| csv_err(path, e))?;
+csv_row! {
+    /// A row of `report/by_contents.csv`: handler and application cost per
+    /// sample of one sample contents at one rate, with the ratio to
+    /// `perf-default`'s.
+    pub struct ContentsCsvRow {
+        pub sample: String,
+        pub freq_hz: u64,
+        pub achieved_hz: Shown,
+        pub handler_ns: LoHi,
+        pub handler_ratio: Shown,
+        pub application_ns: LoHi,
+        pub application_ratio: Shown,
+        pub after_effect_ns: LoHi,
+        pub callchain_mean: Shown,
+        pub stack_user_mean_bytes: Shown,
+        pub throttled: u64,
     }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
 }
 
-fn csv_err(path: &Path, e: csv::Error) -> AnalysisError {
-    AnalysisError::write(path, std::io::Error::other(e))
+/// Writes `report/by_contents.csv`.
+pub fn write_csv(path: &Path, rows: &[ContentsRow]) -> Result<(), AnalysisError> {
+    let rows: Vec<ContentsCsvRow> = rows
+        .iter()
+        .map(|r| ContentsCsvRow {
+            sample: r.sample.clone(),
+            freq_hz: r.freq_hz,
+            achieved_hz: Shown::of(r.achieved_hz),
+            handler_ns: LoHi(r.handler_ns),
+            handler_ratio: Shown(r.handler_ratio.map(|e| e.value)),
+            application_ns: LoHi(r.total_ns),
+            application_ratio: Shown(r.total_ratio.map(|e| e.value)),
+            after_effect_ns: LoHi(r.after_ns),
+            callchain_mean: Shown::of(r.callchain_mean),
+            stack_user_mean_bytes: Shown::of(r.stack_user_mean_bytes),
+            throttled: r.throttled,
+        })
+        .collect();
+    write_rows(path, &rows, &ContentsCsvRow::header(0))
 }

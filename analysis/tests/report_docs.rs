@@ -1,0 +1,99 @@
+//! docs/results-format.md's tables of the report's CSVs against the row
+//! types that write them, column by column, and every committed report's
+//! CSV headers against the same types.
+#![allow(clippy::unwrap_used)]
+
+use analysis::report::csv_row::Columns as _;
+use analysis::report::{
+    LossCsvRow, TracingCsvRow, UtilCsvRow, command::CommandCsvRow, contents::AfterCsvRow,
+    contents::ContentsCsvRow, drift::COST_BY_RUN_COLUMNS, per_sample::PerSampleCsvRow,
+    profiler::ProfilerCsvRow,
+};
+use std::path::Path;
+
+fn doc() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/results-format.md");
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The names in the first cell of the table rows of the section under
+/// `heading`, up to the next heading, in order.
+fn documented(doc: &str, heading: &str) -> Vec<String> {
+    let start = doc
+        .lines()
+        .position(|l| l == heading)
+        .unwrap_or_else(|| panic!("docs/results-format.md has no heading {heading:?}"));
+    let mut names = Vec::new();
+    for line in doc
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with("| `"))
+    {
+        let first = line.split('|').nth(1).unwrap();
+        names.extend(first.split('`').skip(1).step_by(2).map(str::to_owned));
+    }
+    assert!(!names.is_empty(), "no table under {heading:?}");
+    names
+}
+
+/// Each report CSV's header, by file name; loss.csv with one run column.
+fn headers() -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        ("util.csv", UtilCsvRow::header(0)),
+        ("loss.csv", LossCsvRow::header(1)),
+        ("tracing.csv", TracingCsvRow::header(0)),
+        ("per_sample.csv", PerSampleCsvRow::header(0)),
+        (
+            "cost_by_run.csv",
+            COST_BY_RUN_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        ),
+        ("by_contents.csv", ContentsCsvRow::header(0)),
+        ("after_effect.csv", AfterCsvRow::header(0)),
+        ("command.csv", CommandCsvRow::header(0)),
+        ("profiler.csv", ProfilerCsvRow::header(0)),
+    ]
+}
+
+#[test]
+fn every_report_csv_is_documented_column_by_column() {
+    let doc = doc();
+    for (file, header) in headers() {
+        assert_eq!(
+            documented(&doc, &format!("### report/{file}")),
+            header,
+            "docs/results-format.md \"### report/{file}\" (left) disagrees with the header written (right)"
+        );
+    }
+}
+
+#[test]
+fn every_committed_report_csv_has_its_row_types_header() {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let mut seen = 0;
+    for set in std::fs::read_dir(&results).unwrap() {
+        let report = set.unwrap().path().join("report");
+        for (file, header) in headers() {
+            let Ok(text) = std::fs::read_to_string(report.join(file)) else {
+                continue;
+            };
+            let first: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+            let want = if file == "loss.csv" {
+                let runs = first.iter().filter(|c| c.starts_with("run")).count();
+                LossCsvRow::header(runs)
+            } else {
+                header
+            };
+            assert_eq!(first, want, "{}", report.join(file).display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 20, "only {seen} committed report CSVs");
+}
+
+#[test]
+fn a_per_run_column_is_one_per_run() {
+    let mut names = Vec::new();
+    analysis::report::csv_row::PerRun::names("run", 3, &mut names);
+    assert_eq!(names, ["run1", "run2", "run3"]);
+}
