@@ -297,9 +297,10 @@ pub struct PerSampleRow {
     /// Long episodes (the CPU taken away, left out of the direct cost) per
     /// second at this rate, t interval over runs.
     pub long_per_s: Estimate,
-    /// Their share of the window (less the direct cost of the samples
-    /// inside them, which every sample is charged anyway) over the 0 Hz
-    /// runs' mean, per sample, ns: what sampling adds in long episodes;
+    /// Their share of the window (less the matched excess per sample,
+    /// above-cap part included and b not taken off, times the samples
+    /// inside them, which are charged the direct cost anyway) over the
+    /// 0 Hz runs' mean, per sample, ns: what sampling adds in long episodes;
     /// charged where its interval lies above 0.
     pub long_ns: Estimate,
     pub long_charged: bool,

@@ -240,8 +240,8 @@ fn read_run(
         warnings.push(format!(
             "gaps run {id}: samples/run-{id}.parquet and gaps/run-{id}.parquet give {matched} \
              matched samples, {} matched episodes, {sum} ns matched excess ({out_of_range} \
-             episode numbers not in the gaps file); timeline.csv says {}, {}, {} ns: the table \
-             uses timeline.csv for the direct cost and the files for the episode distribution",
+             episode numbers not in the gaps file); timeline.csv (the driver's count of the \
+             same) says {}, {}, {} ns: the table uses the files",
             run.matched_excess_ns.len(),
             run.row.matched_samples,
             run.row.matched_episodes,
