@@ -7,7 +7,7 @@
 
 use std::hint::black_box;
 
-use analysis::events::{aggregate_intervals, read_run_intervals};
+use analysis::load::intervals::{aggregate_intervals, read_run_intervals};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use polars::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};

@@ -7,7 +7,8 @@
 //! - numerics: `stats`, `fit`;
 //! - read: the `results-format` crate (every file's type, reader and
 //!   writer), then `load` (the result set, runs left out, raw folders
-//!   removed on purpose), `events` and `percost_load`;
+//!   removed on purpose) with `load::intervals` (the handler intervals)
+//!   and `load::gaps` (the gaps design's runs);
 //! - compute: `row_types` (the table rows), `tables` (Tables 1 and 2, the
 //!   fits), `percost` (the gaps design's cost per sample), `contents`,
 //!   `aftereffect`, `command`;
@@ -26,12 +27,10 @@ pub mod command;
 pub mod compare;
 pub mod contents;
 pub mod error;
-pub mod events;
 pub mod fit;
 pub mod format;
 pub mod load;
 pub mod percost;
-pub mod percost_load;
 pub mod pipeline;
 pub mod plot;
 pub mod profiler;

@@ -1,8 +1,15 @@
 //! Reading a results directory (docs/results-format.md): the files are
 //! defined, and read, by the `results-format` crate; this module gathers
-//! manifest.json, runs.csv and phases.csv into one [`ResultSet`].
+//! manifest.json, runs.csv and phases.csv into one [`ResultSet`]. The raw
+//! files are read by its two submodules: `intervals` (events/, the handler
+//! intervals, aggregated per run as they are read) and `gaps` (the gaps
+//! design's timeline.csv, recovery.csv, gaps/ and samples/ into
+//! [`gaps::GapsRun`]s).
 
 use std::path::{Path, PathBuf};
+
+pub mod gaps;
+pub mod intervals;
 
 use crate::error::AnalysisError;
 

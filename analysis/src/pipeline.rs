@@ -10,7 +10,7 @@ use results_format::{EventKind, RunKind, RunStatus};
 
 use crate::contents::ConfigTables;
 use crate::error::AnalysisError;
-use crate::events::{RunIntervals, read_run_intervals};
+use crate::load::intervals::{RunIntervals, read_run_intervals};
 use crate::load::{ExcludedRun, RawRemoved, ResultSet, Run};
 use crate::tables::{Analysis, build_tables};
 
@@ -34,7 +34,7 @@ pub(crate) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> Resu
 fn analyse_each(
     rs: &ResultSet,
     names: &[String],
-    gaps: &crate::percost_load::GapsLoad,
+    gaps: &crate::load::gaps::GapsLoad,
     removed: RawRemoved,
 ) -> Result<Vec<(String, Analysis)>, AnalysisError> {
     let mut each = Vec::with_capacity(names.len());
@@ -107,7 +107,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let removed = crate::load::raw_removed(rs);
     // The gaps files are read once: the 0 Hz runs belong to every
     // configuration of their workload.
-    let gaps = crate::percost_load::load_gaps(rs, removed.gaps)?;
+    let gaps = crate::load::gaps::load_gaps(rs, removed.gaps)?;
     let mut each = analyse_each(rs, &names, &gaps, removed)?;
     let refs: Vec<ConfigTables<'_>> = each
         .iter()
@@ -180,7 +180,7 @@ pub(crate) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String>
 /// tables of one contents' runs.
 pub(crate) fn analyse_one(
     rs: &ResultSet,
-    all_gaps: &crate::percost_load::GapsLoad,
+    all_gaps: &crate::load::gaps::GapsLoad,
     removed: RawRemoved,
 ) -> Result<Analysis, AnalysisError> {
     let util_runs: Vec<&Run> = rs

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use results_format::{Design, RunKind};
 
-use crate::events::{IntervalStats, RunIntervals};
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
 use crate::format::distinct;
+use crate::load::intervals::{IntervalStats, RunIntervals};
 use crate::load::{ExcludedRun, Phase, ResultSet, Run};
 use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 

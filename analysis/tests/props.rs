@@ -98,7 +98,7 @@ proptest! {
     ) {
         let mut sorted: Vec<f64> = d.iter().map(|&v| v as f64).collect();
         sorted.sort_by(f64::total_cmp);
-        let s = analysis::events::IntervalStats::from_durations(&mut d);
+        let s = analysis::load::intervals::IntervalStats::from_durations(&mut d);
         prop_assert_eq!(s.count as usize, sorted.len());
         prop_assert_eq!(s.sum_ns as f64, sorted.iter().sum::<f64>());
         let q50 = analysis::stats::quantile_sorted(&sorted, 0.5);
@@ -107,7 +107,7 @@ proptest! {
         prop_assert!((s.p99_ns - q99).abs() < 1e-6, "{} vs {}", s.p99_ns, q99);
         prop_assert_eq!(s.max_ns as f64, *sorted.last().unwrap());
         // The single-pass histogram (the report's path) gives the same.
-        let mut h = analysis::events::DurationHistogram::new();
+        let mut h = analysis::load::intervals::DurationHistogram::new();
         for &v in &d {
             h.push(v);
         }
@@ -131,7 +131,7 @@ fn intervals_round_trip_and_filter_by_cpu_and_source() {
         "other",
     ];
     analysis::write_intervals_parquet(&path, &cpu, &entry, &dur, &src).unwrap();
-    let r = analysis::events::read_run_intervals(&path, 1).unwrap();
+    let r = analysis::load::intervals::read_run_intervals(&path, 1).unwrap();
     assert_eq!(r.handler.count, 3);
     assert_eq!(r.handler.sum_ns, 600);
     assert_eq!(r.handler.median_ns, 200.0);
@@ -299,7 +299,7 @@ fn the_tracing_warning_needs_a_significant_difference() {
 
 #[test]
 fn fits_use_the_rate_the_kernel_delivered() {
-    use analysis::events::{IntervalStats, RunIntervals};
+    use analysis::load::intervals::{IntervalStats, RunIntervals};
     // 1 us of handler per delivered sample: util % = 0.1 x achieved kHz.
     // At "100 kHz" the kernel delivered 63 kHz (throttling).
     let mut runs = Vec::new();

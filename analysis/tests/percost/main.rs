@@ -10,6 +10,7 @@ mod model;
 mod results_dir;
 mod tail;
 
+use analysis::load::gaps::GapsRun;
 use analysis::percost::*;
 use analysis::stats::Estimate;
 use results_format::timeline::{Episode, RecoveryRow, TimelineRow};

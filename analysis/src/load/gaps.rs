@@ -5,12 +5,154 @@ use std::collections::BTreeMap;
 
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
-use crate::percost::{GapsRun, LONG_EPISODE_NS};
+use results_format::timeline::Episode;
 use results_format::timeline::{
     RECOVERY_CSV, RecoveryRow, TIMELINE_CSV, TimelineRow, episodes_of, gaps_path,
     read_gaps_parquet, read_samples_parquet, samples_path,
 };
 use results_format::{Design, RunKind, read_csv_rows};
+
+/// An episode with more excess than this is not an interrupt's cost but
+/// the CPU taken away (another task, the host descheduling the vCPU: on
+/// the development VM such episodes last 1-4 ms). It is left out of the
+/// matched cost and of the background b alike, and a sample (or a random
+/// timestamp) inside one is left out of the mean: the cost is the mean over
+/// samples that did not land in such a stretch. Without this, one 4 ms
+/// episode that a 100 Hz sample happens to land in moves a 10 s run's
+/// mean by 4 us per sample, more than the cost itself.
+pub const LONG_EPISODE_NS: u64 = 1_000_000;
+
+/// One gaps run, loaded.
+#[derive(Debug, Clone, Default)]
+pub struct GapsRun {
+    /// Its `timeline.csv` row.
+    pub row: TimelineRow,
+    /// Its recovery bins (`recovery.csv`), in bin order.
+    pub recovery: Vec<RecoveryRow>,
+    /// Excess of each episode that holds at least one sample, ns.
+    pub matched_excess_ns: Vec<u64>,
+    /// The samples in each of those episodes (same order; empty means one
+    /// each). At dense rates one episode holds several samples' gaps.
+    pub matched_samples_per_episode: Vec<u32>,
+    /// Samples inside an episode of [`LONG_EPISODE_NS`] or more.
+    pub samples_in_long: u64,
+    /// Its episodes (kept for 0 Hz runs, for the coincidence draws).
+    pub episodes: Vec<Episode>,
+    /// When the run started (runs.csv `started_at_ns`, CLOCK_MONOTONIC_RAW)
+    /// and its block: its place in the sweep, for the cost over time.
+    pub started_at_ns: u64,
+    pub block: u32,
+    /// Episodes of [`LONG_EPISODE_NS`] or more, and their summed excess,
+    /// ns (every run: the long episodes are measured, not only left out).
+    pub long_episodes: u64,
+    pub long_excess_ns: u64,
+}
+
+impl GapsRun {
+    /// The loop's window, ns (0 when the timeline is empty).
+    pub fn window_ns(&self) -> f64 {
+        self.row.loop_end_ns.saturating_sub(self.row.loop_start_ns) as f64
+    }
+
+    /// Achieved sample rate over the window, Hz.
+    pub fn rate_hz(&self) -> f64 {
+        self.row.samples as f64 / (self.window_ns() * 1e-9)
+    }
+
+    /// Excess matched per sample, ns (before subtracting b): the matched
+    /// episodes under [`LONG_EPISODE_NS`] over the samples not in a longer
+    /// one.
+    pub fn matched_per_sample_ns(&self) -> f64 {
+        let short: u64 = self
+            .matched_excess_ns
+            .iter()
+            .filter(|&&e| e < LONG_EPISODE_NS)
+            .sum();
+        short as f64 / self.row.samples.saturating_sub(self.samples_in_long) as f64
+    }
+
+    /// Matched excess per sample split at `cap_ns` per sample, ns (before
+    /// subtracting b): each matched episode under [`LONG_EPISODE_NS`]
+    /// counts up to the cap times the samples it holds in the first part
+    /// and the rest in the second, over the samples not in a long episode.
+    pub fn matched_split_per_sample_ns(&self, cap_ns: f64) -> (f64, f64) {
+        let n = self.row.samples.saturating_sub(self.samples_in_long) as f64;
+        let (capped, above) = self
+            .matched_excess_ns
+            .iter()
+            .enumerate()
+            .filter(|&(_, &e)| e < LONG_EPISODE_NS)
+            .fold((0f64, 0f64), |(c, a), (i, &e)| {
+                // The cap is per sample: an episode that holds k samples'
+                // interrupts (dense rates join them) is capped at k caps.
+                let k = self
+                    .matched_samples_per_episode
+                    .get(i)
+                    .copied()
+                    .unwrap_or(1);
+                let cap = cap_ns * f64::from(k.max(1));
+                let x = e as f64;
+                (c + x.min(cap), a + (x - cap).max(0.0))
+            });
+        (capped / n, above / n)
+    }
+
+    /// Share of the window in long episodes (their excess), %.
+    pub fn long_share_pct(&self) -> f64 {
+        self.long_excess_ns as f64 / self.window_ns() * 100.0
+    }
+
+    /// After-effect time per ns of window: over the recovery bins that end
+    /// within `horizon_ns` of a gap, the chunks' summed excess minus what
+    /// the same chunks would have had at the run's reference (the mean
+    /// excess per chunk in the bins from `horizon_ns` on), / window. The
+    /// reference removes the constant offset of the per-gap reference
+    /// length (a median of three chunks is not their mean) and the speed
+    /// of the host at the time. NaN without chunks beyond the horizon.
+    pub fn after_share(&self, horizon_ns: f64) -> f64 {
+        let far = self
+            .recovery
+            .iter()
+            .filter(|b| b.from_ns as f64 >= horizon_ns);
+        let (far_chunks, far_excess) = far.fold((0u64, 0f64), |(c, e), b| {
+            (c + b.chunks, e + b.excess_ns_sum)
+        });
+        if far_chunks == 0 {
+            return f64::NAN;
+        }
+        let reference = far_excess / far_chunks as f64;
+        let near: f64 = self
+            .recovery
+            .iter()
+            .filter(|b| (b.to_ns as f64) <= horizon_ns)
+            .map(|b| b.excess_ns_sum - b.chunks as f64 * reference)
+            .sum();
+        near / self.window_ns()
+    }
+
+    /// Matched episodes under [`LONG_EPISODE_NS`].
+    pub fn matched_short_episodes(&self) -> usize {
+        self.matched_excess_ns
+            .iter()
+            .filter(|&&e| e < LONG_EPISODE_NS)
+            .count()
+    }
+
+    /// After-effect per episode of this run within `horizon_ns`, ns: the
+    /// after-effect time ([`Self::after_share`] x window) over all its
+    /// episodes, sample and background alike.
+    pub fn after_per_episode_ns(&self, horizon_ns: f64) -> f64 {
+        if self.row.episodes == 0 {
+            return f64::NAN;
+        }
+        self.after_share(horizon_ns) * self.window_ns() / self.row.episodes as f64
+    }
+
+    /// Share of the window in gaps (excess only), %.
+    pub fn gap_share_pct(&self) -> f64 {
+        self.row.gap_time_ns as f64 / self.window_ns() * 100.0
+    }
+}
 
 /// The design's runs.csv rows: `design == gaps`, `kind == loss`.
 pub fn is_gaps_run(r: &Run) -> bool {
