@@ -40,7 +40,7 @@ pub mod report;
 pub mod row_types;
 pub mod stats;
 pub mod tables;
-mod warnings;
+pub mod warnings;
 
 pub use error::AnalysisError;
 pub use report::write_report;

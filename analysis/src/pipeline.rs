@@ -13,6 +13,7 @@ use crate::error::AnalysisError;
 use crate::load::intervals::{RunIntervals, read_run_intervals};
 use crate::load::{ExcludedRun, RawRemoved, ResultSet, Run};
 use crate::tables::{Analysis, build_tables};
+use crate::warnings::{Check, Warning};
 
 /// The result set with the excluded runs marked `status = excluded` (not
 /// ok), so every table leaves them out.
@@ -42,7 +43,7 @@ fn analyse_each(
         let sub = crate::contents::subset(rs, name);
         let mut a = analyse_one(&sub, gaps, removed)?;
         if each.is_empty() {
-            a.warnings.extend(contents_warnings(rs, names));
+            a.warnings.extend(crate::warnings::contents(rs, names));
         } else {
             // The run-level warnings are the primary's too; what only this
             // configuration's gaps runs showed (samples in no gap, a full
@@ -50,7 +51,12 @@ fn analyse_each(
             a.warnings = a
                 .per_sample
                 .as_ref()
-                .map(|ps| ps.warnings.iter().map(|w| format!("{name}: {w}")).collect())
+                .map(|ps| {
+                    ps.warnings
+                        .iter()
+                        .map(|w| Warning::new(Check::PerSample, w.clone()).about(name))
+                        .collect()
+                })
                 .unwrap_or_default();
         }
         each.push((name.clone(), a));
@@ -127,7 +133,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
     let excluded = all_excluded(&each);
     some_run_left(rs, &excluded)?;
-    let others: Vec<String> = each
+    let others: Vec<Warning> = each
         .iter()
         .skip(1)
         .flat_map(|(_, a)| a.warnings.iter().cloned())
@@ -140,40 +146,18 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     primary.throttle = throttle;
     // The primary's warnings name its own excluded runs; add the others'.
     for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {
-        primary.warnings.push(format!(
-            "{} (left out of every table; the other runs are reported)",
-            x.line()
+        primary.warnings.push(Warning::new(
+            Check::Excluded,
+            format!(
+                "{} (left out of every table; the other runs are reported)",
+                x.line()
+            ),
         ));
     }
     primary.excluded = excluded;
     primary.raw_removed = removed;
     primary.profiler = crate::profiler::profiler_table(rs)?;
     Ok(primary)
-}
-
-/// What the by-contents analysis cannot say.
-pub(crate) fn contents_warnings(rs: &ResultSet, names: &[String]) -> Vec<String> {
-    let mut w = Vec::new();
-    if names.len() > 1 {
-        w.push(format!(
-            "sample contents: the tables and fits are those of {} (the first given); the other \
-             contents ({}) are in the table by contents",
-            names[0],
-            names[1..].join(", ")
-        ));
-    }
-    if names.iter().all(|n| n == results_format::LEGACY_SAMPLE)
-        && rs.runs.iter().any(|r| r.freq_hz > 0)
-    {
-        w.push(
-            "sample contents: these samples carried only a timestamp (`time`), the cheapest \
-             record; `perf record` writes ip, tid, time, cpu and period, which costs more per \
-             sample (sweep with --sample perf-default, the default since contents became a \
-             dimension)"
-                .to_string(),
-        );
-    }
-    w
 }
 
 /// Read every util run's intervals (in parallel over runs) and build all
@@ -207,16 +191,28 @@ pub(crate) fn analyse_one(
     // The warnings were built from the marked runs (status `excluded`, not
     // counted as failed): say why each was left out.
     a.warnings.extend(excluded.iter().map(|x| {
-        format!(
-            "{} (left out of every table; the other runs are reported)",
-            x.line()
+        Warning::new(
+            Check::Excluded,
+            format!(
+                "{} (left out of every table; the other runs are reported)",
+                x.line()
+            ),
         )
     }));
     a.excluded = excluded;
-    a.warnings.extend(gaps.warnings);
+    a.warnings.extend(
+        gaps.warnings
+            .into_iter()
+            .map(|w| Warning::new(Check::GapsFiles, w)),
+    );
     if !gaps.runs.is_empty() {
         let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
-        a.warnings.extend(table.warnings.iter().cloned());
+        a.warnings.extend(
+            table
+                .warnings
+                .iter()
+                .map(|w| Warning::new(Check::PerSample, w.clone())),
+        );
         a.per_sample = Some(table);
         a.recovery = gaps.recovery;
     }

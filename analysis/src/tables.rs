@@ -68,7 +68,8 @@ pub struct Analysis {
     pub loss: Vec<LossRow>,
     pub tracing: Vec<TracingRow>,
     pub fits: Fits,
-    pub warnings: Vec<String>,
+    /// Every warning, typed until the report writes its line.
+    pub warnings: Vec<crate::warnings::warning::Warning>,
     pub durations: Vec<DurationGroup>,
     pub paired: Vec<PairedRunTrace>,
     /// Per-run aggregates of util runs, by run_id.

@@ -18,6 +18,9 @@ pub const ACHIEVED_RATE_WARN: f64 = 0.9;
 pub const DRIVER_CPU_WARN: f64 = 0.01;
 
 mod lowered;
+pub mod warning;
+
+pub use warning::{Check, Warning};
 
 use lowered::lowered_limit;
 
@@ -27,82 +30,9 @@ fn ids(runs: &[&Run]) -> String {
     v.join(", ")
 }
 
-/// The checks a report runs, in the order their warnings are shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Check {
-    /// The sweep did not finish.
-    Incomplete,
-    /// What the driver itself logged as switched or doubtful.
-    Driver,
-    /// Another event was opened than the one requested.
-    Fallback,
-    /// Runs that failed.
-    Failed,
-    /// The kernel throttled sampling.
-    Throttled,
-    /// Lost, duplicated or unmatched records.
-    Records,
-    /// perf_event_max_sample_rate went down.
-    LoweredLimit,
-    /// The kernel delivered fewer samples than requested.
-    SlowRate,
-    /// The driver used much CPU while sampling.
-    DriverCpu,
-    /// The paired loss varies between runs.
-    RunsDisagree,
-    /// Runs flagged noisy.
-    Noisy,
-    /// The handler tracepoints cost measurable loss.
-    Tracing,
-    /// Util runs without handler intervals.
-    NoHandler,
-    /// No loss can be computed.
-    NoLoss,
-}
-
-/// One warning: the check that raised it, what it found and what to read
-/// or do instead.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Warning {
-    pub check: Check,
-    /// What was found: the runs it concerns and what it does to the numbers.
-    pub text: String,
-    /// What to read or do instead; None where the check has nothing to
-    /// offer beyond the finding.
-    pub remedy: Option<String>,
-}
-
-impl Warning {
-    /// A warning without a remedy.
-    fn new(check: Check, text: impl Into<String>) -> Self {
-        Self {
-            check,
-            text: text.into(),
-            remedy: None,
-        }
-    }
-
-    /// A warning and its remedy.
-    fn with_remedy(check: Check, text: impl Into<String>, remedy: impl Into<String>) -> Self {
-        Self {
-            check,
-            text: text.into(),
-            remedy: Some(remedy.into()),
-        }
-    }
-
-    /// The report's line: the finding, then its remedy after a semicolon.
-    pub fn line(&self) -> String {
-        match &self.remedy {
-            Some(remedy) => format!("{}; {remedy}", self.text),
-            None => self.text.clone(),
-        }
-    }
-}
-
 /// Every warning of a report, in the order they are shown: the sweep's
 /// status and the driver's own, then each check over the runs and tables.
-pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<String> {
+pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<Warning> {
     let mut w: Vec<Warning> = Vec::new();
     w.extend(incomplete(rs));
     w.extend(
@@ -123,7 +53,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<St
     w.extend(tracing(a));
     w.extend(no_handler(a));
     w.extend(no_loss(&rs.runs, baseline));
-    w.iter().map(Warning::line).collect()
+    w
 }
 
 /// The runs for which `f` holds.
@@ -403,6 +333,34 @@ fn no_loss(runs: &[Run], baseline: &[f64]) -> Option<Warning> {
     } else {
         None
     }
+}
+
+/// What the by-contents analysis cannot say.
+pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if names.len() > 1 {
+        w.push(Warning::new(
+            Check::Contents,
+            format!(
+                "sample contents: the tables and fits are those of {} (the first given); the other \
+             contents ({}) are in the table by contents",
+                names[0],
+                names[1..].join(", ")
+            ),
+        ));
+    }
+    if names.iter().all(|n| n == results_format::LEGACY_SAMPLE)
+        && rs.runs.iter().any(|r| r.freq_hz > 0)
+    {
+        w.push(Warning::new(
+            Check::Contents,
+            "sample contents: these samples carried only a timestamp (`time`), the cheapest \
+             record; `perf record` writes ip, tid, time, cpu and period, which costs more per \
+             sample (sweep with --sample perf-default, the default since contents became a \
+             dimension)",
+        ));
+    }
+    w
 }
 
 #[cfg(test)]

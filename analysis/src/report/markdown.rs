@@ -113,7 +113,8 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
     if a.warnings.is_empty() && plot_outcome.errors.is_empty() {
         let _ = writeln!(s, "None.\n");
     } else {
-        for w in a.warnings.iter().chain(&plot_outcome.errors) {
+        let lines = a.warnings.iter().map(|w| w.line());
+        for w in lines.chain(plot_outcome.errors.iter().cloned()) {
             let _ = writeln!(s, "- {w}");
         }
         s.push('\n');

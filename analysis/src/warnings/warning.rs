@@ -1,0 +1,94 @@
+//! One warning as a value: which check raised it, what it found and what
+//! to do instead. Made by the read and compute layers for what they find
+//! while reading and computing, and by the judge (`warnings`) for every
+//! check over the tables; kept typed until the report writes its line.
+
+/// The checks a report runs, in the order their warnings are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The sweep did not finish.
+    Incomplete,
+    /// What the driver itself logged as switched or doubtful.
+    Driver,
+    /// Another event was opened than the one requested.
+    Fallback,
+    /// Runs that failed.
+    Failed,
+    /// The kernel throttled sampling.
+    Throttled,
+    /// Lost, duplicated or unmatched records.
+    Records,
+    /// perf_event_max_sample_rate went down.
+    LoweredLimit,
+    /// The kernel delivered fewer samples than requested.
+    SlowRate,
+    /// The driver used much CPU while sampling.
+    DriverCpu,
+    /// The paired loss varies between runs.
+    RunsDisagree,
+    /// Runs flagged noisy.
+    Noisy,
+    /// The handler tracepoints cost measurable loss.
+    Tracing,
+    /// Util runs without handler intervals.
+    NoHandler,
+    /// No loss can be computed.
+    NoLoss,
+    /// A run left out of every table (a file of it unreadable).
+    Excluded,
+    /// The gaps design's files disagree with each other or with
+    /// timeline.csv (found while reading them).
+    GapsFiles,
+    /// The per-sample table's own findings (samples in no gap, a full gap
+    /// buffer, a rate whose after-effect is a bound ...).
+    PerSample,
+    /// The sample contents compared in one set.
+    Contents,
+}
+
+/// One warning: the check that raised it, what it found and what to read
+/// or do instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub check: Check,
+    /// What was found: the runs it concerns and what it does to the numbers.
+    pub text: String,
+    /// What to read or do instead; None where the check has nothing to
+    /// offer beyond the finding.
+    pub remedy: Option<String>,
+}
+
+impl Warning {
+    /// A warning without a remedy.
+    pub fn new(check: Check, text: impl Into<String>) -> Self {
+        Self {
+            check,
+            text: text.into(),
+            remedy: None,
+        }
+    }
+
+    /// A warning and its remedy.
+    pub fn with_remedy(check: Check, text: impl Into<String>, remedy: impl Into<String>) -> Self {
+        Self {
+            check,
+            text: text.into(),
+            remedy: Some(remedy.into()),
+        }
+    }
+
+    /// The same finding about one sample contents of several: its name
+    /// first.
+    pub fn about(mut self, name: &str) -> Self {
+        self.text = format!("{name}: {}", self.text);
+        self
+    }
+
+    /// The report's line: the finding, then its remedy after a semicolon.
+    pub fn line(&self) -> String {
+        match &self.remedy {
+            Some(remedy) => format!("{}; {remedy}", self.text),
+            None => self.text.clone(),
+        }
+    }
+}
