@@ -410,6 +410,7 @@ pub(crate) fn self_command() -> Command {
 }
 
 /// The running executable, whatever has happened to its path since (Linux).
+// Kept: a path to exec, nothing is parsed.
 pub(crate) const SELF_EXE: &str = "/proc/self/exe";
 
 /// What a workload child is asked to do.

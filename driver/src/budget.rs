@@ -30,7 +30,7 @@ mod refusal;
 #[cfg(test)]
 mod tests;
 
-pub use host::{HostLimits, meminfo_kb};
+pub use host::HostLimits;
 use need::largest;
 pub use need::{RunNeed, run_need};
 pub use refusal::{BudgetError, bytes};

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use procfs::process::{Process, Stat};
 use workload::clock::monotonic_raw_ns;
 
 /// How much of a failed command's stderr a run records.
@@ -357,40 +358,32 @@ pub fn tail(text: &str, max: usize) -> String {
 /// no wait, when unreadable).
 fn read_usage(pid: u32) -> Usage {
     let mut u = Usage::default();
+    let Some(process) = i32::try_from(pid).ok().and_then(|p| Process::new(p).ok()) else {
+        return u;
+    };
     let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        let (user, sys) = stat_cpu_ticks(&stat);
+    if let Ok(stat) = process.stat() {
+        let (user, sys) = cpu_ticks(&stat);
         u.user_ns = user.saturating_mul(tick_ns);
         u.sys_ns = sys.saturating_mul(tick_ns);
     }
-    u.wait_ns = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_ascii_whitespace().nth(1)?.parse().ok());
-    if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-        for line in status.lines() {
-            let value = |l: &str| l.split(':').nth(1).and_then(|v| v.trim().parse().ok());
-            if line.starts_with("voluntary_ctxt_switches") {
-                u.nvcsw = value(line).unwrap_or(0);
-            } else if line.starts_with("nonvoluntary_ctxt_switches") {
-                u.nivcsw = value(line).unwrap_or(0);
-            }
-        }
+    // schedstat: (on CPU, run-queue wait, timeslices), ns.
+    u.wait_ns = process.schedstat().ok().map(|s| s.run_delay);
+    if let Ok(status) = process.status() {
+        u.nvcsw = status.voluntary_ctxt_switches.unwrap_or(0);
+        u.nivcsw = status.nonvoluntary_ctxt_switches.unwrap_or(0);
     }
     u
 }
 
-/// (utime + cutime, stime + cstime) in clock ticks from `/proc/<pid>/stat`
-/// (fields 14-17; the command name in field 2 may hold spaces and
-/// parentheses, so fields are counted after its last `)`).
-fn stat_cpu_ticks(stat: &str) -> (u64, u64) {
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_ascii_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| f.get(i).copied().unwrap_or(0);
-    // rest[0] is field 3 (state): utime is field 14.
-    (at(11) + at(13), at(12) + at(14))
+/// (utime + cutime, stime + cstime) in clock ticks, the children's times
+/// being those of the children it waited for.
+fn cpu_ticks(stat: &Stat) -> (u64, u64) {
+    let waited = |t: i64| u64::try_from(t).unwrap_or(0);
+    (
+        stat.utime.saturating_add(waited(stat.cutime)),
+        stat.stime.saturating_add(waited(stat.cstime)),
+    )
 }
 
 #[cfg(test)]
@@ -434,11 +427,15 @@ mod tests {
     }
 
     #[test]
-    fn stat_fields_are_counted_after_the_name() {
-        // pid (comm with ") (" in it) state ppid ... utime stime cutime cstime
-        let stat = "42 (a) (b) Z 1 42 42 0 -1 4194560 100 0 0 0 7 3 5 2 20 0 1 0 99";
-        assert_eq!(stat_cpu_ticks(stat), (12, 5));
-        assert_eq!(stat_cpu_ticks("garbage"), (0, 0));
+    fn cpu_ticks_add_the_waited_for_children() {
+        use procfs::FromRead;
+        // pid (comm with ") (" in it) state ppid ... utime stime cutime
+        // cstime ... (a zombie's line, 52 fields, as Linux 6.x writes it).
+        let line = "42 (a) (b) Z 1 42 42 0 -1 4194560 100 0 0 0 7 3 5 2 20 0 1 0 99 0 0 \
+                    18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9";
+        let stat = Stat::from_read(line.as_bytes()).unwrap();
+        assert_eq!(cpu_ticks(&stat), (12, 5));
+        assert!(Stat::from_read("garbage".as_bytes()).is_err());
     }
 
     #[test]
@@ -484,6 +481,22 @@ mod tests {
         .unwrap();
         assert!((200_000_000..1_000_000_000).contains(&ok.wall_ns), "{ok:?}");
         assert_eq!(ok.wall_ns, ok.ended_at_ns - ok.started_at_ns);
+        // Its counters are read from the zombie's /proc files: sleeping
+        // is a voluntary switch, and schedstat is there when this
+        // process's is.
+        assert!(ok.nvcsw >= 1, "{ok:?}");
+        let schedstat = std::path::Path::new("/proc/self/schedstat").exists();
+        assert_eq!(ok.wait_ns.is_some(), schedstat, "{ok:?}");
+        // A child's CPU time counts once the shell has waited for it.
+        let busy = "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'";
+        let spun = run_pinned(
+            &["sh".to_string(), "-c".to_string(), busy.to_string()],
+            0,
+            Duration::from_secs(30),
+            &never,
+        )
+        .unwrap();
+        assert!(spun.user_ns + spun.sys_ns >= 50_000_000, "{spun:?}");
         let missing = run_pinned(
             &["/nonexistent/prog".to_string()],
             0,

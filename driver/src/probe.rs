@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use procfs::Current;
 use serde::{Deserialize, Serialize};
 
 use crate::perf::error::{MAX_RATE_PATH, PARANOID_PATH};
@@ -126,19 +127,23 @@ fn read_trim(path: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// The CPU model and whether the `hypervisor` flag is set, from
+/// /proc/cpuinfo ("unknown" and false where it has neither: arm64 lists
+/// `Features`, not `flags`).
 fn cpuinfo() -> (String, bool) {
-    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = text
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .and_then(|r| r.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let flag = text
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"));
+    procfs::CpuInfo::current().map_or_else(|_| ("unknown".into(), false), |c| model_and_flag(&c))
+}
+
+fn model_and_flag(info: &procfs::CpuInfo) -> (String, bool) {
+    let cpus = 0..info.num_cores();
+    let model = cpus
+        .clone()
+        .find_map(|i| info.model_name(i))
+        .unwrap_or("unknown")
+        .to_string();
+    let flag = cpus
+        .into_iter()
+        .any(|i| info.flags(i).is_some_and(|f| f.contains(&"hypervisor")));
     (model, flag)
 }
 
@@ -166,6 +171,7 @@ fn kernel_hz(release: &str) -> Option<(u64, &'static str)> {
         return Some((hz, "/boot/config-RELEASE CONFIG_HZ"));
     }
     let jiffies = || {
+        // Kept hand-written: procfs does not read /proc/timer_list.
         let text = std::fs::read_to_string("/proc/timer_list").ok()?;
         let t = crate::system::clock::monotonic_ns();
         let j = text
@@ -198,14 +204,12 @@ pub fn snap_hz(rate: f64) -> Option<u64> {
         .find(|&hz| (rate - hz as f64).abs() <= 0.1 * hz as f64)
 }
 
-/// CAP_PERFMON (bit 38) of CapEff in a `/proc/<pid>/status` text.
-pub fn cap_perfmon_from_status(status: &str) -> Option<bool> {
-    let hex = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))?
-        .trim();
-    let v = u64::from_str_radix(hex, 16).ok()?;
-    Some(v & (1 << 38) != 0)
+/// CAP_PERFMON (bit 38) of CapEff in /proc/self/status (None: unreadable).
+fn cap_perfmon() -> Option<bool> {
+    let status = procfs::process::Process::myself()
+        .and_then(|p| p.status())
+        .ok()?;
+    Some(status.capeff & (1 << 38) != 0)
 }
 
 /// Gathers the host facts (no sampling; opens cycles briefly to test the PMU).
@@ -264,6 +268,7 @@ pub fn probe_host() -> HostFacts {
         tracefs_error,
         handler_tracepoints,
         handler_symbol_readable: tracefs::kallsyms_address(symbol).is_ok(),
+        // Kept hand-written: procfs has no reader for the perf sysctls.
         perf_event_paranoid: read_trim(PARANOID_PATH).and_then(|s| s.parse().ok()),
         perf_event_max_sample_rate: read_trim(MAX_RATE_PATH).and_then(|s| s.parse().ok()),
         perf_cpu_time_max_percent: read_trim("/proc/sys/kernel/perf_cpu_time_max_percent")
@@ -273,9 +278,7 @@ pub fn probe_host() -> HostFacts {
         kernel_hz: hz.map(|h| h.0),
         kernel_hz_source: hz.map(|h| h.1.to_owned()),
         euid: rustix::process::geteuid().as_raw(),
-        cap_perfmon: std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| cap_perfmon_from_status(&s)),
+        cap_perfmon: cap_perfmon(),
         clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .unwrap_or_else(|| "unknown".into()),
         cpus: online.len() as u32,
@@ -531,6 +534,7 @@ fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[Stri
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -544,5 +548,26 @@ mod tests {
         assert_eq!(snap_hz(248.0), Some(250));
         assert_eq!(snap_hz(1003.0), Some(1000));
         assert_eq!(snap_hz(175.0), None);
+    }
+
+    #[test]
+    fn cpu_model_and_hypervisor_flag_from_cpuinfo() {
+        use procfs::FromRead;
+        let parse = |t: &str| model_and_flag(&procfs::CpuInfo::from_read(t.as_bytes()).unwrap());
+        let vm = "processor\t: 0\nvendor_id\t: GenuineIntel\n\
+                  model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\n\
+                  flags\t\t: fpu vme hypervisor lahf_lm\nvmx flags\t: vnmi\n\n\
+                  processor\t: 1\nvendor_id\t: GenuineIntel\n\
+                  model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\n\
+                  flags\t\t: fpu vme hypervisor lahf_lm\nvmx flags\t: vnmi\n\n";
+        assert_eq!(
+            parse(vm),
+            ("Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz".into(), true)
+        );
+        let metal = vm.replace(" hypervisor", "");
+        assert!(!parse(&metal).1);
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd hypervisor\n\
+                   CPU implementer\t: 0x41\n\n";
+        assert_eq!(parse(arm), ("unknown".into(), false));
     }
 }

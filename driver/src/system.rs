@@ -53,6 +53,56 @@ mod tests {
             }
         );
         assert_eq!(s.cpu(7), CpuTicks::default());
+        // CPU 1 offline: it has no line, and CPU 2's ticks stay CPU 2's.
+        let s = ProcStat::parse("cpu0 1 0 0 9 0 0 0 0 0 0\ncpu2 2 0 0 8 0 0 0 4 0 0\n");
+        assert_eq!(s.cpu(1), CpuTicks::default());
+        assert_eq!(
+            s.cpu(2),
+            CpuTicks {
+                busy: 2,
+                idle: 8,
+                steal: 4
+            }
+        );
+    }
+
+    #[test]
+    fn proc_stat_ticks_match_procfs() {
+        use procfs::{ExplicitSystemInfo, FromReadSI, KernelStats};
+        // One read of this host's /proc/stat, parsed by both: procfs's
+        // per-CPU list is in line order, so pair it with the lines' CPU
+        // numbers.
+        let text = std::fs::read_to_string("/proc/stat").unwrap();
+        let ours = ProcStat::parse(&text);
+        let si = ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second: 100,
+            page_size: 4096,
+            is_little_endian: cfg!(target_endian = "little"),
+        };
+        let theirs = KernelStats::from_read(text.as_bytes(), &si).unwrap();
+        let numbers: Vec<u32> = text
+            .lines()
+            .filter_map(|l| {
+                l.split_ascii_whitespace()
+                    .next()?
+                    .strip_prefix("cpu")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(numbers.len(), theirs.cpu_time.len());
+        assert!(!numbers.is_empty());
+        for (cpu, t) in numbers.iter().zip(&theirs.cpu_time) {
+            let o = |v: Option<u64>| v.unwrap_or(0);
+            let want = CpuTicks {
+                busy: t.user + t.nice + t.system + o(t.irq) + o(t.softirq),
+                idle: t.idle + o(t.iowait),
+                steal: o(t.steal),
+            };
+            assert_eq!(ours.cpu(*cpu), want, "cpu{cpu}");
+        }
+        assert_eq!(ours.procs_running, u64::from(theirs.procs_running.unwrap()));
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! schedstat times are read; after the run each phase gets the samples
 //! whose timestamps fall in it.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use procfs::process::Process;
 
 use super::failed;
 use crate::exec::{RunError, RunSpec};
@@ -16,14 +17,10 @@ use workload::clock::monotonic_raw_ns;
 
 /// (time on CPU, time runnable but waiting) of a task, ns, from
 /// `/proc/<pid>/schedstat`; zeros when unreadable.
-fn read_schedstat(path: &Path) -> (u64, u64) {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (0, 0);
-    };
-    let mut f = text
-        .split_ascii_whitespace()
-        .map(|v| v.parse::<u64>().unwrap_or(0));
-    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+fn read_schedstat(process: Option<&Process>) -> (u64, u64) {
+    process
+        .and_then(|p| p.schedstat().ok())
+        .map_or((0, 0), |s| (s.sum_exec_runtime, s.run_delay))
 }
 
 /// Counts each phase's samples from the sorted sample timestamps (the same
@@ -69,9 +66,10 @@ pub(super) fn run_phases(
     if interrupt.load(Ordering::SeqCst) {
         return Err(RunError::Interrupted);
     }
-    let schedstat = PathBuf::from(format!("/proc/{pid}/schedstat"));
+    // Opened once: each boundary then reads only its schedstat file.
+    let process = i32::try_from(pid).ok().and_then(|p| Process::new(p).ok());
     let mut prev = (monotonic_raw_ns(), reader.iterations());
-    let mut prev_sched = read_schedstat(&schedstat);
+    let mut prev_sched = read_schedstat(process.as_ref());
     if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
         s.enable().map_err(failed)?;
     }
@@ -94,7 +92,7 @@ pub(super) fn run_phases(
                 s.enable().map_err(failed)?;
             }
         }
-        let sched_now = read_schedstat(&schedstat);
+        let sched_now = read_schedstat(process.as_ref());
         phases.push(PhaseRow {
             phase: u32::try_from(i).unwrap_or(u32::MAX),
             sampling: on,

@@ -13,6 +13,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use procfs::process::Process;
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::{
@@ -43,14 +44,13 @@ struct TreeReading {
 /// Every process whose ancestry reaches `root` (itself included).
 fn tree_of(root: u32) -> Vec<u32> {
     let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Some(ppid) = stat_fields(&format!("/proc/{pid}/stat"))
-                .and_then(|f| f.get(1).and_then(|p| p.parse().ok()))
-            {
+    if let Ok(processes) = procfs::process::all_processes() {
+        // A process that exits while the walk reads it is left out.
+        for p in processes.flatten() {
+            if let (Ok(pid), Some(ppid)) = (
+                u32::try_from(p.pid()),
+                p.stat().ok().and_then(|s| u32::try_from(s.ppid).ok()),
+            ) {
                 parent.insert(pid, ppid);
             }
         }
@@ -65,47 +65,37 @@ fn tree_of(root: u32) -> Vec<u32> {
     tree
 }
 
-/// The fields of a /proc stat file after the command name (field 3 on).
-fn stat_fields(path: &str) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-/// A `key:   N kB` line of /proc/PID/status or `key: N` of /proc/PID/io.
-fn keyed(text: &str, key: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-}
-
-/// The counters of `root`'s tree now.
+/// The counters of `root`'s tree now: schedstat's time on CPU (ns) and
+/// stat's `processor` of every thread, the process's io `write_bytes` and
+/// status `VmHWM` (kB). What cannot be read (a process or thread that
+/// has exited, io without ptrace access) counts nothing.
 fn read_tree(root: u32) -> TreeReading {
     let mut r = TreeReading::default();
     for pid in tree_of(root) {
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        let Some(process) = i32::try_from(pid).ok().and_then(|p| Process::new(p).ok()) else {
+            continue;
+        };
+        if let Ok(tasks) = process.tasks() {
             for t in tasks.flatten() {
-                let dir = t.path();
-                if let Some(ns) = std::fs::read_to_string(dir.join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-                {
-                    r.cpu_ns += ns;
+                if let Ok(s) = t.schedstat() {
+                    r.cpu_ns += s.sum_exec_runtime;
                 }
-                // Field 39, `processor`: the CPU it last ran on.
-                if let Some(cpu) = stat_fields(&dir.join("stat").to_string_lossy())
-                    .and_then(|f| f.get(36).and_then(|c| c.parse().ok()))
+                // `processor`: the CPU it last ran on.
+                if let Some(cpu) = t
+                    .stat()
+                    .ok()
+                    .and_then(|s| s.processor)
+                    .and_then(|c| u32::try_from(c).ok())
                 {
                     r.cpus.insert(cpu);
                 }
             }
         }
-        if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
-            r.write_bytes += keyed(&io, "write_bytes:").unwrap_or(0);
+        if let Ok(io) = process.io() {
+            r.write_bytes += io.write_bytes;
         }
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            r.peak_rss_kb += keyed(&status, "VmHWM:").unwrap_or(0);
+        if let Ok(status) = process.status() {
+            r.peak_rss_kb += status.vmhwm.unwrap_or(0);
         }
     }
     r
@@ -432,6 +422,28 @@ mod tests {
         assert_eq!(s.by, "SIGINT");
         assert!(s.status.success(), "{s:?}");
         assert!(s.stderr.contains("bye"), "{s:?}");
+    }
+
+    #[test]
+    fn the_tree_holds_children_and_grandchildren() {
+        // sh, its subshell, and the subshell's sleep (`; :` keeps the
+        // subshell from exec'ing it).
+        let mut sh = Command::new("sh")
+            .args(["-c", "(sleep 5; :) & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let root = sh.id();
+        let t = Instant::now();
+        let mut tree = tree_of(root);
+        while tree.len() < 3 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+            tree = tree_of(root);
+        }
+        let _ = kill_process_group(Pid::from_child(&sh), Signal::KILL);
+        let _ = sh.wait();
+        assert_eq!(tree.len(), 3, "{tree:?}");
+        assert_eq!(tree[0], root);
     }
 
     #[test]

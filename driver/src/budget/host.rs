@@ -1,6 +1,8 @@
 //! What this host allows: its CPUs, page size, lock limits, memory and
 //! descriptor limits, read from /proc and getrlimit.
 
+use procfs::Current;
+
 /// What this host allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostLimits {
@@ -30,6 +32,7 @@ impl HostLimits {
     /// Reads them from this host (unknown values are taken as unlimited:
     /// the check never refuses on a guess).
     pub fn read() -> HostLimits {
+        // Kept hand-written: procfs has no reader for the perf sysctls.
         let num = |p: &str| {
             std::fs::read_to_string(p)
                 .ok()
@@ -46,12 +49,13 @@ impl HostLimits {
             perf_event_paranoid: num("/proc/sys/kernel/perf_event_paranoid").unwrap_or(2),
             memlock_bytes: memlock.current,
             cap_ipc_lock: effective_capability(14),
-            mem_available_bytes: std::fs::read_to_string("/proc/meminfo")
+            // procfs gives bytes (the file's kB times 1024).
+            mem_available_bytes: procfs::Meminfo::current()
                 .ok()
-                .and_then(|t| meminfo_kb(&t, "MemAvailable"))
-                .map(|kb| kb.saturating_mul(1024)),
+                .and_then(|m| m.mem_available),
             nofile_soft: nofile.current,
             nofile_hard: nofile.maximum,
+            // Kept: before Linux 6.2 procfs's fd_count counts one more (its own).
             fds_open: std::fs::read_dir("/proc/self/fd")
                 .map(|d| d.count() as u64)
                 .unwrap_or(16),
@@ -72,22 +76,10 @@ impl HostLimits {
     }
 }
 
-/// Whether capability `bit` is in this process's effective set.
+/// Whether capability `bit` is in this process's effective set (CapEff of
+/// /proc/self/status).
 fn effective_capability(bit: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1u64 << bit) != 0)
-}
-
-/// A `Key:   123 kB` line of /proc/meminfo, in KiB.
-pub fn meminfo_kb(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
+    procfs::process::Process::myself()
+        .and_then(|p| p.status())
+        .is_ok_and(|s| s.capeff & (1u64 << bit) != 0)
 }

@@ -169,8 +169,21 @@ fn this_hosts_limits_are_read() {
 }
 
 #[test]
-fn meminfo_lines_parse() {
-    let t = "MemTotal:        4028880 kB\nMemAvailable:    3500000 kB\n";
-    assert_eq!(meminfo_kb(t, "MemAvailable"), Some(3_500_000));
-    assert_eq!(meminfo_kb(t, "MemFree"), None);
+fn meminfo_available_comes_in_bytes() {
+    use procfs::FromRead;
+    // HostLimits takes procfs's MemAvailable as bytes: the file's kB
+    // (KiB) times 1024. The lines procfs requires, from a 4 GiB VM.
+    let t = "MemTotal:        4028880 kB\nMemFree:          250000 kB\n\
+             MemAvailable:    3500000 kB\nBuffers:           10000 kB\n\
+             Cached:          3000000 kB\nSwapCached:            0 kB\n\
+             Active:           500000 kB\nInactive:        2600000 kB\n\
+             SwapTotal:             0 kB\nSwapFree:              0 kB\n\
+             Dirty:                12 kB\nWriteback:             0 kB\n\
+             Mapped:           100000 kB\nSlab:             150000 kB\n\
+             Committed_AS:     900000 kB\nVmallocTotal:   34359738367 kB\n\
+             VmallocUsed:       20000 kB\nVmallocChunk:          0 kB\n";
+    let m = procfs::Meminfo::from_read(t.as_bytes()).unwrap();
+    assert_eq!(m.mem_available, Some(3_500_000 * 1024));
+    let host = HostLimits::read();
+    assert!(host.mem_available_bytes.is_some(), "{host:?}");
 }

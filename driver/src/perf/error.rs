@@ -234,6 +234,7 @@ pub fn errno_name(err: &io::Error) -> &'static str {
 
 /// Reads a one-line procfs/sysfs value, or says why it could not.
 pub fn read_sysctl(path: &str) -> String {
+    // Kept hand-written: procfs has no perf sysctls; the raw value is quoted.
     match std::fs::read_to_string(path) {
         Ok(s) => s.trim().to_string(),
         Err(e) => format!("unknown ({path}: {e})"),

@@ -26,6 +26,7 @@ pub fn find() -> Option<PathBuf> {
 }
 
 /// tracefs mount points listed in a /proc/mounts text.
+// Kept, not procfs's MountEntry: it leaves a space (`\040`) escaped.
 pub fn mounts_tracefs(mounts: &str) -> Vec<PathBuf> {
     mounts
         .lines()
@@ -263,6 +264,7 @@ pub fn kallsyms_lookup(text: &str, symbol: &str) -> Option<u64> {
 /// The address of `symbol` from /proc/kallsyms; nonzero addresses need root
 /// (or kptr_restrict=0).
 pub fn kallsyms_address(symbol: &str) -> Result<u64, PerfError> {
+    // Kept hand-written: procfs does not read /proc/kallsyms.
     let text = std::fs::read_to_string("/proc/kallsyms").map_err(|source| PerfError::Read {
         path: "/proc/kallsyms".into(),
         source,

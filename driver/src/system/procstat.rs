@@ -26,6 +26,8 @@ pub struct ProcStat {
 
 impl ProcStat {
     /// Parses /proc/stat text.
+    // Kept, not procfs's KernelStats: it has the same ticks but lists CPUs
+    // by line order without their number, and an offline CPU has no line.
     pub fn parse(text: &str) -> Self {
         let mut stat = ProcStat::default();
         for line in text.lines() {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use results_format::SettingChange;
 
+// Kept hand-written: procfs has no perf sysctls, and these are written too.
 /// The sysctl bounding perf sample_freq.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
 
