@@ -230,9 +230,12 @@ pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
     let recs: Vec<Option<Recommendation>> =
         BUDGETS_PCT.iter().map(|&b| recommend(a, b).ok()).collect();
     let mut host = host_parts(rs);
+    // The event of a sampled run: a 0 Hz run opens none.
     host.extend(
         rs.runs
-            .first()
+            .iter()
+            .find(|r| !r.event.is_empty())
+            .or(rs.runs.first())
             .map(|r| format!("{}, {} scope", r.event, r.scope)),
     );
     let mut body = wrap("", &host, inner);

@@ -68,7 +68,7 @@ pub fn recovery_horizon_ns(rate_hz: f64) -> f64 {
 /// difference from the 0 Hz runs' after-effect time, tried first, gave
 /// +-1100 ns at 100 Hz for an effect of ~50 ns).
 pub fn after_effect_ns(run: &GapsRun, horizon_ns: f64) -> f64 {
-    let n = run.row.samples.saturating_sub(run.samples_in_long) as f64;
+    let n = run.raw_samples().saturating_sub(run.samples_in_long) as f64;
     run.after_per_episode_ns(horizon_ns) * run.matched_short_episodes() as f64 / n
 }
 
@@ -273,7 +273,7 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
     let zero_long_per_s = t_interval(
         &zero
             .iter()
-            .map(|r| r.long_episodes as f64 / (r.window_ns() * 1e-9))
+            .map(|r| r.long_episodes as f64 / (r.raw_window_ns() * 1e-9))
             .collect::<Vec<_>>(),
     );
     let ctx = RowContext {

@@ -125,11 +125,16 @@ class Run:
     """One gaps run: timeline row, recovery bins, episodes, and at F > 0 its
     matched short episodes (excess, samples each) and samples in long."""
 
-    def __init__(self, d, row, freq, bins):
+    def __init__(self, d, row, freq, bins, run=None):
         self.id, self.freq, self.row = row["run_id"], freq, row
         self.lo, self.hi = int(row["loop_start_ns"]), int(row["loop_end_ns"])
         self.w = self.hi - self.lo
         self.n = int(row["samples"])
+        # Raw files thinned at dense rates (runs.csv raw_keep_every > 1):
+        # they cover raw_kept_ns of the window and hold their own samples.
+        every = int((run or {}).get("raw_keep_every") or 1)
+        self.thinned = every > 1
+        self.raw_w = int(run["raw_kept_ns"]) if self.thinned else self.w
         self.rate = self.n / (self.w * 1e-9) if self.w > 0 else np.nan
         self.bins = bins
         self.start, self.end, self.ex = episodes(d, self.id)
@@ -143,7 +148,8 @@ class Run:
         u, k = np.unique(s, return_counts=True)
         short = self.ex[u] < LONG
         self.m_ex, self.m_k = self.ex[u][short], k[short]
-        self.n_short = self.n - self.in_long  # N'
+        n_raw = len(rawfiles.sample_episodes(d, self.id)) if self.thinned else self.n
+        self.n_short = n_raw - self.in_long  # N'
 
     def usable(self):
         return self.w > 0 and (self.freq == 0 or self.n > 0)
@@ -246,7 +252,7 @@ def load(d):
         if rid not in tl or rid not in rec:
             continue
         bins = tuple(np.array([float(b[c]) for b in rec[rid]]) for c in ("from_ns", "to_ns", "chunks", "excess_ns_sum"))
-        x = Run(d, tl[rid], int(r["freq_hz"]), bins)
+        x = Run(d, tl[rid], int(r["freq_hz"]), bins, r)
         if x.usable():
             runs.append(x)
     return runs
@@ -277,7 +283,7 @@ def compute(runs, rng, per_run_horizon=False):
         direct = split[:, 0] - b[0]
         above = split[:, 1] - b_above[0]
         long = np.array([
-            (max(x.long_ex - x.in_long * mps, 0) / x.w * 100 - zero_long) / 100 * 1e9 / x.rate
+            (max(x.long_ex - x.in_long * mps, 0) / x.raw_w * 100 - zero_long) / 100 * 1e9 / x.rate
             for x, mps in zip(at, matched_ps)])
         after = np.array([x.after(x.rate if per_run_horizon else rate) for x in at])
         rows[f] = dict(
@@ -291,7 +297,7 @@ def compute(runs, rng, per_run_horizon=False):
             matched_mean_by_run_ns=t_interval([x.m_ex.mean() for x in at if len(x.m_ex)]),
             background_ns=b, cap_ns=cap,
             above_cap_ns=t_interval(above),
-            long_per_s=t_interval([x.long_n / (x.w * 1e-9) for x in at]),
+            long_per_s=t_interval([x.long_n / (x.raw_w * 1e-9) for x in at]),
             long_ns=t_interval(long),
             direct_ns=t_interval(direct),
             after_effect_ns=t_interval(after),

@@ -576,6 +576,7 @@ fn wait_ready(
 /// What the sampler measured, into the run's outcome.
 fn with_sampler_outcome(o: &mut RunOutcome, s: &SamplerOutcome) {
     o.window_ns = s.enabled_ns;
+    o.window_from_ns = s.enabled_from_ns;
     o.samples = s.samples;
     o.samples_all_cpus = s.samples_all_cpus;
     o.throttled = s.throttled;

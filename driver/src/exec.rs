@@ -77,6 +77,9 @@ pub struct RunOutcome {
     pub iterations: u64,
     pub wall_ns: u64,
     pub window_ns: u64,
+    /// Where the sampling window started, CLOCK_MONOTONIC_RAW ns (0: not
+    /// known; only a thinned util run's `raw_kept_ns` needs it).
+    pub window_from_ns: u64,
     pub samples: u64,
     pub samples_all_cpus: u64,
     pub throttled: u64,

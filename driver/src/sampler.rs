@@ -84,6 +84,9 @@ pub struct SamplerOutcome {
     /// Time the sampling event was enabled (read() time_enabled of the
     /// measured CPU's event; own clock for Task scope).
     pub enabled_ns: u64,
+    /// When it was first enabled, CLOCK_MONOTONIC_RAW ns (the clock of the
+    /// records): a window enabled once is `[enabled_from_ns, + enabled_ns)`.
+    pub enabled_from_ns: u64,
     /// max(LOST records sum, PERF_FORMAT_LOST sum).
     pub lost: u64,
     /// Sum of PERF_RECORD_LOST_SAMPLES.
@@ -187,6 +190,9 @@ pub struct Sampler {
     drain_cpu: Option<u32>,
     nmi_handler: Option<u64>,
     enabled_at: AtomicU64,
+    /// When the session was first enabled (CLOCK_MONOTONIC_RAW, ns; 0
+    /// before): where the window of a run enabled once starts.
+    first_enabled_at: AtomicU64,
     enabled_total: AtomicU64,
     cpu_at_enable: AtomicU64,
     window_cpu: AtomicU64,
@@ -248,6 +254,7 @@ impl Sampler {
             drain_cpu,
             nmi_handler,
             enabled_at: AtomicU64::new(0),
+            first_enabled_at: AtomicU64::new(0),
             enabled_total: AtomicU64::new(0),
             cpu_at_enable: AtomicU64::new(0),
             window_cpu: AtomicU64::new(0),
@@ -269,7 +276,11 @@ impl Sampler {
         self.shared.enabled.store(true, Ordering::Release);
         self.cpu_at_enable
             .store(crate::system::clock::process_cpu_ns(), Ordering::Relaxed);
-        self.enabled_at.store(now_raw_ns(), Ordering::Relaxed);
+        let now = now_raw_ns();
+        self.enabled_at.store(now, Ordering::Relaxed);
+        let _ =
+            self.first_enabled_at
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
         for ev in self
             .events
             .iter()
@@ -362,6 +373,7 @@ impl Sampler {
             samples_all_cpus: out.samples_all,
             sample_times_ns: samples.times_ns,
             enabled_ns: counts.enabled_ns,
+            enabled_from_ns: self.first_enabled_at.load(Ordering::Relaxed),
             lost: out.lost_records.max(counts.lost_read),
             lost_samples: out.lost_samples,
             throttled: out.throttled,

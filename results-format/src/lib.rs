@@ -26,6 +26,7 @@ pub mod events;
 mod manifest;
 mod parquet;
 mod runs;
+pub mod thinning;
 pub mod timeline;
 mod vocab;
 

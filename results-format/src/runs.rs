@@ -135,6 +135,13 @@ pub struct RunRow {
     pub profiler_peak_rss_kb: Option<u64>,
     /// Bytes its tree wrote over the window (/proc/PID/io write_bytes).
     pub profiler_write_bytes: Option<u64>,
+    /// The raw files keep the records of every this many time slices
+    /// ([`crate::thinning::Thinning`]); 1 or empty: every record.
+    pub raw_keep_every: Option<u64>,
+    /// The time the raw files cover, ns: the kept slices inside the window
+    /// (the sampling window of a util run, the loop's timeline window of a
+    /// gaps run); empty: the whole window.
+    pub raw_kept_ns: Option<u64>,
 }
 
 impl RunRow {

@@ -46,12 +46,37 @@ pub struct GapsRun {
     /// ns (every run: the long episodes are measured, not only left out).
     pub long_episodes: u64,
     pub long_excess_ns: u64,
+    /// Where the raw files were thinned (runs.csv `raw_keep_every` > 1,
+    /// results-format `thinning`): the time they cover (`raw_kept_ns`) and
+    /// the samples they hold. None: they hold every record.
+    pub thinned: Option<Thinned>,
+}
+
+/// What a thinned run's raw files cover.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Thinned {
+    /// The time of the kept slices inside the loop's window, ns.
+    pub kept_ns: f64,
+    /// The samples in the samples file.
+    pub samples: u64,
 }
 
 impl GapsRun {
     /// The loop's window, ns (0 when the timeline is empty).
     pub fn window_ns(&self) -> f64 {
         self.row.loop_end_ns.saturating_sub(self.row.loop_start_ns) as f64
+    }
+
+    /// The time the raw files cover, ns: the window, or the kept slices'
+    /// time inside it where they were thinned.
+    pub fn raw_window_ns(&self) -> f64 {
+        self.thinned.map_or_else(|| self.window_ns(), |t| t.kept_ns)
+    }
+
+    /// The samples the raw files hold: timeline.csv's count, or the samples
+    /// file's where it was thinned.
+    pub fn raw_samples(&self) -> u64 {
+        self.thinned.map_or(self.row.samples, |t| t.samples)
     }
 
     /// Achieved sample rate over the window, Hz.
@@ -68,7 +93,7 @@ impl GapsRun {
             .iter()
             .filter(|&&e| e < LONG_EPISODE_NS)
             .sum();
-        short as f64 / self.row.samples.saturating_sub(self.samples_in_long) as f64
+        short as f64 / self.raw_samples().saturating_sub(self.samples_in_long) as f64
     }
 
     /// Matched excess per sample split at `cap_ns` per sample, ns (before
@@ -76,7 +101,7 @@ impl GapsRun {
     /// counts up to the cap times the samples it holds in the first part
     /// and the rest in the second, over the samples not in a long episode.
     pub fn matched_split_per_sample_ns(&self, cap_ns: f64) -> (f64, f64) {
-        let n = self.row.samples.saturating_sub(self.samples_in_long) as f64;
+        let n = self.raw_samples().saturating_sub(self.samples_in_long) as f64;
         let (capped, above) = self
             .matched_excess_ns
             .iter()
@@ -99,7 +124,7 @@ impl GapsRun {
 
     /// Share of the window in long episodes (their excess), %.
     pub fn long_share_pct(&self) -> f64 {
-        self.long_excess_ns as f64 / self.window_ns() * 100.0
+        self.long_excess_ns as f64 / self.raw_window_ns() * 100.0
     }
 
     /// After-effect time per ns of window: over the recovery bins that end
@@ -309,7 +334,11 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
         let mut row = row;
         row.freq_hz = run.freq_hz;
         seen.push(id);
-        match read_run(rs, row, run_recovery, &mut out.warnings) {
+        let thinned = run.raw_keep_every.is_some_and(|k| k > 1).then(|| Thinned {
+            kept_ns: run.raw_kept_ns.unwrap_or_default() as f64,
+            samples: 0,
+        });
+        match read_run(rs, row, run_recovery, thinned, &mut out.warnings) {
             Ok(r) => out.runs.push(GapsRun {
                 started_at_ns: run.started_at_ns,
                 block: run.block,
@@ -337,6 +366,7 @@ fn read_run(
     rs: &ResultSet,
     row: TimelineRow,
     recovery: Vec<RecoveryRow>,
+    thinned: Option<Thinned>,
     warnings: &mut Vec<String>,
 ) -> Result<GapsRun, AnalysisError> {
     let id = row.run_id;
@@ -348,6 +378,7 @@ fn read_run(
         matched_excess_ns: Vec::new(),
         samples_in_long: 0,
         episodes: Vec::new(),
+        thinned,
         ..GapsRun::default()
     };
     let long = episodes.iter().filter(|e| e.excess_ns >= LONG_EPISODE_NS);
@@ -358,6 +389,9 @@ fn read_run(
         return Ok(run);
     }
     let (_, ep) = read_samples_parquet(&samples_path(&rs.dir, id))?;
+    if let Some(t) = &mut run.thinned {
+        t.samples = ep.len() as u64;
+    }
     run.samples_in_long = ep
         .iter()
         .filter_map(|&e| usize::try_from(e).ok().and_then(|i| episodes.get(i)))
@@ -378,7 +412,12 @@ fn read_run(
         }
     }
     let sum: u64 = run.matched_excess_ns.iter().sum();
-    if out_of_range > 0 || matched != run.row.matched_samples || sum != run.row.matched_excess_ns {
+    // A thinned run's files hold part of what timeline.csv counts.
+    let disagree = match run.thinned {
+        None => matched != run.row.matched_samples || sum != run.row.matched_excess_ns,
+        Some(_) => matched > run.row.matched_samples || sum > run.row.matched_excess_ns,
+    };
+    if out_of_range > 0 || disagree {
         warnings.push(format!(
             "gaps run {id}: samples/run-{id}.parquet and gaps/run-{id}.parquet give {matched} \
              matched samples, {} matched episodes, {sum} ns matched excess ({out_of_range} \

@@ -174,7 +174,7 @@ impl RowContext<'_> {
         // long episodes' excess beyond those samples' own is extra (at
         // 100 kHz a long episode is nothing but joined samples).
         let own = r.samples_in_long as f64 * (capped + above);
-        let extra_pct = (r.long_excess_ns as f64 - own).max(0.0) / r.window_ns() * 100.0;
+        let extra_pct = (r.long_excess_ns as f64 - own).max(0.0) / r.raw_window_ns() * 100.0;
         let long = (extra_pct - self.zero_long) / 100.0 * 1e9 / r.rate_hz();
         [
             capped - bg.b_ns.value,
@@ -300,7 +300,7 @@ impl RowContext<'_> {
             above_cap_charged: false,
             long_per_s: t_interval(
                 &at.iter()
-                    .map(|r| r.long_episodes as f64 / (r.window_ns() * 1e-9))
+                    .map(|r| r.long_episodes as f64 / (r.raw_window_ns() * 1e-9))
                     .collect::<Vec<_>>(),
             ),
             long_ns: nan_est(n),

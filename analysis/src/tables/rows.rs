@@ -23,7 +23,8 @@ pub(super) fn util_table(
             let Some(iv) = run_intervals.get(&r.run_id) else {
                 continue;
             };
-            let window = r.window_ns as f64;
+            // The events file's time: the window, or the slices it kept.
+            let window = r.raw_kept_ns.unwrap_or(r.window_ns) as f64;
             if window <= 0.0 {
                 continue;
             }

@@ -9,6 +9,7 @@ mod formulas;
 mod model;
 mod results_dir;
 mod tail;
+mod thinning;
 
 use analysis::load::gaps::GapsRun;
 use analysis::percost::*;

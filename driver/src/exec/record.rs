@@ -128,6 +128,11 @@ fn fill_row(row: &mut RunRow, out: &RunOutcome) {
     row.lost_samples = out.lost_samples;
     row.duplicates = out.duplicates;
     row.handler_intervals = u64::try_from(out.intervals.len()).unwrap_or(u64::MAX);
+    let (thinning, kept_ns) = super::files::thinning_of(out);
+    if !thinning.is_all() {
+        row.raw_keep_every = Some(thinning.every);
+        row.raw_kept_ns = kept_ns;
+    }
     row.unmatched = out.unmatched;
     row.foreign_intervals = out.foreign_intervals;
     row.steal_ns = out.steal_ns;
