@@ -23,7 +23,6 @@
 
 pub mod aftereffect;
 pub mod answer;
-pub mod command;
 pub mod compare;
 pub mod contents;
 pub mod error;
@@ -40,6 +39,7 @@ pub mod report;
 pub mod row_types;
 pub mod stats;
 pub mod tables;
+pub mod user_command;
 pub mod warnings;
 
 pub use error::AnalysisError;

@@ -8,7 +8,6 @@ use crate::error::AnalysisError;
 use crate::format::fmt_est;
 use csv_row::{CsvNum, PerRun, csv_row, write_rows};
 
-pub mod command;
 pub mod contents;
 pub mod csv_row;
 pub mod drift;
@@ -18,6 +17,7 @@ pub mod html;
 mod markdown;
 pub mod per_sample;
 pub mod profiler;
+pub mod user_command;
 use crate::load::{ResultSet, load};
 use crate::recommend::recommend;
 
@@ -70,9 +70,9 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     if let Some(t) = &analysis.profiler {
         crate::report::profiler::write_csv(&path("profiler.csv"), t)?;
     }
-    let command = crate::command::command_table(&rs.runs);
+    let command = crate::user_command::command_table(&rs.runs);
     if !command.is_empty() {
-        crate::report::command::write_csv(&path("command.csv"), &command)?;
+        crate::report::user_command::write_csv(&path("command.csv"), &command)?;
     }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
@@ -84,7 +84,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::report::command::render(&command, command_line(&rs).as_deref())
+        crate::report::user_command::render(&command, command_line(&rs).as_deref())
     };
     if let Some(t) = &analysis.profiler {
         command_section.push_str(&crate::report::profiler::render(

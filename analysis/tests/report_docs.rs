@@ -5,9 +5,9 @@
 
 use analysis::report::csv_row::Columns as _;
 use analysis::report::{
-    LossCsvRow, TracingCsvRow, UtilCsvRow, command::CommandCsvRow, contents::AfterCsvRow,
-    contents::ContentsCsvRow, drift::COST_BY_RUN_COLUMNS, per_sample::PerSampleCsvRow,
-    profiler::ProfilerCsvRow,
+    LossCsvRow, TracingCsvRow, UtilCsvRow, contents::AfterCsvRow, contents::ContentsCsvRow,
+    drift::COST_BY_RUN_COLUMNS, per_sample::PerSampleCsvRow, profiler::ProfilerCsvRow,
+    user_command::CommandCsvRow,
 };
 use std::path::Path;
 

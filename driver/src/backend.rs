@@ -4,7 +4,7 @@
 //! paired design's phases), and reads the workload's report and, in the
 //! gaps design, its timeline. The paired design's phases are in
 //! `backend/phases.rs`, a run of the user's command in
-//! `backend/command_run.rs`.
+//! `backend/user_command_run.rs`.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -22,10 +22,10 @@ use crate::system::procstat::{ProcStat, ns_per_tick};
 use crate::system::quiet::{QuietReport, wait_quiet};
 use workload::clock::monotonic_raw_ns;
 
-mod command_run;
 mod host_look;
 mod phases;
 pub(crate) mod profiler_run;
+mod user_command_run;
 
 use phases::{phase_samples, run_phases};
 
@@ -358,7 +358,7 @@ fn workload_outcome(
     if !status.success() {
         return Err(failed(format!("workload {status}: {}", err_text.trim())));
     }
-    let report: workload::report::RunReport =
+    let report: workload::summary::RunSummary =
         serde_json::from_str(out_text.trim()).map_err(|e| {
             failed(format!(
                 "cannot read the workload's report: {e}; stderr: {}",
@@ -494,7 +494,7 @@ fn wait_end(
 /// The gaps design's timeline of a run: the workload's gaps file matched
 /// with the run's sample times; None in the other designs.
 fn read_timeline(
-    report: &workload::report::RunReport,
+    report: &workload::summary::RunSummary,
     gaps_file: Option<&Path>,
     sample_times: &[u64],
 ) -> Result<Option<crate::gaps::TimelineOutcome>, RunError> {

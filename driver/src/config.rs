@@ -14,16 +14,16 @@ use crate::contents::{ContentsError, MAX_STACK_USER_BYTES, PRESETS, SampleConten
 use results_format::EventKind;
 use workload::work::WorkKind;
 
-mod command;
 mod profiler;
 mod resolve;
+mod user_command;
 mod values;
 
-use command::*;
-pub use command::{DEFAULT_WARMUP, MAX_WARMUP};
 use profiler::*;
 pub use profiler::{CPU_PLACEHOLDER, FREQ_PLACEHOLDER, profiler_argv};
 pub use resolve::check_sweep_time;
+use user_command::*;
+pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
 pub use values::{FlagList, parse_duration, parse_freq_list};
 use values::{cpu_flag, duration_flag, max_sweep_flag, reps_flag, scope_flag, seed_flag};

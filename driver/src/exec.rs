@@ -6,7 +6,7 @@
 //! backend (workload child process + perf sampler) is in `backend`.
 //!
 //! What is recorded of each run (its runs.csv row, noise verdict and
-//! warnings) is in `exec/record.rs`; the other files a run writes in
+//! warnings) is in `exec/row.rs`; the other files a run writes in
 //! `exec/files.rs`.
 
 use std::io::IsTerminal;
@@ -20,11 +20,11 @@ use crate::system::quiet::QuietReport;
 use crate::system::settings::PerfLimits;
 
 mod files;
-mod record;
+mod row;
 
 use files::write_run_files;
-use record::{fill_failed_row, fill_ok_row, host_row, warn_about};
-pub use record::{lowered_limit_warning, noise_reasons};
+use row::{fill_failed_row, fill_ok_row, host_row, warn_about};
+pub use row::{lowered_limit_warning, noise_reasons};
 
 /// A run is flagged noisy when steal exceeds this share of its wall time.
 pub const NOISY_STEAL_FRACTION: f64 = 0.01;

@@ -18,7 +18,6 @@
 
 mod backend;
 pub mod budget;
-pub mod command;
 pub mod config;
 pub mod contents;
 pub mod exec;
@@ -32,3 +31,4 @@ pub mod results;
 pub mod sampler;
 pub mod sweep;
 pub mod system;
+pub mod user_command;

@@ -2,7 +2,7 @@
 //! their ring buffers and the thread that drains them. What a session is
 //! asked to do and how big its rings are is in `sampler/config.rs`; the
 //! drain thread in `sampler/drain.rs`; opening one event in
-//! `sampler/events.rs`; the session (open all, enable, finish) here.
+//! `sampler/sampling_event.rs`; the session (open all, enable, finish) here.
 //!
 //! Layout: one ring per CPU the sampling event is opened on; the handler
 //! tracepoints (CPU-wide on `measured_cpu`) send their records into the
@@ -60,15 +60,15 @@ use crate::perf::{PerfError, sys, tracefs};
 
 mod config;
 mod drain;
-mod events;
 mod open;
+mod sampling_event;
 
 pub use config::*;
 pub use drain::ContentsStats;
 use drain::{DrainOutput, Drainer, IdRole, Shared};
-use events::*;
-pub use events::{NEVER_FIRES_PERIOD, resolve_event};
 use open::*;
+use sampling_event::*;
+pub use sampling_event::{NEVER_FIRES_PERIOD, resolve_event};
 
 /// Everything a finished session measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

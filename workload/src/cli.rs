@@ -1,10 +1,10 @@
 //! Command-line entry shared by the `workload` binary and `driver workload`.
 //!
 //! `workload --duration 10s [--cpu N] [--json] [--counter PATH [--wait-go]]`
-//! runs the timed loop and prints the loop count (or a [`RunReport`] as one
+//! runs the timed loop and prints the loop count (or a [`RunSummary`] as one
 //! JSON object); `workload clocks [--json]` measures the host's clocks.
 //!
-//! [`RunReport`]: crate::report::RunReport
+//! [`RunSummary`]: crate::summary::RunSummary
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ struct Cli {
     #[arg(long, value_name = "N")]
     cpu: Option<u32>,
 
-    /// Print one JSON object (RunReport) instead of the bare loop count.
+    /// Print one JSON object (RunSummary) instead of the bare loop count.
     #[arg(long)]
     json: bool,
 

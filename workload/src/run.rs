@@ -24,7 +24,7 @@
 //! ~9 us chunk that is ~0.3% of ~0.1% of the run. The loop thus stops at most
 //! one chunk (~9 us) late, plus any preemption.
 //!
-//! [`run`]'s steps (setup, the measured section, the report) are in
+//! [`run`]'s steps (setup, the measured section, the summary) are in
 //! `run/steps.rs`.
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use crate::clock::monotonic_raw_ns;
 use crate::counter::{CounterError, CounterWriter};
-use crate::report::RunReport;
+use crate::summary::RunSummary;
 use crate::sys;
 use crate::timeline::TimelineError;
 use crate::work::{Loop, Memory, Stack, Work, WorkKind};
@@ -288,7 +288,7 @@ pub fn pin_to_cpu(cpu: u32) -> Result<(), RunError> {
 
 /// Validates, pins, sets up the counter, optionally waits for go, runs the
 /// timed loop and reports.
-pub fn run(opts: &RunOptions) -> Result<RunReport, RunError> {
+pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     match opts.kind {
         WorkKind::Loop => run_with(opts, &mut Loop, 1 << 16),
         WorkKind::Stack { depth } => run_with(opts, &mut Stack { depth }, 1 << 16),

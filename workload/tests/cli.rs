@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use workload::counter::{CounterReader, State};
-use workload::report::RunReport;
+use workload::summary::RunSummary;
 
 /// Timed runs are serialised so they do not compete for CPUs with each other.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -118,7 +118,7 @@ fn json_report_has_every_field_and_stops_on_time() {
     ] {
         assert!(v.get(key).is_some(), "missing {key} in {stdout}");
     }
-    let r: RunReport = serde_json::from_str(&stdout).unwrap();
+    let r: RunSummary = serde_json::from_str(&stdout).unwrap();
     assert_eq!(r.duration_ns, 300_000_000);
     assert_eq!(r.clock, "CLOCK_MONOTONIC_RAW");
     assert!(r.stop_method.starts_with("timer_signal+clock_check"));
@@ -177,7 +177,7 @@ fn cpu_1_ends_on_cpu_1() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: RunReport = serde_json::from_slice(&out.stdout).unwrap();
+    let r: RunSummary = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((r.cpu_start, r.cpu_end, r.pinned_cpu), (1, 1, Some(1)));
 }
 
@@ -231,7 +231,7 @@ fn counter_grows_while_running_and_ends_at_the_final_count() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: RunReport = serde_json::from_slice(&out.stdout).unwrap();
+    let r: RunSummary = serde_json::from_slice(&out.stdout).unwrap();
     // At least two looks while it ran (the run is 600 ms; the pause between
     // looks only sets how many): the count must have grown between them.
     assert!(seen.len() >= 2, "only {} looks while running", seen.len());
@@ -271,7 +271,7 @@ fn wait_go_waits_for_release() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: RunReport = serde_json::from_slice(&out.stdout).unwrap();
+    let r: RunSummary = serde_json::from_slice(&out.stdout).unwrap();
     assert!(r.start_ns >= released_at, "loop started before release");
     // How fast the loop starts after go depends on the host's load: shown,
     // not asserted (no timed assertion in the default suite).
@@ -395,7 +395,7 @@ fn timeline_mode_writes_its_gaps_and_histogram_and_counts_exactly() {
         .arg(&path)
         .assert()
         .success();
-    let r: RunReport = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let r: RunSummary = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let t = r.timeline.expect("no timeline in the report");
     let gaps = workload::timeline::read_gaps_file(&path).unwrap();
     // Every gap seen is stored (the default buffer holds 250 000 per s).
@@ -443,7 +443,7 @@ fn a_full_gap_buffer_counts_what_it_cannot_store() {
         .arg(&path)
         .assert()
         .success();
-    let r: RunReport = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let r: RunSummary = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let t = r.timeline.unwrap();
     assert!(t.gaps > 1, "{t:?}");
     assert_eq!(t.gaps_dropped, t.gaps - 1);

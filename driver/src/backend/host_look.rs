@@ -80,7 +80,7 @@ impl RealBackend {
 /// The loop's length and its episodes' excess, from its report (stdout)
 /// and its gaps file.
 fn episodes(out_text: &str, gaps: &Path) -> Result<(u64, Vec<u64>), RunError> {
-    let report: workload::report::RunReport = serde_json::from_str(out_text.trim())
+    let report: workload::summary::RunSummary = serde_json::from_str(out_text.trim())
         .map_err(|e| failed(format!("cannot read the workload's report: {e}")))?;
     let Some(t) = report.timeline else {
         return Err(failed("the workload ran without its timeline (--timeline)"));

@@ -2,9 +2,9 @@
 //! eBPF agent) run as the sampler in place of ours, its command a template
 //! with `{freq}` and `{cpu}`, and the settings that do not apply to it.
 
-use super::command::join;
+use super::user_command::join;
 use super::*;
-use crate::command::{find_program, split_command};
+use crate::user_command::{find_program, split_command};
 
 /// The placeholder for the run's sampling rate, Hz.
 pub const FREQ_PLACEHOLDER: &str = "{freq}";

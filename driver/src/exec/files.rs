@@ -159,8 +159,10 @@ mod tests {
     use results_format::thinning::RAW_RECORDS_PER_RUN;
 
     fn gaps_run(samples: u64) -> RunOutcome {
-        let mut t = TimelineOutcome::default();
-        t.sample_times_ns = (0..samples).map(|i| 5_000_000_000 + i * 10_000).collect();
+        let mut t = TimelineOutcome {
+            sample_times_ns: (0..samples).map(|i| 5_000_000_000 + i * 10_000).collect(),
+            ..TimelineOutcome::default()
+        };
         t.row.loop_start_ns = 5_000_000_000;
         t.row.loop_end_ns = 5_000_000_000 + samples * 10_000;
         RunOutcome {

@@ -284,9 +284,9 @@ pub(super) fn warm_up_command(
 ) -> anyhow::Result<Option<ExitCode>> {
     if let Some(argv) = opts.command.clone() {
         let interrupt = interrupt_flag();
-        match crate::command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
+        match crate::user_command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
-                opts.duration_ns = crate::command::expected_run_ns(&walls);
+                opts.duration_ns = crate::user_command::expected_run_ns(&walls);
                 // The run length is known only now: the plan's limit.
                 let limit_origin = if opts.max_sweep_ns == crate::config::DEFAULT_MAX_SWEEP_NS {
                     "the default; --max-sweep-time sets it"
@@ -304,7 +304,9 @@ pub(super) fn warm_up_command(
                 .map_err(usage)?;
             }
             Ok(_) => {}
-            Err(crate::command::CommandError::Interrupted) => return Ok(Some(ExitCode::from(130))),
+            Err(crate::user_command::CommandError::Interrupted) => {
+                return Ok(Some(ExitCode::from(130)));
+            }
             Err(e) => {
                 return Err(usage(format!(
                     "--command {}: its warm-up run failed, so nothing was measured: {e}; \

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::clock::monotonic_raw_ns;
 use crate::counter::State;
-use crate::report::{CLOCK_NAME, RunReport};
+use crate::summary::{CLOCK_NAME, RunSummary};
 use crate::sys;
 use crate::timeline::{Timeline, default_capacity};
 use crate::work::Work;
@@ -22,7 +22,7 @@ pub(super) fn run_with<W: Work>(
     opts: &RunOptions,
     work: &mut W,
     probe: u64,
-) -> Result<RunReport, RunError> {
+) -> Result<RunSummary, RunError> {
     check_options(opts)?;
     if let Some(cpu) = opts.cpu {
         pin_to_cpu(cpu)?;
@@ -30,7 +30,7 @@ pub(super) fn run_with<W: Work>(
     }
     let mut setup = set_up(opts, work, probe)?;
     let timed = timed_loop(opts, work, &mut setup)?;
-    run_report(opts, setup, timed)
+    run_summary(opts, setup, timed)
 }
 
 /// Refuses options that cannot make a run: a zero duration, `--wait-go`
@@ -259,7 +259,7 @@ fn loop_to_deadline<W: Work>(
 
 /// The run's report from its setup and what the loop measured; writes the
 /// timeline's gaps file and logs its warnings and a late stop.
-fn run_report(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunReport, RunError> {
+fn run_summary(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunSummary, RunError> {
     let (usage0, usage1) = (&timed.usage0, &timed.usage1);
     let duration_ns = setup.duration_ns;
     let wall_ns = timed.end_ns.saturating_sub(timed.start_ns);
@@ -273,7 +273,7 @@ fn run_report(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunReport
     if overrun_ns > 1_000_000 {
         tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
     }
-    Ok(RunReport {
+    Ok(RunSummary {
         kind: opts.kind.name(),
         iterations: timed.count,
         duration_ns,

@@ -1,7 +1,7 @@
 //! The `--json` output of a run: what the driver deserialises from stdout.
 use serde::{Deserialize, Serialize};
 
-/// Name of the clock all `*_ns` timestamps of a [`RunReport`] are read from.
+/// Name of the clock all `*_ns` timestamps of a [`RunSummary`] are read from.
 pub const CLOCK_NAME: &str = "CLOCK_MONOTONIC_RAW";
 
 /// One run of the counting loop. All times are nanoseconds; `start_ns` and
@@ -9,7 +9,7 @@ pub const CLOCK_NAME: &str = "CLOCK_MONOTONIC_RAW";
 /// opened with `use_clockid` = CLOCK_MONOTONIC_RAW); resource figures are
 /// differences over the timed loop only (setup excluded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunReport {
+pub struct RunSummary {
     /// What one iteration did (`--kind`: loop, stack:N, memory:SIZE).
     #[serde(default)]
     pub kind: String,
