@@ -52,6 +52,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<Wa
     w.extend(noisy(&rs.runs));
     w.extend(tracing(a));
     w.extend(no_handler(a));
+    w.extend(thinned(&rs.runs));
     w.extend(no_loss(&rs.runs, baseline));
     w
 }
@@ -140,6 +141,39 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
             ids(&throttled)
         ),
     ))
+}
+
+/// Runs whose raw files keep only some slices (results-format
+/// `thinning`): the tables from those files are means over the slices
+/// kept, not over every record. No remedy: it is how dense runs are stored.
+fn thinned(runs: &[Run]) -> Option<Warning> {
+    let thin = select(runs, |r| r.ok() && r.raw_keep_every.is_some_and(|k| k > 1));
+    let covered = |r: &&Run| r.raw_kept_ns.unwrap_or(0) as f64 / r.window_ns.max(1) as f64;
+    let least = thin.iter().map(covered).fold(f64::INFINITY, f64::min);
+    let most = thin.iter().map(covered).fold(0.0, f64::max);
+    let (least, most) = (
+        format!("{:.0}", least * 100.0),
+        format!("{:.0}", most * 100.0),
+    );
+    let share = if least == most {
+        least
+    } else {
+        format!("{least}-{most}")
+    };
+    (!thin.is_empty()).then(|| {
+        Warning::new(
+            Check::Thinned,
+            format!(
+                "raw files thinned: {} runs at {} Hz keep whole 10 ms slices, {share}% of their \
+                 window (run_id {}; runs.csv raw_keep_every, raw_kept_ns): the handler times \
+                 and the per-sample costs there are means over the slices kept, the run totals \
+                 over every record",
+                thin.len(),
+                distinct(thin.iter().map(|r| r.freq_hz.to_string())).join(", "),
+                ids(&thin)
+            ),
+        )
+    })
 }
 
 /// Runs that lost, duplicated or could not pair records.
@@ -367,6 +401,20 @@ pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinned_runs_are_said() {
+        let mut runs = vec![run(0, 100_000, 0, 0), run(1, 100, 0, 0)];
+        assert!(thinned(&runs).is_none());
+        runs[0].raw_keep_every = Some(8);
+        runs[0].raw_kept_ns = Some(1_000_000_000);
+        runs[0].window_ns = 8_000_000_000;
+        let w = thinned(&runs).unwrap();
+        assert_eq!(w.check, Check::Thinned);
+        assert!(w.text.contains("1 runs at 100000 Hz"), "{}", w.text);
+        assert!(w.text.contains("slices, 12% of"), "{}", w.text);
+        assert!(w.text.contains("run_id 0;"), "{}", w.text);
+    }
 
     fn run(id: u32, freq_hz: u64, before: u64, after: u64) -> Run {
         Run {

@@ -32,6 +32,8 @@ pub enum Check {
     Tracing,
     /// Util runs without handler intervals.
     NoHandler,
+    /// Raw files that keep only some slices of their runs.
+    Thinned,
     /// No loss can be computed.
     NoLoss,
     /// A run left out of every table (a file of it unreadable).

@@ -56,7 +56,17 @@ pub(super) fn write_run_files(
     write_intervals: IntervalWriter<'_>,
 ) -> Result<(), ExecError> {
     let run = spec.run;
-    let (thinning, _) = thinning_of(out);
+    let (thinning, kept_ns) = thinning_of(out);
+    if let Some(kept) = kept_ns {
+        tracing::info!(
+            "run {}: raw files keep one 10 ms slice in {} ({:.0}% of the window; over {} records \
+             a file), the run's totals every record",
+            run.run_id,
+            thinning.every,
+            kept as f64 / out.window_ns.max(1) as f64 * 100.0,
+            results_format::thinning::RAW_RECORDS_PER_RUN
+        );
+    }
     if !out.workload_json.is_empty() {
         dir.write_workload(run.run_id, &out.workload_json)?;
     }
