@@ -34,6 +34,9 @@ pub fn split_command(text: &str) -> Result<Vec<String>, String> {
 
 /// Where `program` is run from: itself when it names a path (has a `/`),
 /// else the first executable of that name on `path_var` (`$PATH`).
+// Kept by hand rather than the `which` crate: fifteen lines that name each
+// failure (missing, not executable, not on the PATH searched) in the error
+// the user sees, which `which` would still need wrapped.
 pub fn find_program(program: &str, path_var: Option<&str>) -> Result<PathBuf, String> {
     if program.contains('/') {
         let p = Path::new(program);

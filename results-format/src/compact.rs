@@ -124,6 +124,8 @@ pub fn compact_file(path: &Path) -> Result<Compacted, FormatError> {
         ));
     }
     let after = size(&copy)?;
+    // The copy is a real file (written atomically, then read back and
+    // compared) before it replaces the original: a rename, not a temporary.
     std::fs::rename(&copy, path).map_err(|e| {
         let _ = std::fs::remove_file(&copy);
         FormatError::write(path, e)

@@ -6,7 +6,6 @@
 //! driver reads and writes `Manifest<SweepOptions, PlannedRun>`; the
 //! analysis reads the default, `Manifest` (both as JSON values).
 
-use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -159,22 +158,19 @@ impl<O, P> Manifest<O, P> {
 /// removed when any step fails: a full disk left a zero-byte one behind
 /// before), so a reader never sees half a file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), std::io::Error> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_data()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    // Removed on drop unless persisted: a failed write leaves nothing.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".manifest-")
+        // rw-r--r--, as File::create would (tempfile makes 0600).
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_data()?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Replaces `<root>/manifest.json` atomically.
@@ -271,6 +267,24 @@ mod tests {
         let m: Manifest = Manifest::default();
         let e = write_manifest(tmp.path(), &m).unwrap_err().to_string();
         assert!(e.contains("manifest.json"), "{e}");
-        assert!(!tmp.path().join(".manifest.json.tmp").exists());
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().starts_with(".manifest-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_written_manifest_is_readable_by_all() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let m: Manifest = Manifest::default();
+        write_manifest(tmp.path(), &m).unwrap();
+        let mode = std::fs::metadata(tmp.path().join(MANIFEST_JSON))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 }

@@ -10,20 +10,11 @@
 //! survives the round trip, sorted or not.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use polars::prelude::*;
 
 use crate::FormatError;
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
-}
 
 /// Each value minus the one before (the first minus 0), wrapping: the
 /// stored form of a timestamp column.
@@ -79,22 +70,24 @@ pub fn from_steps_i64(steps: &[i64]) -> Vec<i64> {
 /// Writes `df` to `path` atomically: under a temporary name (removed if
 /// the write fails), then renamed, so a reader never sees half a file.
 pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
-    let tmp = tmp_path(path);
-    let file = File::create(&tmp).map_err(|e| FormatError::write(&tmp, e))?;
-    let written = ParquetWriter::new(file)
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    // Removed on drop unless persisted: a failed write leaves nothing.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".parquet-")
+        // rw-r--r--, as File::create would (tempfile makes 0600).
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(|e| FormatError::write(path, e))?;
+    ParquetWriter::new(tmp.as_file_mut())
         .with_compression(ParquetCompression::Zstd(None))
-        .finish(&mut df);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(FormatError::write(
-            &tmp,
-            std::io::Error::other(e.to_string()),
-        ));
-    }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        FormatError::write(path, e)
-    })
+        .finish(&mut df)
+        .map_err(|e| FormatError::write(path, std::io::Error::other(e.to_string())))?;
+    tmp.persist(path)
+        .map(drop)
+        .map_err(|e| FormatError::write(path, e.error))
 }
 
 /// Reads the first of `forms` (each a list of columns) that the file holds

@@ -247,6 +247,8 @@ impl CounterWriter {
             slots[slot(offset::GO)].store(0, Ordering::Relaxed);
             slots[slot(offset::PID)].store(u64::from(std::process::id()), Ordering::Relaxed);
             slots[slot(offset::MAGIC)].store(MAGIC, Ordering::Release);
+            // Published by rename once mapped and set up; kept by hand so
+            // that the measured binary needs no temp-file crate at run time.
             std::fs::rename(&tmp, path)?;
             Ok(map)
         };
