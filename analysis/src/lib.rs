@@ -18,6 +18,8 @@
 //! - present: `format` (how numbers are written), `answer` (the answer
 //!   box), `report` (report.md, report.html, CSVs) with its section
 //!   modules, `plot`, `compare`.
+//!
+//! [`write_report`] below walks them once: load, analyse, present.
 
 #![forbid(unsafe_code)]
 
@@ -43,5 +45,16 @@ pub mod user_command;
 pub mod warnings;
 
 pub use error::AnalysisError;
-pub use report::write_report;
+
+/// `analysis report DIR`, the crate's one walk through its layers: read
+/// the results directory, analyse and judge it, then write `DIR/report/`.
+/// Returns the report directory.
+pub fn write_report(dir: &std::path::Path) -> Result<std::path::PathBuf, AnalysisError> {
+    let rs = load::load(dir)?;
+    let analysis = pipeline::analyse(&rs)?;
+    for line in analysis.raw_removed.lines() {
+        tracing::warn!("skipped: {line}");
+    }
+    report::write(&rs, &analysis)
+}
 pub use results_format::events::write_intervals_parquet;

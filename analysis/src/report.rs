@@ -18,12 +18,11 @@ mod markdown;
 pub mod per_sample;
 pub mod profiler;
 pub mod user_command;
-use crate::load::{ResultSet, load};
+use crate::load::ResultSet;
 use crate::recommend::recommend;
 
 /// Overhead budgets the report always answers for (design-review staples).
 const REPORT_BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
-use crate::pipeline::analyse;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
 use crate::tables::Analysis;
@@ -35,13 +34,11 @@ pub const ANSWER_TXT: &str = "answer.txt";
 /// report.md as one self-contained page ([`html`]).
 pub const REPORT_HTML: &str = "report.html";
 
-/// Analyse DIR and write DIR/report/. Returns the report directory.
-pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
-    let rs = load(dir)?;
-    let analysis = analyse(&rs)?;
-    for line in analysis.raw_removed.lines() {
-        tracing::warn!("skipped: {line}");
-    }
+/// Writes the report of the analysed set `rs` into its `report/`: the
+/// presentation only (the crate's `write_report` reads and analyses
+/// first). Returns the report directory.
+pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisError> {
+    let dir = rs.dir.as_path();
     let reference = Reference::article_2014()?;
     let out = dir.join("report");
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
@@ -54,9 +51,9 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
         written.push(p.clone());
         p
     };
-    write_util_csv(&path("util.csv"), &analysis, &reference)?;
-    write_loss_csv(&path("loss.csv"), &analysis)?;
-    write_tracing_csv(&path("tracing.csv"), &analysis)?;
+    write_util_csv(&path("util.csv"), analysis, &reference)?;
+    write_loss_csv(&path("loss.csv"), analysis)?;
+    write_tracing_csv(&path("tracing.csv"), analysis)?;
     if let Some(ps) = &analysis.per_sample {
         crate::report::per_sample::write_csv(&path("per_sample.csv"), ps)?;
         crate::report::drift::write_csv(&path("cost_by_run.csv"), ps)?;
@@ -75,16 +72,16 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
         crate::report::user_command::write_csv(&path("command.csv"), &command)?;
     }
     let fit_path = out.join("fit.json");
-    let fit_json = serde_json::to_string_pretty(&fit_document(&analysis))
+    let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
-    let plots = crate::report::figures::write_plots(&out, &analysis, &reference);
+    let plots = crate::report::figures::write_plots(&out, analysis, &reference);
     written.extend(plots.files.iter().cloned());
     remove_stale(&out, &written);
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::report::user_command::render(&command, command_line(&rs).as_deref())
+        crate::report::user_command::render(&command, command_line(rs).as_deref())
     };
     if let Some(t) = &analysis.profiler {
         command_section.push_str(&crate::report::profiler::render(
@@ -92,11 +89,11 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, AnalysisError> {
             rs.runs.first().map_or(0, |r| r.cpu),
         ));
     }
-    let answer = crate::answer::answer_box(&rs, &analysis);
+    let answer = crate::answer::answer_box(rs, analysis);
     write_file(&out.join(ANSWER_TXT), &(answer.join("\n") + "\n"))?;
     let md = markdown::render(
-        &rs,
-        &analysis,
+        rs,
+        analysis,
         &reference,
         &plots,
         &command_section,
