@@ -111,7 +111,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisErr
 }
 
 /// The folder under `report/` that keeps the report made while the raw
-/// folders were present, once they are removed ([`keep_report_made_with_raw`]).
+/// folders were present, once they are removed (`keep_report_made_with_raw`).
 pub const WITH_RAW_FILES: &str = "with-raw-files";
 
 /// Files only a report made with each raw folder writes: their presence in

@@ -1,5 +1,5 @@
 //! The report's CSV files as row types. Each file's header is made from its
-//! row type's field names ([`csv_row!`]): an interval field gives its
+//! row type's field names (`csv_row!`): an interval field gives its
 //! columns by its type ([`Columns`]), so a column is added in one place,
 //! the row type, and docs/results-format.md's tables are checked against
 //! the header (analysis/tests/report_docs.rs).
