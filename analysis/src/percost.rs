@@ -224,8 +224,6 @@ pub struct PerSample {
     pub run_costs: Vec<RunCost>,
     /// How much the cost per sample moved during the sweep.
     pub drift: Option<CostDrift>,
-    /// Problems, for the report's warnings.
-    pub warnings: Vec<String>,
 }
 
 /// A missing estimate over `n` runs.
@@ -234,13 +232,12 @@ pub(crate) fn nan_est(n: usize) -> Estimate {
 }
 
 /// A run with a loop window and, at F > 0, samples.
-fn usable(r: &GapsRun) -> bool {
+pub(crate) fn usable(r: &GapsRun) -> bool {
     r.window_ns() > 0.0 && (r.row.freq_hz == 0 || r.row.samples > 0)
 }
 
 /// Build the table from loaded runs, the util table and the loss table.
 pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample {
-    let mut warnings = run_warnings(runs);
     let zero: Vec<&GapsRun> = runs
         .iter()
         .filter(|r| r.row.freq_hz == 0 && usable(r))
@@ -252,15 +249,6 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
             .collect::<Vec<_>>(),
     );
     let zero_gap = t_interval(&zero.iter().map(|r| r.gap_share_pct()).collect::<Vec<_>>());
-    if zero.is_empty() {
-        warnings.push(
-            "gaps design: no usable 0 Hz gaps runs: the background coincidence b and the \
-             after-effect baseline are unavailable, so the direct, after-effect and total cost \
-             per sample (and the loss they predict) are not computed; run the gaps design with \
-             0 Hz included"
-                .to_string(),
-        );
-    }
     let mut freqs: Vec<u64> = runs
         .iter()
         .map(|r| r.row.freq_hz)
@@ -316,16 +304,6 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
     }
     run_costs.sort_by_key(|c| (c.started_at_ns, c.run_id));
     let drift = cost_drift(&run_costs, &rows);
-    for r in &rows {
-        if let Some(e) = r.aa_null_ns.filter(|e| e.lo > 0.0 || e.hi < 0.0) {
-            warnings.push(format!(
-                "gaps design: the A/A null control at {} Hz excludes 0 ({:.2} ns [{:.2}, {:.2}]): \
-                 random timestamps on the 0 Hz runs seem to cost something, so b is off by about \
-                 that much; the direct cost at that rate is suspect",
-                r.freq_hz, e.value, e.lo, e.hi
-            ));
-        }
-    }
     PerSample {
         rows,
         zero_runs: zero.len(),
@@ -336,7 +314,6 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
         zero_long_share_pct: zero_long_share,
         run_costs,
         drift,
-        warnings,
     }
 }
 
@@ -350,49 +327,4 @@ fn after_effect_bound<'a>(rows: impl Iterator<Item = &'a PerSampleRow>) -> f64 {
         .map(|r| r.after_effect_ns.hi)
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max)
-}
-
-/// Problems of single runs: unmatched samples, dropped gaps, the run's own
-/// warnings, exclusion.
-fn run_warnings(runs: &[GapsRun]) -> Vec<String> {
-    let mut w = Vec::new();
-    for r in runs {
-        let t = &r.row;
-        if t.too_many_unmatched() {
-            w.push(format!(
-                "gaps run {} at {} Hz: {} of {} samples ({:.1}%) fell in no gap of the workload's \
-                 timeline (more than {:.0}%): their cost is not in the direct cost; check the \
-                 clock mapping and the gap threshold ({} ns)",
-                t.run_id,
-                t.freq_hz,
-                t.unmatched_samples,
-                t.samples,
-                100.0 * t.unmatched_samples as f64 / t.samples as f64,
-                UNMATCHED_WARN * 100.0,
-                t.gap_threshold_ns
-            ));
-        }
-        if t.gaps_dropped > 0 {
-            w.push(format!(
-                "gaps run {} at {} Hz: {} of {} gaps not stored (gap buffer full): their time is \
-                 in gap_time_ns but samples inside them count as unmatched",
-                t.run_id, t.freq_hz, t.gaps_dropped, t.gaps
-            ));
-        }
-        if !t.warnings.trim().is_empty() {
-            w.push(format!(
-                "gaps run {} at {} Hz: {}",
-                t.run_id,
-                t.freq_hz,
-                t.warnings.trim()
-            ));
-        }
-        if !usable(r) {
-            w.push(format!(
-                "gaps run {} at {} Hz excluded: empty loop window ({}..{} ns) or no samples",
-                t.run_id, t.freq_hz, t.loop_start_ns, t.loop_end_ns
-            ));
-        }
-    }
-    w
 }

@@ -48,16 +48,11 @@ fn analyse_each(
             // The run-level warnings are the primary's too; what only this
             // configuration's gaps runs showed (samples in no gap, a full
             // gap buffer ...) is kept, with its name.
-            a.warnings = a
-                .per_sample
-                .as_ref()
-                .map(|ps| {
-                    ps.warnings
-                        .iter()
-                        .map(|w| Warning::new(Check::PerSample, w.clone()).about(name))
-                        .collect()
-                })
-                .unwrap_or_default();
+            a.warnings = std::mem::take(&mut a.warnings)
+                .into_iter()
+                .filter(|w| w.check == Check::PerSample)
+                .map(|w| w.about(name))
+                .collect();
         }
         each.push((name.clone(), a));
     }
@@ -207,12 +202,8 @@ pub(crate) fn analyse_one(
     );
     if !gaps.runs.is_empty() {
         let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
-        a.warnings.extend(
-            table
-                .warnings
-                .iter()
-                .map(|w| Warning::new(Check::PerSample, w.clone())),
-        );
+        a.warnings
+            .extend(crate::warnings::per_sample(&gaps.runs, &table));
         a.per_sample = Some(table);
         a.recovery = gaps.recovery;
     }

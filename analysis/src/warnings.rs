@@ -8,8 +8,11 @@ use std::collections::BTreeMap;
 use results_format::{Design, RunKind, RunStatus, Status};
 
 use crate::format::distinct;
+use crate::load::gaps::GapsRun;
 use crate::load::{ResultSet, Run};
+use crate::percost::PerSample;
 use crate::tables::Analysis;
+use results_format::timeline::UNMATCHED_WARN;
 
 /// Achieved rate below this fraction of the request is a warning.
 pub const ACHIEVED_RATE_WARN: f64 = 0.9;
@@ -393,6 +396,85 @@ pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
              sample (sweep with --sample perf-default, the default since contents became a \
              dimension)",
         ));
+    }
+    w
+}
+
+/// The gaps design's checks (Check::PerSample), in the order shown: each
+/// run's own problems (unmatched samples, dropped gaps, its warnings, an
+/// unusable window), then no usable 0 Hz run, then an A/A null control
+/// that excludes 0.
+pub fn per_sample(runs: &[GapsRun], ps: &PerSample) -> Vec<Warning> {
+    let mut w: Vec<Warning> = gaps_runs(runs)
+        .into_iter()
+        .map(|t| Warning::new(Check::PerSample, t))
+        .collect();
+    if ps.zero_runs == 0 {
+        w.push(Warning::new(
+            Check::PerSample,
+            "gaps design: no usable 0 Hz gaps runs: the background coincidence b and the \
+             after-effect baseline are unavailable, so the direct, after-effect and total cost \
+             per sample (and the loss they predict) are not computed; run the gaps design with \
+             0 Hz included",
+        ));
+    }
+    for r in &ps.rows {
+        if let Some(e) = r.aa_null_ns.filter(|e| e.lo > 0.0 || e.hi < 0.0) {
+            w.push(Warning::new(
+                Check::PerSample,
+                format!(
+                    "gaps design: the A/A null control at {} Hz excludes 0 ({:.2} ns [{:.2}, \
+                     {:.2}]): random timestamps on the 0 Hz runs seem to cost something, so b is \
+                     off by about that much; the direct cost at that rate is suspect",
+                    r.freq_hz, e.value, e.lo, e.hi
+                ),
+            ));
+        }
+    }
+    w
+}
+
+/// Problems of single runs: unmatched samples, dropped gaps, the run's own
+/// warnings, exclusion.
+fn gaps_runs(runs: &[GapsRun]) -> Vec<String> {
+    let mut w = Vec::new();
+    for r in runs {
+        let t = &r.row;
+        if t.too_many_unmatched() {
+            w.push(format!(
+                "gaps run {} at {} Hz: {} of {} samples ({:.1}%) fell in no gap of the workload's \
+                 timeline (more than {:.0}%): their cost is not in the direct cost; check the \
+                 clock mapping and the gap threshold ({} ns)",
+                t.run_id,
+                t.freq_hz,
+                t.unmatched_samples,
+                t.samples,
+                100.0 * t.unmatched_samples as f64 / t.samples as f64,
+                UNMATCHED_WARN * 100.0,
+                t.gap_threshold_ns
+            ));
+        }
+        if t.gaps_dropped > 0 {
+            w.push(format!(
+                "gaps run {} at {} Hz: {} of {} gaps not stored (gap buffer full): their time is \
+                 in gap_time_ns but samples inside them count as unmatched",
+                t.run_id, t.freq_hz, t.gaps_dropped, t.gaps
+            ));
+        }
+        if !t.warnings.trim().is_empty() {
+            w.push(format!(
+                "gaps run {} at {} Hz: {}",
+                t.run_id,
+                t.freq_hz,
+                t.warnings.trim()
+            ));
+        }
+        if !crate::percost::usable(r) {
+            w.push(format!(
+                "gaps run {} at {} Hz excluded: empty loop window ({}..{} ns) or no samples",
+                t.run_id, t.freq_hz, t.loop_start_ns, t.loop_end_ns
+            ));
+        }
     }
     w
 }

@@ -71,7 +71,6 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
         zero_long_share_pct: Estimate::point(0.0, 3),
         run_costs: Vec::new(),
         drift: None,
-        warnings: Vec::new(),
     });
     a
 }
