@@ -106,7 +106,12 @@ impl Agreement {
 
 /// Agreement rule: where the paired interval excludes 0, |pred - paired|
 /// <= 1.96 sqrt(se_pred^2 + se_paired^2).
-pub fn agreement(pred: &Estimate, paired: &Estimate) -> Agreement {
+///
+/// Where the prediction is an upper estimate (`upper`: a rate charged the
+/// after-effect bound), the test is one-sided: it agrees unless the paired
+/// loss lies above the prediction by more than that, since a bound that
+/// holds is all it claims.
+pub fn agreement(pred: &Estimate, paired: &Estimate, upper: bool) -> Agreement {
     let resolves =
         paired.lo.is_finite() && paired.hi.is_finite() && (paired.lo > 0.0 || paired.hi < 0.0);
     if !resolves {
@@ -116,7 +121,12 @@ pub fn agreement(pred: &Estimate, paired: &Estimate) -> Agreement {
         return Agreement::NoPredictionInterval;
     }
     let se = (pred.se.powi(2) + paired.se.powi(2)).sqrt();
-    if se.is_finite() && (pred.value - paired.value).abs() <= AGREE_Z * se {
+    let off = if upper {
+        (paired.value - pred.value).max(0.0)
+    } else {
+        (pred.value - paired.value).abs()
+    };
+    if se.is_finite() && off <= AGREE_Z * se {
         Agreement::Agree
     } else {
         Agreement::Disagree

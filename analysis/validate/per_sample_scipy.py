@@ -66,6 +66,7 @@ import rawfiles
 from scipy import stats
 
 LONG = 1_000_000  # ns of excess: the CPU taken away
+MIN_REFERENCE_CHUNKS = 10_000  # a run measures its own after-effect only with this many chunks beyond H
 SLACK = 1_000  # ns either side of an episode that a timestamp still matches
 HORIZON = 50_000.0  # ns, the after-effect's horizon at most
 CAP_QUANTILE = 0.999
@@ -167,7 +168,7 @@ class Run:
         h = min(HORIZON, 0.5e9 / rate)
         frm, to, chunks, exs = self.bins
         far = frm >= h
-        if chunks[far].sum() == 0 or int(self.row["episodes"]) == 0:
+        if chunks[far].sum() < MIN_REFERENCE_CHUNKS or int(self.row["episodes"]) == 0:
             return np.nan
         ref = exs[far].sum() / chunks[far].sum()
         near = to <= h
@@ -222,9 +223,11 @@ def num(s):
     return float(s) if s not in ("", None) else np.nan
 
 
-def agreement(pred, paired):
+def agreement(pred, paired, upper=False):
     """The report's word for the prediction next to the paired loss, both
-    (value, lo, hi, se); empty without a paired loss or prediction."""
+    (value, lo, hi, se); empty without a paired loss or prediction. Where
+    the prediction is an upper estimate (the after-effect bound charged),
+    one-sided: the paired loss must not lie above it by more than 1.96 se."""
     if np.isnan(paired[0]) or np.isnan(pred[0]):
         return ""
     if not (np.isfinite(paired[1]) and np.isfinite(paired[2]) and (paired[1] > 0 or paired[2] < 0)):
@@ -232,7 +235,8 @@ def agreement(pred, paired):
     if not np.isfinite(pred[3]):
         return "prediction has no interval (one run)"
     se = np.hypot(pred[3], paired[3])
-    return "agree" if np.isfinite(se) and abs(pred[0] - paired[0]) <= 1.96 * se else "disagree"
+    off = max(paired[0] - pred[0], 0.0) if upper else abs(pred[0] - paired[0])
+    return "agree" if np.isfinite(se) and off <= 1.96 * se else "disagree"
 
 
 def load(d):
@@ -378,7 +382,8 @@ def main():
                 if name not in rep or "paired_loss_pct" not in rep:
                     continue
                 paired = tuple(num(rep[c]) for c in est_cols("paired_loss_pct"))
-                word = agreement(r["predicted_loss_pct"], paired)
+                upper = not np.isnan(num(rep.get("after_effect_bound_ns", "")))
+                word = agreement(r["predicted_loss_pct"], paired, upper)
                 checked += 1
                 if word != rep[name]:
                     diffs.append(f"agreement {word!r} != {rep[name]!r}")

@@ -22,6 +22,13 @@ use results_format::{Design, RunKind, read_csv_rows};
 /// mean by 4 us per sample, more than the cost itself.
 pub const LONG_EPISODE_NS: u64 = 1_000_000;
 
+/// A run measures its own after-effect only with at least this many chunks
+/// beyond the horizon: they give its reference speed, which every chunk
+/// near a gap is compared with, so a handful would let their noise through
+/// (at 100 kHz runs see 0-81 such chunks and gave -181 to +6 ns; every
+/// sparser rate sees millions). Below it the run is charged the bound.
+pub const MIN_REFERENCE_CHUNKS: u64 = 10_000;
+
 /// One gaps run, loaded.
 #[derive(Debug, Clone, Default)]
 pub struct GapsRun {
@@ -133,7 +140,8 @@ impl GapsRun {
     /// excess per chunk in the bins from `horizon_ns` on), / window. The
     /// reference removes the constant offset of the per-gap reference
     /// length (a median of three chunks is not their mean) and the speed
-    /// of the host at the time. NaN without chunks beyond the horizon.
+    /// of the host at the time. NaN with fewer than
+    /// [`MIN_REFERENCE_CHUNKS`] chunks beyond the horizon.
     pub fn after_share(&self, horizon_ns: f64) -> f64 {
         let far = self
             .recovery
@@ -142,7 +150,7 @@ impl GapsRun {
         let (far_chunks, far_excess) = far.fold((0u64, 0f64), |(c, e), b| {
             (c + b.chunks, e + b.excess_ns_sum)
         });
-        if far_chunks == 0 {
+        if far_chunks < MIN_REFERENCE_CHUNKS {
             return f64::NAN;
         }
         let reference = far_excess / far_chunks as f64;

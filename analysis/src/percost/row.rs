@@ -319,7 +319,7 @@ impl RowContext<'_> {
             remainder_ns: traced.remainder_ns,
             agreement: paired_loss_pct
                 .filter(|_| predicted.value.is_finite())
-                .map(|p| agreement(&predicted, &p)),
+                .map(|p| agreement(&predicted, &p, after_bound.is_some())),
             remainder: paired_loss_pct.and_then(|p| Remainder::of(&p, &predicted, in_gaps)),
             paired_loss_pct,
             predicted_loss_pct: predicted,

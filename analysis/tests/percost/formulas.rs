@@ -171,28 +171,43 @@ fn aa_control_leave_one_out_by_hand() {
 fn agreement_rule() {
     // Paired interval holds 0: nothing to test.
     assert_eq!(
-        agreement(&est(1.0, 0.01), &est(0.5, 0.5)),
+        agreement(&est(1.0, 0.01), &est(0.5, 0.5), false),
         Agreement::PairedNotResolved
     );
     // Paired 13.9 +- 0.6 (se), prediction 13.0 +- 0.1: |0.9| <= 1.96 x 0.608.
     assert_eq!(
-        agreement(&est(13.0, 0.1), &est(13.9, 0.6)),
+        agreement(&est(13.0, 0.1), &est(13.9, 0.6), false),
         Agreement::Agree
     );
     // 12.0: |1.9| > 1.19.
     assert_eq!(
-        agreement(&est(12.0, 0.1), &est(13.9, 0.6)),
+        agreement(&est(12.0, 0.1), &est(13.9, 0.6), false),
         Agreement::Disagree
     );
     // Negative resolved loss is tested too.
     assert_eq!(
-        agreement(&est(1.0, 0.1), &est(-5.0, 1.0)),
+        agreement(&est(1.0, 0.1), &est(-5.0, 1.0), false),
         Agreement::Disagree
     );
     let one_run = Estimate::point(13.9, 1);
     assert_eq!(
-        agreement(&one_run, &est(13.9, 0.6)),
+        agreement(&one_run, &est(13.9, 0.6), false),
         Agreement::NoPredictionInterval
+    );
+    // An upper estimate (the after-effect bound charged) agrees with any
+    // throughput loss not above it by more than 1.96 se: 97.2 over 94.5
+    // agrees, 90.0 under 94.5 (1.16 se combined) does not.
+    assert_eq!(
+        agreement(&est(97.2, 0.9), &est(94.5, 0.85), true),
+        Agreement::Agree
+    );
+    assert_eq!(
+        agreement(&est(97.2, 0.9), &est(94.5, 0.85), false),
+        Agreement::Disagree
+    );
+    assert_eq!(
+        agreement(&est(90.0, 0.9), &est(94.5, 0.85), true),
+        Agreement::Disagree
     );
     assert_eq!(Agreement::PairedNotResolved.word(), "paired not resolved");
 }
