@@ -16,25 +16,10 @@ fn doc() -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// The names in the first cell of the table rows of the section under
-/// `heading`, up to the next heading, in order.
+/// The names docs/results-format.md lists under `heading`.
 fn documented(doc: &str, heading: &str) -> Vec<String> {
-    let start = doc
-        .lines()
-        .position(|l| l == heading)
-        .unwrap_or_else(|| panic!("docs/results-format.md has no heading {heading:?}"));
-    let mut names = Vec::new();
-    for line in doc
-        .lines()
-        .skip(start + 1)
-        .take_while(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with("| `"))
-    {
-        let first = line.split('|').nth(1).unwrap();
-        names.extend(first.split('`').skip(1).step_by(2).map(str::to_owned));
-    }
-    assert!(!names.is_empty(), "no table under {heading:?}");
-    names
+    results_format::doc_tables::documented(doc, heading)
+        .unwrap_or_else(|| panic!("docs/results-format.md has no table under {heading:?}"))
 }
 
 /// Each report CSV's header, by file name; loss.csv with one run column.

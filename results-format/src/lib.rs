@@ -21,6 +21,7 @@
 
 pub mod compact;
 mod dir;
+pub mod doc_tables;
 mod error;
 pub mod events;
 mod manifest;

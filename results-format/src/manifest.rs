@@ -154,20 +154,11 @@ impl<O, P> Manifest<O, P> {
     }
 }
 
-/// Writes `contents` to `path` through `.<name>.tmp` (synced, then renamed,
-/// removed when any step fails: a full disk left a zero-byte one behind
-/// before), so a reader never sees half a file.
+/// Writes `contents` to `path` through a temporary file beside it (synced,
+/// then renamed, removed when any step fails: a full disk left a zero-byte
+/// one behind before), so a reader never sees half a file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), std::io::Error> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    // Removed on drop unless persisted: a failed write leaves nothing.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".manifest-")
-        // rw-r--r--, as File::create would (tempfile makes 0600).
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .tempfile_in(dir)?;
+    let mut tmp = crate::parquet::temporary_beside(path, ".manifest-")?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_data()?;
     tmp.persist(path).map(drop).map_err(|e| e.error)

@@ -67,20 +67,28 @@ pub fn from_steps_i64(steps: &[i64]) -> Vec<i64> {
         .collect()
 }
 
-/// Writes `df` to `path` atomically: under a temporary name (removed if
-/// the write fails), then renamed, so a reader never sees half a file.
-pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
+/// A temporary file in `path`'s folder, named `prefix...`, to be persisted
+/// as `path`: removed on drop unless persisted, so a failed write leaves
+/// nothing; rw-r--r--, as `File::create` would make it (tempfile's own is
+/// 0600).
+pub(crate) fn temporary_beside(
+    path: &Path,
+    prefix: &str,
+) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    // Removed on drop unless persisted: a failed write leaves nothing.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".parquet-")
-        // rw-r--r--, as File::create would (tempfile makes 0600).
+    tempfile::Builder::new()
+        .prefix(prefix)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
-        .map_err(|e| FormatError::write(path, e))?;
+}
+
+/// Writes `df` to `path` atomically: under a temporary name (removed if
+/// the write fails), then renamed, so a reader never sees half a file.
+pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
+    let mut tmp = temporary_beside(path, ".parquet-").map_err(|e| FormatError::write(path, e))?;
     ParquetWriter::new(tmp.as_file_mut())
         .with_compression(ParquetCompression::Zstd(None))
         .finish(&mut df)

@@ -14,27 +14,10 @@ fn doc() -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// The names in the first cell of the table rows (`| \`name\`, \`other\` |`)
-/// of the section under `heading`, up to the next heading, in order.
+/// The names docs/results-format.md lists under `heading`.
 fn documented(doc: &str, heading: &str) -> Vec<String> {
-    let start = doc
-        .lines()
-        .position(|l| l == heading)
-        .unwrap_or_else(|| panic!("docs/results-format.md has no heading {heading:?}"));
-    let mut names = Vec::new();
-    for line in doc
-        .lines()
-        .skip(start + 1)
-        .take_while(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with("| `"))
-    {
-        let first = line.split('|').nth(1).unwrap();
-        for name in first.split('`').skip(1).step_by(2) {
-            names.push(name.to_owned());
-        }
-    }
-    assert!(!names.is_empty(), "no table under {heading:?}");
-    names
+    results_format::doc_tables::documented(doc, heading)
+        .unwrap_or_else(|| panic!("docs/results-format.md has no table under {heading:?}"))
 }
 
 fn same_order(heading: &str, written: &[String]) {
