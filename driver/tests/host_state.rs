@@ -122,6 +122,7 @@ fn stderr_of(c: &mut Command) -> (bool, String) {
 
 #[test]
 fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() {
         return;
     }
@@ -198,6 +199,7 @@ fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
 
 #[test]
 fn resume_after_kill_9_restores_first_and_keeps_the_original_in_the_manifest() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() {
         return;
     }
@@ -249,6 +251,7 @@ fn resume_after_kill_9_restores_first_and_keeps_the_original_in_the_manifest() {
 
 #[test]
 fn a_second_sweep_refuses_naming_the_first() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() {
         return;
     }

@@ -66,6 +66,7 @@ fn profiled_sweep(template: &str, freq: &str, reps: &str, out: &Path) -> std::pr
 
 #[test]
 fn perf_record_as_the_profiler() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() || !have("perf") {
         return;
     }
@@ -126,6 +127,7 @@ fn perf_record_as_the_profiler() {
 
 #[test]
 fn bpftrace_as_the_profiler() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() || !have("bpftrace") {
         return;
     }
@@ -151,6 +153,7 @@ fn bpftrace_as_the_profiler() {
 
 #[test]
 fn a_profiler_that_cannot_start_stops_the_sweep_before_anything_is_measured() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() || !have("perf") {
         return;
     }

@@ -30,6 +30,7 @@ fn check_rejected(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn bad_frequencies() {
+    let _serial = common::one_at_a_time();
     check_rejected(&["--freqs", ""], &["--freqs", "empty"]);
     check_rejected(&["--freqs", "100,-5"], &["\"-5\"", "negative"]);
     check_rejected(&["--freqs", "100,abc"], &["\"abc\"", "--freqs"]);
@@ -38,6 +39,7 @@ fn bad_frequencies() {
 
 #[test]
 fn bad_reps_duration_cpu_event() {
+    let _serial = common::one_at_a_time();
     check_rejected(&["--reps", "0"], &["\"0\"", "--reps"]);
     check_rejected(&["--duration", "0s"], &["\"0s\"", "--duration"]);
     check_rejected(&["--duration", "-3s"], &["\"-3s\"", "--duration"]);
@@ -59,6 +61,7 @@ fn bad_reps_duration_cpu_event() {
 
 #[test]
 fn help_lists_the_choices_and_the_duration_units() {
+    let _serial = common::one_at_a_time();
     let a = Command::cargo_bin("driver")
         .unwrap()
         .args(["sweep", "--help"])
@@ -82,6 +85,7 @@ fn help_lists_the_choices_and_the_duration_units() {
 
 #[test]
 fn frequency_above_the_sysctl_needs_raise_max_rate() {
+    let _serial = common::one_at_a_time();
     let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .map(|s| s.trim().parse().unwrap())
         .unwrap_or(100_000);
@@ -94,6 +98,7 @@ fn frequency_above_the_sysctl_needs_raise_max_rate() {
 
 #[test]
 fn experiment_file_unknown_key_is_named() {
+    let _serial = common::one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("typo.toml");
     std::fs::write(&file, "freqs = [100]\nrepetitions = 3\n").unwrap();
@@ -110,6 +115,7 @@ fn experiment_file_unknown_key_is_named() {
 
 #[test]
 fn a_plan_over_the_time_limit_is_refused_before_anything_is_created() {
+    let _serial = common::one_at_a_time();
     // The default plan (85 runs) at 1000000 h a run: 85 million hours,
     // more than any --max-sweep-time can say.
     check_rejected(
@@ -135,6 +141,7 @@ fn a_plan_over_the_time_limit_is_refused_before_anything_is_created() {
 
 #[test]
 fn shipped_experiments_parse() {
+    let _serial = common::one_at_a_time();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -156,6 +163,7 @@ fn shipped_experiments_parse() {
 
 #[test]
 fn existing_output_directory_is_never_overwritten() {
+    let _serial = common::one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("keep.txt"), "x").unwrap();
     let a = sweep(&["--freqs", "100"], tmp.path()).code(2);
@@ -166,6 +174,7 @@ fn existing_output_directory_is_never_overwritten() {
 
 #[test]
 fn resume_refuses_new_settings() {
+    let _serial = common::one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let a = Command::cargo_bin("driver")
         .unwrap()
@@ -180,6 +189,7 @@ fn resume_refuses_new_settings() {
 
 #[test]
 fn bad_commands() {
+    let _serial = common::one_at_a_time();
     check_rejected(
         &["--command", "no-such-program-xyz -9"],
         &[

@@ -20,6 +20,7 @@ fn sweep(args: &[&str], out: &Path) -> std::process::Output {
 
 #[test]
 fn a_command_is_measured_from_whole_runs_and_reported() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() {
         return;
     }
@@ -108,6 +109,7 @@ fn a_command_is_measured_from_whole_runs_and_reported() {
 
 #[test]
 fn a_command_that_fails_is_refused_before_anything_runs_or_recorded_when_it_fails_later() {
+    let _serial = common::one_at_a_time();
     if !common::perf_ready() {
         return;
     }

@@ -48,3 +48,14 @@ pub fn sweep_into(args: &[&str], out: &std::path::Path) -> assert_cmd::Command {
     c.arg("sweep").args(args).arg("--out").arg(out);
     c
 }
+
+/// A test that runs a real sweep (or changes a host setting) holds this:
+/// the sweep lock and the perf sysctls are host-wide, so such tests run
+/// one at a time even when the harness runs a file's tests in parallel
+/// (`cargo test` without `--test-threads=1`; files run one after another).
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
