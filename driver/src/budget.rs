@@ -24,7 +24,7 @@ use crate::config::SweepOptions;
 use crate::plan::PlannedRun;
 use crate::sampler::{EventKind, SamplerConfig};
 
-mod host;
+pub(crate) mod host;
 mod need;
 mod refusal;
 #[cfg(test)]

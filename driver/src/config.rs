@@ -19,8 +19,8 @@ mod resolve;
 mod user_command;
 mod values;
 
+pub use profiler::profiler_argv;
 use profiler::*;
-pub use profiler::{CPU_PLACEHOLDER, FREQ_PLACEHOLDER, profiler_argv};
 pub use resolve::check_sweep_time;
 use user_command::*;
 pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};

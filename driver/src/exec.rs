@@ -270,8 +270,9 @@ pub fn execute(
                 }
             }
             Ok(out) => {
-                write_run_files(dir, &spec, schedule.as_ref(), &out, write_intervals)?;
-                fill_ok_row(&mut row, &made.quiet, &out);
+                let thinned =
+                    write_run_files(dir, &spec, schedule.as_ref(), &out, write_intervals)?;
+                fill_ok_row(&mut row, &made.quiet, &out, thinned);
                 dir.append_run(&row)?;
                 tally.ok(run, &row);
                 warn_about(run, &row);

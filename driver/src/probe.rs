@@ -13,7 +13,7 @@ use std::time::Duration;
 use procfs::Current;
 use serde::{Deserialize, Serialize};
 
-use crate::perf::error::{MAX_RATE_PATH, PARANOID_PATH};
+use crate::perf::error::PARANOID_PATH;
 use crate::perf::{PerfError, tracefs};
 use crate::sampler::{self, EventKernel, EventKind, Sampler, SamplerConfig};
 
@@ -204,14 +204,6 @@ pub fn snap_hz(rate: f64) -> Option<u64> {
         .find(|&hz| (rate - hz as f64).abs() <= 0.1 * hz as f64)
 }
 
-/// CAP_PERFMON (bit 38) of CapEff in /proc/self/status (None: unreadable).
-fn cap_perfmon() -> Option<bool> {
-    let status = procfs::process::Process::myself()
-        .and_then(|p| p.status())
-        .ok()?;
-    Some(status.capeff & (1 << 38) != 0)
-}
-
 /// Gathers the host facts (no sampling; opens cycles briefly to test the PMU).
 pub fn probe_host() -> HostFacts {
     let un = rustix::system::uname();
@@ -251,6 +243,7 @@ pub fn probe_host() -> HostFacts {
     };
     let online = sampler::online_cpus().unwrap_or_default();
     let hz = kernel_hz(un.release().to_str().unwrap_or(""));
+    let limits = crate::system::settings::PerfLimits::read();
     HostFacts {
         kernel: un.release().to_string_lossy().into_owned(),
         kernel_version: un.version().to_string_lossy().into_owned(),
@@ -270,15 +263,15 @@ pub fn probe_host() -> HostFacts {
         handler_symbol_readable: tracefs::kallsyms_address(symbol).is_ok(),
         // Kept hand-written: procfs has no reader for the perf sysctls.
         perf_event_paranoid: read_trim(PARANOID_PATH).and_then(|s| s.parse().ok()),
-        perf_event_max_sample_rate: read_trim(MAX_RATE_PATH).and_then(|s| s.parse().ok()),
-        perf_cpu_time_max_percent: read_trim("/proc/sys/kernel/perf_cpu_time_max_percent")
-            .and_then(|s| s.parse().ok()),
+        perf_event_max_sample_rate: limits.max_sample_rate,
+        perf_cpu_time_max_percent: limits.cpu_time_max_percent,
         perf_event_max_stack: read_trim("/proc/sys/kernel/perf_event_max_stack")
             .and_then(|s| s.parse().ok()),
         kernel_hz: hz.map(|h| h.0),
         kernel_hz_source: hz.map(|h| h.1.to_owned()),
         euid: rustix::process::geteuid().as_raw(),
-        cap_perfmon: cap_perfmon(),
+        // CAP_PERFMON is bit 38 of CapEff.
+        cap_perfmon: crate::budget::host::effective_capability(38),
         clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .unwrap_or_else(|| "unknown".into()),
         cpus: online.len() as u32,

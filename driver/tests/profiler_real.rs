@@ -12,11 +12,8 @@ mod common;
 
 /// Whether `program` is on PATH; else skips (or fails under require).
 fn have(program: &str) -> bool {
-    let path = std::env::var("PATH").unwrap_or_default();
-    if path
-        .split(':')
-        .any(|d| Path::new(d).join(program).is_file())
-    {
+    let path = std::env::var("PATH").ok();
+    if driver::user_command::find_program(program, path.as_deref()).is_ok() {
         return true;
     }
     common::skip_or_fail(&format!("{program} is not installed"));

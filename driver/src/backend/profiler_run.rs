@@ -41,28 +41,29 @@ struct TreeReading {
     cpus: BTreeSet<u32>,
 }
 
-/// Every process whose ancestry reaches `root` (itself included).
-fn tree_of(root: u32) -> Vec<u32> {
-    let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
+/// Every process whose ancestry reaches `root` (itself included), as
+/// opened by one walk of /proc; a process that exits meanwhile is left out.
+fn tree_of(root: u32) -> Vec<Process> {
+    let mut by_pid: BTreeMap<u32, Process> = BTreeMap::new();
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     if let Ok(processes) = procfs::process::all_processes() {
-        // A process that exits while the walk reads it is left out.
         for p in processes.flatten() {
             if let (Ok(pid), Some(ppid)) = (
                 u32::try_from(p.pid()),
                 p.stat().ok().and_then(|s| u32::try_from(s.ppid).ok()),
             ) {
-                parent.insert(pid, ppid);
+                children.entry(ppid).or_default().push(pid);
+                by_pid.insert(pid, p);
             }
         }
     }
-    let mut tree = vec![root];
+    let mut pids = vec![root];
     let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+    while i < pids.len() {
+        pids.extend(children.get(&pids[i]).into_iter().flatten());
         i += 1;
     }
-    tree
+    pids.iter().filter_map(|pid| by_pid.remove(pid)).collect()
 }
 
 /// The counters of `root`'s tree now: schedstat's time on CPU (ns) and
@@ -71,10 +72,7 @@ fn tree_of(root: u32) -> Vec<u32> {
 /// has exited, io without ptrace access) counts nothing.
 fn read_tree(root: u32) -> TreeReading {
     let mut r = TreeReading::default();
-    for pid in tree_of(root) {
-        let Some(process) = i32::try_from(pid).ok().and_then(|p| Process::new(p).ok()) else {
-            continue;
-        };
+    for process in tree_of(root) {
         if let Ok(tasks) = process.tasks() {
             for t in tasks.flatten() {
                 if let Ok(s) = t.schedstat() {
@@ -305,10 +303,8 @@ impl Profiler {
         let status = status
             .or_else(|| child.as_mut().and_then(|c| c.wait().ok()))
             .unwrap_or_else(|| std::os::unix::process::ExitStatusExt::from_raw(0));
-        if let Some(g) = group {
-            // Whatever it started and left behind in its group.
-            let _ = kill_process_group(g, Signal::KILL);
-        }
+        // Whatever it started and left behind in its group.
+        kill_group(pid);
         Stopped {
             status,
             by,
@@ -320,11 +316,16 @@ impl Profiler {
 impl Drop for Profiler {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            if let Some(g) = Pid::from_raw(i32::try_from(c.id()).unwrap_or(0)) {
-                let _ = kill_process_group(g, Signal::KILL);
-            }
+            kill_group(c.id());
             let _ = c.wait();
         }
+    }
+}
+
+/// SIGKILL to the process group led by `pid` (what a profiler left of it).
+fn kill_group(pid: u32) {
+    if let Some(g) = Pid::from_raw(i32::try_from(pid).unwrap_or(0)) {
+        let _ = kill_process_group(g, Signal::KILL);
     }
 }
 
@@ -384,7 +385,7 @@ impl RealBackend {
 }
 
 /// The last few lines of a profiler's stderr, for a message.
-pub(crate) fn last_lines(text: &str) -> String {
+fn last_lines(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = &lines[lines.len().saturating_sub(5)..];
     if tail.is_empty() {
@@ -435,10 +436,11 @@ mod tests {
             .unwrap();
         let root = sh.id();
         let t = Instant::now();
-        let mut tree = tree_of(root);
+        let pids = || -> Vec<u32> { tree_of(root).iter().map(|p| p.pid() as u32).collect() };
+        let mut tree = pids();
         while tree.len() < 3 && t.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));
-            tree = tree_of(root);
+            tree = pids();
         }
         let _ = kill_process_group(Pid::from_child(&sh), Signal::KILL);
         let _ = sh.wait();

@@ -48,7 +48,7 @@ impl HostLimits {
                 .unwrap_or(516),
             perf_event_paranoid: num("/proc/sys/kernel/perf_event_paranoid").unwrap_or(2),
             memlock_bytes: memlock.current,
-            cap_ipc_lock: effective_capability(14),
+            cap_ipc_lock: effective_capability(14).unwrap_or(false),
             // procfs gives bytes (the file's kB times 1024).
             mem_available_bytes: procfs::Meminfo::current()
                 .ok()
@@ -77,9 +77,10 @@ impl HostLimits {
 }
 
 /// Whether capability `bit` is in this process's effective set (CapEff of
-/// /proc/self/status).
-fn effective_capability(bit: u32) -> bool {
-    procfs::process::Process::myself()
+/// /proc/self/status; None: unreadable).
+pub(crate) fn effective_capability(bit: u32) -> Option<bool> {
+    let status = procfs::process::Process::myself()
         .and_then(|p| p.status())
-        .is_ok_and(|s| s.capeff & (1u64 << bit) != 0)
+        .ok()?;
+    Some(status.capeff & (1u64 << bit) != 0)
 }

@@ -7,9 +7,9 @@ use super::*;
 use crate::user_command::{find_program, split_command};
 
 /// The placeholder for the run's sampling rate, Hz.
-pub const FREQ_PLACEHOLDER: &str = "{freq}";
+const FREQ_PLACEHOLDER: &str = "{freq}";
 /// The placeholder for the measured CPU.
-pub const CPU_PLACEHOLDER: &str = "{cpu}";
+const CPU_PLACEHOLDER: &str = "{cpu}";
 
 /// The profiler's argv at `freq_hz` on `cpu`: the template's placeholders
 /// replaced, then split into words like a shell does.

@@ -47,14 +47,15 @@ pub(super) fn thinning_of(out: &RunOutcome) -> (Thinning, Option<u64>) {
 
 /// The files of a finished run other than its runs.csv row: the
 /// workload's report, the util run's intervals, the gaps design's
-/// timeline, the paired design's phases.
+/// timeline, the paired design's phases. Returns how its raw files were
+/// thinned ([`thinning_of`]), for its row.
 pub(super) fn write_run_files(
     dir: &mut ResultsDir,
     spec: &RunSpec<'_>,
     schedule: Option<&PhaseSchedule>,
     out: &RunOutcome,
     write_intervals: IntervalWriter<'_>,
-) -> Result<(), ExecError> {
+) -> Result<(Thinning, Option<u64>), ExecError> {
     let run = spec.run;
     let (thinning, kept_ns) = thinning_of(out);
     if let Some(kept) = kept_ns {
@@ -109,7 +110,7 @@ pub(super) fn write_run_files(
             .collect();
         dir.append_phases(&phases)?;
     }
-    Ok(())
+    Ok((thinning, kept_ns))
 }
 
 /// Writes a gaps-design run's files.

@@ -3,6 +3,7 @@
 //! noise verdict, and the warnings the log gives about it.
 
 use results_format::RunStatus;
+use results_format::thinning::Thinning;
 
 use super::{
     MadeRun, NOISY_NIVCSW_PER_S, NOISY_STEAL_FRACTION, NOISY_WAIT_FRACTION, RunOutcome, RunSpec,
@@ -102,9 +103,20 @@ pub(super) fn fill_failed_row(row: &mut RunRow, quiet: &QuietReport, message: &s
 }
 
 /// A successful run's row: what it measured, its noise verdict, status ok.
-pub(super) fn fill_ok_row(row: &mut RunRow, quiet: &QuietReport, out: &RunOutcome) {
+/// `thinned` is how its raw files were written (`files::thinning_of`).
+pub(super) fn fill_ok_row(
+    row: &mut RunRow,
+    quiet: &QuietReport,
+    out: &RunOutcome,
+    thinned: (Thinning, Option<u64>),
+) {
     let reasons = noise_reasons(quiet, out);
     fill_row(row, out);
+    let (thinning, kept_ns) = thinned;
+    if !thinning.is_all() {
+        row.raw_keep_every = Some(thinning.every);
+        row.raw_kept_ns = kept_ns;
+    }
     row.noisy = !reasons.is_empty();
     row.noise_reasons = reasons.join("; ");
     row.status = RunStatus::Ok;
@@ -128,11 +140,6 @@ fn fill_row(row: &mut RunRow, out: &RunOutcome) {
     row.lost_samples = out.lost_samples;
     row.duplicates = out.duplicates;
     row.handler_intervals = u64::try_from(out.intervals.len()).unwrap_or(u64::MAX);
-    let (thinning, kept_ns) = super::files::thinning_of(out);
-    if !thinning.is_all() {
-        row.raw_keep_every = Some(thinning.every);
-        row.raw_kept_ns = kept_ns;
-    }
     row.unmatched = out.unmatched;
     row.foreign_intervals = out.foreign_intervals;
     row.steal_ns = out.steal_ns;

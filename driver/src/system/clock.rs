@@ -16,7 +16,7 @@ pub fn process_cpu_ns() -> u64 {
     ))
 }
 
-pub(crate) fn ts_ns(ts: rustix::time::Timespec) -> u64 {
+fn ts_ns(ts: rustix::time::Timespec) -> u64 {
     u64::try_from(ts.tv_sec)
         .unwrap_or(0)
         .saturating_mul(1_000_000_000)

@@ -8,7 +8,7 @@ use results_format::SettingChange;
 
 // Kept hand-written: procfs has no perf sysctls, and these are written too.
 /// The sysctl bounding perf sample_freq.
-pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
+pub const MAX_SAMPLE_RATE_PATH: &str = crate::perf::error::MAX_RATE_PATH;
 
 /// The sysctl bounding the CPU time perf's sampling interrupts may take
 /// (the kernel lowers perf_event_max_sample_rate to keep under it).
