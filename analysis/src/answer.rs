@@ -5,17 +5,16 @@
 //! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
 //! `analysis report` and `analysis recommend`, and at the top of report.md.
 
+use crate::error::AnalysisError;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
-use crate::recommend::{Recommendation, recommend, under_predicts};
+use crate::recommend::{Recommendation, under_predicts};
 use crate::tables::Analysis;
 
 /// Columns per line, frame included.
 pub const WIDTH: usize = 100;
 /// Lines of the box, frame included.
 pub const MAX_LINES: usize = 12;
-/// The budgets the box answers, %.
-pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
 
 /// A rate for people: 100 Hz, 2 kHz, 2.5 kHz, 100 kHz.
 fn hz(f: f64) -> String {
@@ -223,12 +222,27 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
 
 /// The box, one string per line, frame included.
 pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
+    if a.profiler.is_some() {
+        return answer_box_for(rs, a, &[]);
+    }
+    answer_box_for(rs, a, &crate::recommend::at_report_budgets(a))
+}
+
+/// [`answer_box`] from the recommendations already worked out
+/// ([`crate::recommend::at_report_budgets`]; none for a profiler set).
+pub fn answer_box_for(
+    rs: &ResultSet,
+    a: &Analysis,
+    at_budgets: &[(f64, Result<Recommendation, AnalysisError>)],
+) -> Vec<String> {
     if let Some(t) = &a.profiler {
         return framed(profiler_body(rs, t));
     }
     let inner = WIDTH - 4;
-    let recs: Vec<Option<Recommendation>> =
-        BUDGETS_PCT.iter().map(|&b| recommend(a, b).ok()).collect();
+    let recs: Vec<Option<Recommendation>> = at_budgets
+        .iter()
+        .map(|(_, r)| r.as_ref().ok().cloned())
+        .collect();
     let mut host = host_parts(rs);
     // The event of a sampled run: a 0 Hz run opens none.
     host.extend(
@@ -241,7 +255,7 @@ pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
     let mut body = wrap("", &host, inner);
     body.extend(wrap("", &cost_line(a, &recs), inner));
     body.extend(wrap("loss: ", &loss_parts(a), inner));
-    let budgets: Vec<String> = BUDGETS_PCT
+    let budgets: Vec<String> = crate::recommend::BUDGETS_PCT
         .iter()
         .zip(&recs)
         .map(|(&b, r)| budget_part(b, r.as_ref()))
@@ -301,7 +315,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
         .map(|r| format!("{} {}", hz(r.freq_hz as f64), pct(r.gap_loss_pct.value)))
         .collect();
     body.extend(wrap("loss: ", &loss, inner));
-    let budgets: Vec<String> = BUDGETS_PCT
+    let budgets: Vec<String> = crate::recommend::BUDGETS_PCT
         .iter()
         .map(|&b| format!("{b} %: {}", profiler_recommend(t, b).rate_words()))
         .collect();

@@ -168,6 +168,15 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
     (2..=nice).rev().find(|&n| is_prime(n))
 }
 
+/// The loss budgets every report answers, %.
+pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
+
+/// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
+/// worked out once for the answer box, the budget plot and report.md.
+pub fn at_report_budgets(a: &Analysis) -> Vec<(f64, Result<Recommendation, AnalysisError>)> {
+    BUDGETS_PCT.iter().map(|&b| (b, recommend(a, b))).collect()
+}
+
 /// Recommend a rate for `budget_pct`.
 ///
 /// - The per-sample cost model where it exists ([`model_rows`]), its cost

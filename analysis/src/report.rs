@@ -19,10 +19,7 @@ pub mod per_sample;
 pub mod profiler;
 pub mod user_command;
 use crate::load::ResultSet;
-use crate::recommend::recommend;
 
-/// Overhead budgets the report always answers for (design-review staples).
-const REPORT_BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
 use crate::tables::Analysis;
@@ -75,7 +72,13 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisErr
     let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
-    let plots = crate::report::figures::write_plots(&out, analysis, &reference);
+    // Worked out once: the answer box, the budget plot and report.md.
+    let at_budgets = if analysis.profiler.is_some() {
+        Vec::new()
+    } else {
+        crate::recommend::at_report_budgets(analysis)
+    };
+    let plots = crate::report::figures::write_plots(&out, analysis, &reference, &at_budgets);
     written.extend(plots.files.iter().cloned());
     remove_stale(&out, &written);
     let mut command_section = if command.is_empty() {
@@ -89,7 +92,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisErr
             rs.runs.first().map_or(0, |r| r.cpu),
         ));
     }
-    let answer = crate::answer::answer_box(rs, analysis);
+    let answer = crate::answer::answer_box_for(rs, analysis, &at_budgets);
     write_file(&out.join(ANSWER_TXT), &(answer.join("\n") + "\n"))?;
     let md = markdown::render(
         rs,
@@ -97,7 +100,10 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisErr
         &reference,
         &plots,
         &command_section,
-        &answer,
+        &markdown::Answer {
+            lines: &answer,
+            at_budgets: &at_budgets,
+        },
         kept,
     );
     write_file(&out.join("report.md"), &md)?;

@@ -106,9 +106,19 @@ impl PlotOutcome {
 }
 
 /// Draw every plot that has data into `out`.
-pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutcome {
+/// `at_budgets`: the report's recommendations
+/// ([`crate::recommend::at_report_budgets`]), marked on the budget plot.
+pub fn write_plots(
+    out: &Path,
+    a: &Analysis,
+    reference: &Reference,
+    at_budgets: &[(
+        f64,
+        Result<crate::recommend::Recommendation, crate::error::AnalysisError>,
+    )],
+) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    budget_plot(&mut files, out, a, reference);
+    budget_plot(&mut files, out, a, reference, at_budgets);
     util_plot(&mut files, out, a, reference);
     loss_plot(&mut files, out, a, reference);
     durations_plot(&mut files, out, a);
@@ -127,7 +137,16 @@ pub fn write_plots(out: &Path, a: &Analysis, reference: &Reference) -> PlotOutco
 /// prediction with the next run's 95 % prediction interval, the paired
 /// throughput loss with its interval), the budgets as lines and each
 /// recommended rate on its budget, log-log, with the 2014 points.
-fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Reference) {
+fn budget_plot(
+    files: &mut PlotOutcome,
+    out: &Path,
+    a: &Analysis,
+    reference: &Reference,
+    at_budgets: &[(
+        f64,
+        Result<crate::recommend::Recommendation, crate::error::AnalysisError>,
+    )],
+) {
     let predicted: Vec<(u64, Estimate)> = a
         .per_sample
         .iter()
@@ -151,15 +170,9 @@ fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Re
     if predicted.is_empty() && paired.is_empty() {
         return;
     }
-    let budgets = crate::answer::BUDGETS_PCT;
-    let answers: Vec<(u64, f64)> = budgets
+    let answers: Vec<(u64, f64)> = at_budgets
         .iter()
-        .filter_map(|&b| {
-            crate::recommend::recommend(a, b)
-                .ok()
-                .and_then(|r| r.rate_hz)
-                .map(|hz| (hz, b))
-        })
+        .filter_map(|(b, r)| r.as_ref().ok().and_then(|r| r.rate_hz).map(|hz| (hz, *b)))
         .collect();
     let mut all = vec![
         series("predicted loss (bars: the next run's 95% PI)", &predicted),
@@ -183,7 +196,7 @@ fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Re
     // Shapes go circle, triangle, square in series order: the answers get
     // their own; the 2014 points, last, a circle of another colour.
     all.retain(|s| !s.x.is_empty());
-    let lines: Vec<FitLine> = budgets
+    let lines: Vec<FitLine> = crate::recommend::BUDGETS_PCT
         .iter()
         .map(|&b| FitLine {
             label: format!("budget {b} %"),

@@ -1,6 +1,15 @@
 //! report.md, one function per section, in the order they appear.
 
 use super::*;
+
+/// A budget and its recommendation.
+type Budgeted = (f64, Result<crate::recommend::Recommendation, AnalysisError>);
+
+/// The answer: the box's lines and the recommendations behind them.
+pub(super) struct Answer<'a> {
+    pub lines: &'a [String],
+    pub at_budgets: &'a [Budgeted],
+}
 use crate::format::table_head;
 
 /// The whole report; `command` is the section on the user's own program
@@ -11,17 +20,18 @@ pub(super) fn render(
     r: &Reference,
     plot_outcome: &crate::report::figures::PlotOutcome,
     command: &str,
-    answer: &[String],
+    answer: &Answer<'_>,
     kept_with_raw: bool,
 ) -> String {
+    let at_budgets = answer.at_budgets;
     let mut s = String::new();
-    header(&mut s, rs, a, answer, &plot_outcome.files);
-    recommendations(&mut s, a);
+    header(&mut s, rs, a, answer.lines, &plot_outcome.files);
+    recommendations(&mut s, a, at_budgets);
     warnings(&mut s, a, plot_outcome);
     skipped(&mut s, a, kept_with_raw);
     summary(&mut s, a);
     if a.profiler.is_none() {
-        reasoning(&mut s, a);
+        reasoning(&mut s, at_budgets);
     }
     s.push_str(&crate::report::host_look::render(
         rs.manifest.host_look.as_ref(),
@@ -123,7 +133,7 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
 
 /// The recommendation for each budget, one line each, before anything
 /// else: how each was reached follows the summary ([`reasoning`]).
-fn recommendations(s: &mut String, a: &Analysis) {
+fn recommendations(s: &mut String, a: &Analysis, at_budgets: &[Budgeted]) {
     let _ = writeln!(s, "## Recommended sampling rates\n");
     if let Some(t) = &a.profiler {
         for line in crate::report::profiler::recommendation_lines(t) {
@@ -132,8 +142,8 @@ fn recommendations(s: &mut String, a: &Analysis) {
         let _ = writeln!(s, "\nHow they were reached: \"Your profiler\" below.\n");
         return;
     }
-    for budget in REPORT_BUDGETS_PCT {
-        let line = match recommend(a, budget) {
+    for (budget, rec) in at_budgets {
+        let line = match rec {
             Ok(rec) => rec.headline(),
             Err(e) => e.to_string(),
         };
@@ -156,10 +166,10 @@ fn summary(s: &mut String, a: &Analysis) {
 
 /// Each recommendation's reasoning: its basis, the cost it used, and what
 /// the other basis would have said.
-fn reasoning(s: &mut String, a: &Analysis) {
+fn reasoning(s: &mut String, at_budgets: &[Budgeted]) {
     let _ = writeln!(s, "## How each recommendation was reached\n");
-    for budget in REPORT_BUDGETS_PCT {
-        match recommend(a, budget) {
+    for (budget, rec) in at_budgets {
+        match rec {
             Ok(rec) => {
                 let _ = writeln!(s, "- {budget} % budget: {}", rec.headline());
                 for line in &rec.reasoning {

@@ -9,10 +9,10 @@ use crate::format::{fmt_est, table_head};
 use crate::profiler::{ProfilerTable, recommend};
 use crate::report::csv_row::{CsvNum, csv_row, write_rows};
 
-/// One line per budget ([`crate::answer::BUDGETS_PCT`]): the highest rate
+/// One line per budget ([`crate::recommend::BUDGETS_PCT`]): the highest rate
 /// and what it rests on.
 pub fn recommendation_lines(t: &ProfilerTable) -> Vec<String> {
-    crate::answer::BUDGETS_PCT
+    crate::recommend::BUDGETS_PCT
         .iter()
         .map(|&b| format!("{b} % loss budget: {}", recommend(t, b).headline()))
         .collect()
