@@ -11,7 +11,7 @@
 //!   and `load::gaps` (the gaps design's runs);
 //! - compute: `row_types` (the table rows), `tables` (Tables 1 and 2, the
 //!   fits), `percost` (the gaps design's cost per sample), `contents`,
-//!   `aftereffect`, `command`;
+//!   `aftereffect`, `user_command`;
 //! - judge: `warnings` (every warning, with its remedy), `recommend` (the
 //!   safe rate for a budget);
 //! - `pipeline`: the one entry from a loaded set to judged tables;

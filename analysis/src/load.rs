@@ -119,23 +119,20 @@ fn folder_gone(dir: &Path, sub: &str) -> bool {
 /// Which raw folders of `rs` were removed on purpose ([`RawRemoved`]): a
 /// folder counts only where an ok run of `rs` wrote into it.
 pub fn raw_removed(rs: &ResultSet) -> RawRemoved {
-    use results_format::{Design, RunKind};
+    use results_format::RunKind;
     let util = rs
         .runs
         .iter()
         .any(|r| r.ok() && r.kind == RunKind::Util && r.freq_hz > 0);
-    let gaps = rs
-        .runs
-        .iter()
-        .any(|r| r.ok() && r.design == Design::Gaps && r.kind == RunKind::Loss);
-    let sampled_gaps = rs
-        .runs
-        .iter()
-        .any(|r| r.ok() && r.design == Design::Gaps && r.kind == RunKind::Loss && r.freq_hz > 0);
+    let gaps = |sampled: bool| {
+        rs.runs
+            .iter()
+            .any(|r| r.ok() && gaps::is_gaps_run(r) && (!sampled || r.freq_hz > 0))
+    };
     RawRemoved {
         events: util && folder_gone(&rs.dir, "events"),
-        gaps: (gaps && folder_gone(&rs.dir, "gaps"))
-            || (sampled_gaps && folder_gone(&rs.dir, "samples")),
+        gaps: (gaps(false) && folder_gone(&rs.dir, "gaps"))
+            || (gaps(true) && folder_gone(&rs.dir, "samples")),
     }
 }
 

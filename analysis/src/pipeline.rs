@@ -17,7 +17,7 @@ use crate::warnings::{Check, Warning};
 
 /// The result set with the excluded runs marked `status = excluded` (not
 /// ok), so every table leaves them out.
-pub(crate) fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> ResultSet {
+fn without_excluded(rs: &ResultSet, excluded: &[ExcludedRun]) -> ResultSet {
     let mut out = rs.clone();
     for r in &mut out.runs {
         if let Some(x) = excluded.iter().find(|x| x.run_id == r.run_id) {
@@ -141,13 +141,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     primary.throttle = throttle;
     // The primary's warnings name its own excluded runs; add the others'.
     for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {
-        primary.warnings.push(Warning::new(
-            Check::Excluded,
-            format!(
-                "{} (left out of every table; the other runs are reported)",
-                x.line()
-            ),
-        ));
+        primary.warnings.push(crate::warnings::excluded(x));
     }
     primary.excluded = excluded;
     primary.raw_removed = removed;
@@ -185,33 +179,26 @@ pub(crate) fn analyse_one(
     let mut a = analyse_with(rs, run_intervals);
     // The warnings were built from the marked runs (status `excluded`, not
     // counted as failed): say why each was left out.
-    a.warnings.extend(excluded.iter().map(|x| {
-        Warning::new(
-            Check::Excluded,
-            format!(
-                "{} (left out of every table; the other runs are reported)",
-                x.line()
-            ),
-        )
-    }));
+    a.warnings
+        .extend(excluded.iter().map(crate::warnings::excluded));
     a.excluded = excluded;
     a.warnings.extend(
         gaps.warnings
-            .into_iter()
-            .map(|w| Warning::new(Check::GapsFiles, w)),
+            .iter()
+            .map(|w| Warning::new(Check::GapsFiles, w.clone())),
     );
     if !gaps.runs.is_empty() {
         let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
         a.warnings
             .extend(crate::warnings::per_sample(&gaps.runs, &table));
         a.per_sample = Some(table);
-        a.recovery = gaps.recovery;
+        a.recovery = gaps.recovery();
     }
     Ok(a)
 }
 
 /// Every run's intervals, and the runs whose file could not be read.
-pub(crate) fn read_all_intervals(
+fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
 ) -> (BTreeMap<u32, RunIntervals>, Vec<ExcludedRun>) {
@@ -280,6 +267,6 @@ pub(crate) fn read_all_intervals(
 /// warning is made here, after the tables (by the `warnings` module).
 pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
     let mut a = build_tables(rs, run_intervals);
-    a.warnings = crate::warnings::warnings(rs, &a, &crate::tables::classic_baseline(rs));
+    a.warnings = crate::warnings::warnings(rs, &a);
     a
 }

@@ -20,8 +20,8 @@
 
 use std::collections::BTreeMap;
 
+use results_format::read_csv_rows;
 use results_format::timeline::{TIMELINE_CSV, TimelineRow};
-use results_format::{Design, read_csv_rows};
 
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
@@ -115,7 +115,7 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
     let gaps: Vec<&Run> = rs
         .runs
         .iter()
-        .filter(|r| r.design == Design::Gaps)
+        .filter(|r| crate::load::gaps::is_gaps_run(r))
         .collect();
     let failed: Vec<(u32, String)> = gaps
         .iter()

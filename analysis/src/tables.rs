@@ -7,7 +7,7 @@ use results_format::{Design, RunKind};
 
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
 use crate::format::distinct;
-use crate::load::intervals::{IntervalStats, RunIntervals};
+use crate::load::intervals::RunIntervals;
 use crate::load::{ExcludedRun, Phase, ResultSet, Run};
 use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
@@ -151,11 +151,6 @@ fn baseline_of(classic: &BTreeMap<u64, Vec<&Run>>) -> Vec<f64> {
         .get(&0)
         .map(|v| v.iter().map(|r| r.rate()).collect())
         .unwrap_or_default()
-}
-
-/// The classic design's baseline of `rs` (empty without classic 0 Hz runs).
-pub fn classic_baseline(rs: &ResultSet) -> Vec<f64> {
-    baseline_of(&classic_runs(rs))
 }
 
 /// Build the tables from already aggregated intervals (no warnings: the
@@ -314,9 +309,4 @@ pub fn fit_all(a: &Analysis) -> Fits {
         util_line,
         loss_line,
     }
-}
-
-/// Summary of one run's intervals, for tests and debugging.
-pub fn handler_stats(a: &Analysis, run_id: u32) -> Option<&IntervalStats> {
-    a.run_intervals.get(&run_id).map(|r| &r.handler)
 }

@@ -35,7 +35,7 @@ fn ids(runs: &[&Run]) -> String {
 
 /// Every warning of a report, in the order they are shown: the sweep's
 /// status and the driver's own, then each check over the runs and tables.
-pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<Warning> {
+pub(crate) fn warnings(rs: &ResultSet, a: &Analysis) -> Vec<Warning> {
     let mut w: Vec<Warning> = Vec::new();
     w.extend(incomplete(rs));
     w.extend(
@@ -56,7 +56,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis, baseline: &[f64]) -> Vec<Wa
     w.extend(tracing(a));
     w.extend(no_handler(a));
     w.extend(thinned(&rs.runs));
-    w.extend(no_loss(&rs.runs, baseline));
+    w.extend(no_loss(&rs.runs));
     w
 }
 
@@ -350,14 +350,19 @@ fn no_handler(a: &Analysis) -> Option<Warning> {
 }
 
 /// No loss can be computed (no 0 Hz baseline, or no loss runs). No remedy.
-fn no_loss(runs: &[Run], baseline: &[f64]) -> Option<Warning> {
+fn no_loss(runs: &[Run]) -> Option<Warning> {
     let has_loss = runs
         .iter()
         .any(|r| r.ok() && r.kind == RunKind::Loss && r.freq_hz > 0);
-    let classic_loss = runs
-        .iter()
-        .any(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic && r.freq_hz > 0);
-    if classic_loss && baseline.is_empty() {
+    let classic = |at_zero: bool| {
+        runs.iter().any(|r| {
+            r.ok()
+                && r.kind == RunKind::Loss
+                && r.design == Design::Classic
+                && (r.freq_hz == 0) == at_zero
+        })
+    };
+    if classic(false) && !classic(true) {
         Some(Warning::new(
             Check::NoLoss,
             "no successful 0 Hz loss runs: classic loss cannot be computed",
@@ -370,6 +375,17 @@ fn no_loss(runs: &[Run], baseline: &[f64]) -> Option<Warning> {
     } else {
         None
     }
+}
+
+/// A run left out of every table (a file of it unreadable).
+pub(crate) fn excluded(x: &crate::load::ExcludedRun) -> Warning {
+    Warning::new(
+        Check::Excluded,
+        format!(
+            "{} (left out of every table; the other runs are reported)",
+            x.line()
+        ),
+    )
 }
 
 /// What the by-contents analysis cannot say.
@@ -573,6 +589,6 @@ mod tests {
         );
         // Loss runs exist only at 0 Hz here: nothing to compute a loss from.
         runs.iter_mut().for_each(|r| r.kind = RunKind::Util);
-        assert_eq!(no_loss(&runs, &[]).map(|w| w.check), Some(Check::NoLoss));
+        assert_eq!(no_loss(&runs).map(|w| w.check), Some(Check::NoLoss));
     }
 }

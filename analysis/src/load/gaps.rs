@@ -196,13 +196,20 @@ pub fn is_gaps_run(r: &Run) -> bool {
 #[derive(Debug, Default)]
 pub struct GapsLoad {
     pub runs: Vec<GapsRun>,
-    pub recovery: Vec<RecoveryRow>,
     pub warnings: Vec<String>,
     /// Runs whose gaps or samples file is unreadable: left out.
     pub excluded: Vec<crate::load::ExcludedRun>,
 }
 
 impl GapsLoad {
+    /// The recovery bins of the loaded runs, run by run.
+    pub fn recovery(&self) -> Vec<RecoveryRow> {
+        self.runs
+            .iter()
+            .flat_map(|g| g.recovery.iter().cloned())
+            .collect()
+    }
+
     /// The part of the load that belongs to `rs`'s runs (a subset of the
     /// result set it was loaded from).
     pub fn restricted_to(&self, rs: &ResultSet) -> GapsLoad {
@@ -212,12 +219,6 @@ impl GapsLoad {
                 .runs
                 .iter()
                 .filter(|g| ids.contains(&g.row.run_id))
-                .cloned()
-                .collect(),
-            recovery: self
-                .recovery
-                .iter()
-                .filter(|r| ids.contains(&r.run_id))
                 .cloned()
                 .collect(),
             warnings: self.warnings.clone(),
@@ -356,13 +357,6 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
         }
     }
     out.warnings.extend(missing_runs_warning(&ok, &seen));
-    out.recovery = recovery
-        .into_iter()
-        .filter(|r| {
-            let id = r.run_id;
-            seen.contains(&id) && !out.excluded.iter().any(|x| x.run_id == id)
-        })
-        .collect();
     Ok(out)
 }
 
