@@ -30,6 +30,13 @@ pub struct ResultSet {
 }
 
 impl ResultSet {
+    /// The `--profiler` template the set measured, if it measured one.
+    pub fn profiler_template(&self) -> Option<String> {
+        self.manifest.options["profiler"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
     /// Path of a run's interval file.
     pub fn events_path(&self, run_id: u32) -> PathBuf {
         results_format::events_path(&self.dir, run_id)

@@ -81,11 +81,6 @@ pub struct ProfilerTable {
     pub failed: Vec<(u32, String)>,
 }
 
-/// The `--profiler` template of a result set, when it measured one.
-pub fn template(rs: &ResultSet) -> Option<String> {
-    rs.manifest.options["profiler"].as_str().map(str::to_owned)
-}
-
 /// One gaps run's counts per second of its loop's window.
 #[derive(Debug, Clone, Copy)]
 struct PerSecond {
@@ -107,7 +102,7 @@ fn per_second(run: &Run, tl: &TimelineRow) -> Option<PerSecond> {
 
 /// The profiler's table of `rs`; None when `rs` measured no profiler.
 pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisError> {
-    let Some(template) = template(rs) else {
+    let Some(template) = rs.profiler_template() else {
         return Ok(None);
     };
     let timeline: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
