@@ -6,8 +6,7 @@
 use analysis::report::csv_row::Columns as _;
 use analysis::report::{
     LossCsvRow, TracingCsvRow, UtilCsvRow, contents::AfterCsvRow, contents::ContentsCsvRow,
-    drift::COST_BY_RUN_COLUMNS, per_sample::PerSampleCsvRow, profiler::ProfilerCsvRow,
-    user_command::CommandCsvRow,
+    per_sample::PerSampleCsvRow, profiler::ProfilerCsvRow, user_command::CommandCsvRow,
 };
 use std::path::Path;
 
@@ -31,7 +30,7 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
         ("per_sample.csv", PerSampleCsvRow::header(0)),
         (
             "cost_by_run.csv",
-            COST_BY_RUN_COLUMNS.iter().map(|c| c.to_string()).collect(),
+            results_format::header_of::<analysis::percost::RunCost>(),
         ),
         ("by_contents.csv", ContentsCsvRow::header(0)),
         ("after_effect.csv", AfterCsvRow::header(0)),

@@ -143,13 +143,13 @@ class Run:
         self.long_n, self.long_ex = int(long.sum()), float(self.ex[long].sum())
         if freq == 0:
             return
-        s = rawfiles.sample_episodes(d, self.id)
-        s = s[(s >= 0) & (s < len(self.ex))]
+        s_all = rawfiles.sample_episodes(d, self.id)
+        s = s_all[(s_all >= 0) & (s_all < len(self.ex))]
         self.in_long = int((self.ex[s] >= LONG).sum())
         u, k = np.unique(s, return_counts=True)
         short = self.ex[u] < LONG
         self.m_ex, self.m_k = self.ex[u][short], k[short]
-        n_raw = len(rawfiles.sample_episodes(d, self.id)) if self.thinned else self.n
+        n_raw = len(s_all) if self.thinned else self.n
         self.n_short = n_raw - self.in_long  # N'
 
     def usable(self):
@@ -346,12 +346,13 @@ def fmt(e):
 
 
 def main():
+    per_run_horizon = "--per-run-horizon" in sys.argv[1:]
     args = [a for a in sys.argv[1:] if a != "--per-run-horizon"]
     if len(args) != 1:
         sys.exit(__doc__)
     d = args[0]
     report = {int(r["freq_hz"]): r for r in csv.DictReader(open(f"{d}/report/per_sample.csv"))}
-    rows = compute(load(d), np.random.default_rng(2014), "--per-run-horizon" in sys.argv[1:])
+    rows = compute(load(d), np.random.default_rng(2014), per_run_horizon)
     bad = 0
     if set(rows) != set(report):
         print(f"frequencies here {sorted(rows)}, in the report {sorted(report)}")

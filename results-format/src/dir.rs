@@ -227,6 +227,24 @@ fn flush(w: &mut csv::Writer<File>, path: &Path) -> Result<(), FormatError> {
     w.get_ref().sync_data().map_err(FormatError::io(path))
 }
 
+/// A temporary file in `path`'s folder, named `prefix...`, to be persisted
+/// as `path`: removed on drop unless persisted, so a failed write leaves
+/// nothing; rw-r--r--, as `File::create` would make it (tempfile's own is
+/// 0600).
+pub(crate) fn temporary_beside(
+    path: &Path,
+    prefix: &str,
+) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

@@ -158,7 +158,7 @@ impl<O, P> Manifest<O, P> {
 /// then renamed, removed when any step fails: a full disk left a zero-byte
 /// one behind before), so a reader never sees half a file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), std::io::Error> {
-    let mut tmp = crate::parquet::temporary_beside(path, ".manifest-")?;
+    let mut tmp = crate::dir::temporary_beside(path, ".manifest-")?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_data()?;
     tmp.persist(path).map(drop).map_err(|e| e.error)

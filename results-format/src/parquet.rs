@@ -17,28 +17,17 @@ use polars::prelude::*;
 use crate::FormatError;
 
 /// Each value minus the one before (the first minus 0), wrapping: the
-/// stored form of a timestamp column.
+/// stored form of a timestamp column ([`to_steps_i64`] on the same bits).
 pub fn to_steps(values: &[u64]) -> Vec<i64> {
-    let mut prev = 0u64;
-    values
-        .iter()
-        .map(|&v| {
-            let step = v.wrapping_sub(prev) as i64;
-            prev = v;
-            step
-        })
-        .collect()
+    let signed: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+    to_steps_i64(&signed)
 }
 
 /// The running sum of [`to_steps`]' output: the values back, exactly.
 pub fn from_steps(steps: &[i64]) -> Vec<u64> {
-    let mut acc = 0u64;
-    steps
-        .iter()
-        .map(|&s| {
-            acc = acc.wrapping_add(s as u64);
-            acc
-        })
+    from_steps_i64(steps)
+        .into_iter()
+        .map(|v| v as u64)
         .collect()
 }
 
@@ -67,28 +56,11 @@ pub fn from_steps_i64(steps: &[i64]) -> Vec<i64> {
         .collect()
 }
 
-/// A temporary file in `path`'s folder, named `prefix...`, to be persisted
-/// as `path`: removed on drop unless persisted, so a failed write leaves
-/// nothing; rw-r--r--, as `File::create` would make it (tempfile's own is
-/// 0600).
-pub(crate) fn temporary_beside(
-    path: &Path,
-    prefix: &str,
-) -> std::io::Result<tempfile::NamedTempFile> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .tempfile_in(dir)
-}
-
 /// Writes `df` to `path` atomically: under a temporary name (removed if
 /// the write fails), then renamed, so a reader never sees half a file.
 pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
-    let mut tmp = temporary_beside(path, ".parquet-").map_err(|e| FormatError::write(path, e))?;
+    let mut tmp =
+        crate::dir::temporary_beside(path, ".parquet-").map_err(|e| FormatError::write(path, e))?;
     ParquetWriter::new(tmp.as_file_mut())
         .with_compression(ParquetCompression::Zstd(None))
         .finish(&mut df)

@@ -13,7 +13,7 @@ use crate::stats::{Estimate, mean, quantile_sorted, t_interval, t_prediction};
 use results_format::Design;
 
 /// One gaps run's cost per sample, ns.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct RunCost {
     pub run_id: u32,
     pub block: u32,

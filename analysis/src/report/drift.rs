@@ -8,23 +8,8 @@ use std::path::Path;
 use crate::error::AnalysisError;
 use crate::percost::{CostDrift, PerSample};
 
-/// Writes `cost_by_run.csv`: one row per gaps run at F > 0 in sweep order.
-/// cost_by_run.csv's columns: the fields of `RunCost` (the header of an
-/// empty table; a test checks them against the type).
-pub const COST_BY_RUN_COLUMNS: [&str; 11] = [
-    "run_id",
-    "block",
-    "freq_hz",
-    "started_at_ns",
-    "rate_hz",
-    "direct_ns",
-    "above_cap_ns",
-    "long_ns",
-    "after_effect_ns",
-    "after_effect_bounded",
-    "total_ns",
-];
-
+/// Writes `cost_by_run.csv`: one row per gaps run at F > 0 in sweep order,
+/// the header `RunCost`'s fields (alone for an empty table).
 pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
     let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
     let mut w = csv::Writer::from_path(path).map_err(err)?;
@@ -32,7 +17,8 @@ pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
         w.serialize(c).map_err(err)?;
     }
     if ps.run_costs.is_empty() {
-        w.write_record(COST_BY_RUN_COLUMNS).map_err(err)?;
+        w.write_record(results_format::header_of::<crate::percost::RunCost>())
+            .map_err(err)?;
     }
     w.flush().map_err(|e| AnalysisError::write(path, e))
 }
@@ -87,7 +73,6 @@ pub fn render(ps: &PerSample) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::*;
 
     #[test]
     fn the_empty_header_is_the_row_type() {
@@ -107,6 +92,9 @@ mod tests {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.serialize(&c).unwrap();
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
-        assert_eq!(text.lines().next().unwrap(), COST_BY_RUN_COLUMNS.join(","));
+        assert_eq!(
+            text.lines().next().unwrap(),
+            results_format::header_of::<crate::percost::RunCost>().join(",")
+        );
     }
 }
