@@ -48,13 +48,18 @@ pub use error::AnalysisError;
 
 /// `analysis report DIR`, the crate's one walk through its layers: read
 /// the results directory, analyse and judge it, then write `DIR/report/`.
-/// Returns the report directory.
-pub fn write_report(dir: &std::path::Path) -> Result<std::path::PathBuf, AnalysisError> {
+/// Returns the report directory and the answer box.
+pub fn report_dir(dir: &std::path::Path) -> Result<report::Written, AnalysisError> {
     let rs = load::load(dir)?;
     let analysis = pipeline::analyse(&rs)?;
     for line in analysis.raw_removed.lines() {
         tracing::warn!("skipped: {line}");
     }
     report::write(&rs, &analysis)
+}
+
+/// [`report_dir`], returning the report directory only.
+pub fn write_report(dir: &std::path::Path) -> Result<std::path::PathBuf, AnalysisError> {
+    report_dir(dir).map(|w| w.dir)
 }
 pub use results_format::events::write_intervals_parquet;

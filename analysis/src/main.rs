@@ -70,15 +70,15 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report { dir } => {
             let started = std::time::Instant::now();
-            let out = analysis::write_report(&dir)?;
+            let written = analysis::report_dir(&dir)?;
             tracing::info!(
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "report written"
             );
-            if let Ok(answer) = std::fs::read_to_string(out.join(analysis::report::ANSWER_TXT)) {
-                eprint!("{answer}");
+            for line in &written.answer {
+                eprintln!("{line}");
             }
-            println!("{}", out.join("report.md").display());
+            println!("{}", written.dir.join("report.md").display());
         }
         Command::Recommend { dir, budget, json } => {
             let budget = match parse_budget(&budget) {

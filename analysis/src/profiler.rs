@@ -212,14 +212,7 @@ fn row_at(
     }
     cpus.sort_by_key(|c| c.parse::<u32>().unwrap_or(u32::MAX));
     cpus.dedup();
-    let dl = t_interval(&d);
-    let loss = |v: f64| (1.0 - (-v).exp()) * 100.0;
-    let throughput = Estimate {
-        value: loss(dl.value),
-        lo: loss(dl.lo),
-        hi: loss(dl.hi),
-        ..dl
-    };
+    let throughput = crate::user_command::loss_from_log_ratios(&d);
     let xe = t_interval(&x);
     ProfilerRow {
         freq_hz: f,

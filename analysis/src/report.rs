@@ -31,10 +31,18 @@ pub const ANSWER_TXT: &str = "answer.txt";
 /// report.md as one self-contained page ([`html`]).
 pub const REPORT_HTML: &str = "report.html";
 
+/// What [`write`] wrote: the report directory and the answer box's lines
+/// (also in its answer.txt), for a caller to print without reading it back.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub dir: PathBuf,
+    pub answer: Vec<String>,
+}
+
 /// Writes the report of the analysed set `rs` into its `report/`: the
 /// presentation only (the crate's `write_report` reads and analyses
-/// first). Returns the report directory.
-pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisError> {
+/// first).
+pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisError> {
     let dir = rs.dir.as_path();
     let reference = Reference::article_2014()?;
     let out = dir.join("report");
@@ -113,7 +121,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<PathBuf, AnalysisErr
         .and_then(|l| l.strip_prefix("# "))
         .unwrap_or("perf sampling overhead");
     write_file(&out.join(REPORT_HTML), &html::render(&md, title, &out))?;
-    Ok(out)
+    Ok(Written { dir: out, answer })
 }
 
 /// The folder under `report/` that keeps the report made while the raw

@@ -250,8 +250,7 @@ fn table2(s: &mut String, a: &Analysis, r: &Reference) {
     header.push_str(
         " mean | loss_pct [95% CI] | n | 2014 loss_pct | paired: 95% CI over runs (runs) |",
     );
-    let _ = writeln!(s, "{header}");
-    let _ = writeln!(s, "|{}", "---|".repeat(nmax + 8));
+    table_head(s, &header);
     for row in &a.loss {
         let achieved = if row.achieved_hz.is_finite() {
             format!("{:.0}", row.achieved_hz)

@@ -235,8 +235,8 @@ pub fn render(ps: &PerSample) -> String {
         let _ = writeln!(s, "No gaps runs above 0 Hz.\n");
     } else {
         for (title, header, rows) in tables(ps) {
-            let cols = header.matches(" |").count();
-            let _ = writeln!(s, "{title}:\n\n{header}\n|{}", "---|".repeat(cols));
+            let _ = writeln!(s, "{title}:\n");
+            crate::format::table_head(&mut s, header);
             for row in rows {
                 let _ = writeln!(s, "{row}");
             }

@@ -134,13 +134,13 @@ fn stopped(summary: &ExecSummary, root: &Path, interrupt: &AtomicBool) -> ExitCo
 /// Step 12: the analysis report; false (logged, the data kept) when it
 /// fails.
 fn report(root: &Path) -> bool {
-    match analysis::write_report(root) {
+    match analysis::report_dir(root) {
         Ok(report) => {
             // The answer first, on stderr: stdout keeps the directory.
-            if let Ok(answer) = std::fs::read_to_string(report.join(analysis::report::ANSWER_TXT)) {
-                eprint!("{answer}");
+            for line in &report.answer {
+                eprintln!("{line}");
             }
-            tracing::info!("report in {}", report.display());
+            tracing::info!("report in {}", report.dir.display());
             true
         }
         Err(e) => {
