@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 use crate::format::fmt_est;
-use csv_row::{CsvNum, PerRun, csv_row, write_rows};
+use csv_row::{CsvNum, LoHiUnit, PerRun, csv_row, write_rows};
 
 pub mod contents;
 pub mod csv_row;
@@ -266,17 +266,11 @@ pub struct UtilCsvRow {
     pub runs: usize,
     pub calls_per_s: CsvNum,
     pub mean_ns: CsvNum,
-    pub per_sample_ns: CsvNum,
-    pub per_sample_lo_ns: CsvNum,
-    pub per_sample_hi_ns: CsvNum,
+    pub per_sample_ns: LoHiUnit,
     pub median_ns: CsvNum,
     pub p99_ns: CsvNum,
-    pub util_pct: CsvNum,
-    pub util_lo_pct: CsvNum,
-    pub util_hi_pct: CsvNum,
-    pub local_timer_util_pct: CsvNum,
-    pub local_timer_util_lo_pct: CsvNum,
-    pub local_timer_util_hi_pct: CsvNum,
+    pub util_pct: LoHiUnit,
+    pub local_timer_util_pct: LoHiUnit,
     pub achieved_hz: CsvNum,
     pub reference_2014_util_pct: CsvNum,
 }
@@ -292,17 +286,11 @@ impl UtilCsvRow {
             runs: row.runs,
             calls_per_s: CsvNum(row.calls_per_s),
             mean_ns: CsvNum(row.mean_ns),
-            per_sample_ns: CsvNum(row.per_sample_ns.value),
-            per_sample_lo_ns: CsvNum(row.per_sample_ns.lo),
-            per_sample_hi_ns: CsvNum(row.per_sample_ns.hi),
+            per_sample_ns: LoHiUnit(row.per_sample_ns),
             median_ns: CsvNum(row.median_ns),
             p99_ns: CsvNum(row.p99_ns),
-            util_pct: CsvNum(row.util_pct.value),
-            util_lo_pct: CsvNum(row.util_pct.lo),
-            util_hi_pct: CsvNum(row.util_pct.hi),
-            local_timer_util_pct: CsvNum(lt.value),
-            local_timer_util_lo_pct: CsvNum(lt.lo),
-            local_timer_util_hi_pct: CsvNum(lt.hi),
+            util_pct: LoHiUnit(row.util_pct),
+            local_timer_util_pct: LoHiUnit(lt),
             achieved_hz: CsvNum(row.achieved_hz),
             reference_2014_util_pct: CsvNum(r.util_at(row.freq_hz).unwrap_or(f64::NAN)),
         }
@@ -324,9 +312,7 @@ csv_row! {
         pub design: String,
         pub run: PerRun,
         pub mean: CsvNum,
-        pub loss_pct: CsvNum,
-        pub loss_lo_pct: CsvNum,
-        pub loss_hi_pct: CsvNum,
+        pub loss_pct: LoHiUnit,
         pub n: usize,
         pub loss_lo_by_run_pct: CsvNum,
         pub loss_hi_by_run_pct: CsvNum,
@@ -347,9 +333,7 @@ fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
             design: row.design.to_string(),
             run: PerRun::padded(&row.iterations, width),
             mean: CsvNum(row.mean_iterations),
-            loss_pct: CsvNum(row.loss_pct.value),
-            loss_lo_pct: CsvNum(row.loss_pct.lo),
-            loss_hi_pct: CsvNum(row.loss_pct.hi),
+            loss_pct: LoHiUnit(row.loss_pct),
             n: row.loss_pct.n,
             loss_lo_by_run_pct: CsvNum::opt(row.loss_by_run_pct.map(|e| e.lo)),
             loss_hi_by_run_pct: CsvNum::opt(row.loss_by_run_pct.map(|e| e.hi)),

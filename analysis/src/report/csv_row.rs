@@ -140,6 +140,31 @@ impl serde::Serialize for LoHiSe {
     }
 }
 
+/// An interval as three columns, `name`, `base_lo_unit`, `base_hi_unit`
+/// (util.csv: `util_pct`, `util_lo_pct`, `util_hi_pct`), each empty when
+/// not finite: [`LoHiSe`] without the standard error.
+#[derive(Debug, Clone, Copy)]
+pub struct LoHiUnit(pub Estimate);
+
+impl Columns for LoHiUnit {
+    fn names(field: &str, width: usize, out: &mut Vec<String>) {
+        LoHiSe::names(field, width, out);
+        out.pop();
+    }
+}
+
+impl serde::Serialize for LoHiUnit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let e = &self.0;
+        let mut t = s.serialize_tuple(3)?;
+        for v in [e.value, e.lo, e.hi] {
+            t.serialize_element(&CsvNum(v))?;
+        }
+        t.end()
+    }
+}
+
 /// An interval as three columns, `name`, `name_lo`, `name_hi`
 /// (by_contents.csv, after_effect.csv, command.csv), as Rust displays each
 /// number; all three empty when absent.
