@@ -14,7 +14,6 @@
 
 use std::path::Path;
 
-use polars::prelude::*;
 use results_format::thinning::{Thinning, thin_timeline};
 use results_format::timeline::{
     TimelineRow, gaps_path, read_gaps_parquet, read_samples_parquet, samples_path,
@@ -44,36 +43,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (t, t.kept_ns(row.loop_start_ns, row.loop_end_ns))
         } else if events_path(dir, id).exists() {
             let p = events_path(dir, id);
-            let cols = ["cpu", events::ENTRY_NS, "duration_ns", "source"];
-            let df = events::read_intervals(&p, &cols)?;
-            let u64s = |c: &str| -> PolarsResult<Vec<u64>> {
-                Ok(df
-                    .column(c)?
-                    .cast(&DataType::UInt64)?
-                    .u64()?
-                    .into_no_null_iter()
-                    .collect())
-            };
-            let (cpu, entry, dur) = (u64s("cpu")?, u64s(events::ENTRY_NS)?, u64s("duration_ns")?);
-            let src: Vec<String> = df
-                .column("source")?
-                .str()?
-                .iter()
-                .map(|s| s.unwrap_or_default().to_string())
-                .collect();
-            let t = Thinning::for_records(entry.len() as u64);
-            let Some(&from) = entry.iter().min() else {
+            let (iv, _) = events::read_intervals_form(&p)?;
+            let t = Thinning::for_records(iv.entry_ns.len() as u64);
+            let Some(&from) = iv.entry_ns.iter().min() else {
                 continue;
             };
             if t.is_all() {
                 continue;
             }
-            let keep: Vec<usize> = (0..entry.len()).filter(|&i| t.keeps(entry[i])).collect();
-            let cpu: Vec<u32> = keep.iter().map(|&i| cpu[i] as u32).collect();
-            let ent: Vec<u64> = keep.iter().map(|&i| entry[i]).collect();
-            let du: Vec<u64> = keep.iter().map(|&i| dur[i]).collect();
-            let sr: Vec<&str> = keep.iter().map(|&i| src[i].as_str()).collect();
-            events::write_intervals_parquet(&p, &cpu, &ent, &du, &sr)?;
+            let keep: Vec<usize> = (0..iv.entry_ns.len())
+                .filter(|&i| t.keeps(iv.entry_ns[i]))
+                .collect();
+            let kept = events::Intervals {
+                cpu: keep.iter().map(|&i| iv.cpu[i]).collect(),
+                entry_ns: keep.iter().map(|&i| iv.entry_ns[i]).collect(),
+                duration_ns: keep.iter().map(|&i| iv.duration_ns[i]).collect(),
+                source: keep.iter().map(|&i| iv.source[i].clone()).collect(),
+            };
+            events::write_intervals(&p, &kept)?;
             (t, t.kept_ns(from, from + run.window_ns))
         } else {
             continue;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::FormatError;
-use crate::events::{self, LEGACY_EVENT_COLUMNS};
+use crate::events;
 use crate::timeline::{self, StoredForm};
 
 /// What happened to one file.
@@ -67,32 +67,12 @@ pub fn compact_file(path: &Path) -> Result<Compacted, FormatError> {
     let before = size(path)?;
     let same = match kind {
         "events" => {
-            if !events::is_legacy(path)? {
+            let (old, form) = events::read_intervals_form(path)?;
+            if form == StoredForm::Steps {
                 return Ok(Compacted::AlreadyCompact);
             }
-            let read = |p: &Path| -> Result<_, FormatError> {
-                let df = events::read_intervals(p, &LEGACY_EVENT_COLUMNS)?;
-                let corrupt = |e: polars::prelude::PolarsError| FormatError::corrupt(p, e);
-                let cpu: Vec<u32> = crate::parquet::u64_column(&df, "cpu", p)?
-                    .into_iter()
-                    .map(|c| u32::try_from(c).unwrap_or(u32::MAX))
-                    .collect();
-                let entry = crate::parquet::u64_column(&df, events::ENTRY_NS, p)?;
-                let dur = crate::parquet::u64_column(&df, "duration_ns", p)?;
-                let src: Vec<String> = df
-                    .column("source")
-                    .map_err(corrupt)?
-                    .str()
-                    .map_err(corrupt)?
-                    .iter()
-                    .map(|s| s.unwrap_or_default().to_string())
-                    .collect();
-                Ok((cpu, entry, dur, src))
-            };
-            let old = read(path)?;
-            let src: Vec<&str> = old.3.iter().map(String::as_str).collect();
-            events::write_intervals_parquet(&copy, &old.0, &old.1, &old.2, &src)?;
-            read(&copy)? == old
+            events::write_intervals(&copy, &old)?;
+            events::read_intervals_form(&copy)?.0 == old
         }
         "gaps" => {
             let (old, form) = timeline::read_gaps_form(path)?;

@@ -84,14 +84,61 @@ pub fn read_intervals(path: &Path, cols: &[&str]) -> Result<DataFrame, FormatErr
     Ok(df)
 }
 
-/// Whether an interval file is in the earlier form ([`LEGACY_EVENT_COLUMNS`]).
-pub fn is_legacy(path: &Path) -> Result<bool, FormatError> {
-    let (k, _) = crate::parquet::read_first_form(
+/// One run's handler intervals, every column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Intervals {
+    pub cpu: Vec<u32>,
+    /// Absolute entry times, ns, whichever way they are stored.
+    pub entry_ns: Vec<u64>,
+    pub duration_ns: Vec<u64>,
+    pub source: Vec<String>,
+}
+
+/// Reads every column of one run's interval file and the form it is
+/// stored in, opening it once (for `analysis compact` and the thinning
+/// example, which rewrite the file whole).
+pub fn read_intervals_form(
+    path: &Path,
+) -> Result<(Intervals, crate::timeline::StoredForm), FormatError> {
+    use crate::parquet::{from_steps, i64_column, u64_column};
+    use crate::timeline::StoredForm;
+    let (k, df) = crate::parquet::read_first_form(
         path,
         "handler intervals of a util run",
-        &[&EVENT_COLUMNS[1..2], &LEGACY_EVENT_COLUMNS[1..2]],
+        &[&EVENT_COLUMNS, &LEGACY_EVENT_COLUMNS],
     )?;
-    Ok(k == 1)
+    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
+    let (entry_ns, form) = if k == 0 {
+        (
+            from_steps(&i64_column(&df, EVENT_COLUMNS[1], path)?),
+            StoredForm::Steps,
+        )
+    } else {
+        (u64_column(&df, ENTRY_NS, path)?, StoredForm::Legacy)
+    };
+    let intervals = Intervals {
+        cpu: u64_column(&df, "cpu", path)?
+            .into_iter()
+            .map(|c| u32::try_from(c).unwrap_or(u32::MAX))
+            .collect(),
+        entry_ns,
+        duration_ns: u64_column(&df, "duration_ns", path)?,
+        source: df
+            .column("source")
+            .map_err(corrupt)?
+            .str()
+            .map_err(corrupt)?
+            .iter()
+            .map(|s| s.unwrap_or_default().to_string())
+            .collect(),
+    };
+    Ok((intervals, form))
+}
+
+/// Writes `iv` as an interval file ([`write_intervals_parquet`]).
+pub fn write_intervals(path: &Path, iv: &Intervals) -> Result<(), FormatError> {
+    let source: Vec<&str> = iv.source.iter().map(String::as_str).collect();
+    write_intervals_parquet(path, &iv.cpu, &iv.entry_ns, &iv.duration_ns, &source)
 }
 
 #[cfg(test)]
@@ -121,7 +168,10 @@ mod tests {
         assert_eq!(names, LEGACY_EVENT_COLUMNS);
         let entry = crate::parquet::u64_column(&df, ENTRY_NS, &p).unwrap();
         assert_eq!(entry, vec![10, 20]);
-        assert!(!is_legacy(&p).unwrap());
+        assert_eq!(
+            read_intervals_form(&p).unwrap().1,
+            crate::timeline::StoredForm::Steps
+        );
         let e = write_intervals_parquet(&p, &[1], &[], &[3], &["nmi"]).unwrap_err();
         assert!(e.to_string().contains("entry_ns 0"), "{e}");
         let e = read_intervals(&dir.path().join("none.parquet"), &["cpu"]).unwrap_err();
