@@ -142,10 +142,12 @@ pub(crate) fn sampler_config_for(
     cfg
 }
 
-/// Whether a planned run opens a sampler: every run above 0 Hz, and the
-/// paired design's null control (a sampler that never fires).
-pub(crate) fn opens_sampler(run: &PlannedRun) -> bool {
-    run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss)
+/// Whether a planned run opens a sampler of ours: every run above 0 Hz,
+/// and the paired design's null control (a sampler that never fires);
+/// none in a `--profiler` sweep, whose profiler samples instead.
+pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
+    opts.profiler.is_none()
+        && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
 }
 
 impl RealBackend {

@@ -93,7 +93,7 @@ pub fn plan_configs(
     drain_cpu: Option<u32>,
 ) -> Vec<(u32, SamplerConfig)> {
     plan.iter()
-        .filter(|r| opens_sampler(r))
+        .filter(|r| opens_sampler(r, opts))
         .map(|r| (r.run_id, sampler_config_for(event, drain_cpu, r, opts, 0)))
         .collect()
 }

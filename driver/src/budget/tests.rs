@@ -187,3 +187,13 @@ fn meminfo_available_comes_in_bytes() {
     let host = HostLimits::read();
     assert!(host.mem_available_bytes.is_some(), "{host:?}");
 }
+
+#[test]
+fn a_profiler_sweep_locks_no_rings_of_ours() {
+    let mut o = opts(256, "100,500,2000,4000,100000", "10s", "system");
+    assert!(!configs(&o).is_empty());
+    o.profiler = Some("perf record -F {freq} -C {cpu} -o /dev/null".into());
+    // Its runs open no sampler of ours, so nothing is sized or refused for
+    // them (the budget check once sized rings for every rate).
+    assert!(configs(&o).is_empty());
+}
