@@ -72,7 +72,7 @@ fn perf_record_as_the_profiler() {
     let o = profiled_sweep(
         "perf record -e cpu-clock -F {freq} -C {cpu} -o /dev/null",
         "1000",
-        "2",
+        "3",
         &out,
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -82,7 +82,7 @@ fn perf_record_as_the_profiler() {
         "{stderr}"
     );
     let rows = read_runs(&out).unwrap();
-    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows.len(), 6, "{rows:?}");
     for r in &rows {
         assert!(r.ok(), "{r:?}");
         // Our sampler opened nothing: no event of ours, no samples.
@@ -98,13 +98,15 @@ fn perf_record_as_the_profiler() {
         }
     }
     // perf record -C samples the loop's CPU at 1 kHz: the loop's timeline
-    // sees that many more interruptions. Two 1 s blocks on a noisy VM only
-    // bound it (a profiler's start-up can add IPIs of its own); the
-    // committed sets give the exact ratio with its interval.
-    let x = excess_rates(&out, 1000);
-    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    // sees that many more interruptions. Three 1 s blocks on a noisy VM
+    // only bound it (a profiler's start-up can add IPIs of its own, a burst
+    // in one 0 Hz run can sink a block): their median; the committed sets
+    // give the exact ratio with its interval.
+    let mut x = excess_rates(&out, 1000);
+    x.sort_by(f64::total_cmp);
+    let median = x[x.len() / 2];
     assert!(
-        (500.0..2500.0).contains(&mean),
+        (500.0..2500.0).contains(&median),
         "{x:?} extra interruptions/s at 1 kHz"
     );
     let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
@@ -133,17 +135,19 @@ fn bpftrace_as_the_profiler() {
     let o = profiled_sweep(
         "bpftrace -e 'profile:hz:{freq} /cpu == {cpu}/ { @[kstack] = count(); }'",
         "500",
-        "2",
+        "3",
         &out,
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The background of a 1 s run on this VM moves by a few hundred
-    // interruptions a second between runs: the mean of two blocks must
-    // show the profiler's rate, not a precise ratio (the report gives it).
-    let x = excess_rates(&out, 500);
-    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    // interruptions a second between runs, and a burst in one 0 Hz run
+    // once made a block read -741/s: the median of three blocks must show
+    // the profiler's rate, not a precise ratio (the report gives it).
+    let mut x = excess_rates(&out, 500);
+    x.sort_by(f64::total_cmp);
+    let median = x[x.len() / 2];
     assert!(
-        (250.0..2500.0).contains(&mean),
+        (250.0..2500.0).contains(&median),
         "{x:?} extra interruptions/s at 500 Hz"
     );
 }
