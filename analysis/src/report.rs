@@ -31,7 +31,7 @@ pub const ANSWER_TXT: &str = "answer.txt";
 /// report.md as one self-contained page ([`html`]).
 pub const REPORT_HTML: &str = "report.html";
 
-/// What [`write`] wrote: the report directory and the answer box's lines
+/// What [`write()`] wrote: the report directory and the answer box's lines
 /// (also in its answer.txt), for a caller to print without reading it back.
 #[derive(Debug, Clone)]
 pub struct Written {
