@@ -5,7 +5,6 @@
 //! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
 //! `analysis report` and `analysis recommend`, and at the top of report.md.
 
-use crate::error::AnalysisError;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::recommend::{Recommendation, under_predicts};
@@ -233,7 +232,7 @@ pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
 pub fn answer_box_for(
     rs: &ResultSet,
     a: &Analysis,
-    at_budgets: &[(f64, Result<Recommendation, AnalysisError>)],
+    at_budgets: &[crate::recommend::Budgeted],
 ) -> Vec<String> {
     if let Some(t) = &a.profiler {
         return framed(profiler_body(rs, t));

@@ -171,9 +171,12 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
 /// The loss budgets every report answers, %.
 pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
 
+/// A budget, %, and its recommendation.
+pub type Budgeted = (f64, Result<Recommendation, AnalysisError>);
+
 /// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
 /// worked out once for the answer box, the budget plot and report.md.
-pub fn at_report_budgets(a: &Analysis) -> Vec<(f64, Result<Recommendation, AnalysisError>)> {
+pub fn at_report_budgets(a: &Analysis) -> Vec<Budgeted> {
     BUDGETS_PCT.iter().map(|&b| (b, recommend(a, b))).collect()
 }
 

@@ -112,10 +112,7 @@ pub fn write_plots(
     out: &Path,
     a: &Analysis,
     reference: &Reference,
-    at_budgets: &[(
-        f64,
-        Result<crate::recommend::Recommendation, crate::error::AnalysisError>,
-    )],
+    at_budgets: &[crate::recommend::Budgeted],
 ) -> PlotOutcome {
     let mut files = PlotOutcome::default();
     budget_plot(&mut files, out, a, reference, at_budgets);
@@ -142,10 +139,7 @@ fn budget_plot(
     out: &Path,
     a: &Analysis,
     reference: &Reference,
-    at_budgets: &[(
-        f64,
-        Result<crate::recommend::Recommendation, crate::error::AnalysisError>,
-    )],
+    at_budgets: &[crate::recommend::Budgeted],
 ) {
     let predicted: Vec<(u64, Estimate)> = a
         .per_sample

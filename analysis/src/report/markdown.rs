@@ -2,8 +2,7 @@
 
 use super::*;
 
-/// A budget and its recommendation.
-type Budgeted = (f64, Result<crate::recommend::Recommendation, AnalysisError>);
+use crate::recommend::Budgeted;
 
 /// The answer: the box's lines and the recommendations behind them.
 pub(super) struct Answer<'a> {
