@@ -3,6 +3,7 @@
 //! tables on data that kept every record:
 //!
 //! ```sh
+//! git checkout c881df8 -- results/20261125T150001Z-vm   # its raw files
 //! cp -r results/20261125T150001Z-vm /tmp/full && cp -r /tmp/full /tmp/thin
 //! cargo run --release -p results-format --example thin -- /tmp/thin
 //! analysis report /tmp/full/ && analysis report /tmp/thin/
