@@ -60,7 +60,8 @@ pub struct SweepFlags {
     /// loop on the measured CPU with no sampling: its speed per slice,
     /// background interruptions and steal, and the smallest loss the plan
     /// can resolve with them; printed and kept in the manifest as
-    /// host_look). A resume looks only when the manifest has no look.
+    /// host_look). A resume looks only when the manifest has no look and
+    /// no run was recorded yet.
     #[arg(long)]
     pub no_host_look: bool,
 }
@@ -217,5 +218,6 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         guard,
         interrupt,
         report: !args.no_report,
+        raise_max_rate: args.raise_max_rate,
     })
 }

@@ -188,6 +188,38 @@ fn resume_refuses_new_settings() {
 }
 
 #[test]
+fn resume_of_a_complete_sweep_is_refused_and_touches_nothing() {
+    let _serial = common::one_at_a_time();
+    let tmp = tempfile::tempdir().unwrap();
+    let set = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/20261126T0217Z-vm");
+    let mut before = Vec::new();
+    for f in ["manifest.json", "runs.csv"] {
+        std::fs::copy(set.join(f), tmp.path().join(f)).unwrap();
+        before.push(std::fs::read(tmp.path().join(f)).unwrap());
+    }
+    let a = Command::cargo_bin("driver")
+        .unwrap()
+        .args(["sweep", "--resume"])
+        .arg(tmp.path())
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("it is complete (all 85 planned runs"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("analysis report"), "{stderr}");
+    for (f, b) in ["manifest.json", "runs.csv"].iter().zip(&before) {
+        assert_eq!(
+            &std::fs::read(tmp.path().join(f)).unwrap(),
+            b,
+            "{f} changed"
+        );
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
+}
+
+#[test]
 fn bad_commands() {
     let _serial = common::one_at_a_time();
     check_rejected(

@@ -26,6 +26,9 @@ pub(super) struct Sweep<'a> {
     pub interrupt: Arc<AtomicBool>,
     /// Whether to write the analysis report at the end.
     pub report: bool,
+    /// Whether `--raise-max-rate` was given: the resume command needs it
+    /// again (it is an action, not a recorded setting).
+    pub raise_max_rate: bool,
 }
 
 /// Steps 10-12: runs the plan, restores the settings (recording that in
@@ -61,7 +64,7 @@ pub(super) fn run_restore_report(mut s: Sweep<'_>) -> anyhow::Result<ExitCode> {
         tracing::error!("{e}");
     }
     if summary.interrupted {
-        return Ok(stopped(&summary, s.root, &s.interrupt));
+        return Ok(stopped(&summary, s.root, s.raise_max_rate, &s.interrupt));
     }
     tracing::info!(
         "sweep done: {} runs, {} failed, {} noisy",
@@ -115,13 +118,18 @@ fn restore(s: &mut Sweep<'_>, failed: bool) -> anyhow::Result<Vec<SystemError>> 
 
 /// An interrupted sweep: how to finish it, the directory on stdout, and
 /// exit status 130 after Ctrl-C (1 after too many failed runs).
-fn stopped(summary: &ExecSummary, root: &Path, interrupt: &AtomicBool) -> ExitCode {
+fn stopped(
+    summary: &ExecSummary,
+    root: &Path,
+    raise_max_rate: bool,
+    interrupt: &AtomicBool,
+) -> ExitCode {
     eprintln!(
-        "sweep stopped ({}): {} runs recorded in {}; finish it with:\n  driver sweep --resume {}",
+        "sweep stopped ({}): {} runs recorded in {}; finish it with:\n  {}",
         summary.stop_reason.as_deref().unwrap_or("interrupted"),
         summary.recorded,
         root.display(),
-        root.display()
+        resume_command(root, raise_max_rate)
     );
     println!("{}", root.display());
     if interrupt.load(Ordering::SeqCst) {
@@ -168,4 +176,32 @@ fn merge_changes(recorded: &[SettingChange], now: &[SettingChange]) -> Vec<Setti
         .collect();
     out.extend(now.iter().cloned());
     out
+}
+
+/// The command that finishes a stopped sweep: `--resume DIR`, and the one
+/// action flag it needs again (the settings are recorded in the manifest).
+fn resume_command(root: &Path, raise_max_rate: bool) -> String {
+    let mut command = format!("driver sweep --resume {}", root.display());
+    if raise_max_rate {
+        command.push_str(" --raise-max-rate");
+    }
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resume_command_keeps_raise_max_rate() {
+        let root = Path::new("results/x");
+        assert_eq!(
+            resume_command(root, false),
+            "driver sweep --resume results/x"
+        );
+        assert_eq!(
+            resume_command(root, true),
+            "driver sweep --resume results/x --raise-max-rate"
+        );
+    }
 }

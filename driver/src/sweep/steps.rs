@@ -33,6 +33,7 @@ pub(super) fn resolve_options(
             }
             let m = crate::results::read_manifest(dir)
                 .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
+            refuse_complete(dir, &m)?;
             Some((dir.clone(), m))
         }
         None => None,
@@ -61,6 +62,28 @@ pub(super) fn resolve_options(
         }
     };
     Ok((resumed, opts))
+}
+
+/// A complete sweep has nothing to resume: refused before anything runs
+/// or is rewritten (a resume would look at the host again and rewrite the
+/// manifest and report of a finished set).
+fn refuse_complete(dir: &Path, m: &Manifest) -> anyhow::Result<()> {
+    if m.status != Status::Complete {
+        return Ok(());
+    }
+    let done = crate::results::read_runs(dir)
+        .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
+    if !crate::results::missing_runs(&m.plan, &done).is_empty() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "cannot resume {}: it is complete (all {} planned runs are in its runs.csv), so there is \
+         nothing to resume; to report it again run `analysis report {}`, to measure again start a \
+         new sweep",
+        dir.display(),
+        m.plan.len(),
+        dir.display()
+    )))
 }
 
 /// Step 2: the results directory (the resumed one, `--out`, or
@@ -468,9 +491,23 @@ pub(super) fn look_at_host(
     if args.no_host_look {
         return Look::Done(None, Vec::new());
     }
-    if resumed.is_some_and(|(_, m)| m.host_look.is_some()) {
-        tracing::info!("the resumed sweep's manifest has its look at the host: not looking again");
-        return Look::Done(None, Vec::new());
+    if let Some((dir, m)) = resumed {
+        if m.host_look.is_some() {
+            tracing::info!(
+                "the resumed sweep's manifest has its look at the host: not looking again"
+            );
+            return Look::Done(None, Vec::new());
+        }
+        // A look after some runs is no look "before the sweep", which is
+        // what the report calls it: only a sweep stopped before its first
+        // run is looked at on resume.
+        if crate::results::read_runs(dir).is_ok_and(|rows| !rows.is_empty()) {
+            tracing::info!(
+                "the resumed sweep has no look at the host and already has runs: not looking now \
+                 (a look is taken before the first run only)"
+            );
+            return Look::Done(None, Vec::new());
+        }
     }
     tracing::info!(
         "looking at CPU {} for {} s with no sampling (--no-host-look skips this)",
