@@ -44,6 +44,10 @@ pub const DEFAULT_REPS: u32 = 5;
 /// and 0.17-0.47 pp (over groups) at 100 ms, against 0.19-0.94 and
 /// 0.64-0.99 pp at 250 ms; 50 ms was no better than 100 ms.
 pub const DEFAULT_PHASE_NS: u64 = 100_000_000;
+/// The shortest run a sweep accepts.
+pub const MIN_RUN_NS: u64 = 100_000_000;
+/// The fewest samples a run at the lowest sampling rate may hold.
+pub const MIN_SAMPLES_PER_RUN: u64 = 10;
 /// Default limit on a sweep's planned time (runs x run length): 24 h.
 /// The longest shipped experiment plans ~13 minutes and the host's state
 /// changes on a scale of hours to days (docs/methodology.md; one sweep
@@ -175,9 +179,9 @@ impl<T: Clone> OneOrMany<T> {
 pub struct ExperimentFile {
     /// Free text, kept in the manifest.
     pub description: Option<String>,
-    /// Sampling frequencies in Hz (0 is added if absent).
+    /// Sampling frequencies in Hz, at least one above 0 (0 is added if absent).
     pub freqs: Option<Vec<i64>>,
-    /// Run length, e.g. "10s", "500ms".
+    /// Run length, e.g. "10s", "500ms": at least 100 ms, and 10 samples at the lowest rate.
     pub duration: Option<String>,
     /// Repetitions per frequency.
     pub reps: Option<i64>,
@@ -243,12 +247,14 @@ impl ExperimentFile {
 #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct FlagSettings {
-    /// Sampling frequencies in Hz, comma-separated (0 Hz is always added).
-    /// Default: the 2014 article's 100,500,2000,4000,100000.
+    /// Sampling frequencies in Hz, comma-separated, at least one above 0
+    /// (0 Hz is always added). Default: the 2014 article's
+    /// 100,500,2000,4000,100000.
     #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = freqs_flag)]
     pub freqs: Option<FlagList<u64>>,
     /// Workload run length: a number with a unit ns, us, ms, s, min or h
-    /// (10s, 500ms, 1.5min; a bare number is seconds). Default 8s.
+    /// (10s, 500ms, 1.5min; a bare number is seconds), at least 100ms and
+    /// 10 samples at the lowest frequency. Default 8s.
     #[arg(long = "duration", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration_flag)]
     pub duration_ns: Option<u64>,
     /// Repetitions (randomised blocks). Default 5.

@@ -107,6 +107,52 @@ impl Sources<'_> {
         Ok(designs)
     }
 
+    /// Refuses runs too short to measure anything: under [`MIN_RUN_NS`], or
+    /// holding fewer than [`MIN_SAMPLES_PER_RUN`] samples at the lowest
+    /// sampling rate. Checked before the phase, which would otherwise be
+    /// blamed for a run that is simply too short.
+    fn check_run_length(&self, freqs: &[u64], duration_ns: u64) -> Result<(), ConfigError> {
+        let origin = if self.flags.duration_ns.is_some() || self.exp.duration.is_none() {
+            Origin::Flag("--duration")
+        } else {
+            self.key("duration")
+        };
+        let shown = format!("{} ms", duration_ns as f64 / 1e6);
+        if duration_ns < MIN_RUN_NS {
+            return Err(invalid(
+                shown,
+                &origin,
+                format!(
+                    "a run must last at least {} ms: a shorter one holds too little of the loop \
+                     and too few samples to measure",
+                    MIN_RUN_NS / 1_000_000
+                ),
+                "give e.g. --duration 8s (the default) or 1s for a quick look",
+            ));
+        }
+        if let Some(&lowest) = freqs.iter().find(|&&f| f > 0) {
+            let samples = u128::from(lowest) * u128::from(duration_ns) / 1_000_000_000;
+            if samples < u128::from(MIN_SAMPLES_PER_RUN) {
+                // Rounded up to 0.1 s, so the duration named is enough.
+                let tenths = (u128::from(MIN_SAMPLES_PER_RUN) * 10).div_ceil(u128::from(lowest));
+                return Err(invalid(
+                    shown,
+                    &origin,
+                    format!(
+                        "a run at {lowest} Hz would hold about {samples} samples, fewer than the \
+                         {MIN_SAMPLES_PER_RUN} a cost per sample needs"
+                    ),
+                    format!(
+                        "give a --duration of at least {}.{} s or a higher lowest frequency",
+                        tenths / 10,
+                        tenths % 10
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The paired design's phase length, which must fit one ABBA cycle
     /// (four phases) into a run when that design is planned.
     fn phase_ns(&self, designs: &[Design], duration_ns: u64) -> Result<u64, ConfigError> {
@@ -245,6 +291,9 @@ impl SweepOptions {
             refuse_with_profiler(flags, exp, &key, has_command)?;
         }
         let duration_ns = src.duration_ns(has_command)?;
+        if !has_command {
+            src.check_run_length(&freqs_hz, duration_ns)?;
+        }
         let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
         let designs = if profiler.is_some() {
             vec![Design::Gaps]

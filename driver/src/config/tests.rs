@@ -64,6 +64,36 @@ fn bad_freqs_name_the_value() {
 }
 
 #[test]
+fn a_sweep_without_a_sampling_rate_or_with_runs_too_short_is_refused() {
+    for text in ["0", " 0 "] {
+        let e = freqs_flag(text).unwrap_err();
+        assert!(e.contains("no sampling frequency"), "{text}: {e}");
+    }
+    let e = resolve_args(&["--design=gaps", "--duration=1us", "--freqs=100"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"0.001 ms\" for --duration") && e.contains("at least 100 ms"),
+        "{e}"
+    );
+    // Too short is said before the phase is blamed.
+    let e = resolve_args(&["--duration=1ns", "--freqs=100"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--duration") && !e.contains("--phase"), "{e}");
+    // 10 samples at the lowest rate: 5 Hz needs 2 s.
+    let e = resolve_args(&["--duration=1s", "--freqs=5,1000"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("about 5 samples") && e.contains("at least 2.0 s"),
+        "{e}"
+    );
+    assert!(resolve_args(&["--duration=2s", "--freqs=5,1000"]).is_ok());
+    assert!(resolve_args(&["--duration=100ms", "--design=gaps", "--freqs=100"]).is_ok());
+}
+
+#[test]
 fn zero_is_always_added_and_freqs_sorted() {
     let f = FlagSettings::from_args(&["--freqs", "4000, 100"]).unwrap();
     let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();

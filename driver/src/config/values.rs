@@ -169,6 +169,15 @@ pub(super) fn check_freqs(freqs: &[i64], origin: &Origin) -> Result<Vec<u64>, Co
         }
         out.push(f);
     }
+    if out.iter().all(|&f| f == 0) {
+        return Err(invalid(
+            "0",
+            origin,
+            "no sampling frequency: 0 Hz runs measure only the background (they are added to \
+             every sweep anyway)",
+            "give at least one frequency above 0 Hz, e.g. 100,1000,4000",
+        ));
+    }
     if !out.contains(&0) {
         out.push(0);
     }
