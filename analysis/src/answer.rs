@@ -142,10 +142,28 @@ fn budget_part(budget: f64, rec: Option<&Recommendation>) -> String {
     format!("{budget} %: {what}")
 }
 
+/// "INCOMPLETE: ..." when runs.csv lacks planned runs or the sweep did
+/// not finish: first in the trust line, so a partial answer is not taken
+/// for a final one.
+fn incomplete_part(rs: &ResultSet) -> Option<String> {
+    let (planned, missing) = (rs.unrecorded.planned, &rs.unrecorded.run_ids);
+    if !missing.is_empty() {
+        Some(format!(
+            "INCOMPLETE: {} of {planned} planned runs",
+            planned - missing.len()
+        ))
+    } else if rs.manifest.status != results_format::Status::Complete {
+        Some(format!("INCOMPLETE: status `{}`", rs.manifest.status))
+    } else {
+        None
+    }
+}
+
 /// The trust verdict's parts: model against throughput, the drift, the
 /// throttle, noisy runs.
 fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
     let mut v = Vec::new();
+    v.extend(incomplete_part(rs));
     if let Some(ps) = &a.per_sample {
         let at = |w: Agreement| -> Vec<String> {
             ps.rows
@@ -335,7 +353,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
     // where the background hides them (the interval holds the rate but is
     // wider than the band).
     let band = crate::profiler::TRACKING_TOLERANCE;
-    let mut trust: Vec<String> = Vec::new();
+    let mut trust: Vec<String> = incomplete_part(rs).into_iter().collect();
     let mut hidden: Vec<String> = Vec::new();
     for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {
         let f = r.freq_hz as f64;

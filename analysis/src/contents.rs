@@ -146,6 +146,7 @@ pub fn subset(rs: &ResultSet, config: &str) -> ResultSet {
             .filter(|p| ids.contains(&p.run_id))
             .cloned()
             .collect(),
+        unrecorded: rs.unrecorded.clone(),
     }
 }
 

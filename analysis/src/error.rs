@@ -11,6 +11,12 @@ pub enum AnalysisError {
     #[error("{path}: missing ({what}); is this a results directory written by `driver sweep`?")]
     Missing { path: PathBuf, what: &'static str },
 
+    /// The path given as a results directory is a file.
+    #[error(
+        "{path} is a file, not a results directory: give the directory `driver sweep` wrote (it holds manifest.json and runs.csv)"
+    )]
+    NotADirectory { path: PathBuf },
+
     /// A file exists but could not be read or parsed.
     #[error("{path}: corrupt or unreadable: {reason}")]
     Corrupt { path: PathBuf, reason: String },

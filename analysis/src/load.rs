@@ -27,6 +27,37 @@ pub struct ResultSet {
     pub manifest: Manifest,
     pub runs: Vec<Run>,
     pub phases: Vec<Phase>,
+    /// The manifest's planned runs that runs.csv does not hold (the whole
+    /// file's, also in a subset of it): an unfinished sweep, or a file cut.
+    pub unrecorded: Unrecorded,
+}
+
+/// The planned runs runs.csv lacks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unrecorded {
+    /// How many runs the manifest plans (0: a manifest without a plan).
+    pub planned: usize,
+    /// The planned run_ids with no row.
+    pub run_ids: Vec<u64>,
+}
+
+impl Unrecorded {
+    fn of(manifest: &Manifest, runs: &[Run]) -> Self {
+        let have: std::collections::HashSet<u64> =
+            runs.iter().map(|r| u64::from(r.run_id)).collect();
+        let planned: Vec<u64> = manifest
+            .plan
+            .iter()
+            .filter_map(|p| p["run_id"].as_u64())
+            .collect();
+        Unrecorded {
+            planned: planned.len(),
+            run_ids: planned
+                .into_iter()
+                .filter(|id| !have.contains(id))
+                .collect(),
+        }
+    }
 }
 
 impl ResultSet {
@@ -46,6 +77,11 @@ impl ResultSet {
 /// Load manifest.json (checking format_version), runs.csv and, if present,
 /// phases.csv.
 pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(AnalysisError::NotADirectory {
+            path: dir.to_path_buf(),
+        });
+    }
     if !dir.is_dir() {
         return Err(AnalysisError::Missing {
             path: dir.to_path_buf(),
@@ -59,11 +95,13 @@ pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
     } else {
         Vec::new()
     };
+    let unrecorded = Unrecorded::of(&manifest, &runs);
     Ok(ResultSet {
         dir: dir.to_path_buf(),
         manifest,
         runs,
         phases,
+        unrecorded,
     })
 }
 

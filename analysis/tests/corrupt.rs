@@ -99,3 +99,72 @@ fn nothing_usable_left_is_an_error_naming_the_files() {
         "{stderr}"
     );
 }
+
+/// Copies a committed result set (its files, not its report) to `to`.
+fn copy_set(name: &str, to: &std::path::Path) {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../results")
+        .join(name);
+    for entry in walk(&from) {
+        let rel = entry.strip_prefix(&from).unwrap();
+        if rel.starts_with("report") {
+            continue;
+        }
+        let target = to.join(rel);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &target).unwrap();
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_cut_runs_csv_in_a_complete_set_is_said_in_the_answer_and_the_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    copy_set("20261126T-vm-check-builtin", &dir);
+    // The header and the first 8 of its 20 runs: a file cut by hand.
+    let runs = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    let kept: Vec<&str> = runs.lines().take(9).collect();
+    std::fs::write(dir.join("runs.csv"), kept.join("\n") + "\n").unwrap();
+
+    let a = bin().arg("report").arg(&dir).assert().success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("trust: INCOMPLETE: 8 of 20 planned runs"),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    let warnings = md.split("## Warnings").nth(1).unwrap_or_default();
+    assert!(
+        warnings.contains(
+            "the manifest says `complete`, but runs.csv holds 8 of the 20 planned runs \
+             (missing run_id 8, 9, 10"
+        ),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn a_file_given_as_the_results_directory_is_named_as_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("runs.csv");
+    std::fs::write(&file, "run_id\n").unwrap();
+    let a = bin().arg("report").arg(&file).assert().failure();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("is a file, not a results directory"),
+        "{stderr}"
+    );
+}
