@@ -196,6 +196,7 @@ fn recommendation_matches_scipy() {
         manifest: manifest(),
         runs,
         phases: Vec::new(),
+        unrecorded: Default::default(),
     };
     let a = analyse_with(&rs, BTreeMap::new());
     let fit = a.fits.loss_line.unwrap();

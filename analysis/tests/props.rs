@@ -213,6 +213,7 @@ fn result_set(runs: Vec<Run>, phases: Vec<Phase>) -> ResultSet {
         },
         runs,
         phases,
+        unrecorded: Default::default(),
     }
 }
 

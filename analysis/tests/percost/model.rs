@@ -59,6 +59,7 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
         },
         runs: Vec::new(),
         phases: Vec::new(),
+        unrecorded: Default::default(),
     };
     let mut a = analysis::pipeline::analyse_with(&rs, Default::default());
     a.per_sample = Some(PerSample {
