@@ -65,7 +65,7 @@ pub fn render(ps: &PerSample) -> String {
     }
     let _ = writeln!(
         s,
-        "- Valid for the conditions measured: this host, this kernel and the host's state while the sweep ran (the manifest's started_at). On a shared host the cost of a sample changes from day to day (on the development VM 6.2 us on 2026-11-24 and 14-16 us the next day), and nothing inside one sweep can see that. To re-check, run `driver sweep --freqs <the recommended rate> --design gaps --reps 5` and compare with `analysis compare <this dir> <new dir>`; if the cost moved beyond this sweep's prediction interval, run the full sweep again.\n"
+        "- Valid for the conditions measured: this host, this kernel and the host's state while the sweep ran (the manifest's started_at). On a shared host the cost of a sample can change from day to day, and nothing inside one sweep can see that. To re-check, run `driver sweep --freqs <the recommended rate> --design gaps --reps 5` and compare with `analysis compare <this dir> <new dir>`; if the cost moved beyond this sweep's prediction interval, run the full sweep again.\n"
     );
     s
 }
