@@ -128,9 +128,30 @@ fn loss_parts(a: &Analysis) -> Vec<String> {
         .collect()
 }
 
+/// The highest rate within each report budget, short ("659 Hz",
+/// "<= 113 Hz (bound)"), as the answer box says it: for a `--profiler` set
+/// from its own table, else from the recommendation.
+pub fn budget_answers(a: &Analysis) -> Vec<(f64, String)> {
+    match &a.profiler {
+        Some(t) => crate::recommend::BUDGETS_PCT
+            .iter()
+            .map(|&b| (b, crate::profiler::recommend(t, b).rate_words()))
+            .collect(),
+        None => crate::recommend::at_report_budgets(a)
+            .iter()
+            .map(|(b, r)| (*b, budget_words(r.as_ref().ok())))
+            .collect(),
+    }
+}
+
 /// One budget's answer, short.
 fn budget_part(budget: f64, rec: Option<&Recommendation>) -> String {
-    let what = match rec {
+    format!("{budget} %: {}", budget_words(rec))
+}
+
+/// A recommendation in a few words.
+fn budget_words(rec: Option<&Recommendation>) -> String {
+    match rec {
         Some(r) => match r.rate_hz {
             Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
             Some(hz_) => format!("{hz_} Hz"),
@@ -138,8 +159,7 @@ fn budget_part(budget: f64, rec: Option<&Recommendation>) -> String {
             None => "none measured".to_string(),
         },
         None => "no answer".to_string(),
-    };
-    format!("{budget} %: {what}")
+    }
 }
 
 /// "INCOMPLETE: ..." when runs.csv lacks planned runs or the sweep did

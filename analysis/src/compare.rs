@@ -4,11 +4,15 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::answer::budget_answers;
 use crate::error::AnalysisError;
 use crate::format::fmt_est;
 use crate::load::load;
 use crate::pipeline::analyse;
+use crate::recommend::BUDGETS_PCT;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
+use crate::row_types::LossRow;
+use crate::stats::Estimate;
 use crate::tables::Analysis;
 
 /// A comparison table: a header and rows of cells (first cell = quantity).
@@ -23,6 +27,8 @@ struct Column {
     label: String,
     cpu: String,
     a: Analysis,
+    /// The `--profiler` template the set measured, if any.
+    profiler: Option<String>,
 }
 
 impl Column {
@@ -44,8 +50,59 @@ impl Column {
         Ok(Self {
             label,
             cpu: rs.manifest.host_str("cpu_model").unwrap_or_default(),
+            profiler: rs.profiler_template(),
             a,
         })
+    }
+
+    /// The loss at `f` as its report states it: a profiler's excess gap
+    /// time, else the primary loss row with the interval over runs.
+    fn loss_at(&self, f: u64) -> Option<Estimate> {
+        match &self.a.profiler {
+            Some(t) => t
+                .rows
+                .iter()
+                .find(|r| r.freq_hz == f)
+                .map(|r| r.gap_loss_pct),
+            None => self
+                .a
+                .primary_loss()
+                .into_iter()
+                .find(|r| r.freq_hz == f)
+                .map(LossRow::trusted),
+        }
+    }
+
+    /// What one sample (a profiler's interruption) costs the application
+    /// at `f`, ns: the gaps design's total.
+    fn cost_at(&self, f: u64) -> Option<Estimate> {
+        match &self.a.profiler {
+            Some(t) => t
+                .rows
+                .iter()
+                .find(|r| r.freq_hz == f)
+                .map(|r| r.cost_per_interruption_ns),
+            None => self
+                .a
+                .per_sample
+                .as_ref()
+                .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f))
+                .map(|r| r.total_ns),
+        }
+    }
+
+    /// The frequencies its loss or cost rows have.
+    fn freqs(&self) -> BTreeSet<u64> {
+        let mut freqs: BTreeSet<u64> = self.a.util.iter().map(|r| r.freq_hz).collect();
+        freqs.extend(self.a.loss.iter().map(|r| r.freq_hz));
+        if let Some(ps) = &self.a.per_sample {
+            freqs.extend(ps.rows.iter().map(|r| r.freq_hz));
+        }
+        if let Some(t) = &self.a.profiler {
+            freqs.extend(t.rows.iter().map(|r| r.freq_hz));
+        }
+        freqs.retain(|&f| f > 0);
+        freqs
     }
 }
 
@@ -77,7 +134,10 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
         ),
         row(
             "sampling event".to_string(),
-            cells(&|c| c.a.events.join(", ")),
+            cells(&|c| match &c.profiler {
+                Some(p) => format!("profiler: {p}"),
+                None => c.a.events.join(", "),
+            }),
             "cycles (PMU NMI)".to_string(),
         ),
         row(
@@ -123,14 +183,41 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
     ]
 }
 
+/// The answer first: the highest rate within each report budget, as each
+/// set's answer box gives it.
+fn answer_rows(cols: &[Column]) -> Vec<Vec<String>> {
+    let answers: Vec<Vec<(f64, String)>> = cols.iter().map(|c| budget_answers(&c.a)).collect();
+    BUDGETS_PCT
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            row(
+                format!("highest rate within {b} % loss"),
+                answers.iter().map(|a| a[i].1.clone()).collect(),
+                String::new(),
+            )
+        })
+        .collect()
+}
+
 /// A row per frequency that the reference or any result set measured:
-/// first every utilisation, then every loss.
+/// first what one sample costs (gaps design), then every utilisation, then
+/// every loss (the interval each report uses: over runs).
 fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
     let mut freqs: BTreeSet<u64> = reference.util.iter().map(|(f, _)| *f).collect();
     for c in cols {
-        freqs.extend(c.a.util.iter().map(|r| r.freq_hz));
-        freqs.extend(c.a.loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
+        freqs.extend(c.freqs());
     }
+    let cost_row = |f: u64| {
+        let cells = cols
+            .iter()
+            .map(|c| c.cost_at(f).map_or(String::new(), |e| fmt_est(&e, 0)));
+        row(
+            format!("cost per sample ns at {f} Hz"),
+            cells.collect(),
+            String::new(),
+        )
+    };
     let util_row = |f: u64| {
         let cells = cols.iter().map(|c| {
             c.a.util
@@ -145,21 +232,22 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
         )
     };
     let loss_row = |f: u64| {
-        let cells = cols.iter().map(|c| {
-            c.a.primary_loss()
-                .into_iter()
-                .find(|r| r.freq_hz == f)
-                .map_or(String::new(), |r| fmt_est(&r.loss_pct, 3))
-        });
+        let cells = cols
+            .iter()
+            .map(|c| c.loss_at(f).map_or(String::new(), |e| fmt_est(&e, 3)));
         row(
             format!("loss % at {f} Hz"),
             cells.collect(),
             opt(reference.loss_at(f), 2),
         )
     };
-    let util_rows = freqs.iter().map(|&f| util_row(f));
-    util_rows
+    // A row only where some set or the reference has a value (a profiler's
+    // 19 Hz has no util row anywhere).
+    let cost_rows = freqs.iter().map(|&f| cost_row(f));
+    cost_rows
+        .chain(freqs.iter().map(|&f| util_row(f)))
         .chain(freqs.iter().map(|&f| loss_row(f)))
+        .filter(|r| r[1..].iter().any(|c| !c.is_empty()))
         .collect()
 }
 
@@ -173,7 +261,8 @@ pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
     let mut header = vec!["quantity".to_string()];
     header.extend(cols.iter().map(|c| c.label.clone()));
     header.push("2014 reference".to_string());
-    let mut rows = setup_and_fit_rows(&cols);
+    let mut rows = answer_rows(&cols);
+    rows.extend(setup_and_fit_rows(&cols));
     rows.extend(per_freq_rows(&cols, &reference));
     Ok(Comparison { header, rows })
 }

@@ -46,7 +46,10 @@ enum Command {
         /// Results directory written by `driver sweep`.
         dir: PathBuf,
     },
-    /// Put result sets side by side with the 2014 reference (Markdown).
+    /// Put result sets side by side (Markdown): the highest rate within each
+    /// budget as each answer box gives it, what one sample costs, then the
+    /// fits, utilisation and loss at each rate (the loss with the interval
+    /// over runs, as the reports use), with the 2014 reference.
     Compare {
         /// Results directories.
         #[arg(required = true)]

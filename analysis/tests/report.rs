@@ -344,3 +344,84 @@ fn report_speed_default_sweep() {
     assert!(md.contains("| 100000 | 5 | 100000 |"), "{md}");
     assert!(times[2] < 2.0, "median {:.3} s", times[2]);
 }
+
+/// `analysis compare` leads with what each report answers and uses each
+/// report's own intervals: its rate rows are the answer boxes' rates, its
+/// cost rows the per-sample table's totals, its loss the interval over runs.
+#[test]
+fn compare_shows_each_sets_answer_and_cost_as_its_report_does() {
+    let sets = ["20261126T0217Z-vm", "20261126T-vm-check-builtin"];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let dirs: Vec<String> = sets
+        .iter()
+        .map(|s| root.join(s).to_str().unwrap().to_owned())
+        .collect();
+    let out = bin()
+        .arg("compare")
+        .args(&dirs)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let cells = |quantity: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| {quantity} |")))
+            .unwrap_or_else(|| panic!("no row {quantity}: {text}"));
+        line.trim_matches('|')
+            .split('|')
+            .skip(1)
+            .map(|c| c.trim().to_owned())
+            .collect()
+    };
+    // The first row after the header is the 0.1 % answer.
+    assert!(
+        text.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("| highest rate within 0.1 % loss |"),
+        "{text}"
+    );
+    for (i, set) in sets.iter().enumerate() {
+        let answer = std::fs::read_to_string(root.join(set).join("report/answer.txt")).unwrap();
+        let rate = &cells("highest rate within 1 % loss")[i];
+        assert!(
+            answer.contains(&format!("1 %: {rate}")),
+            "{set}: {rate} not in {answer}"
+        );
+        // The 100 Hz cost is the per-sample table's total, rounded.
+        let ps = std::fs::read_to_string(root.join(set).join("report/per_sample.csv")).unwrap();
+        let mut r = csv::Reader::from_reader(ps.as_bytes());
+        let h = r.headers().unwrap().clone();
+        let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+        let row = r
+            .records()
+            .map(Result::unwrap)
+            .find(|row| &row[col("freq_hz")] == "100")
+            .unwrap();
+        let total: f64 = row[col("total_ns")].parse().unwrap();
+        let cost = &cells("cost per sample ns at 100 Hz")[i];
+        assert!(
+            cost.starts_with(&format!("{total:.0} [")),
+            "{set}: {cost} vs {total}"
+        );
+    }
+    // The loss at 100 Hz with loss.csv's interval over runs, not over groups.
+    let loss = std::fs::read_to_string(root.join(sets[0]).join("report/loss.csv")).unwrap();
+    let mut r = csv::Reader::from_reader(loss.as_bytes());
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let row = r
+        .records()
+        .map(Result::unwrap)
+        .find(|row| &row[col("freq_hz")] == "100")
+        .unwrap();
+    let lo: f64 = row[col("loss_lo_by_run_pct")].parse().unwrap();
+    let hi: f64 = row[col("loss_hi_by_run_pct")].parse().unwrap();
+    assert!(
+        cells("loss % at 100 Hz")[0].ends_with(&format!("[{lo:.3}, {hi:.3}]")),
+        "{text}"
+    );
+}
