@@ -79,6 +79,14 @@ pub struct FitLine {
     pub band_x: Vec<f64>,
     pub band_lo: Vec<f64>,
     pub band_hi: Vec<f64>,
+    /// The line's own points `(x, y)` where it is no straight line (the
+    /// model's loss, a step in cost): drawn instead of intercept + slope x.
+    pub curve: Vec<(f64, f64)>,
+    /// What the band is, for the legend; empty: "confidence band".
+    pub band_label: String,
+    /// The label written at the line's right end instead of in the legend
+    /// (a budget line: the legend stays small enough to keep off the data).
+    pub label_at_end: bool,
 }
 
 /// One paired run: a point per phase, `t_s` seconds since the run started,

@@ -108,6 +108,9 @@ fn util_series() -> (PointSeries, PointSeries, FitLine) {
         band_lo: band_x.iter().map(|x| 0.01 + 1.4e-4 * x).collect(),
         band_hi: band_x.iter().map(|x| 0.03 + 1.6e-4 * x).collect(),
         band_x,
+        curve: Vec::new(),
+        band_label: String::new(),
+        label_at_end: false,
     };
     (measured, reference, fit)
 }
@@ -234,6 +237,9 @@ fn loss_vs_linear_frequency_with_error_bars() {
         band_x: vec![],
         band_lo: vec![],
         band_hi: vec![],
+        curve: Vec::new(),
+        band_label: String::new(),
+        label_at_end: false,
     };
     let paths = plot_vs_freq(
         "Record loss",
@@ -549,4 +555,76 @@ fn whole_nanosecond_durations_are_not_binned_finer_than_1_ns() {
         svg_text(&svg).contains("bin width 1 ns"),
         "bin width not 1 ns"
     );
+}
+
+/// The budget plot's pieces: a curve drawn as given with its band named
+/// in the legend, a line labelled at its end instead of in the legend, and
+/// a bar whose lower end is below 0 on a log axis, ending in an arrow.
+#[test]
+fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
+    let (_keep, dir) = out_dir();
+    let stem = dir.join("budget_like");
+    let x = vec![100.0, 1000.0, 10_000.0];
+    let points = PointSeries {
+        label: "paired loss".into(),
+        y: vec![0.2, 1.2, 11.0],
+        y_lo: vec![-0.1, 1.0, 10.0],
+        y_hi: vec![0.5, 1.4, 12.0],
+        x: x.clone(),
+    };
+    // A step in cost at 1 kHz: no straight line.
+    let cost = |f: f64| if f < 1000.0 { 1.3e-3 } else { 1.1e-3 };
+    let grid: Vec<f64> = (0..=40)
+        .map(|i| 100.0 * 100f64.powf(f64::from(i) / 40.0))
+        .collect();
+    let model = FitLine {
+        label: "model curve".into(),
+        intercept: 0.0,
+        slope: 0.0,
+        band_lo: grid.iter().map(|&f| 0.9 * f * cost(f)).collect(),
+        band_hi: grid.iter().map(|&f| 1.1 * f * cost(f)).collect(),
+        curve: grid.iter().map(|&f| (f, f * cost(f))).collect(),
+        band_x: grid,
+        band_label: "the next run interval".into(),
+        label_at_end: false,
+    };
+    let budget = FitLine {
+        label: "budget 1 %".into(),
+        intercept: 1.0,
+        slope: 0.0,
+        band_x: vec![],
+        band_lo: vec![],
+        band_hi: vec![],
+        curve: Vec::new(),
+        band_label: String::new(),
+        label_at_end: true,
+    };
+    let paths = plot_vs_freq_axes(
+        "budget-like",
+        ("rate (Hz)", "loss (%)"),
+        &[points],
+        &[model, budget],
+        Axes {
+            log_x: true,
+            log_y: true,
+        },
+        &stem,
+    )
+    .unwrap();
+    let svg = check_outputs(
+        &paths,
+        &stem,
+        &["model curve", "the next run interval", "budget 1 %"],
+    );
+    // Named once: at the line's end, not also in the legend; the band is
+    // not called a confidence band.
+    assert_eq!(svg.matches("budget 1 %").count(), 1, "{svg}");
+    assert!(!svg.contains("confidence band"), "{svg}");
+    // The 100 Hz bar's lower end is cut: an arrow (a three-point path)
+    // instead of a two-point cap.
+    let three_point_paths = svg
+        .lines()
+        .filter(|l| l.contains("<polyline") && l.matches(',').count() == 3)
+        .count();
+    assert!(three_point_paths >= 1, "{svg}");
 }

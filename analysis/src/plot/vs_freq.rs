@@ -48,6 +48,9 @@ pub(super) struct VsFreq {
     x: (f64, f64),
     y: (f64, f64),
     notes: Vec<String>,
+    /// On a log y axis, where a bar that reaches 0 or below is cut (its
+    /// end is drawn as an arrow, not a cap).
+    cut_y: Option<f64>,
 }
 
 /// Where y values go on the axis: unchanged on a linear axis; as log10 on a
@@ -129,7 +132,10 @@ fn check_fit(file: &Path, f: &FitLine) -> Result<(), PlotError> {
     )?;
     check_finite(file, &what("band_x"), &f.band_x)?;
     check_finite(file, &what("band_lo"), &f.band_lo)?;
-    check_finite(file, &what("band_hi"), &f.band_hi)
+    check_finite(file, &what("band_hi"), &f.band_hi)?;
+    let (cx, cy): (Vec<f64>, Vec<f64>) = f.curve.iter().copied().unzip();
+    check_finite(file, &what("curve x"), &cx)?;
+    check_finite(file, &what("curve y"), &cy)
 }
 
 /// The points of one series that the axes can show, y values placed on the
@@ -225,12 +231,23 @@ impl PreparedFit {
                 pts
             }
         };
-        let solid = line(s_lo, s_hi);
-        let dashed: Vec<Vec<(f64, f64)>> = [(xe.lo, s_lo), (s_hi, xe.hi)]
-            .into_iter()
-            .filter(|(a, b)| b > a)
-            .map(|(a, b)| line(a, b))
-            .collect();
+        let (solid, dashed) = if f.curve.is_empty() {
+            let dashed: Vec<Vec<(f64, f64)>> = [(xe.lo, s_lo), (s_hi, xe.hi)]
+                .into_iter()
+                .filter(|(a, b)| b > a)
+                .map(|(a, b)| line(a, b))
+                .collect();
+            (line(s_lo, s_hi), dashed)
+        } else {
+            // A curve is drawn as given, where the axes can show it.
+            let shown = f
+                .curve
+                .iter()
+                .filter(|(x, y)| (!log_x || *x > 0.0) && (!log_y || *y > 0.0))
+                .map(|&(x, y)| (x, if log_y { y.log10() } else { y }))
+                .collect();
+            (shown, Vec::new())
+        };
         if log_x {
             band = densify_log(&band);
         }
@@ -321,6 +338,12 @@ impl VsFreq {
                 extents.y.add(place.at(f.band_lo[i]));
                 extents.y.add(place.at(f.band_hi[i]));
             }
+            for &(x, y) in &f.curve {
+                if (!axes.log_x || x > 0.0) && (!axes.log_y || y > 0.0) {
+                    extents.x.add(x);
+                    extents.y.add(place.at(y));
+                }
+            }
         }
         if extents.x.is_empty() {
             return Err(PlotError::NoData {
@@ -356,6 +379,7 @@ impl VsFreq {
             x,
             y: extents.y.padded_linear(0.06, 0.10),
             notes,
+            cut_y: axes.log_y.then(|| place.at(0.0)),
         })
     }
 }

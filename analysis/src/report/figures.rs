@@ -71,6 +71,9 @@ fn fit_line(label: String, fit: &LineFit, x_min_hz: f64, x_max_hz: f64) -> FitLi
         band_x,
         band_lo,
         band_hi,
+        curve: Vec::new(),
+        band_label: String::new(),
+        label_at_end: false,
     }
 }
 
@@ -168,9 +171,16 @@ fn budget_plot(
         .iter()
         .filter_map(|(b, r)| r.as_ref().ok().and_then(|r| r.rate_hz).map(|hz| (hz, *b)))
         .collect();
+    let model = model_curve(a, answers.iter().map(|(hz, _)| *hz as f64));
+    // The paired points a little right of their rate, so a prediction
+    // that agrees does not hide under them.
+    let mut paired_series = series("paired throughput loss (95% CI; drawn just right)", &paired);
+    for x in &mut paired_series.x {
+        *x *= PAIRED_DODGE;
+    }
     let mut all = vec![
         series("predicted loss (bars: the next run's 95% PI)", &predicted),
-        series("paired throughput loss (95% CI)", &paired),
+        paired_series,
         PointSeries {
             label: "recommended rate, on its budget".to_string(),
             x: answers.iter().map(|(hz, _)| *hz as f64).collect(),
@@ -190,7 +200,7 @@ fn budget_plot(
     // Shapes go circle, triangle, square in series order: the answers get
     // their own; the 2014 points, last, a circle of another colour.
     all.retain(|s| !s.x.is_empty());
-    let lines: Vec<FitLine> = crate::recommend::BUDGETS_PCT
+    let mut lines: Vec<FitLine> = crate::recommend::BUDGETS_PCT
         .iter()
         .map(|&b| FitLine {
             label: format!("budget {b} %"),
@@ -199,8 +209,13 @@ fn budget_plot(
             band_x: Vec::new(),
             band_lo: Vec::new(),
             band_hi: Vec::new(),
+            curve: Vec::new(),
+            band_label: String::new(),
+            label_at_end: true,
         })
         .collect();
+    // Last, so it takes the palette's black.
+    lines.extend(model);
     files.add(plot_vs_freq_axes(
         "What each sampling rate costs, against the budgets",
         (
@@ -215,6 +230,57 @@ fn budget_plot(
         },
         &out.join("budget"),
     ));
+}
+
+/// How far right of its rate a paired point is drawn (x factor, log axis).
+const PAIRED_DODGE: f64 = 1.07;
+
+/// The model's predicted loss between and around the measured rates, as the
+/// recommendation charges it ([`crate::recommend::CostCurve::at`]: at
+/// each rate the cost of the measured rate at or below it with the largest
+/// upper bound): the line at the cost, the band over its 95 % prediction
+/// interval. From the lowest recommended or measured rate to the highest
+/// measured; None without a model.
+fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLine> {
+    use crate::recommend::{CostCurve, CostPoint};
+    let rows = crate::recommend::model_rows(a).ok()?;
+    let curve = CostCurve {
+        points: rows.iter().map(|r| CostPoint::model(r)).collect(),
+        floor: None,
+    };
+    let measured: Vec<f64> = curve.points.iter().map(|p| p.freq_hz as f64).collect();
+    let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let lo = measured
+        .iter()
+        .copied()
+        .chain(answers)
+        .fold(f64::INFINITY, f64::min);
+    if !(lo > 0.0 && hi > lo) {
+        return None;
+    }
+    // A log grid, plus each measured rate and a hair below it, where the
+    // charged cost steps.
+    let n = 160;
+    let mut xs: Vec<f64> = (0..=n)
+        .map(|i| lo * (hi / lo).powf(f64::from(i) / f64::from(n)))
+        .chain(measured.iter().flat_map(|&f| [f * (1.0 - 1e-9), f]))
+        .filter(|&x| x >= lo && x <= hi)
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let at = |x: f64| curve.at(x).cost_ns;
+    let loss = |x: f64, ns: f64| crate::percost::predicted_loss_pct(x, ns);
+    Some(FitLine {
+        label: "predicted loss, rate x cost per sample (model)".to_string(),
+        intercept: 0.0,
+        slope: 0.0,
+        band_lo: xs.iter().map(|&x| loss(x, at(x).lo)).collect(),
+        band_hi: xs.iter().map(|&x| loss(x, at(x).hi)).collect(),
+        curve: xs.iter().map(|&x| (x, loss(x, at(x).value))).collect(),
+        band_x: xs,
+        band_label: "the next run's 95% prediction interval".to_string(),
+        label_at_end: false,
+    })
 }
 
 /// Handler utilisation against the rate, log-log, with the 2014 points.

@@ -92,6 +92,18 @@ impl VsFreq {
                 chart.draw_series(DashedLineSeries::new(part.iter().copied(), 8, 6, style))?;
             }
             legend_points.extend(pf.line_points().map(|&p| self.plot_frac(p)));
+            if pf.fit.label_at_end {
+                let end = pf.line_points().max_by(|a, b| a.0.total_cmp(&b.0));
+                if let Some(&(x, y)) = end {
+                    let colour = self.fit_colour(i);
+                    let style = font(15)
+                        .color(&colour)
+                        .pos(Pos::new(HPos::Right, VPos::Bottom));
+                    chart.draw_series(std::iter::once(
+                        EmptyElement::at((x, y)) + Text::new(pf.fit.label.clone(), (-2, -3), style),
+                    ))?;
+                }
+            }
         }
         Ok(())
     }
@@ -117,9 +129,17 @@ impl VsFreq {
             bars.iter()
                 .map(|&j| PathElement::new(vec![(s.x[j], s.y_lo[j]), (s.x[j], s.y_hi[j])], bar)),
         )?;
+        // A bar cut at the bottom of a log axis (its end at 0 or below)
+        // ends in an arrow, so the cut is not read as a lower bound.
+        let cut = |y: f64| self.cut_y.is_some_and(|c| (y - c).abs() < 1e-12);
         chart.draw_series(bars.iter().flat_map(|&j| {
             [s.y_lo[j], s.y_hi[j]].map(|y| {
-                EmptyElement::at((s.x[j], y)) + PathElement::new(vec![(-4, 0), (4, 0)], bar)
+                let end = if cut(y) {
+                    vec![(-5, -7), (0, 0), (5, -7)]
+                } else {
+                    vec![(-4, 0), (4, 0)]
+                };
+                EmptyElement::at((s.x[j], y)) + PathElement::new(end, bar)
             })
         }))?;
         let pts = s.x.iter().zip(&s.y).map(|(x, y)| (*x, *y));
@@ -154,7 +174,12 @@ impl VsFreq {
         X: Ranged<ValueType = f64>,
     {
         let nothing = || std::iter::empty::<PathElement<(f64, f64)>>();
-        for (i, PreparedFit { fit, .. }) in self.fits.iter().enumerate() {
+        for (i, PreparedFit { fit, .. }) in self
+            .fits
+            .iter()
+            .enumerate()
+            .filter(|(_, pf)| !pf.fit.label_at_end)
+        {
             let colour = self.fit_colour(i);
             chart
                 .draw_series(nothing())?
@@ -166,7 +191,11 @@ impl VsFreq {
         for (fit, colour) in self.fits_with_band() {
             chart
                 .draw_series(nothing())?
-                .label(format!("{}: confidence band", fit.label))
+                .label(if fit.band_label.is_empty() {
+                    format!("{}: confidence band", fit.label)
+                } else {
+                    fit.band_label.clone()
+                })
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 6), (x + 20, y + 6)], colour.mix(0.18).filled())
                 });
@@ -199,7 +228,8 @@ impl VsFreq {
             self.draw_series(&mut chart, i, &mut legend_points)?;
         }
         self.fit_legend_entries(&mut chart)?;
-        let entries = self.series.len() + self.fits.len() + self.fits_with_band().count();
+        let in_legend = self.fits.iter().filter(|pf| !pf.fit.label_at_end).count();
+        let entries = self.series.len() + in_legend + self.fits_with_band().count();
         let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
         let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
         legend_style(&mut chart, pos)
