@@ -243,7 +243,7 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
     }
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
-        v.push(format!("{throttled} runs throttled"));
+        v.push(format!("{} throttled", runs(throttled)));
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
@@ -395,7 +395,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
         trust.push("extra interruptions track the requested rate within 5 %".to_string());
     }
     if !t.failed.is_empty() {
-        trust.push(format!("{} runs failed", t.failed.len()));
+        trust.push(format!("{} failed", runs(t.failed.len())));
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
@@ -436,5 +436,14 @@ mod tests {
         assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
         assert!(lines[0].starts_with("lead: part number 0 | part number 1"));
         assert!(lines[1].starts_with("      part number"), "{lines:?}");
+    }
+}
+
+/// "1 run", "2 runs".
+fn runs(n: usize) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
     }
 }

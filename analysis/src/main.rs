@@ -194,7 +194,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", results_format::message_chain(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -229,9 +229,18 @@ impl ExperimentFile {
 
     /// Parses experiment-file text; `path` is for messages.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.to_owned(),
-            message: e.message().to_owned(),
+        toml::from_str(text).map_err(|e| {
+            // Where in the file, as an editor counts: line and column from 1.
+            let place = e.span().map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                format!("line {line}, column {column}: ")
+            });
+            ConfigError::Parse {
+                path: path.to_owned(),
+                message: format!("{}{}", place.unwrap_or_default(), e.message()),
+            }
         })
     }
 }

@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", results_format::message_chain(err.as_ref()));
             ExitCode::FAILURE
         }
     }

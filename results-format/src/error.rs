@@ -177,3 +177,37 @@ impl FormatError {
         }
     }
 }
+
+/// An error and its causes on one line, as `{:#}` writes an anyhow chain,
+/// but a cause whose text the line already holds is not said again (an
+/// error that shows its OS error in its own message, and also returns it
+/// as its source, would otherwise print it twice).
+pub fn message_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let e = FormatError::Io {
+            path: "/proc/nope".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let line = message_chain(&e);
+        assert_eq!(line.matches("not found").count(), 1, "{line}");
+        assert!(line.starts_with("/proc/nope: "), "{line}");
+    }
+}

@@ -117,7 +117,7 @@ impl Sources<'_> {
         } else {
             self.key("duration")
         };
-        let shown = format!("{} ms", duration_ns as f64 / 1e6);
+        let shown = shown_duration(duration_ns);
         if duration_ns < MIN_RUN_NS {
             return Err(invalid(
                 shown,
@@ -166,11 +166,11 @@ impl Sources<'_> {
         };
         if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
             return Err(invalid(
-                format!("{}ms", phase_ns / 1_000_000),
+                shown_duration(phase_ns),
                 &origin,
                 format!(
-                    "the paired design needs at least 4 phases (one ABBA cycle) per run of {} ms",
-                    duration_ns / 1_000_000
+                    "the paired design needs at least 4 phases (one ABBA cycle) per run of {}",
+                    shown_duration(duration_ns)
                 ),
                 "give a shorter --phase or a longer --duration",
             ));
@@ -367,4 +367,14 @@ pub fn check_sweep_time(
         settings,
         lift,
     })
+}
+
+/// A run or phase length as a person would write it back: "10 s", "250 ms",
+/// "0.001 ms".
+fn shown_duration(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        workload::duration::format_long_ns(u128::from(ns))
+    } else {
+        format!("{} ms", ns as f64 / 1e6)
+    }
 }

@@ -379,3 +379,26 @@ fn the_time_limit_and_what_sets_the_plan_come_from_the_file_too() {
     let f = FlagSettings::from_args(&["--max-sweep-time", "2h"]).unwrap();
     assert!(SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0).is_ok());
 }
+
+#[test]
+fn messages_say_the_problem_once_and_where() {
+    // A stack size that is no number is not "refused by the kernel".
+    let e = sample_flag("dwarf:abc").unwrap_err();
+    assert!(e.contains("not a number of bytes"), "{e}");
+    // The list of workload kinds once, as the fix.
+    let e = workload_flag("memory").unwrap_err();
+    assert_eq!(e.matches("memory:SIZE").count(), 1, "{e}");
+    // A phase is written back as given, not in ms.
+    let e = resolve_args(&["--design=paired", "--phase=10s"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"10 s\" for --phase") && e.contains("run of 8 s"),
+        "{e}"
+    );
+    // An experiment file's error names the line and column.
+    let e = ExperimentFile::parse("freqs = [100]\nreps = \"x\"\n", Path::new("e.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("e.toml: line 2, column 8: "), "{e}");
+}

@@ -53,10 +53,13 @@ pub(super) fn parse_workload(s: &str, origin: &Origin) -> Result<WorkKind, Confi
         ));
     }
     WorkKind::parse(s).map_err(|e| {
+        // The message ends in the same list of kinds as the fix: said once.
+        let message = e.to_string();
+        let what = message.split(": use ").next().unwrap_or(&message).to_owned();
         invalid(
             s,
             origin,
-            e.to_string(),
+            what,
             "use loop, stack[:DEPTH] (e.g. stack:32) or memory:SIZE (e.g. memory:32K, memory:8M, memory:1G)",
         )
     })
@@ -70,6 +73,12 @@ pub(super) fn parse_contents(s: &str, origin: &Origin) -> Result<SampleContents,
     SampleContents::parse(s).map_err(|e| {
         let (what, fix) = match &e {
             ContentsError::Unknown(_) => ("unknown sample contents", format!("use {PRESETS}")),
+            ContentsError::StackSize(size) if !size.starts_with(|c: char| c.is_ascii_digit()) => (
+                "the dwarf stack size is not a number of bytes",
+                format!(
+                    "give a multiple of 8 bytes from 8 to {MAX_STACK_USER_BYTES}, e.g. dwarf:8192"
+                ),
+            ),
             ContentsError::StackSize(_) => (
                 "dwarf stack size refused by the kernel",
                 format!(

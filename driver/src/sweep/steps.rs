@@ -102,10 +102,15 @@ pub(super) fn output_dir(
         )),
     };
     if resumed.is_none() && root.exists() {
+        // A resume only where there is a sweep to finish.
+        let resume = if root.join(results_format::MANIFEST_JSON).is_file() {
+            format!(", or --resume {} to finish the sweep in it", root.display())
+        } else {
+            String::new()
+        };
         return Err(usage(format!(
-            "output directory {} already exists; results are never overwritten: give a new --out, or --resume {} to finish it",
+            "output directory {} already exists; results are never overwritten: give a new --out{resume}",
             root.display(),
-            root.display()
         )));
     }
     Ok(root)
