@@ -419,6 +419,15 @@ fn framed(mut body: Vec<String>) -> Vec<String> {
     out
 }
 
+/// "1 run", "2 runs".
+fn runs(n: usize) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,14 +445,5 @@ mod tests {
         assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
         assert!(lines[0].starts_with("lead: part number 0 | part number 1"));
         assert!(lines[1].starts_with("      part number"), "{lines:?}");
-    }
-}
-
-/// "1 run", "2 runs".
-fn runs(n: usize) -> String {
-    if n == 1 {
-        "1 run".to_string()
-    } else {
-        format!("{n} runs")
     }
 }
