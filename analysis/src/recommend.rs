@@ -283,7 +283,7 @@ fn prediction_sentence(curve: &CostCurve, rate: u64, max_hz: f64, budget_pct: f6
             "total cost per sample (95% prediction interval over runs: where the next run's cost lands, so the rate holds for the worst part of the sweep, not only its mean)"
         }
         CostSource::Throughput => {
-            "cost per sample implied by the paired throughput loss (loss / achieved rate, 95% interval over runs)"
+            "cost per sample implied by the measured throughput loss (loss / achieved rate, 95% interval over runs)"
         }
     };
     let mut first = format!(

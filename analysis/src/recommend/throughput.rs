@@ -46,7 +46,7 @@ fn none_safe_reasons(lowest: &LossRow, budget_pct: f64) -> Vec<String> {
             "Even at the lowest measured rate, {} Hz, the loss is {:.3}% with a 95% upper bound of {:.3}%, above the {budget_pct}% budget.",
             lowest.freq_hz, lowest.trusted().value, lowest.trusted().hi
         ),
-        "No measured rate is safe; a lower rate may be, but it was not measured (the fixed cost of having perf on may already exceed the budget).".to_string(),
+        "No measured rate is certainly within budget; a lower rate may be, but it was not measured (the fixed cost of having perf on may already exceed the budget).".to_string(),
     ]
 }
 
