@@ -21,12 +21,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Write DIR/report/: report.md, util.csv, loss.csv, tracing.csv, fit.json, plots.
+    /// Write DIR/report/ and print the answer box on stderr (the path of
+    /// report.md on stdout): answer.txt (the box), report.md and
+    /// report.html (self-contained), the tables as CSV (util, loss,
+    /// per_sample, ...), fit.json, and every plot as SVG and PNG, the budget
+    /// plot first. A report made while raw files were present is kept in
+    /// report/with-raw-files/ once they are removed.
     Report {
         /// Results directory written by `driver sweep`.
         dir: PathBuf,
     },
-    /// Print the highest sampling frequency whose loss stays within a budget.
+    /// Print the highest sampling frequency whose loss stays within a budget,
+    /// with its basis (the answer box on stderr; --json for tools).
     Recommend {
         /// Results directory written by `driver sweep`.
         dir: PathBuf,
