@@ -246,12 +246,48 @@ struct RunFiles {
     _remove: RemoveOnDrop,
 }
 
+/// The prefix of the workload's files in the temporary directory; the
+/// driver's pid follows it.
+const TEMP_PREFIX: &str = "perf-overhead-";
+
+/// Removes the workload files (counter, gaps) that a driver killed with
+/// SIGKILL left in the temporary directory: those whose driver pid is no
+/// longer running. Each removal is logged; files of a running driver stay.
+pub(crate) fn remove_stale_run_files(temp: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let is_ours = rest.ends_with(".counter") || rest.ends_with(".gaps");
+        if !is_ours || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = entry.path();
+        if std::fs::remove_file(&path).is_ok() {
+            tracing::info!(
+                "removed {}, left by driver {pid}, which is no longer running",
+                path.display()
+            );
+            removed.push(path);
+        }
+    }
+    removed
+}
+
 impl RunFiles {
     /// The run's files in the temporary directory, named by this process
     /// and the run.
     fn new(spec: &RunSpec<'_>) -> RunFiles {
         let counter = std::env::temp_dir().join(format!(
-            "perf-overhead-{}-run-{}.counter",
+            "{TEMP_PREFIX}{}-run-{}.counter",
             std::process::id(),
             spec.run.run_id
         ));
@@ -606,6 +642,30 @@ fn with_sampler_outcome(o: &mut RunOutcome, s: &SamplerOutcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn stale_run_files_of_a_dead_driver_are_removed_and_a_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        // No process has pid u32::MAX - 1 (pid_max is at most 2^22).
+        let dead = tmp
+            .path()
+            .join(format!("{TEMP_PREFIX}4294967294-run-3.counter"));
+        let dead_gaps = dead.with_extension("gaps");
+        let live = tmp
+            .path()
+            .join(format!("{TEMP_PREFIX}{}-run-3.counter", std::process::id()));
+        let other = tmp
+            .path()
+            .join(format!("{TEMP_PREFIX}4294967294-notes.txt"));
+        for p in [&dead, &dead_gaps, &live, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let mut removed = remove_stale_run_files(tmp.path());
+        removed.sort();
+        assert_eq!(removed, vec![dead.clone(), dead_gaps.clone()]);
+        assert!(live.exists() && other.exists());
+    }
 
     #[test]
     fn end_wait_sleeps_through_the_loop_then_polls_finely() {

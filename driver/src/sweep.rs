@@ -137,6 +137,7 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     // after the guard has restored the settings.
     let state_dir = crate::hoststate::state_dir();
     let _lock = steps::lock(&state_dir, &root)?;
+    crate::backend::remove_stale_run_files(&std::env::temp_dir());
 
     // 4. What a driver that died left changed: restored before anything is
     // read from the host (or, with --leave-settings, taken over by this

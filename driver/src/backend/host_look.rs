@@ -34,7 +34,8 @@ impl RealBackend {
     ) -> Result<LookMeasure, RunError> {
         let slice_ns = slice_ns_for(opts);
         let counter = std::env::temp_dir().join(format!(
-            "perf-overhead-{}-host-look.counter",
+            "{}{}-host-look.counter",
+            super::TEMP_PREFIX,
             std::process::id()
         ));
         let gaps = counter.with_extension("gaps");
