@@ -164,6 +164,22 @@ impl Sources<'_> {
         } else {
             (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
         };
+        // A --phase for a plan without the paired design would be ignored:
+        // refused, not silently dropped. (A file's phase stays valid when a
+        // flag replaces the file's designs: it belongs to the file's plan.)
+        if self.flags.phase_ns.is_some() && !designs.contains(&Design::Paired) {
+            let names: Vec<&str> = designs.iter().map(|d| d.as_str()).collect();
+            return Err(invalid(
+                shown_duration(phase_ns),
+                &origin,
+                format!(
+                    "the phase length is the paired design's, and this plan has no paired design \
+                     (designs: {})",
+                    names.join(", ")
+                ),
+                "drop --phase, or add paired to --design",
+            ));
+        }
         if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
             return Err(invalid(
                 shown_duration(phase_ns),

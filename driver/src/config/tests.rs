@@ -402,3 +402,16 @@ fn messages_say_the_problem_once_and_where() {
         .to_string();
     assert!(e.contains("e.toml: line 2, column 8: "), "{e}");
 }
+
+#[test]
+fn a_phase_for_a_plan_without_the_paired_design_is_refused() {
+    let e = resolve_args(&["--design=classic", "--phase=200ms"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"200 ms\" for --phase") && e.contains("no paired design (designs: classic)"),
+        "{e}"
+    );
+    assert!(resolve_args(&["--design=classic,paired", "--phase=200ms"]).is_ok());
+    assert!(resolve_args(&["--design=classic"]).is_ok());
+}
