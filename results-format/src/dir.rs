@@ -380,7 +380,10 @@ mod tests {
         )
         .unwrap();
         let e = read_runs(tmp.path()).unwrap_err().to_string();
-        assert!(e.contains("runs.csv") && e.contains("line: 2"), "{e}");
+        assert!(
+            e.contains("runs.csv") && e.contains("line 2, column `iterations`: "),
+            "{e}"
+        );
     }
 
     #[test]

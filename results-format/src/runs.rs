@@ -252,7 +252,10 @@ fn read_rows<T: DeserializeOwned>(
         .has_headers(true)
         .from_path(path)
         .map_err(|e| FormatError::corrupt(path, e))?;
-    let headers = r.headers().map_err(|e| FormatError::corrupt(path, e))?;
+    let headers = r
+        .headers()
+        .map_err(|e| FormatError::corrupt(path, e))?
+        .clone();
     if let Some(column) = required.iter().find(|c| !headers.iter().any(|h| h == **c)) {
         return Err(FormatError::MissingColumn {
             path: path.to_path_buf(),
@@ -266,14 +269,36 @@ fn read_rows<T: DeserializeOwned>(
             Ok(row) => rows.push(row),
             Err(e) if torn_last && records.peek().is_none() => {
                 tracing::warn!(
-                    "{}: ignoring the unreadable last row (torn by a crash?): {e}",
-                    path.display()
+                    "{}: ignoring the unreadable last row (torn by a crash?): {}",
+                    path.display(),
+                    csv_problem(&e, &headers)
                 );
             }
-            Err(e) => return Err(FormatError::corrupt(path, e)),
+            Err(e) => return Err(FormatError::corrupt(path, csv_problem(&e, &headers))),
         }
     }
     Ok(rows)
+}
+
+/// A CSV row's problem where an editor finds it: the line, and for a cell
+/// that does not parse, its column's name ("line 4, column `freq_hz`:
+/// invalid digit found in string").
+fn csv_problem(e: &csv::Error, headers: &csv::StringRecord) -> String {
+    match e.kind() {
+        csv::ErrorKind::Deserialize { pos, err } => {
+            let line = pos
+                .as_ref()
+                .map(|p| format!("line {}, ", p.line()))
+                .unwrap_or_default();
+            let column = err
+                .field()
+                .and_then(|i| headers.get(usize::try_from(i).ok()?))
+                .map(|name| format!("column `{name}`: "))
+                .unwrap_or_default();
+            format!("{line}{column}{}", err.kind())
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// Reads every `<root>/runs.csv` row, in file order. A last row that does
