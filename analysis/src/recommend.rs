@@ -134,7 +134,7 @@ pub fn parse_budget(s: &str) -> Result<f64, AnalysisError> {
     match t.parse::<f64>() {
         Ok(v) if v > 0.0 && v < 100.0 && v.is_finite() => Ok(v),
         _ => Err(AnalysisError::Invalid(format!(
-            "--budget `{s}`: expected a loss budget in percent between 0 and 100, e.g. `--budget 1%`"
+            "--budget `{s}`: expected a loss budget in percent, above 0 and below 100, e.g. `--budget 1%`"
         ))),
     }
 }
@@ -351,9 +351,17 @@ fn recommend_on(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recommendati
     let Some(rate) = suggested else {
         let c = curve.at(0.0);
         rec.reasoning = vec![format!(
-            "Even 2 Hz would exceed the {budget_pct}% budget at the cost per sample measured at \
-             {} Hz ({:.0} ns, 95% upper bound {:.0} ns).",
-            c.freq_hz, c.cost_ns.value, c.cost_ns.hi
+            "The highest rate within the {budget_pct}% budget is {} Hz, below 2 Hz, the \
+             lowest rate suggested (the smallest prime), at the cost per sample measured at {} Hz \
+             ({:.0} ns, 95% upper bound {:.0} ns).",
+            if max_hz >= 0.01 {
+                format!("{max_hz:.2}")
+            } else {
+                format!("{max_hz:.1e}")
+            },
+            c.freq_hz,
+            c.cost_ns.value,
+            c.cost_ns.hi
         )];
         return rec;
     };
