@@ -201,7 +201,26 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", results_format::message_chain(e.as_ref()));
-            ExitCode::FAILURE
+            if not_a_results_directory(&e) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
+    }
+}
+
+/// A path that is no results directory (absent, a file, or without its
+/// manifest): bad input, exit status 2 as for `compact` and bad flags.
+fn not_a_results_directory(e: &anyhow::Error) -> bool {
+    use analysis::AnalysisError;
+    use results_format::FormatError;
+    match e.downcast_ref::<AnalysisError>() {
+        Some(AnalysisError::Missing { what, .. }) => *what == "results directory",
+        Some(AnalysisError::NotADirectory { .. }) => true,
+        Some(AnalysisError::Format(FormatError::Missing { path, .. })) => path
+            .file_name()
+            .is_some_and(|n| n == results_format::MANIFEST_JSON),
+        _ => false,
     }
 }

@@ -312,11 +312,14 @@ fn cli_recommend_and_compare() {
     assert_eq!(first, "quantity,20261123T100000Z-synth,2014 reference");
     assert!(text.contains("util % at 4000 Hz"));
 
-    bin()
-        .args(["report", tmp.path().join("nope").to_str().unwrap()])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("nope"));
+    // Not a results directory is bad input: exit 2, as for bad flags.
+    for command in ["report", "recommend", "compare"] {
+        bin()
+            .args([command, tmp.path().join("nope").to_str().unwrap()])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("nope"));
+    }
 }
 
 /// Timing of the whole report on a default-sized sweep (run explicitly:
