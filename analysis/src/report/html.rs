@@ -21,7 +21,7 @@ pre{background:#f4f4f4;padding:.6rem;overflow-x:auto;font-size:.85rem}\
 .scroll{overflow-x:auto;margin:1rem 0}\
 table{border-collapse:collapse;font-size:.85rem}\
 th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:right;white-space:nowrap}\
-th{background:#f0f0f0}\
+th{background:#f0f0f0;white-space:normal;vertical-align:bottom;min-width:3.5rem}\
 svg{max-width:100%;height:auto;display:block;margin:1rem 0}\
 code{font-size:.9em}";
 
