@@ -131,22 +131,30 @@ fn loss_parts(a: &Analysis) -> Vec<String> {
 /// The highest rate within each report budget, short ("659 Hz",
 /// "<= 113 Hz (bound)"), as the answer box says it: for a `--profiler` set
 /// from its own table, else from the recommendation.
-pub fn budget_answers(a: &Analysis) -> Vec<(f64, String)> {
+/// `at_budgets` are the recommendations already worked out
+/// ([`crate::recommend::at_report_budgets`]; unused for a profiler set).
+pub fn budget_answers(
+    a: &Analysis,
+    at_budgets: &[crate::recommend::Budgeted],
+) -> Vec<(f64, String)> {
     match &a.profiler {
         Some(t) => crate::recommend::BUDGETS_PCT
             .iter()
             .map(|&b| (b, crate::profiler::recommend(t, b).rate_words()))
             .collect(),
-        None => crate::recommend::at_report_budgets(a)
+        None => at_budgets
             .iter()
             .map(|(b, r)| (*b, budget_words(r.as_ref().ok())))
             .collect(),
     }
 }
 
-/// One budget's answer, short.
-fn budget_part(budget: f64, rec: Option<&Recommendation>) -> String {
-    format!("{budget} %: {}", budget_words(rec))
+/// The box's "highest rate within" parts.
+fn budget_parts(a: &Analysis, at_budgets: &[crate::recommend::Budgeted]) -> Vec<String> {
+    budget_answers(a, at_budgets)
+        .into_iter()
+        .map(|(b, words)| format!("{b} %: {words}"))
+        .collect()
 }
 
 /// A recommendation in a few words.
@@ -163,8 +171,8 @@ fn budget_words(rec: Option<&Recommendation>) -> String {
 }
 
 /// "INCOMPLETE: ..." when runs.csv lacks planned runs or the sweep did
-/// not finish: first in the trust line, so a partial answer is not taken
-/// for a final one.
+/// not finish: in the box's title, so a partial answer is not taken for a
+/// final one (and no cut of a long box can drop it).
 fn incomplete_part(rs: &ResultSet) -> Option<String> {
     let (planned, missing) = (rs.unrecorded.planned, &rs.unrecorded.run_ids);
     if !missing.is_empty() {
@@ -183,7 +191,6 @@ fn incomplete_part(rs: &ResultSet) -> Option<String> {
 /// throttle, noisy runs.
 fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
     let mut v = Vec::new();
-    v.extend(incomplete_part(rs));
     if let Some(ps) = &a.per_sample {
         let at = |w: Agreement| -> Vec<String> {
             ps.rows
@@ -272,8 +279,10 @@ pub fn answer_box_for(
     a: &Analysis,
     at_budgets: &[crate::recommend::Budgeted],
 ) -> Vec<String> {
+    let title = incomplete_part(rs);
     if let Some(t) = &a.profiler {
-        return framed(profiler_body(rs, t));
+        let (body, trust) = profiler_body(rs, a, t);
+        return framed(title, body, trust);
     }
     let inner = WIDTH - 4;
     let recs: Vec<Option<Recommendation>> = at_budgets
@@ -292,14 +301,13 @@ pub fn answer_box_for(
     let mut body = wrap("", &host, inner);
     body.extend(wrap("", &cost_line(a, &recs), inner));
     body.extend(wrap("loss: ", &loss_parts(a), inner));
-    let budgets: Vec<String> = crate::recommend::BUDGETS_PCT
-        .iter()
-        .zip(&recs)
-        .map(|(&b, r)| budget_part(b, r.as_ref()))
-        .collect();
-    body.extend(wrap("highest rate within ", &budgets, inner));
-    body.extend(wrap("trust: ", &trust_parts(rs, a, &recs), inner));
-    framed(body)
+    body.extend(wrap(
+        "highest rate within ",
+        &budget_parts(a, at_budgets),
+        inner,
+    ));
+    let trust = wrap("trust: ", &trust_parts(rs, a, &recs), inner);
+    framed(title, body, trust)
 }
 
 /// The host's name, CPU model and kernel, as far as the manifest knows.
@@ -318,8 +326,12 @@ fn host_parts(rs: &ResultSet) -> Vec<String> {
 /// The box's lines for a `--profiler` set: the profiler, what one of its
 /// interruptions costs, the loss at each rate, the highest rate within
 /// each budget, its own CPU, and whether its interruptions track its rate.
-fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<String> {
-    use crate::profiler::recommend as profiler_recommend;
+/// The body's lines and the trust lines, apart: the frame keeps the trust.
+fn profiler_body(
+    rs: &ResultSet,
+    a: &Analysis,
+    t: &crate::profiler::ProfilerTable,
+) -> (Vec<String>, Vec<String>) {
     let inner = WIDTH - 4;
     let mut body = wrap("", &host_parts(rs), inner);
     body.extend(wrap("profiler: ", std::slice::from_ref(&t.template), inner));
@@ -352,11 +364,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
         .map(|r| format!("{} {}", hz(r.freq_hz as f64), pct(r.gap_loss_pct.value)))
         .collect();
     body.extend(wrap("loss: ", &loss, inner));
-    let budgets: Vec<String> = crate::recommend::BUDGETS_PCT
-        .iter()
-        .map(|&b| format!("{b} %: {}", profiler_recommend(t, b).rate_words()))
-        .collect();
-    body.extend(wrap("highest rate within ", &budgets, inner));
+    body.extend(wrap("highest rate within ", &budget_parts(a, &[]), inner));
     let own: Vec<String> = t
         .rows
         .iter()
@@ -373,7 +381,7 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
     // where the background hides them (the interval holds the rate but is
     // wider than the band).
     let band = crate::profiler::TRACKING_TOLERANCE;
-    let mut trust: Vec<String> = incomplete_part(rs).into_iter().collect();
+    let mut trust: Vec<String> = Vec::new();
     let mut hidden: Vec<String> = Vec::new();
     for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {
         let f = r.freq_hz as f64;
@@ -399,17 +407,24 @@ fn profiler_body(rs: &ResultSet, t: &crate::profiler::ProfilerTable) -> Vec<Stri
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
-    body.extend(wrap("trust: ", &trust, inner));
-    body
+    (body, wrap("trust: ", &trust, inner))
 }
 
 /// The frame around the box's lines, cut to [`MAX_LINES`] lines of
-/// [`WIDTH`] columns.
-fn framed(mut body: Vec<String>) -> Vec<String> {
+/// [`WIDTH`] columns: the body is cut, never the trust lines, and the
+/// title carries `status` (an incomplete set).
+fn framed(status: Option<String>, mut body: Vec<String>, trust: Vec<String>) -> Vec<String> {
     let inner = WIDTH - 4;
-    body.truncate(MAX_LINES - 2);
-    let title = " what perf sampling costs on this host ";
-    let mut out = vec![format!("+-{title}{}+", "-".repeat(WIDTH - 3 - title.len()))];
+    let trust: Vec<String> = trust.into_iter().take(MAX_LINES - 3).collect();
+    body.truncate(MAX_LINES - 2 - trust.len());
+    body.extend(trust);
+    let title = match status {
+        Some(s) => format!(" what perf sampling costs on this host ({s}) "),
+        None => " what perf sampling costs on this host ".to_string(),
+    };
+    let title: String = title.chars().take(WIDTH - 4).collect();
+    let dashes = (WIDTH - 3).saturating_sub(title.chars().count());
+    let mut out = vec![format!("+-{title}{}+", "-".repeat(dashes))];
     for line in body {
         let line: String = line.chars().take(inner).collect();
         let pad = inner - line.chars().count();

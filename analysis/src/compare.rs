@@ -9,7 +9,7 @@ use crate::error::AnalysisError;
 use crate::format::fmt_est;
 use crate::load::load;
 use crate::pipeline::analyse;
-use crate::recommend::BUDGETS_PCT;
+use crate::recommend::{BUDGETS_PCT, at_report_budgets};
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::row_types::LossRow;
 use crate::stats::Estimate;
@@ -55,9 +55,28 @@ impl Column {
         })
     }
 
-    /// The loss at `f` as its report states it: a profiler's excess gap
-    /// time, else the primary loss row with the interval over runs.
-    fn loss_at(&self, f: u64) -> Option<Estimate> {
+    /// The throughput loss at `f`: the primary loss row (paired, else whole
+    /// runs) with the interval over runs, or a profiler's throughput loss.
+    fn throughput_loss_at(&self, f: u64) -> Option<Estimate> {
+        match &self.a.profiler {
+            Some(t) => t
+                .rows
+                .iter()
+                .find(|r| r.freq_hz == f)
+                .map(|r| r.throughput_loss_pct),
+            None => self
+                .a
+                .primary_loss()
+                .into_iter()
+                .find(|r| r.freq_hz == f)
+                .map(LossRow::trusted),
+        }
+    }
+
+    /// The loss the cost per sample gives at `f` (rate x cost, the gaps
+    /// design's model), or a profiler's excess gap time: what the answer
+    /// box shows as the loss where it exists.
+    fn predicted_loss_at(&self, f: u64) -> Option<Estimate> {
         match &self.a.profiler {
             Some(t) => t
                 .rows
@@ -66,10 +85,10 @@ impl Column {
                 .map(|r| r.gap_loss_pct),
             None => self
                 .a
-                .primary_loss()
-                .into_iter()
-                .find(|r| r.freq_hz == f)
-                .map(LossRow::trusted),
+                .per_sample
+                .as_ref()
+                .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f))
+                .map(|r| r.predicted_loss_pct),
         }
     }
 
@@ -186,14 +205,31 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
 /// The answer first: the highest rate within each report budget, as each
 /// set's answer box gives it.
 fn answer_rows(cols: &[Column]) -> Vec<Vec<String>> {
-    let answers: Vec<Vec<(f64, String)>> = cols.iter().map(|c| budget_answers(&c.a)).collect();
+    let answers: Vec<Vec<(f64, String)>> = cols
+        .iter()
+        .map(|c| {
+            let at_budgets = if c.a.profiler.is_some() {
+                Vec::new()
+            } else {
+                at_report_budgets(&c.a)
+            };
+            budget_answers(&c.a, &at_budgets)
+        })
+        .collect();
     BUDGETS_PCT
         .iter()
-        .enumerate()
-        .map(|(i, b)| {
+        .map(|&b| {
+            let cells = answers
+                .iter()
+                .map(|a| {
+                    a.iter()
+                        .find(|(budget, _)| *budget == b)
+                        .map_or(String::new(), |(_, words)| words.clone())
+                })
+                .collect();
             row(
                 format!("highest rate within {b} % loss"),
-                answers.iter().map(|a| a[i].1.clone()).collect(),
+                cells,
                 String::new(),
             )
         })
@@ -231,12 +267,24 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
             opt(reference.util_at(f), 4),
         )
     };
-    let loss_row = |f: u64| {
-        let cells = cols
-            .iter()
-            .map(|c| c.loss_at(f).map_or(String::new(), |e| fmt_est(&e, 3)));
+    let predicted_row = |f: u64| {
+        let cells = cols.iter().map(|c| {
+            c.predicted_loss_at(f)
+                .map_or(String::new(), |e| fmt_est(&e, 3))
+        });
         row(
-            format!("loss % at {f} Hz"),
+            format!("predicted loss % at {f} Hz (rate x cost; a profiler's gap time)"),
+            cells.collect(),
+            String::new(),
+        )
+    };
+    let loss_row = |f: u64| {
+        let cells = cols.iter().map(|c| {
+            c.throughput_loss_at(f)
+                .map_or(String::new(), |e| fmt_est(&e, 3))
+        });
+        row(
+            format!("throughput loss % at {f} Hz"),
             cells.collect(),
             opt(reference.loss_at(f), 2),
         )
@@ -245,6 +293,7 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
     // 19 Hz has no util row anywhere).
     let cost_rows = freqs.iter().map(|&f| cost_row(f));
     cost_rows
+        .chain(freqs.iter().map(|&f| predicted_row(f)))
         .chain(freqs.iter().map(|&f| util_row(f)))
         .chain(freqs.iter().map(|&f| loss_row(f)))
         .filter(|r| r[1..].iter().any(|c| !c.is_empty()))

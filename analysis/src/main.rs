@@ -53,9 +53,10 @@ enum Command {
         dir: PathBuf,
     },
     /// Put result sets side by side (Markdown): the highest rate within each
-    /// budget as each answer box gives it, what one sample costs, then the
-    /// fits, utilisation and loss at each rate (the loss with the interval
-    /// over runs, as the reports use), with the 2014 reference.
+    /// budget as each answer box gives it, what one sample costs and the
+    /// loss it predicts, then the fits, utilisation and throughput loss at
+    /// each rate (with the interval over runs, as the reports use), with
+    /// the 2014 reference.
     Compare {
         /// Results directories.
         #[arg(required = true)]

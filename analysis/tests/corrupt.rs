@@ -142,7 +142,9 @@ fn a_cut_runs_csv_in_a_complete_set_is_said_in_the_answer_and_the_warnings() {
     let a = bin().arg("report").arg(&dir).assert().success();
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(
-        stderr.contains("trust: INCOMPLETE: 8 of 20 planned runs"),
+        stderr.contains(
+            "+- what perf sampling costs on this host (INCOMPLETE: 8 of 20 planned runs) --"
+        ),
         "{stderr}"
     );
     let md = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
@@ -166,5 +168,32 @@ fn a_file_given_as_the_results_directory_is_named_as_a_file() {
     assert!(
         stderr.contains("is a file, not a results directory"),
         "{stderr}"
+    );
+}
+
+/// A profiler set's box is the longest: cut short, it keeps its trust
+/// line (the body is cut, never the verdict), and an incomplete one says
+/// so in its title.
+#[test]
+fn a_cut_profiler_set_keeps_its_trust_line_and_says_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    copy_set("20261126T-vm-perf-record-g", &dir);
+    let runs = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    let n = runs.lines().count();
+    let kept: Vec<&str> = runs.lines().take(n - 3).collect();
+    std::fs::write(dir.join("runs.csv"), kept.join("\n") + "\n").unwrap();
+    let a = bin().arg("report").arg(&dir).assert().success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    let boxed: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("+- what perf sampling costs"))
+        .take_while(|l| l.starts_with('+') || l.starts_with('|'))
+        .collect();
+    assert!(boxed.len() <= 12, "{stderr}");
+    assert!(boxed[0].contains("(INCOMPLETE: "), "{stderr}");
+    assert!(
+        boxed.iter().any(|l| l.contains("runs noisy")),
+        "the trust line was cut: {stderr}"
     );
 }

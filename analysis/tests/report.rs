@@ -411,6 +411,29 @@ fn compare_shows_each_sets_answer_and_cost_as_its_report_does() {
             "{set}: {cost} vs {total}"
         );
     }
+    // A profiler's column: its answer box's rate too.
+    let profiler_set = "20261126T-vm-check-perf-record";
+    let out = bin()
+        .arg("compare")
+        .arg(root.join(profiler_set))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text2 = String::from_utf8(out).unwrap();
+    let answer =
+        std::fs::read_to_string(root.join(profiler_set).join("report/answer.txt")).unwrap();
+    let line = text2
+        .lines()
+        .find(|l| l.starts_with("| highest rate within 1 % loss |"))
+        .unwrap();
+    let rate = line.split('|').nth(2).unwrap().trim();
+    assert!(
+        !rate.is_empty() && answer.contains(&format!("1 %: {rate}")),
+        "{rate} not in {answer}"
+    );
+    assert!(text2.contains("| sampling event | profiler: "), "{text2}");
     // The loss at 100 Hz with loss.csv's interval over runs, not over groups.
     let loss = std::fs::read_to_string(root.join(sets[0]).join("report/loss.csv")).unwrap();
     let mut r = csv::Reader::from_reader(loss.as_bytes());
@@ -424,7 +447,7 @@ fn compare_shows_each_sets_answer_and_cost_as_its_report_does() {
     let lo: f64 = row[col("loss_lo_by_run_pct")].parse().unwrap();
     let hi: f64 = row[col("loss_hi_by_run_pct")].parse().unwrap();
     assert!(
-        cells("loss % at 100 Hz")[0].ends_with(&format!("[{lo:.3}, {hi:.3}]")),
+        cells("throughput loss % at 100 Hz")[0].ends_with(&format!("[{lo:.3}, {hi:.3}]")),
         "{text}"
     );
 }
