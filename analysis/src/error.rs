@@ -11,6 +11,10 @@ pub enum AnalysisError {
     #[error("{path}: missing ({what}); is this a results directory written by `driver sweep`?")]
     Missing { path: PathBuf, what: &'static str },
 
+    /// The path given as a results directory does not exist.
+    #[error("{path}: no such results directory: give the directory `driver sweep` wrote")]
+    NoSuchDirectory { path: PathBuf },
+
     /// The path given as a results directory is a file.
     #[error(
         "{path} is a file, not a results directory: give the directory `driver sweep` wrote (it holds manifest.json and runs.csv)"

@@ -83,9 +83,8 @@ pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
         });
     }
     if !dir.is_dir() {
-        return Err(AnalysisError::Missing {
+        return Err(AnalysisError::NoSuchDirectory {
             path: dir.to_path_buf(),
-            what: "results directory",
         });
     }
     let manifest = results_format::read_manifest(dir)?;

@@ -217,8 +217,7 @@ fn not_a_results_directory(e: &anyhow::Error) -> bool {
     use analysis::AnalysisError;
     use results_format::FormatError;
     match e.downcast_ref::<AnalysisError>() {
-        Some(AnalysisError::Missing { what, .. }) => *what == "results directory",
-        Some(AnalysisError::NotADirectory { .. }) => true,
+        Some(AnalysisError::NoSuchDirectory { .. } | AnalysisError::NotADirectory { .. }) => true,
         Some(AnalysisError::Format(FormatError::Missing { path, .. })) => path
             .file_name()
             .is_some_and(|n| n == results_format::MANIFEST_JSON),

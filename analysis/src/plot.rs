@@ -87,6 +87,8 @@ pub struct FitLine {
     /// The label written at the line's right end instead of in the legend
     /// (a budget line: the legend stays small enough to keep off the data).
     pub label_at_end: bool,
+    /// Its colour (RGB); None: the palette's next after the series.
+    pub colour: Option<(u8, u8, u8)>,
 }
 
 /// One paired run: a point per phase, `t_s` seconds since the run started,
@@ -158,19 +160,23 @@ pub fn plot_vs_freq(
     let axes = Axes {
         log_x,
         log_y: false,
+        y_include: None,
     };
     let fig = VsFreq::prepare(title, (x_label, y_label), series, fits, axes, out_stem)?;
     render(&fig, out_stem)
 }
 
 /// Which axes of [`plot_vs_freq_axes`] are log10.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Axes {
     pub log_x: bool,
     /// Values spanning decades (utilisation from 100 Hz to 100 kHz): points
     /// and fit lines at y <= 0 are skipped with a note under the title, and
     /// error bars and bands reaching below are cut at the plot's bottom.
     pub log_y: bool,
+    /// A y value the axis shows whatever the data (the budget plot's 100 %
+    /// loss: room above the data for the legend).
+    pub y_include: Option<f64>,
 }
 
 /// [`plot_vs_freq`] with a choice of log axes.

@@ -196,15 +196,8 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
         Ok(rows) => rows,
         Err(why) => return without_model(a, budget_pct, throughput, why),
     };
-    let model_curve = CostCurve {
-        points: rows.iter().map(|r| CostPoint::model(r)).collect(),
-        floor: None,
-    };
-    let disagree: Vec<&PerSampleRow> = rows
-        .iter()
-        .copied()
-        .filter(|r| r.agreement == Some(Agreement::Disagree))
-        .collect();
+    let model_curve = CostCurve::model(&rows);
+    let disagree = disagreeing(&rows);
     if disagree.is_empty() {
         let mut rec = recommend_on(&model_curve, budget_pct, MODEL_BASIS);
         rec.reasoning.push(model_check_sentence(&rows));
@@ -219,6 +212,26 @@ pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, Analys
         throughput.ok(),
         budget_pct,
     ))
+}
+
+/// The model's rows that disagree with a resolving paired loss.
+fn disagreeing<'a>(rows: &[&'a PerSampleRow]) -> Vec<&'a PerSampleRow> {
+    rows.iter()
+        .copied()
+        .filter(|r| r.agreement == Some(Agreement::Disagree))
+        .collect()
+}
+
+/// The cost per sample the recommendation charges at each rate
+/// ([`CostCurve::at`]): the model's, raised to the cost the paired loss
+/// implies where the model under-predicts it (the conservative branch).
+/// None without a model.
+pub fn charged_curve(a: &Analysis) -> Option<CostCurve> {
+    let rows = model_rows(a).ok()?;
+    Some(CostCurve {
+        floor: fallback::throughput_floor(a, &disagreeing(&rows)),
+        ..CostCurve::model(&rows)
+    })
 }
 
 /// Whether the paired loss lies above the model's prediction (the model
@@ -253,11 +266,7 @@ pub fn model_rows(a: &Analysis) -> Result<Vec<&PerSampleRow>, Option<String>> {
 /// The highest rate within `budget_pct` on the model's cost `rows` alone
 /// (upper ends of their prediction intervals); see [`CostCurve::max_rate`].
 pub fn model_max_rate(rows: &[&PerSampleRow], budget_pct: f64) -> f64 {
-    CostCurve {
-        points: rows.iter().map(|r| CostPoint::model(r)).collect(),
-        floor: None,
-    }
-    .max_rate(budget_pct)
+    CostCurve::model(rows).max_rate(budget_pct)
 }
 
 /// The prime suggested below `max_hz` on `curve`. At a measured frequency

@@ -98,9 +98,20 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
         return Some(Warning::new(
             Check::Incomplete,
             format!(
-                "sweep status is `{}`, not `complete`: {what}; `driver sweep --resume {}` finishes it",
+                "sweep status is `{}`, not `complete`: {what}; `driver sweep --resume {}{}` finishes it",
                 rs.manifest.status,
-                rs.dir.display()
+                rs.dir.display(),
+                // The sweep raised the kernel's rate limit: its resume must too.
+                if rs
+                    .manifest
+                    .settings_changed
+                    .iter()
+                    .any(|c| c.path.ends_with("perf_event_max_sample_rate"))
+                {
+                    " --raise-max-rate"
+                } else {
+                    ""
+                }
             ),
         ));
     }

@@ -111,6 +111,7 @@ fn util_series() -> (PointSeries, PointSeries, FitLine) {
         curve: Vec::new(),
         band_label: String::new(),
         label_at_end: false,
+        colour: None,
     };
     (measured, reference, fit)
 }
@@ -172,6 +173,7 @@ fn utilisation_on_log_log_axes_shows_the_low_rates() {
         Axes {
             log_x: true,
             log_y: true,
+            y_include: None,
         },
         &stem,
     )
@@ -240,6 +242,7 @@ fn loss_vs_linear_frequency_with_error_bars() {
         curve: Vec::new(),
         band_label: String::new(),
         label_at_end: false,
+        colour: None,
     };
     let paths = plot_vs_freq(
         "Record loss",
@@ -587,6 +590,7 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         band_x: grid,
         band_label: "the next run interval".into(),
         label_at_end: false,
+        colour: None,
     };
     let budget = FitLine {
         label: "budget 1 %".into(),
@@ -598,6 +602,7 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         curve: Vec::new(),
         band_label: String::new(),
         label_at_end: true,
+        colour: None,
     };
     let paths = plot_vs_freq_axes(
         "budget-like",
@@ -607,6 +612,7 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         Axes {
             log_x: true,
             log_y: true,
+            y_include: None,
         },
         &stem,
     )
@@ -615,6 +621,12 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         &paths,
         &stem,
         &["model curve", "the next run interval", "budget 1 %"],
+    );
+    // The curve is drawn as given: one polyline through its 41 points.
+    assert!(
+        svg.lines()
+            .any(|l| l.contains("<polyline") && l.matches(',').count() == 41),
+        "{svg}"
     );
     // Named once: at the line's end, not also in the legend; the band is
     // not called a confidence band.

@@ -250,6 +250,9 @@ struct RunFiles {
 /// driver's pid follows it.
 const TEMP_PREFIX: &str = "perf-overhead-";
 
+/// How long a dead driver's file must have been untouched to be removed.
+const STALE_AFTER: Duration = Duration::from_secs(3600);
+
 /// Removes the workload files (counter, gaps) that a driver killed with
 /// SIGKILL left in the temporary directory: those whose driver pid is no
 /// longer running. Each removal is logged; files of a running driver stay.
@@ -268,6 +271,15 @@ pub(crate) fn remove_stale_run_files(temp: &Path) -> Vec<PathBuf> {
         };
         let is_ours = rest.ends_with(".counter") || rest.ends_with(".gaps");
         if !is_ours || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        // A driver in another pid namespace sharing this directory is not
+        // in /proc: only files untouched for an hour are taken as left.
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= STALE_AFTER));
+        if !old {
             continue;
         }
         let path = entry.path();
@@ -658,13 +670,27 @@ mod tests {
         let other = tmp
             .path()
             .join(format!("{TEMP_PREFIX}4294967294-notes.txt"));
-        for p in [&dead, &dead_gaps, &live, &other] {
+        let recent = tmp
+            .path()
+            .join(format!("{TEMP_PREFIX}4294967293-run-1.counter"));
+        for p in [&dead, &dead_gaps, &live, &other, &recent] {
             std::fs::write(p, b"x").unwrap();
+        }
+        // Untouched for two hours, except `recent` (a driver in another pid
+        // namespace may still be writing it).
+        let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+        for p in [&dead, &dead_gaps, &live, &other] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(two_hours_ago)
+                .unwrap();
         }
         let mut removed = remove_stale_run_files(tmp.path());
         removed.sort();
         assert_eq!(removed, vec![dead.clone(), dead_gaps.clone()]);
-        assert!(live.exists() && other.exists());
+        assert!(live.exists() && other.exists() && recent.exists());
     }
 
     #[test]

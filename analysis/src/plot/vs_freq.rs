@@ -207,7 +207,7 @@ impl PreparedFit {
     /// the plotted data; the band sorted by x, placed on the y axis and, on a
     /// log x axis, densified.
     fn new(f: &FitLine, axes: Axes, place: YPlace, x_extent: Extent) -> Self {
-        let Axes { log_x, log_y } = axes;
+        let Axes { log_x, log_y, .. } = axes;
         let mut band: Vec<(f64, f64, f64)> = (0..f.band_x.len())
             .filter(|&i| !log_x || f.band_x[i] > 0.0)
             .map(|i| (f.band_x[i], place.at(f.band_lo[i]), place.at(f.band_hi[i])))
@@ -244,7 +244,7 @@ impl PreparedFit {
                 .curve
                 .iter()
                 .filter(|(x, y)| (!log_x || *x > 0.0) && (!log_y || *y > 0.0))
-                .map(|&(x, y)| (x, if log_y { y.log10() } else { y }))
+                .map(|&(x, y)| (x, place.at(y)))
                 .collect();
             (shown, Vec::new())
         };
@@ -344,6 +344,9 @@ impl VsFreq {
                     extents.y.add(place.at(y));
                 }
             }
+        }
+        if let Some(y) = axes.y_include.filter(|&y| !axes.log_y || y > 0.0) {
+            extents.y.add(place.at(y));
         }
         if extents.x.is_empty() {
             return Err(PlotError::NoData {

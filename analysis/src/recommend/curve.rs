@@ -77,6 +77,16 @@ pub struct CostCurve {
 }
 
 impl CostCurve {
+    /// The model's curve: each rate's total cost with the prediction
+    /// interval over runs, no floor. `rows` is not empty
+    /// ([`super::model_rows`]).
+    pub fn model(rows: &[&PerSampleRow]) -> Self {
+        CostCurve {
+            points: rows.iter().map(|r| CostPoint::model(r)).collect(),
+            floor: None,
+        }
+    }
+
     /// The cost charged at `rate_hz`: the largest upper bound among the
     /// measured rates <= `rate_hz` (the lowest rate's below it: costs per
     /// sample are higher at low rates, so a cost measured at a higher rate

@@ -15,6 +15,22 @@ pub const CONSERVATIVE_BASIS: &str =
 /// `basis` of an answer from upper bounds alone.
 pub const BOUND_BASIS: &str = "upper bounds of the throughput loss (nothing resolves)";
 
+/// The cost per sample the paired loss implies where the model
+/// under-predicts it (the largest upper bound of those rates): the floor
+/// the conservative branch charges. Only where the paired loss is the
+/// higher one does it raise the cost; where the model predicts more, the
+/// model is the conservative one.
+pub(super) fn throughput_floor(a: &Analysis, disagree: &[&PerSampleRow]) -> Option<CostPoint> {
+    let primary = a.primary_loss();
+    disagree
+        .iter()
+        .filter(|r| super::under_predicts(r))
+        .filter_map(|r| primary.iter().find(|l| l.freq_hz == r.freq_hz))
+        .filter_map(|l| CostPoint::throughput(l))
+        .filter(|p| p.cost_ns.hi.is_finite())
+        .max_by(|x, y| x.cost_ns.hi.total_cmp(&y.cost_ns.hi))
+}
+
 /// Model and throughput disagree at the `disagree` rows: charge at every
 /// rate the larger of the model's cost and the cost per sample the
 /// throughput loss implies there, never recommend above the throughput
@@ -26,16 +42,7 @@ pub(super) fn conservative(
     throughput: Option<Recommendation>,
     budget_pct: f64,
 ) -> Recommendation {
-    let primary = a.primary_loss();
-    // Only where the paired loss is the higher one does it raise the cost;
-    // where the model predicts more, the model is the conservative one.
-    let floor = disagree
-        .iter()
-        .filter(|r| super::under_predicts(r))
-        .filter_map(|r| primary.iter().find(|l| l.freq_hz == r.freq_hz))
-        .filter_map(|l| CostPoint::throughput(l))
-        .filter(|p| p.cost_ns.hi.is_finite())
-        .max_by(|x, y| x.cost_ns.hi.total_cmp(&y.cost_ns.hi));
+    let floor = throughput_floor(a, disagree);
     let curve = CostCurve {
         points: model_curve.points.clone(),
         floor,

@@ -74,6 +74,7 @@ fn fit_line(label: String, fit: &LineFit, x_min_hz: f64, x_max_hz: f64) -> FitLi
         curve: Vec::new(),
         band_label: String::new(),
         label_at_end: false,
+        colour: None,
     }
 }
 
@@ -212,9 +213,9 @@ fn budget_plot(
             curve: Vec::new(),
             band_label: String::new(),
             label_at_end: true,
+            colour: Some(budget_colour(b)),
         })
         .collect();
-    // Last, so it takes the palette's black.
     lines.extend(model);
     files.add(plot_vs_freq_axes(
         "What each sampling rate costs, against the budgets",
@@ -227,27 +228,38 @@ fn budget_plot(
         Axes {
             log_x: true,
             log_y: true,
+            // All of the application's time: the top the losses approach,
+            // and room above the budgets for the legend.
+            y_include: Some(100.0),
         },
         &out.join("budget"),
     ));
 }
 
+/// Each budget's line colour, the same in every report: orange, sky blue,
+/// dark yellow (Okabe-Ito), from the tightest budget up.
+fn budget_colour(budget_pct: f64) -> (u8, u8, u8) {
+    match crate::recommend::BUDGETS_PCT
+        .iter()
+        .position(|&b| b == budget_pct)
+    {
+        Some(0) => (230, 159, 0),
+        Some(1) => (86, 180, 233),
+        _ => (120, 110, 20),
+    }
+}
+
 /// How far right of its rate a paired point is drawn (x factor, log axis).
 const PAIRED_DODGE: f64 = 1.07;
 
-/// The model's predicted loss between and around the measured rates, as the
-/// recommendation charges it ([`crate::recommend::CostCurve::at`]: at
-/// each rate the cost of the measured rate at or below it with the largest
-/// upper bound): the line at the cost, the band over its 95 % prediction
-/// interval. From the lowest recommended or measured rate to the highest
+/// The predicted loss between and around the measured rates, as the
+/// recommendation charges it ([`crate::recommend::charged_curve`]: at each
+/// rate the cost of the measured rate at or below it with the largest
+/// upper bound, raised to the paired loss's cost where the model
+/// under-predicts): the line at the cost, the band over its 95 % interval. From the lowest recommended or measured rate to the highest
 /// measured; None without a model.
 fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLine> {
-    use crate::recommend::{CostCurve, CostPoint};
-    let rows = crate::recommend::model_rows(a).ok()?;
-    let curve = CostCurve {
-        points: rows.iter().map(|r| CostPoint::model(r)).collect(),
-        floor: None,
-    };
+    let curve = crate::recommend::charged_curve(a)?;
     let measured: Vec<f64> = curve.points.iter().map(|p| p.freq_hz as f64).collect();
     let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let lo = measured
@@ -271,7 +283,7 @@ fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLi
     let at = |x: f64| curve.at(x).cost_ns;
     let loss = |x: f64, ns: f64| crate::percost::predicted_loss_pct(x, ns);
     Some(FitLine {
-        label: "predicted loss, rate x cost per sample (model)".to_string(),
+        label: "predicted loss, rate x the cost per sample charged".to_string(),
         intercept: 0.0,
         slope: 0.0,
         band_lo: xs.iter().map(|&x| loss(x, at(x).lo)).collect(),
@@ -280,6 +292,7 @@ fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLi
         band_x: xs,
         band_label: "the next run's 95% prediction interval".to_string(),
         label_at_end: false,
+        colour: Some((0, 0, 0)),
     })
 }
 
@@ -311,6 +324,7 @@ fn util_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Refe
             Axes {
                 log_x: true,
                 log_y: true,
+                y_include: None,
             },
             &out.join("util_vs_freq"),
         ));

@@ -155,7 +155,12 @@ impl Sources<'_> {
 
     /// The paired design's phase length, which must fit one ABBA cycle
     /// (four phases) into a run when that design is planned.
-    fn phase_ns(&self, designs: &[Design], duration_ns: u64) -> Result<u64, ConfigError> {
+    fn phase_ns(
+        &self,
+        designs: &[Design],
+        duration_ns: u64,
+        profiler: bool,
+    ) -> Result<u64, ConfigError> {
         let (phase_ns, origin) = if let Some(ns) = self.flags.phase_ns {
             (ns, Origin::Flag("--phase"))
         } else if let Some(text) = &self.exp.phase {
@@ -177,7 +182,11 @@ impl Sources<'_> {
                      (designs: {})",
                     names.join(", ")
                 ),
-                "drop --phase, or add paired to --design",
+                if profiler {
+                    "drop --phase: a --profiler sweep runs the gaps design only"
+                } else {
+                    "drop --phase, or add paired to --design"
+                },
             ));
         }
         if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
@@ -316,7 +325,7 @@ impl SweepOptions {
         } else {
             src.designs(has_command)?
         };
-        let phase_ns = src.phase_ns(&designs, duration_ns)?;
+        let phase_ns = src.phase_ns(&designs, duration_ns, profiler.is_some())?;
         let (max_sweep_ns, limit_origin) = src.max_sweep()?;
         let opts = SweepOptions {
             freqs_hz,
@@ -385,12 +394,7 @@ pub fn check_sweep_time(
     })
 }
 
-/// A run or phase length as a person would write it back: "10 s", "250 ms",
-/// "0.001 ms".
+/// A run or phase length as it is accepted back ("10s", "250ms", "1us").
 fn shown_duration(ns: u64) -> String {
-    if ns >= 1_000_000_000 {
-        workload::duration::format_long_ns(u128::from(ns))
-    } else {
-        format!("{} ms", ns as f64 / 1e6)
-    }
+    workload::duration::format_duration(std::time::Duration::from_nanos(ns))
 }

@@ -76,12 +76,15 @@ fn refuse_complete(dir: &Path, m: &Manifest) -> anyhow::Result<()> {
     if !crate::results::missing_runs(&m.plan, &done).is_empty() {
         return Ok(());
     }
+    let held = if m.plan.is_empty() {
+        String::new()
+    } else {
+        format!(" (all {} planned runs are in its runs.csv)", m.plan.len())
+    };
     Err(usage(format!(
-        "cannot resume {}: it is complete (all {} planned runs are in its runs.csv), so there is \
-         nothing to resume; to report it again run `analysis report {}`, to measure again start a \
-         new sweep",
+        "cannot resume {}: it is complete{held}, so there is nothing to resume; to report it again \
+         run `analysis report {}`, to measure again start a new sweep",
         dir.display(),
-        m.plan.len(),
         dir.display()
     )))
 }
@@ -103,7 +106,9 @@ pub(super) fn output_dir(
     };
     if resumed.is_none() && root.exists() {
         // A resume only where there is a sweep to finish.
-        let resume = if root.join(results_format::MANIFEST_JSON).is_file() {
+        let unfinished =
+            crate::results::read_manifest(&root).is_ok_and(|m| m.status != Status::Complete);
+        let resume = if unfinished {
             format!(", or --resume {} to finish the sweep in it", root.display())
         } else {
             String::new()

@@ -21,7 +21,10 @@ impl VsFreq {
 
     /// The colour of fit `i`: the fits take the palette after the series.
     fn fit_colour(&self, i: usize) -> RGBColor {
-        PALETTE[(self.series.len() + i) % PALETTE.len()]
+        match self.fits[i].fit.colour {
+            Some((r, g, b)) => RGBColor(r, g, b),
+            None => PALETTE[(self.series.len() + i) % PALETTE.len()],
+        }
     }
 
     /// The fits whose band can be drawn (two points or more), with their
