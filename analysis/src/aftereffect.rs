@@ -24,7 +24,7 @@ pub struct AfterRow {
     pub throughput_ns: Estimate,
     /// Gaps design: the direct cost per sample (inside the episode), ns.
     pub direct_ns: Estimate,
-    /// throughput - direct, ns, normal interval (independent runs).
+    /// throughput - direct, ns, Welch interval (independent runs).
     pub after_ns: Estimate,
     /// The timeline's own after-effect estimate, ns, for comparison.
     pub timeline_after_ns: Estimate,
@@ -41,19 +41,7 @@ fn scaled(e: &Estimate, k: f64) -> Estimate {
     }
 }
 
-/// a - b for independent estimates: normal 95 % interval on the SEs added
-/// in quadrature.
-pub fn difference(a: &Estimate, b: &Estimate) -> Estimate {
-    let value = a.value - b.value;
-    let se = (a.se.powi(2) + b.se.powi(2)).sqrt();
-    Estimate {
-        value,
-        lo: value - 1.96 * se,
-        hi: value + 1.96 * se,
-        se,
-        n: a.n.min(b.n),
-    }
-}
+pub use crate::stats::difference;
 
 /// The rows of every configuration (each analysed alone) at every rate
 /// where the paired loss and the gaps direct cost both exist.
@@ -110,7 +98,10 @@ mod tests {
         };
         let d = difference(&a, &b);
         assert_eq!((d.value, d.se, d.n), (6.0, 5.0, 4));
-        assert!((d.lo - (6.0 - 9.8)).abs() < 1e-12 && (d.hi - 15.8).abs() < 1e-12);
+        // Welch: df = 25^2 / (9^2 / 3 + 16^2 / 4) = 6.868; scipy.stats.t.ppf
+        // (0.975, 6.868131868131868) = 2.373859011841078, x se 5.
+        assert!((d.lo - -5.869295059205388).abs() < 1e-9, "{d:?}");
+        assert!((d.hi - 17.86929505920539).abs() < 1e-9, "{d:?}");
     }
 
     #[test]

@@ -41,8 +41,6 @@ pub use remainder::Remainder;
 pub use results_format::timeline::UNMATCHED_WARN;
 pub use row::{CAP_MEDIAN_FACTOR, CAP_QUANTILE, RunCost, episode_cap_ns};
 use row::{RowContext, background_at, cap_at};
-/// z for the agreement test (two-sided 95 %).
-pub const AGREE_Z: f64 = 1.96;
 /// The after-effect of a gap is looked for in the recovery bins that end
 /// within this time after it (at most half the sampling interval, see
 /// [`recovery_horizon_ns`]); the bins from there on are the reference
@@ -105,7 +103,10 @@ impl Agreement {
 }
 
 /// Agreement rule: where the paired interval excludes 0, |pred - paired|
-/// <= 1.96 sqrt(se_pred^2 + se_paired^2).
+/// <= t sqrt(se_pred^2 + se_paired^2), t the 95 % Welch-Satterthwaite
+/// critical value of the two ([`crate::stats::satterthwaite_crit95`]: each
+/// estimate's runs, not the normal 1.96, which with 2-5 runs would call
+/// overlapping intervals different).
 ///
 /// Where the prediction is an upper estimate (`upper`: a rate charged the
 /// after-effect bound), the test is one-sided: it agrees unless the paired
@@ -126,7 +127,7 @@ pub fn agreement(pred: &Estimate, paired: &Estimate, upper: bool) -> Agreement {
     } else {
         (pred.value - paired.value).abs()
     };
-    if se.is_finite() && off <= AGREE_Z * se {
+    if se.is_finite() && off <= crate::stats::satterthwaite_crit95(&[pred, paired]) * se {
         Agreement::Agree
     } else {
         Agreement::Disagree

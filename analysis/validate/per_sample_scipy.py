@@ -223,11 +223,22 @@ def num(s):
     return float(s) if s not in ("", None) else np.nan
 
 
-def agreement(pred, paired, upper=False):
+def welch_t(parts):
+    """The 95 % t of a sum or difference of independent estimates, each
+    (se, n): Welch-Satterthwaite degrees of freedom (scipy's t)."""
+    var = sum(se ** 2 for se, _ in parts)
+    den = sum(se ** 4 / (n - 1) for se, n in parts) if all(n >= 2 for _, n in parts) else 0.0
+    df = var ** 2 / den if den > 0 else np.inf
+    return stats.t.ppf(0.975, df) if np.isfinite(df) else stats.norm.ppf(0.975)
+
+
+def agreement(pred, paired, upper=False, n_pred=0, n_paired=0):
     """The report's word for the prediction next to the paired loss, both
-    (value, lo, hi, se); empty without a paired loss or prediction. Where
-    the prediction is an upper estimate (the after-effect bound charged),
-    one-sided: the paired loss must not lie above it by more than 1.96 se."""
+    (value, lo, hi, se) from n_pred and n_paired runs; empty without a
+    paired loss or prediction. They agree when the difference is within t
+    combined se, t on the Welch-Satterthwaite degrees of freedom. Where the
+    prediction is an upper estimate (the after-effect bound charged),
+    one-sided: the paired loss must not lie above it by more than that."""
     if np.isnan(paired[0]) or np.isnan(pred[0]):
         return ""
     if not (np.isfinite(paired[1]) and np.isfinite(paired[2]) and (paired[1] > 0 or paired[2] < 0)):
@@ -236,7 +247,8 @@ def agreement(pred, paired, upper=False):
         return "prediction has no interval (one run)"
     se = np.hypot(pred[3], paired[3])
     off = max(paired[0] - pred[0], 0.0) if upper else abs(pred[0] - paired[0])
-    return "agree" if np.isfinite(se) and off <= 1.96 * se else "disagree"
+    t = welch_t([(pred[3], n_pred), (paired[3], n_paired)])
+    return "agree" if np.isfinite(se) and off <= t * se else "disagree"
 
 
 def load(d):
@@ -352,6 +364,10 @@ def main():
         sys.exit(__doc__)
     d = args[0]
     report = {int(r["freq_hz"]): r for r in csv.DictReader(open(f"{d}/report/per_sample.csv"))}
+    # The paired loss's runs per rate (its interval is over runs).
+    paired_runs = {int(r["freq_hz"]): int(r["n_runs"])
+                   for r in csv.DictReader(open(f"{d}/report/loss.csv"))
+                   if r["design"] == "paired" and r.get("n_runs", "") not in ("", None)}
     rows = compute(load(d), np.random.default_rng(2014), per_run_horizon)
     bad = 0
     if set(rows) != set(report):
@@ -384,7 +400,8 @@ def main():
                     continue
                 paired = tuple(num(rep[c]) for c in est_cols("paired_loss_pct"))
                 upper = not np.isnan(num(rep.get("after_effect_bound_ns", "")))
-                word = agreement(r["predicted_loss_pct"], paired, upper)
+                word = agreement(r["predicted_loss_pct"], paired, upper,
+                                 int(rep["runs"]), paired_runs.get(f, 0))
                 checked += 1
                 if word != rep[name]:
                     diffs.append(f"agreement {word!r} != {rep[name]!r}")

@@ -4,34 +4,33 @@
 
 use crate::stats::Estimate;
 
-/// z for the remainder's normal intervals (two-sided 95 %).
-const Z: f64 = 1.96;
-
 /// The paired loss minus the model's predicted loss, split by where the
 /// time went; percentage points of the CPU.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Remainder {
-    /// paired - predicted (normal interval, independent runs).
+    /// paired - predicted (Welch interval, independent runs).
     pub total_pp: Estimate,
     /// Excess gap time over 0 Hz minus the predicted direct loss (t
     /// interval over the runs at F): lost time inside gaps that the
     /// matched samples do not account for (more or longer interruptions
     /// besides the samples' own).
     pub in_gaps_pp: Estimate,
-    /// total - in gaps (normal interval): lost time outside every gap,
+    /// total - in gaps (Welch interval): lost time outside every gap,
     /// the loop running slower between interruptions (an after-effect
     /// beyond the horizon, a slower core), or an artefact of the paired
     /// design.
     pub outside_gaps_pp: Estimate,
 }
 
-fn normal(value: f64, se: f64, n: usize) -> Estimate {
+/// `value` +- the Welch-Satterthwaite t of `parts` x `se`.
+fn welch(value: f64, se: f64, parts: &[&Estimate]) -> Estimate {
+    let h = crate::stats::satterthwaite_crit95(parts) * se;
     Estimate {
         value,
-        lo: value - Z * se,
-        hi: value + Z * se,
+        lo: value - h,
+        hi: value + h,
         se,
-        n,
+        n: parts.iter().map(|e| e.n).min().unwrap_or(0),
     }
 }
 
@@ -42,14 +41,16 @@ impl Remainder {
         if !(paired.se.is_finite() && predicted.se.is_finite() && in_gaps.se.is_finite()) {
             return None;
         }
-        let n = paired.n.min(predicted.n);
-        let total_se = (paired.se.powi(2) + predicted.se.powi(2)).sqrt();
-        let total_pp = normal(paired.value - predicted.value, total_se, n);
-        let outside_se = (total_se.powi(2) + in_gaps.se.powi(2)).sqrt();
+        let total_pp = crate::stats::difference(paired, predicted);
+        let outside_se = (total_pp.se.powi(2) + in_gaps.se.powi(2)).sqrt();
         Some(Self {
             total_pp,
             in_gaps_pp: in_gaps,
-            outside_gaps_pp: normal(total_pp.value - in_gaps.value, outside_se, n),
+            outside_gaps_pp: welch(
+                total_pp.value - in_gaps.value,
+                outside_se,
+                &[paired, predicted, &in_gaps],
+            ),
         })
     }
 

@@ -78,7 +78,7 @@ pub fn render_after(rows: &[crate::aftereffect::AfterRow]) -> String {
     let _ = writeln!(s, "## The after-effect, from throughput\n");
     let _ = writeln!(
         s,
-        "What the workload loses per sample in the paired design (throughput loss with its interval over runs, / the achieved rate) minus the gaps design's direct cost per sample (the time inside the interrupt's episode): the remainder is what the interrupt costs after it returns (caches and TLB refilled, a slower core), with a normal 95% interval (independent runs, errors in quadrature). The timeline's own after-effect (chunks after a gap against the run's speed beyond a horizon) is beside it. This one needs no model of the loop's recovery, so it also holds for loops whose chunk times are irregular (a pointer chase beyond the caches), but its interval is the paired design's: narrow per sample only at high rates.\n"
+        "What the workload loses per sample in the paired design (throughput loss with its interval over runs, / the achieved rate) minus the gaps design's direct cost per sample (the time inside the interrupt's episode): the remainder is what the interrupt costs after it returns (caches and TLB refilled, a slower core), with a 95% interval on the Welch-Satterthwaite t (independent runs, errors in quadrature). The timeline's own after-effect (chunks after a gap against the run's speed beyond a horizon) is beside it. This one needs no model of the loop's recovery, so it also holds for loops whose chunk times are irregular (a pointer chase beyond the caches), but its interval is the paired design's: narrow per sample only at high rates.\n"
     );
     table_head(
         &mut s,

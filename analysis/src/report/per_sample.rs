@@ -260,7 +260,7 @@ pub fn render(ps: &PerSample) -> String {
         if let (Some(a), Some(p)) = (r.agreement, r.paired_loss_pct) {
             let _ = writeln!(
                 s,
-                "- Agreement at {} Hz: predicted {} % vs paired {} %: {} (agree when |difference| <= 1.96 x sqrt(se_pred^2 + se_paired^2), tested where the paired interval excludes 0){}.",
+                "- Agreement at {} Hz: predicted {} % vs paired {} %: {} (agree when |difference| <= t x sqrt(se_pred^2 + se_paired^2), t the 95% Welch-Satterthwaite value for the two sets of runs, tested where the paired interval excludes 0){}.",
                 r.freq_hz,
                 fmt_est(&r.predicted_loss_pct, 4),
                 fmt_est(&p, 3),

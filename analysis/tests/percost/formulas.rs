@@ -174,12 +174,13 @@ fn agreement_rule() {
         agreement(&est(1.0, 0.01), &est(0.5, 0.5), false),
         Agreement::PairedNotResolved
     );
-    // Paired 13.9 +- 0.6 (se), prediction 13.0 +- 0.1: |0.9| <= 1.96 x 0.608.
+    // Paired 13.9 +- 0.6 (se), prediction 13.0 +- 0.1, 5 runs each:
+    // |0.9| <= t x 0.608 (t 2.74 on 4.2 Welch-Satterthwaite df).
     assert_eq!(
         agreement(&est(13.0, 0.1), &est(13.9, 0.6), false),
         Agreement::Agree
     );
-    // 12.0: |1.9| > 1.19.
+    // 12.0: |1.9| > 2.74 x 0.608 = 1.67.
     assert_eq!(
         agreement(&est(12.0, 0.1), &est(13.9, 0.6), false),
         Agreement::Disagree
@@ -195,14 +196,20 @@ fn agreement_rule() {
         Agreement::NoPredictionInterval
     );
     // An upper estimate (the after-effect bound charged) agrees with any
-    // throughput loss not above it by more than 1.96 se: 97.2 over 94.5
-    // agrees, 90.0 under 94.5 (1.16 se combined) does not.
+    // throughput loss not above it by more than t combined se: 97.2 over
+    // 94.5 agrees, 90.0 under 94.5 does not.
     assert_eq!(
         agreement(&est(97.2, 0.9), &est(94.5, 0.85), true),
         Agreement::Agree
     );
+    // Two-sided, 2.7 apart with se 1.238 on 8.0 df: t 2.31 allows 2.86, so
+    // they agree; the normal 1.96 (2.43) called this a disagreement.
     assert_eq!(
         agreement(&est(97.2, 0.9), &est(94.5, 0.85), false),
+        Agreement::Agree
+    );
+    assert_eq!(
+        agreement(&est(98.0, 0.9), &est(94.5, 0.85), false),
         Agreement::Disagree
     );
     assert_eq!(
