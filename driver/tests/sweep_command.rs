@@ -134,10 +134,12 @@ fn a_command_that_fails_is_refused_before_anything_runs_or_recorded_when_it_fail
 
     // Succeeds in the warm-up (call 1), fails on its third call (the
     // second measured run): that run is recorded as failed with its
-    // stderr and the sweep goes on.
+    // stderr and the sweep goes on. The loop makes a run long enough to
+    // hold the 10 samples at 1 kHz a sweep asks of a command (tens of ms).
     let counter = tmp.path().join("calls");
     let script = format!(
-        "c=$(( $(cat {0} 2>/dev/null || echo 0) + 1 )); echo $c > {0}; \
+        "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; \
+         c=$(( $(cat {0} 2>/dev/null || echo 0) + 1 )); echo $c > {0}; \
          if [ $c -eq 3 ]; then echo disk full >&2; exit 7; fi",
         counter.display()
     );
@@ -171,4 +173,24 @@ fn a_command_that_fails_is_refused_before_anything_runs_or_recorded_when_it_fail
         failed[0].error
     );
     assert!(failed[0].error.contains("disk full"), "{}", failed[0].error);
+}
+
+#[test]
+fn a_command_too_short_to_hold_ten_samples_is_refused_before_anything_is_measured() {
+    let _serial = common::one_at_a_time();
+    if !common::perf_ready() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("short");
+    // `true` runs for about a millisecond: no sample at 100 Hz.
+    let o = sweep(&["--command", "true", "--freqs", "100,1000"], &out);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("at 100 Hz it holds about 0 samples, fewer than the 10"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("at least 100 ms"), "{stderr}");
+    assert!(!out.exists());
 }

@@ -319,6 +319,7 @@ pub(super) fn warm_up_command(
         let interrupt = interrupt_flag();
         match crate::user_command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
+                refuse_short_command(&argv, &walls, opts)?;
                 opts.duration_ns = crate::user_command::expected_run_ns(&walls);
                 // The run length is known only now: the plan's limit.
                 let limit_origin = if opts.max_sweep_ns == crate::config::DEFAULT_MAX_SWEEP_NS {
@@ -350,6 +351,34 @@ pub(super) fn warm_up_command(
         }
     }
     Ok(None)
+}
+
+/// A command whose runs are too short to hold [`MIN_SAMPLES_PER_RUN`]
+/// samples at the lowest rate (its shortest warm-up run): refused before
+/// anything is measured, as a `--duration` that short is. A 1 ms command at
+/// 100 Hz holds no sample, and its per-sample cost is noise.
+///
+/// [`MIN_SAMPLES_PER_RUN`]: crate::config::MIN_SAMPLES_PER_RUN
+fn refuse_short_command(argv: &[String], walls: &[u64], opts: &SweepOptions) -> anyhow::Result<()> {
+    use crate::config::MIN_SAMPLES_PER_RUN;
+    let (Some(&shortest), Some(&lowest)) =
+        (walls.iter().min(), opts.freqs_hz.iter().find(|&&f| f > 0))
+    else {
+        return Ok(());
+    };
+    let samples = u128::from(lowest) * u128::from(shortest) / 1_000_000_000;
+    if samples >= u128::from(MIN_SAMPLES_PER_RUN) {
+        return Ok(());
+    }
+    let need_ms = (u128::from(MIN_SAMPLES_PER_RUN) * 1000).div_ceil(u128::from(lowest));
+    Err(usage(format!(
+        "--command {}: a run takes {} (its shortest warm-up run), so at {lowest} Hz it holds about \
+         {samples} samples, fewer than the {MIN_SAMPLES_PER_RUN} a cost per sample needs; give \
+         work that runs for at least {need_ms} ms (a larger input, or a loop in a shell), or \
+         higher frequencies",
+        shell_words::join(argv),
+        format!("{:.1} ms", shortest as f64 / 1e6),
+    )))
 }
 
 /// Step 6b for `--profiler`: the profiler is started once at the sweep's
