@@ -372,12 +372,12 @@ fn refuse_short_command(argv: &[String], walls: &[u64], opts: &SweepOptions) -> 
     }
     let need_ms = (u128::from(MIN_SAMPLES_PER_RUN) * 1000).div_ceil(u128::from(lowest));
     Err(usage(format!(
-        "--command {}: a run takes {} (its shortest warm-up run), so at {lowest} Hz it holds about \
+        "--command {}: a run takes {:.1} ms (its shortest warm-up run), so at {lowest} Hz it holds about \
          {samples} samples, fewer than the {MIN_SAMPLES_PER_RUN} a cost per sample needs; give \
          work that runs for at least {need_ms} ms (a larger input, or a loop in a shell), or \
          higher frequencies",
         shell_words::join(argv),
-        format!("{:.1} ms", shortest as f64 / 1e6),
+        shortest as f64 / 1e6,
     )))
 }
 
