@@ -38,6 +38,17 @@ fn pct(v: f64) -> String {
     }
 }
 
+/// A loss as the box shows it: above 100 % the product rate x cost has
+/// passed the time there is (sampling takes it all; the run cannot lose
+/// more), said so instead of a figure no run can have.
+fn loss_pct(v: f64) -> String {
+    if v > 100.0 {
+        "> 100 % (all of it)".to_string()
+    } else {
+        pct(v)
+    }
+}
+
 /// `parts` joined by " | " into lines of at most `width` columns, the
 /// first starting with `lead` and the others indented as far.
 fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
@@ -110,21 +121,21 @@ fn loss_parts(a: &Analysis) -> Vec<String> {
                     format!(
                         "{} {} (paired {})",
                         hz(r.freq_hz as f64),
-                        pct(r.predicted_loss_pct.value),
+                        loss_pct(r.predicted_loss_pct.value),
                         pct(p.value)
                     )
                 }
                 _ => format!(
                     "{} {}",
                     hz(r.freq_hz as f64),
-                    pct(r.predicted_loss_pct.value)
+                    loss_pct(r.predicted_loss_pct.value)
                 ),
             })
             .collect();
     }
     a.primary_loss()
         .iter()
-        .map(|l| format!("{} {}", hz(l.freq_hz as f64), pct(l.trusted().value)))
+        .map(|l| format!("{} {}", hz(l.freq_hz as f64), loss_pct(l.trusted().value)))
         .collect()
 }
 
@@ -162,6 +173,7 @@ fn budget_words(rec: Option<&Recommendation>) -> String {
     match rec {
         Some(r) => match r.rate_hz {
             Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
+            Some(hz_) if r.at_highest_measured => format!(">= {hz_} Hz (highest measured)"),
             Some(hz_) => format!("{hz_} Hz"),
             None if !r.resolvable => "not resolved".to_string(),
             None => "none measured".to_string(),
@@ -353,6 +365,11 @@ fn profiler_body(
             )
         })
         .collect();
+    let cost = if cost.is_empty() {
+        vec!["not resolved at any rate (see the report's profiler table)".to_string()]
+    } else {
+        cost
+    };
     body.extend(wrap(
         "one interruption costs the application ",
         &cost,
@@ -361,7 +378,13 @@ fn profiler_body(
     let loss: Vec<String> = t
         .rows
         .iter()
-        .map(|r| format!("{} {}", hz(r.freq_hz as f64), pct(r.gap_loss_pct.value)))
+        .map(|r| {
+            format!(
+                "{} {}",
+                hz(r.freq_hz as f64),
+                loss_pct(r.gap_loss_pct.value)
+            )
+        })
         .collect();
     body.extend(wrap("loss: ", &loss, inner));
     body.extend(wrap("highest rate within ", &budget_parts(a, &[]), inner));

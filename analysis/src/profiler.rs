@@ -330,13 +330,21 @@ pub struct ProfilerRecommendation {
     pub loss_per_khz_pct: f64,
     /// What that loss per kHz came from.
     pub basis: String,
+    /// True when the budget would allow more than the highest measured
+    /// rate: `max_hz` is that rate, as in the built-in sampler's
+    /// recommendation (no rate above the measured ones is recommended).
+    pub at_highest_measured: bool,
 }
 
 impl ProfilerRecommendation {
-    /// The rate in words: `602 Hz`, or `no answer`.
+    /// The rate in words: `602 Hz`, `>= 999 Hz (highest measured)`, or `no
+    /// answer`.
     pub fn rate_words(&self) -> String {
-        self.max_hz
-            .map_or_else(|| "no answer".to_string(), |h| format!("{h:.0} Hz"))
+        match self.max_hz {
+            Some(h) if self.at_highest_measured => format!(">= {h:.0} Hz (highest measured)"),
+            Some(h) => format!("{h:.0} Hz"),
+            None => "no answer".to_string(),
+        }
     }
 
     /// The answer with what it rests on, one line.
@@ -383,20 +391,26 @@ pub fn recommend(t: &ProfilerTable, budget_pct: f64) -> ProfilerRecommendation {
     let unresolved = if any_resolved {
         ""
     } else {
-        "; no rate's loss resolves, so this is the loosest bound measured"
+        "; no rate's loss resolves, so this is the largest bound measured"
     };
+    let highest = t.rows.iter().map(|r| r.freq_hz).max().unwrap_or(0) as f64;
     match worst {
-        Some((k, basis)) if k > 0.0 => ProfilerRecommendation {
-            budget_pct,
-            max_hz: Some(budget_pct / k * 1000.0),
-            loss_per_khz_pct: k,
-            basis: format!("{basis}{unresolved}"),
-        },
+        Some((k, basis)) if k > 0.0 => {
+            let within = budget_pct / k * 1000.0;
+            ProfilerRecommendation {
+                budget_pct,
+                max_hz: Some(within.min(highest)),
+                loss_per_khz_pct: k,
+                basis: format!("{basis}{unresolved}"),
+                at_highest_measured: within > highest,
+            }
+        }
         _ => ProfilerRecommendation {
             budget_pct,
             max_hz: None,
             loss_per_khz_pct: f64::NAN,
             basis: "no rate measured a loss".to_string(),
+            at_highest_measured: false,
         },
     }
 }

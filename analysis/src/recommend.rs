@@ -71,6 +71,10 @@ pub struct Recommendation {
     /// The cost per sample the paired throughput loss implies (loss /
     /// achieved rate), ns, where it was charged.
     pub throughput_cost_ns: Option<Estimate>,
+    /// True when every measured rate is within budget, so the answer is
+    /// the highest measured rate (rates above it were not measured): the
+    /// budget allows at least this much.
+    pub at_highest_measured: bool,
     /// The rate each basis alone would recommend, Hz.
     pub model_rate_hz: Option<u64>,
     pub throughput_rate_hz: Option<u64>,
@@ -99,6 +103,7 @@ impl Recommendation {
             interval: MEAN_INTERVAL.to_string(),
             conservative: false,
             bound_only: false,
+            at_highest_measured: false,
             model_cost_ns: None,
             throughput_cost_ns: None,
             model_rate_hz: None,
@@ -307,7 +312,7 @@ fn prediction_sentence(curve: &CostCurve, rate: u64, max_hz: f64, budget_pct: f6
     );
     if max_hz >= highest as f64 {
         first.push_str(&format!(
-            " Every measured rate is within budget; rates above the highest measured, {highest} Hz, were not measured, so none is recommended."
+            " Every measured rate is within budget; rates above the highest measured, {highest} Hz, were not measured, so none above it is recommended: the budget allows at least this much."
         ));
     } else if (rate as f64) < curve.points[0].freq_hz as f64 {
         first.push_str(&format!(
@@ -355,6 +360,7 @@ fn recommend_on(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recommendati
         suggested_hz: suggested,
         rate_hz: suggested,
         interval: PREDICTION_INTERVAL.to_string(),
+        at_highest_measured: max_hz >= curve.highest_hz() as f64,
         ..Recommendation::nothing_yet(budget_pct, basis.to_string())
     };
     let Some(rate) = suggested else {

@@ -451,3 +451,20 @@ fn compare_shows_each_sets_answer_and_cost_as_its_report_does() {
         "{text}"
     );
 }
+
+/// A budget every measured rate meets is answered with the highest measured
+/// rate, said to be a floor, never a rate above the measured ones: for the
+/// built-in sampler and for a profiler alike.
+#[test]
+fn a_budget_every_rate_meets_is_answered_at_the_highest_measured_rate() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    for set in [
+        "20261126T-vm-check-builtin",
+        "20261126T-vm-check-perf-record",
+    ] {
+        let j = recommend_json(&root.join(set), "50");
+        assert_eq!(j["at_highest_measured"], true, "{set}: {j}");
+        // Both sets measured up to 4 kHz.
+        assert_eq!(j["max_hz"].as_f64(), Some(4000.0), "{set}: {j}");
+    }
+}
