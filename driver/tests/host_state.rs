@@ -247,6 +247,12 @@ fn resume_after_kill_9_restores_first_and_keeps_the_original_in_the_manifest() {
         "{:?}",
         m.warnings
     );
+    // What both invocations said (the event's fallback, the raised limit)
+    // is in the manifest once.
+    let mut seen = std::collections::HashSet::new();
+    for w in &m.warnings {
+        assert!(seen.insert(w), "said twice: {w}\n{:?}", m.warnings);
+    }
 }
 
 #[test]

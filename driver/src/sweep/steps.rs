@@ -225,7 +225,13 @@ pub(super) fn open_results(
                     c.restored = true;
                 }
             }
-            m.warnings.extend(warnings);
+            // What the first invocation already said (the event's
+            // fallback, a raised rate limit) is not said twice.
+            for w in warnings {
+                if !m.warnings.contains(&w) {
+                    m.warnings.push(w);
+                }
+            }
             m.warnings.push(format!(
                 "resumed at {}",
                 chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
