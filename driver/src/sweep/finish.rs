@@ -37,11 +37,17 @@ pub(super) struct Sweep<'a> {
 /// directory on stdout either way.
 pub(super) fn run_restore_report(mut s: Sweep<'_>) -> anyhow::Result<ExitCode> {
     s.dir.write_manifest(&s.manifest)?;
+    // A command's runs last as long as it does; its duration_ns only sizes
+    // the rings (twice its longest warm-up run).
+    let length = if s.manifest.options.command.is_some() {
+        "the command's length".to_string()
+    } else {
+        format!("{} ms", s.manifest.options.duration_ns / 1_000_000)
+    };
     tracing::info!(
-        "sweep into {}: {} runs of {} ms, event {}, scope {}, seed {}",
+        "sweep into {}: {} runs of {length}, event {}, scope {}, seed {}",
         s.root.display(),
         s.todo.len(),
-        s.manifest.options.duration_ns / 1_000_000,
         s.backend.event,
         s.manifest.options.scope.as_str(),
         s.manifest.options.seed
