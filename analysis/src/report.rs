@@ -400,7 +400,18 @@ fn fmt_fit_line(fit: &crate::fit::LineFit, unit: &str) -> String {
 /// with its standard error and 95 % interval either way.
 fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
     let (slo, shi) = fit.slope_ci();
-    let slope_se_ci = format!("(SE {:.4}, 95% CI [{slo:.4}, {shi:.4}])", fit.se_slope);
+    // A line through as many points as it has coefficients has no
+    // residual to give an error from: said, not printed as NaN.
+    let slope_se_ci = if fit.se_slope.is_finite() {
+        format!("(SE {:.4}, 95% CI [{slo:.4}, {shi:.4}])", fit.se_slope)
+    } else {
+        format!("(no interval: {} points leave no residual)", fit.n)
+    };
+    let se_intercept = if fit.se_intercept.is_finite() {
+        format!(" (SE {:.4})", fit.se_intercept)
+    } else {
+        String::new()
+    };
     let weighting = if fit.weighted {
         "weighted 1/var"
     } else {
@@ -413,8 +424,8 @@ fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
         )
     } else {
         format!(
-            "a = {:.4} {unit} (SE {:.4}), b = {:.4} {unit}/kHz {slope_se_ci}, R^2 {:.4}, n {}, {weighting}",
-            fit.intercept, fit.se_intercept, fit.slope, fit.r2, fit.n,
+            "a = {:.4} {unit}{se_intercept}, b = {:.4} {unit}/kHz {slope_se_ci}, R^2 {:.4}, n {}, {weighting}",
+            fit.intercept, fit.slope, fit.r2, fit.n,
         )
     }
 }
