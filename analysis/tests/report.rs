@@ -348,6 +348,22 @@ fn report_speed_default_sweep() {
     assert!(times[2] < 2.0, "median {:.3} s", times[2]);
 }
 
+/// The first row at 100 Hz of a report CSV, by column name.
+fn row_at_100_hz(csv_path: &std::path::Path) -> std::collections::HashMap<String, String> {
+    let mut r = csv::Reader::from_path(csv_path).unwrap();
+    let h = r.headers().unwrap().clone();
+    r.records()
+        .map(Result::unwrap)
+        .map(|row| {
+            h.iter()
+                .zip(row.iter())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect::<std::collections::HashMap<_, _>>()
+        })
+        .find(|row| row["freq_hz"] == "100")
+        .unwrap()
+}
+
 /// `analysis compare` leads with what each report answers and uses each
 /// report's own intervals: its rate rows are the answer boxes' rates, its
 /// cost rows the per-sample table's totals, its loss the interval over runs.
@@ -395,16 +411,8 @@ fn compare_shows_each_sets_answer_and_cost_as_its_report_does() {
             "{set}: {rate} not in {answer}"
         );
         // The 100 Hz cost is the per-sample table's total, rounded.
-        let ps = std::fs::read_to_string(root.join(set).join("report/per_sample.csv")).unwrap();
-        let mut r = csv::Reader::from_reader(ps.as_bytes());
-        let h = r.headers().unwrap().clone();
-        let col = |name: &str| h.iter().position(|c| c == name).unwrap();
-        let row = r
-            .records()
-            .map(Result::unwrap)
-            .find(|row| &row[col("freq_hz")] == "100")
-            .unwrap();
-        let total: f64 = row[col("total_ns")].parse().unwrap();
+        let row = row_at_100_hz(&root.join(set).join("report/per_sample.csv"));
+        let total: f64 = row["total_ns"].parse().unwrap();
         let cost = &cells("cost per sample ns at 100 Hz")[i];
         assert!(
             cost.starts_with(&format!("{total:.0} [")),
@@ -435,17 +443,9 @@ fn compare_shows_each_sets_answer_and_cost_as_its_report_does() {
     );
     assert!(text2.contains("| sampling event | profiler: "), "{text2}");
     // The loss at 100 Hz with loss.csv's interval over runs, not over groups.
-    let loss = std::fs::read_to_string(root.join(sets[0]).join("report/loss.csv")).unwrap();
-    let mut r = csv::Reader::from_reader(loss.as_bytes());
-    let h = r.headers().unwrap().clone();
-    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
-    let row = r
-        .records()
-        .map(Result::unwrap)
-        .find(|row| &row[col("freq_hz")] == "100")
-        .unwrap();
-    let lo: f64 = row[col("loss_lo_by_run_pct")].parse().unwrap();
-    let hi: f64 = row[col("loss_hi_by_run_pct")].parse().unwrap();
+    let row = row_at_100_hz(&root.join(sets[0]).join("report/loss.csv"));
+    let lo: f64 = row["loss_lo_by_run_pct"].parse().unwrap();
+    let hi: f64 = row["loss_hi_by_run_pct"].parse().unwrap();
     assert!(
         cells("throughput loss % at 100 Hz")[0].ends_with(&format!("[{lo:.3}, {hi:.3}]")),
         "{text}"
