@@ -173,7 +173,9 @@ fn budget_words(rec: Option<&Recommendation>) -> String {
     match rec {
         Some(r) => match r.rate_hz {
             Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
-            Some(hz_) if r.at_highest_measured => format!(">= {hz_} Hz (highest measured)"),
+            Some(hz_) if r.at_highest_measured => {
+                format!(">= {hz_} Hz (every measured rate within)")
+            }
             Some(hz_) => format!("{hz_} Hz"),
             None if !r.resolvable => "not resolved".to_string(),
             None => "none measured".to_string(),
@@ -366,7 +368,7 @@ fn profiler_body(
         })
         .collect();
     let cost = if cost.is_empty() {
-        vec!["not resolved at any rate (see the report's profiler table)".to_string()]
+        vec!["not resolved (see the profiler table)".to_string()]
     } else {
         cost
     };

@@ -341,7 +341,9 @@ impl ProfilerRecommendation {
     /// answer`.
     pub fn rate_words(&self) -> String {
         match self.max_hz {
-            Some(h) if self.at_highest_measured => format!(">= {h:.0} Hz (highest measured)"),
+            Some(h) if self.at_highest_measured => {
+                format!(">= {h:.0} Hz (every measured rate within)")
+            }
             Some(h) => format!("{h:.0} Hz"),
             None => "no answer".to_string(),
         }
@@ -350,6 +352,10 @@ impl ProfilerRecommendation {
     /// The answer with what it rests on, one line.
     pub fn headline(&self) -> String {
         match self.max_hz {
+            Some(h) if self.at_highest_measured => format!(
+                "{h:.0} Hz or more with this profiler: every measured rate is within budget ({:.3} % per kHz, the upper 95 % bound of the {}), and none above {h:.0} Hz was measured",
+                self.loss_per_khz_pct, self.basis
+            ),
             Some(_) => format!(
                 "at most {} with this profiler ({:.3} % per kHz, the upper 95 % bound of the {})",
                 self.rate_words(),

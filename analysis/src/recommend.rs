@@ -310,7 +310,7 @@ fn prediction_sentence(curve: &CostCurve, rate: u64, max_hz: f64, budget_pct: f6
         loss(c.lo),
         loss(c.hi)
     );
-    if max_hz >= highest as f64 {
+    if curve.within(highest as f64, budget_pct) {
         first.push_str(&format!(
             " Every measured rate is within budget; rates above the highest measured, {highest} Hz, were not measured, so none above it is recommended: the budget allows at least this much."
         ));
@@ -350,7 +350,7 @@ fn recommend_on(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recommendati
         .points
         .iter()
         .rev()
-        .find(|p| p.freq_hz as f64 <= max_hz);
+        .find(|p| p.freq_hz as f64 <= max_hz && curve.within(p.freq_hz as f64, budget_pct));
     let mut rec = Recommendation {
         max_hz: Some(max_hz),
         interpolated: !curve.points.iter().any(|p| p.freq_hz as f64 == max_hz),
@@ -360,7 +360,7 @@ fn recommend_on(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recommendati
         suggested_hz: suggested,
         rate_hz: suggested,
         interval: PREDICTION_INTERVAL.to_string(),
-        at_highest_measured: max_hz >= curve.highest_hz() as f64,
+        at_highest_measured: curve.within(curve.highest_hz() as f64, budget_pct),
         ..Recommendation::nothing_yet(budget_pct, basis.to_string())
     };
     let Some(rate) = suggested else {

@@ -468,3 +468,49 @@ fn a_budget_every_rate_meets_is_answered_at_the_highest_measured_rate() {
         assert_eq!(j["max_hz"].as_f64(), Some(4000.0), "{set}: {j}");
     }
 }
+
+/// A looser budget never gets a lower rate: on every committed result set,
+/// the recommended rate does not decrease as the budget grows (a 1 ms
+/// command's set had answered 0.1 % with 997 Hz and 1 % with 97 Hz).
+#[test]
+fn the_recommended_rate_never_falls_as_the_budget_grows() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let budgets = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0];
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("manifest.json").is_file() {
+            continue;
+        }
+        let rs = analysis::load::load(&dir).unwrap();
+        let a = analysis::pipeline::analyse(&rs).unwrap();
+        if let Some(t) = &a.profiler {
+            let rates: Vec<f64> = budgets
+                .iter()
+                .map(|&b| analysis::profiler::recommend(t, b).max_hz.unwrap_or(0.0))
+                .collect();
+            assert!(
+                rates.windows(2).all(|w| w[0] <= w[1]),
+                "{}: {rates:?}",
+                dir.display()
+            );
+        } else {
+            let rates: Vec<u64> = budgets
+                .iter()
+                .map(|&b| {
+                    analysis::recommend::recommend(&a, b)
+                        .ok()
+                        .and_then(|r| r.rate_hz)
+                        .unwrap_or(0)
+                })
+                .collect();
+            assert!(
+                rates.windows(2).all(|w| w[0] <= w[1]),
+                "{}: {rates:?}",
+                dir.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} sets");
+}

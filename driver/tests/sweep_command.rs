@@ -135,10 +135,10 @@ fn a_command_that_fails_is_refused_before_anything_runs_or_recorded_when_it_fail
     // Succeeds in the warm-up (call 1), fails on its third call (the
     // second measured run): that run is recorded as failed with its
     // stderr and the sweep goes on. The loop makes a run long enough to
-    // hold the 10 samples at 1 kHz a sweep asks of a command (tens of ms).
+    // hold the 10 samples at 1 kHz a sweep asks of a command (over 100 ms).
     let counter = tmp.path().join("calls");
     let script = format!(
-        "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; \
+        "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; \
          c=$(( $(cat {0} 2>/dev/null || echo 0) + 1 )); echo $c > {0}; \
          if [ $c -eq 3 ]; then echo disk full >&2; exit 7; fi",
         counter.display()

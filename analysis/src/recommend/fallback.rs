@@ -182,7 +182,7 @@ fn from_upper_bounds(
     rec.interval = MEAN_INTERVAL.to_string();
     let mut reasons = unresolved.reasoning.clone();
     reasons.push(
-        "From the upper bounds alone: the loss at a rate r is at most r x (the upper bound of the loss per sample measured at the lowest rate at or above r), assuming a sample costs no more below the lowest measured rate than at it:"
+        "From the upper bounds alone: the loss at a rate r is at most r x the largest upper bound of the loss per sample among the measured rates at or below r (the lowest rate's below it), assuming a sample costs no more below the lowest measured rate than at it:"
             .to_string(),
     );
     reasons.append(&mut rec.reasoning);

@@ -74,7 +74,11 @@ pub(super) fn recommend_throughput(
     );
     let lowest = pts[0];
     let hw = lowest.trusted().half_width();
-    if hw > budget_pct {
+    // Unresolvable only where the lowest rate's upper bound is above the
+    // budget too: an interval wider than the budget that still lies below
+    // it answers the budget (a tighter budget answered from upper bounds
+    // alone could otherwise get a higher rate than a looser one).
+    if hw > budget_pct && lowest.trusted().hi > budget_pct {
         rec.resolvable = false;
         rec.reasoning = unresolvable_reasons(lowest, hw, budget_pct);
         return Ok(rec);
@@ -95,6 +99,7 @@ pub(super) fn recommend_throughput(
         (hz, how)
     });
     rec.max_hz = Some(max_hz);
+    rec.at_highest_measured = next.is_none();
     rec.suggested_hz = nice_prime_below(max_hz);
     rec.rate_hz = rec.suggested_hz;
     rec.basis = format!("throughput loss ({} design)", safe.design);
@@ -122,10 +127,13 @@ fn budget_on_fit(
         let x = f_hz / 1000.0;
         fit.at(x) + fit.band_half_width(x)
     };
-    let (mut lo, mut hi) = (safe.freq_hz as f64, next.freq_hz as f64);
-    if upper(lo) > budget_pct || fit.slope <= 0.0 {
+    let (f0, f1) = (safe.freq_hz as f64, next.freq_hz as f64);
+    if upper(f0) > budget_pct || fit.slope <= 0.0 {
         return None;
     }
+    // Where the fit's upper band reaches the budget, at most `next` (the
+    // fit may stay below a budget the measured `next` exceeds).
+    let (mut lo, mut hi) = (f0, f1);
     if upper(hi) <= budget_pct {
         lo = hi;
     } else {
@@ -138,15 +146,27 @@ fn budget_on_fit(
             }
         }
     }
-    // Never above the first measured rate that failed.
-    (lo > safe.freq_hz as f64 && lo < next.freq_hz as f64).then(|| {
-        (
-            lo,
+    // Where the straight line between the two measured upper bounds
+    // reaches it: below `next`, since `next`'s bound exceeds the budget.
+    let (u0, u1) = (safe.trusted().hi, next.trusted().hi);
+    let on_bounds = f0 + (budget_pct - u0) / (u1 - u0) * (f1 - f0);
+    // The lower of the two: each grows with the budget, so a looser budget
+    // never gets a lower rate (the fit alone, where it stayed below the
+    // budget up to `next`, fell back to `safe` and broke that).
+    let at = lo.min(on_bounds);
+    let by_fit = lo <= on_bounds;
+    (at > f0 && at < f1).then(|| {
+        let how = if by_fit {
             format!(
-                " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {:.0} Hz.",
-                fit.intercept, fit.slope, lo
-            ),
-        )
+                " Between them, the fitted line loss = {:.3}% + {:.4} %/kHz x f reaches the budget with its upper 95% band at {at:.0} Hz (below where the line between the two upper bounds does).",
+                fit.intercept, fit.slope
+            )
+        } else {
+            format!(
+                " Between them, the line between the two measured upper bounds reaches the budget at {at:.0} Hz (below where the fitted line's upper band does)."
+            )
+        };
+        (at, how)
     })
 }
 
@@ -192,7 +212,7 @@ fn reasoning(
             n.trusted().hi
         ),
         None => format!(
-            "Every measured rate is within budget; the highest, {} Hz, loses {:.3}% (95% upper bound {:.3}%); rates above it were not measured, so none is recommended.",
+            "Every measured rate is within budget; the highest, {} Hz, loses {:.3}% (95% upper bound {:.3}%); rates above it were not measured, so none above it is recommended: the budget allows at least this much.",
             safe.freq_hz,
             safe.trusted().value,
             safe.trusted().hi
