@@ -15,42 +15,32 @@ pub struct Remainder {
     /// matched samples do not account for (more or longer interruptions
     /// besides the samples' own).
     pub in_gaps_pp: Estimate,
-    /// total - in gaps (Welch interval): lost time outside every gap,
+    /// paired - (predicted + in gaps) (Welch interval; the two parts from
+    /// the same runs, summed per run): lost time outside every gap,
     /// the loop running slower between interruptions (an after-effect
     /// beyond the horizon, a slower core), or an artefact of the paired
     /// design.
     pub outside_gaps_pp: Estimate,
 }
 
-/// `value` +- the Welch-Satterthwaite t of `parts` x `se`.
-fn welch(value: f64, se: f64, parts: &[&Estimate]) -> Estimate {
-    let h = crate::stats::satterthwaite_crit95(parts) * se;
-    Estimate {
-        value,
-        lo: value - h,
-        hi: value + h,
-        se,
-        n: parts.iter().map(|e| e.n).min().unwrap_or(0),
-    }
-}
-
 impl Remainder {
-    /// From the paired loss, the predicted loss and the in-gaps part (all
-    /// %); None unless all three have an interval.
-    pub fn of(paired: &Estimate, predicted: &Estimate, in_gaps: Estimate) -> Option<Self> {
-        if !(paired.se.is_finite() && predicted.se.is_finite() && in_gaps.se.is_finite()) {
+    /// From the paired loss, the predicted loss, the in-gaps part and
+    /// their per-run sum `explained` (all %, the last three over the same
+    /// gaps runs); None unless all have an interval.
+    pub fn of(
+        paired: &Estimate,
+        predicted: &Estimate,
+        in_gaps: Estimate,
+        explained: &Estimate,
+    ) -> Option<Self> {
+        let all = [paired, predicted, &in_gaps, explained];
+        if !all.iter().all(|e| e.se.is_finite()) {
             return None;
         }
-        let total_pp = crate::stats::difference(paired, predicted);
-        let outside_se = (total_pp.se.powi(2) + in_gaps.se.powi(2)).sqrt();
         Some(Self {
-            total_pp,
+            total_pp: crate::stats::difference(paired, predicted),
             in_gaps_pp: in_gaps,
-            outside_gaps_pp: welch(
-                total_pp.value - in_gaps.value,
-                outside_se,
-                &[paired, predicted, &in_gaps],
-            ),
+            outside_gaps_pp: crate::stats::difference(paired, explained),
         })
     }
 

@@ -280,6 +280,24 @@ impl RowContext<'_> {
                     .collect::<Vec<_>>(),
             )
         };
+        // Per run, what the samples explain (prediction + its unexplained
+        // part inside gaps = the excess gap share + the after-effect's
+        // loss): from the same runs, so one interval over them carries
+        // the two parts' covariance.
+        let explained = if costs.is_empty() {
+            nan_est(n)
+        } else {
+            t_interval(
+                &at.iter()
+                    .zip(costs)
+                    .map(|(r, c)| {
+                        predicted_loss_pct(c.rate_hz, c.total_ns) + r.gap_share_pct()
+                            - self.zero_gap
+                            - in_gaps_of(c)
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        };
         let pooled = &matched.pooled_ns;
         let totals: Vec<f64> = costs.iter().map(|c| c.total_ns).collect();
         PerSampleRow {
@@ -320,7 +338,8 @@ impl RowContext<'_> {
             agreement: paired_loss_pct
                 .filter(|_| predicted.value.is_finite())
                 .map(|p| agreement(&predicted, &p, after_bound.is_some())),
-            remainder: paired_loss_pct.and_then(|p| Remainder::of(&p, &predicted, in_gaps)),
+            remainder: paired_loss_pct
+                .and_then(|p| Remainder::of(&p, &predicted, in_gaps, &explained)),
             paired_loss_pct,
             predicted_loss_pct: predicted,
             excess_gap_share_pct: per_run(&|r| r.gap_share_pct() - self.zero_gap),

@@ -228,17 +228,33 @@ fn drift_over_the_sweep() {
 
 #[test]
 fn the_remainder_by_hand() {
-    // Paired 13 % (se 2), predicted 2 % (se 0.1), in gaps 0.5 pp (se 0.2):
-    // 11 pp left, 10.5 of them outside every gap.
-    let m = Remainder::of(&est(13.0, 2.0), &est(2.0, 0.1), est(0.5, 0.2)).unwrap();
+    // Paired 13 % (se 2), predicted 2 % (se 0.1), in gaps 0.5 pp (se 0.2),
+    // their per-run sum 2.5 % (se 0.15: the two parts from the same runs,
+    // correlated): 11 pp left, 10.5 of them outside every gap, whose se
+    // is the sum's with the paired loss's, not the three in quadrature.
+    let m = Remainder::of(
+        &est(13.0, 2.0),
+        &est(2.0, 0.1),
+        est(0.5, 0.2),
+        &est(2.5, 0.15),
+    )
+    .unwrap();
     assert!((m.total_pp.value - 11.0).abs() < 1e-12);
     assert!((m.total_pp.se - (4.01f64).sqrt()).abs() < 1e-12);
     assert!((m.outside_gaps_pp.value - 10.5).abs() < 1e-12);
-    assert!((m.outside_gaps_pp.se - (4.05f64).sqrt()).abs() < 1e-12);
+    assert!((m.outside_gaps_pp.se - (4.0225f64).sqrt()).abs() < 1e-12);
     assert!(
         m.words().contains("outside every gap 10.50 pp"),
         "{}",
         m.words()
     );
-    assert!(Remainder::of(&Estimate::point(13.0, 1), &est(2.0, 0.1), est(0.5, 0.2)).is_none());
+    assert!(
+        Remainder::of(
+            &Estimate::point(13.0, 1),
+            &est(2.0, 0.1),
+            est(0.5, 0.2),
+            &est(2.5, 0.15)
+        )
+        .is_none()
+    );
 }
