@@ -269,34 +269,22 @@ impl RowContext<'_> {
         // The prediction's part inside gaps: all of it but the after-effect.
         let in_gaps_of =
             |c: &RunCost| predicted_loss_pct(c.rate_hz, c.total_ns - c.after_effect_ns);
-        // `costs` is one per run of `at`, in its order (or empty).
-        let in_gaps = if costs.is_empty() {
-            nan_est(n)
+        // `costs` is one per run of `at`, in its order (or empty). Per run,
+        // the unexplained part inside gaps, and what the samples explain
+        // with it (prediction + that part): from the same runs, so one
+        // interval over their sum carries the two parts' covariance.
+        let (in_gaps_runs, explained_runs): (Vec<f64>, Vec<f64>) = at
+            .iter()
+            .zip(costs)
+            .map(|(r, c)| {
+                let in_gaps = r.gap_share_pct() - self.zero_gap - in_gaps_of(c);
+                (in_gaps, predicted_loss_pct(c.rate_hz, c.total_ns) + in_gaps)
+            })
+            .unzip();
+        let (in_gaps, explained) = if costs.is_empty() {
+            (nan_est(n), nan_est(n))
         } else {
-            t_interval(
-                &at.iter()
-                    .zip(costs)
-                    .map(|(r, c)| r.gap_share_pct() - self.zero_gap - in_gaps_of(c))
-                    .collect::<Vec<_>>(),
-            )
-        };
-        // Per run, what the samples explain (prediction + its unexplained
-        // part inside gaps = the excess gap share + the after-effect's
-        // loss): from the same runs, so one interval over them carries
-        // the two parts' covariance.
-        let explained = if costs.is_empty() {
-            nan_est(n)
-        } else {
-            t_interval(
-                &at.iter()
-                    .zip(costs)
-                    .map(|(r, c)| {
-                        predicted_loss_pct(c.rate_hz, c.total_ns) + r.gap_share_pct()
-                            - self.zero_gap
-                            - in_gaps_of(c)
-                    })
-                    .collect::<Vec<_>>(),
-            )
+            (t_interval(&in_gaps_runs), t_interval(&explained_runs))
         };
         let pooled = &matched.pooled_ns;
         let totals: Vec<f64> = costs.iter().map(|c| c.total_ns).collect();
