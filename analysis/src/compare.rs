@@ -55,59 +55,48 @@ impl Column {
         })
     }
 
+    /// The profiler table's row at `f` (a `--profiler` set).
+    fn profiler_row(&self, f: u64) -> Option<&crate::profiler::ProfilerRow> {
+        let t = self.a.profiler.as_ref()?;
+        t.rows.iter().find(|r| r.freq_hz == f)
+    }
+
+    /// The per-sample table's row at `f` (the gaps design).
+    fn per_sample_row(&self, f: u64) -> Option<&crate::percost::PerSampleRow> {
+        let ps = self.a.per_sample.as_ref()?;
+        ps.rows.iter().find(|r| r.freq_hz == f)
+    }
+
     /// The throughput loss at `f`: the primary loss row (paired, else whole
     /// runs) with the interval over runs, or a profiler's throughput loss.
     fn throughput_loss_at(&self, f: u64) -> Option<Estimate> {
-        match &self.a.profiler {
-            Some(t) => t
-                .rows
-                .iter()
-                .find(|r| r.freq_hz == f)
-                .map(|r| r.throughput_loss_pct),
-            None => self
-                .a
-                .primary_loss()
-                .into_iter()
-                .find(|r| r.freq_hz == f)
-                .map(LossRow::trusted),
+        if self.a.profiler.is_some() {
+            return self.profiler_row(f).map(|r| r.throughput_loss_pct);
         }
+        self.a
+            .primary_loss()
+            .into_iter()
+            .find(|r| r.freq_hz == f)
+            .map(LossRow::trusted)
     }
 
     /// The loss the cost per sample gives at `f` (rate x cost, the gaps
     /// design's model), or a profiler's excess gap time: what the answer
     /// box shows as the loss where it exists.
     fn predicted_loss_at(&self, f: u64) -> Option<Estimate> {
-        match &self.a.profiler {
-            Some(t) => t
-                .rows
-                .iter()
-                .find(|r| r.freq_hz == f)
-                .map(|r| r.gap_loss_pct),
-            None => self
-                .a
-                .per_sample
-                .as_ref()
-                .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f))
-                .map(|r| r.predicted_loss_pct),
+        if self.a.profiler.is_some() {
+            return self.profiler_row(f).map(|r| r.gap_loss_pct);
         }
+        self.per_sample_row(f).map(|r| r.predicted_loss_pct)
     }
 
     /// What one sample (a profiler's interruption) costs the application
     /// at `f`, ns: the gaps design's total.
     fn cost_at(&self, f: u64) -> Option<Estimate> {
-        match &self.a.profiler {
-            Some(t) => t
-                .rows
-                .iter()
-                .find(|r| r.freq_hz == f)
-                .map(|r| r.cost_per_interruption_ns),
-            None => self
-                .a
-                .per_sample
-                .as_ref()
-                .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f))
-                .map(|r| r.total_ns),
+        if self.a.profiler.is_some() {
+            return self.profiler_row(f).map(|r| r.cost_per_interruption_ns);
         }
+        self.per_sample_row(f).map(|r| r.total_ns)
     }
 
     /// The frequencies its loss or cost rows have.
