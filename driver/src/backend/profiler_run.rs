@@ -41,10 +41,12 @@ struct TreeReading {
     cpus: BTreeSet<u32>,
 }
 
-/// Every process whose ancestry reaches `root` (itself included), as
-/// opened by one walk of /proc; a process that exits meanwhile is left out.
+/// Every process whose ancestry reaches `root` (itself included): one
+/// walk of /proc maps parents to children, each process's handle (an open
+/// /proc/PID descriptor) dropped as soon as its stat is read, so a host
+/// with thousands of processes does not run out of descriptors; only the
+/// tree's own are opened again. A process that exits meanwhile is left out.
 fn tree_of(root: u32) -> Vec<Process> {
-    let mut by_pid: BTreeMap<u32, Process> = BTreeMap::new();
     let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     if let Ok(processes) = procfs::process::all_processes() {
         for p in processes.flatten() {
@@ -53,7 +55,6 @@ fn tree_of(root: u32) -> Vec<Process> {
                 p.stat().ok().and_then(|s| u32::try_from(s.ppid).ok()),
             ) {
                 children.entry(ppid).or_default().push(pid);
-                by_pid.insert(pid, p);
             }
         }
     }
@@ -63,7 +64,9 @@ fn tree_of(root: u32) -> Vec<Process> {
         pids.extend(children.get(&pids[i]).into_iter().flatten());
         i += 1;
     }
-    pids.iter().filter_map(|pid| by_pid.remove(pid)).collect()
+    pids.iter()
+        .filter_map(|&pid| Process::new(i32::try_from(pid).ok()?).ok())
+        .collect()
 }
 
 /// The counters of `root`'s tree now: schedstat's time on CPU (ns) and
