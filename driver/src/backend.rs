@@ -204,7 +204,7 @@ impl RealBackend {
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         // Paired runs at 0 Hz (the null control) open a sampler that never
         // fires and toggle it like the others.
-        let sampler = if spec.run.freq_hz > 0 || !spec.phases.is_empty() {
+        let sampler = if opens_sampler(spec.run, spec.opts) {
             let cfg = self.sampler_config(spec, pid);
             Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
         } else {

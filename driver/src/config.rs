@@ -48,6 +48,16 @@ pub const DEFAULT_PHASE_NS: u64 = 100_000_000;
 pub const MIN_RUN_NS: u64 = 100_000_000;
 /// The fewest samples a run at the lowest sampling rate may hold.
 pub const MIN_SAMPLES_PER_RUN: u64 = 10;
+
+/// A run of `run_ns` at the lowest sampling rate of `freqs` (above 0 Hz)
+/// when it would hold fewer than [`MIN_SAMPLES_PER_RUN`] samples: that
+/// rate and the samples it holds; None when it holds enough (or nothing
+/// samples).
+pub fn too_few_samples(freqs: &[u64], run_ns: u64) -> Option<(u64, u128)> {
+    let lowest = *freqs.iter().find(|&&f| f > 0)?;
+    let samples = u128::from(lowest) * u128::from(run_ns) / 1_000_000_000;
+    (samples < u128::from(MIN_SAMPLES_PER_RUN)).then_some((lowest, samples))
+}
 /// Default limit on a sweep's planned time (runs x run length): 24 h.
 /// The longest shipped experiment plans ~13 minutes and the host's state
 /// changes on a scale of hours to days (docs/methodology.md; one sweep

@@ -130,25 +130,22 @@ impl Sources<'_> {
                 "give e.g. --duration 8s (the default) or 1s for a quick look",
             ));
         }
-        if let Some(&lowest) = freqs.iter().find(|&&f| f > 0) {
-            let samples = u128::from(lowest) * u128::from(duration_ns) / 1_000_000_000;
-            if samples < u128::from(MIN_SAMPLES_PER_RUN) {
-                // Rounded up to 0.1 s, so the duration named is enough.
-                let tenths = (u128::from(MIN_SAMPLES_PER_RUN) * 10).div_ceil(u128::from(lowest));
-                return Err(invalid(
-                    shown,
-                    &origin,
-                    format!(
-                        "a run at {lowest} Hz would hold about {samples} samples, fewer than the \
-                         {MIN_SAMPLES_PER_RUN} a cost per sample needs"
-                    ),
-                    format!(
-                        "give a --duration of at least {}.{} s or a higher lowest frequency",
-                        tenths / 10,
-                        tenths % 10
-                    ),
-                ));
-            }
+        if let Some((lowest, samples)) = too_few_samples(freqs, duration_ns) {
+            // Rounded up to 0.1 s, so the duration named is enough.
+            let tenths = (u128::from(MIN_SAMPLES_PER_RUN) * 10).div_ceil(u128::from(lowest));
+            return Err(invalid(
+                shown,
+                &origin,
+                format!(
+                    "a run at {lowest} Hz would hold about {samples} samples, fewer than the \
+                     {MIN_SAMPLES_PER_RUN} a cost per sample needs"
+                ),
+                format!(
+                    "give a --duration of at least {}.{} s or a higher lowest frequency",
+                    tenths / 10,
+                    tenths % 10
+                ),
+            ));
         }
         Ok(())
     }

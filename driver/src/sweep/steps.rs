@@ -367,15 +367,12 @@ pub(super) fn warm_up_command(
 /// [`MIN_SAMPLES_PER_RUN`]: crate::config::MIN_SAMPLES_PER_RUN
 fn refuse_short_command(argv: &[String], walls: &[u64], opts: &SweepOptions) -> anyhow::Result<()> {
     use crate::config::MIN_SAMPLES_PER_RUN;
-    let (Some(&shortest), Some(&lowest)) =
-        (walls.iter().min(), opts.freqs_hz.iter().find(|&&f| f > 0))
-    else {
+    let Some(&shortest) = walls.iter().min() else {
         return Ok(());
     };
-    let samples = u128::from(lowest) * u128::from(shortest) / 1_000_000_000;
-    if samples >= u128::from(MIN_SAMPLES_PER_RUN) {
+    let Some((lowest, samples)) = crate::config::too_few_samples(&opts.freqs_hz, shortest) else {
         return Ok(());
-    }
+    };
     let need_ms = (u128::from(MIN_SAMPLES_PER_RUN) * 1000).div_ceil(u128::from(lowest));
     Err(usage(format!(
         "--command {}: a run takes {:.1} ms (its shortest warm-up run), so at {lowest} Hz it holds about \
