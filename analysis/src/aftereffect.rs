@@ -41,7 +41,7 @@ fn scaled(e: &Estimate, k: f64) -> Estimate {
     }
 }
 
-pub use crate::stats::difference;
+use crate::stats::difference;
 
 /// The rows of every configuration (each analysed alone) at every rate
 /// where the paired loss and the gaps direct cost both exist.

@@ -280,9 +280,6 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
 
 /// The box, one string per line, frame included.
 pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
-    if a.profiler.is_some() {
-        return answer_box_for(rs, a, &[]);
-    }
     answer_box_for(rs, a, &crate::recommend::at_report_budgets(a))
 }
 

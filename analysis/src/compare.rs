@@ -27,8 +27,6 @@ struct Column {
     label: String,
     cpu: String,
     a: Analysis,
-    /// The `--profiler` template the set measured, if any.
-    profiler: Option<String>,
 }
 
 impl Column {
@@ -50,7 +48,6 @@ impl Column {
         Ok(Self {
             label,
             cpu: rs.manifest.host_str("cpu_model").unwrap_or_default(),
-            profiler: rs.profiler_template(),
             a,
         })
     }
@@ -142,8 +139,8 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
         ),
         row(
             "sampling event".to_string(),
-            cells(&|c| match &c.profiler {
-                Some(p) => format!("profiler: {p}"),
+            cells(&|c| match &c.a.profiler {
+                Some(t) => format!("profiler: {}", t.template),
                 None => c.a.events.join(", "),
             }),
             "cycles (PMU NMI)".to_string(),
@@ -196,14 +193,7 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
 fn answer_rows(cols: &[Column]) -> Vec<Vec<String>> {
     let answers: Vec<Vec<(f64, String)>> = cols
         .iter()
-        .map(|c| {
-            let at_budgets = if c.a.profiler.is_some() {
-                Vec::new()
-            } else {
-                at_report_budgets(&c.a)
-            };
-            budget_answers(&c.a, &at_budgets)
-        })
+        .map(|c| budget_answers(&c.a, &at_report_budgets(&c.a)))
         .collect();
     BUDGETS_PCT
         .iter()

@@ -180,8 +180,13 @@ pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
 pub type Budgeted = (f64, Result<Recommendation, AnalysisError>);
 
 /// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
-/// worked out once for the answer box, the budget plot and report.md.
+/// worked out once for the answer box, the budget plot and report.md;
+/// none for a `--profiler` set, whose table answers instead
+/// ([`crate::profiler::recommend`]).
 pub fn at_report_budgets(a: &Analysis) -> Vec<Budgeted> {
+    if a.profiler.is_some() {
+        return Vec::new();
+    }
     BUDGETS_PCT.iter().map(|&b| (b, recommend(a, b))).collect()
 }
 

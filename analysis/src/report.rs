@@ -81,11 +81,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
     // Worked out once: the answer box, the budget plot and report.md.
-    let at_budgets = if analysis.profiler.is_some() {
-        Vec::new()
-    } else {
-        crate::recommend::at_report_budgets(analysis)
-    };
+    let at_budgets = crate::recommend::at_report_budgets(analysis);
     let plots = crate::report::figures::write_plots(&out, analysis, &reference, &at_budgets);
     written.extend(plots.files.iter().cloned());
     remove_stale(&out, &written);

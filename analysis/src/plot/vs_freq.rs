@@ -338,10 +338,11 @@ impl VsFreq {
                 extents.y.add(place.at(f.band_lo[i]));
                 extents.y.add(place.at(f.band_hi[i]));
             }
+            // A curve's x range; its y values come in with every drawn
+            // line's points below.
             for &(x, y) in &f.curve {
                 if (!axes.log_x || x > 0.0) && (!axes.log_y || y > 0.0) {
                     extents.x.add(x);
-                    extents.y.add(place.at(y));
                 }
             }
         }

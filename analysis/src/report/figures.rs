@@ -280,15 +280,20 @@ fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLi
         .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    let at = |x: f64| curve.at(x).cost_ns;
-    let loss = |x: f64, ns: f64| crate::percost::predicted_loss_pct(x, ns);
+    let charged: Vec<(f64, Estimate)> = xs.iter().map(|&x| (x, curve.at(x).cost_ns)).collect();
+    let loss = |pick: fn(&Estimate) -> f64| -> Vec<f64> {
+        charged
+            .iter()
+            .map(|(x, c)| crate::percost::predicted_loss_pct(*x, pick(c)))
+            .collect()
+    };
     Some(FitLine {
         label: "predicted loss, rate x the cost per sample charged".to_string(),
         intercept: 0.0,
         slope: 0.0,
-        band_lo: xs.iter().map(|&x| loss(x, at(x).lo)).collect(),
-        band_hi: xs.iter().map(|&x| loss(x, at(x).hi)).collect(),
-        curve: xs.iter().map(|&x| (x, loss(x, at(x).value))).collect(),
+        band_lo: loss(|c| c.lo),
+        band_hi: loss(|c| c.hi),
+        curve: xs.iter().copied().zip(loss(|c| c.value)).collect(),
         band_x: xs,
         band_label: "the next run's 95% prediction interval".to_string(),
         label_at_end: false,
