@@ -71,7 +71,7 @@ pub struct PointSeries {
 
 /// A fitted line `y = intercept + slope * x`, with an optional confidence
 /// band given point-wise at `band_x` (all three vectors empty = no band).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct FitLine {
     pub label: String,
     pub intercept: f64,

@@ -108,10 +108,7 @@ fn util_series() -> (PointSeries, PointSeries, FitLine) {
         band_lo: band_x.iter().map(|x| 0.01 + 1.4e-4 * x).collect(),
         band_hi: band_x.iter().map(|x| 0.03 + 1.6e-4 * x).collect(),
         band_x,
-        curve: Vec::new(),
-        band_label: String::new(),
-        label_at_end: false,
-        colour: None,
+        ..FitLine::default()
     };
     (measured, reference, fit)
 }
@@ -239,10 +236,7 @@ fn loss_vs_linear_frequency_with_error_bars() {
         band_x: vec![],
         band_lo: vec![],
         band_hi: vec![],
-        curve: Vec::new(),
-        band_label: String::new(),
-        label_at_end: false,
-        colour: None,
+        ..FitLine::default()
     };
     let paths = plot_vs_freq(
         "Record loss",
@@ -589,8 +583,7 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         curve: grid.iter().map(|&f| (f, f * cost(f))).collect(),
         band_x: grid,
         band_label: "the next run interval".into(),
-        label_at_end: false,
-        colour: None,
+        ..FitLine::default()
     };
     let budget = FitLine {
         label: "budget 1 %".into(),
@@ -599,10 +592,8 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         band_x: vec![],
         band_lo: vec![],
         band_hi: vec![],
-        curve: Vec::new(),
-        band_label: String::new(),
         label_at_end: true,
-        colour: None,
+        ..FitLine::default()
     };
     let paths = plot_vs_freq_axes(
         "budget-like",

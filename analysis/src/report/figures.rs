@@ -71,10 +71,7 @@ fn fit_line(label: String, fit: &LineFit, x_min_hz: f64, x_max_hz: f64) -> FitLi
         band_x,
         band_lo,
         band_hi,
-        curve: Vec::new(),
-        band_label: String::new(),
-        label_at_end: false,
-        colour: None,
+        ..FitLine::default()
     }
 }
 
@@ -210,10 +207,9 @@ fn budget_plot(
             band_x: Vec::new(),
             band_lo: Vec::new(),
             band_hi: Vec::new(),
-            curve: Vec::new(),
-            band_label: String::new(),
             label_at_end: true,
             colour: Some(budget_colour(b)),
+            ..FitLine::default()
         })
         .collect();
     lines.extend(model);
@@ -296,8 +292,8 @@ fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLi
         curve: xs.iter().copied().zip(loss(|c| c.value)).collect(),
         band_x: xs,
         band_label: "the next run's 95% prediction interval".to_string(),
-        label_at_end: false,
         colour: Some((0, 0, 0)),
+        ..FitLine::default()
     })
 }
 
