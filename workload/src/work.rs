@@ -164,13 +164,14 @@ pub const DEFAULT_STACK_DEPTH: u32 = 32;
 /// main-thread stack; the kernel's call chains stop at 127 frames anyway).
 pub const MAX_STACK_DEPTH: u32 = 4096;
 
+/// The kinds there are, as a fix to offer.
+pub const KINDS_HELP: &str = "use loop, stack[:DEPTH] (e.g. stack:32) or memory:SIZE (e.g. memory:32K, memory:8M, memory:1G)";
+
 /// Why a kind is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KindError {
     /// Not a kind.
-    #[error(
-        "unknown workload kind '{0}': use loop, stack[:DEPTH] (e.g. stack:32) or memory:SIZE (e.g. memory:32K, memory:8M, memory:1G)"
-    )]
+    #[error("unknown workload kind '{0}': {KINDS_HELP}")]
     Unknown(String),
     /// A bad depth or size.
     #[error("workload kind '{0}': {1}")]

@@ -44,25 +44,24 @@ pub(super) fn legacy_workloads() -> Vec<WorkKind> {
 }
 
 pub(super) fn parse_workload(s: &str, origin: &Origin) -> Result<WorkKind, ConfigError> {
-    if WorkKind::parse(s) == Ok(WorkKind::Command) {
-        return Err(invalid(
+    use workload::work::{KINDS_HELP, KindError};
+    match WorkKind::parse(s) {
+        Ok(WorkKind::Command) => Err(invalid(
             s,
             origin,
             "the command kind is the user's own program",
             "give it with --command 'CMD ARGS' (or `command` in the experiment file)",
-        ));
-    }
-    WorkKind::parse(s).map_err(|e| {
-        // The message ends in the same list of kinds as the fix: said once.
-        let message = e.to_string();
-        let what = message.split(": use ").next().unwrap_or(&message).to_owned();
-        invalid(
+        )),
+        Ok(kind) => Ok(kind),
+        // The list of kinds is the fix: said once.
+        Err(KindError::Unknown(k)) => Err(invalid(
             s,
             origin,
-            what,
-            "use loop, stack[:DEPTH] (e.g. stack:32) or memory:SIZE (e.g. memory:32K, memory:8M, memory:1G)",
-        )
-    })
+            format!("unknown workload kind '{k}'"),
+            KINDS_HELP,
+        )),
+        Err(e @ KindError::Bad(..)) => Err(invalid(s, origin, e.to_string(), KINDS_HELP)),
+    }
 }
 
 pub(super) fn legacy_samples() -> Vec<SampleContents> {
