@@ -33,8 +33,8 @@ use child::{
     workload_command,
 };
 use phases::{phase_samples, run_phases};
+use run_files::RunFiles;
 pub(crate) use run_files::remove_stale_run_files;
-use run_files::{RemoveOnDrop, RunFiles, TEMP_PREFIX};
 
 /// The real backend: workload child + perf sampler.
 pub(crate) struct RealBackend {

@@ -13,7 +13,7 @@ use workload::counter::{CounterReader, State};
 use workload::work::WorkKind;
 
 use super::{
-    ChildGuard, RealBackend, RemoveOnDrop, WorkloadArgs, failed, read_pipe, ready_or_failed,
+    ChildGuard, RealBackend, RunFiles, WorkloadArgs, failed, read_pipe, ready_or_failed,
     spawn_unpinned, wait_end, workload_command,
 };
 use crate::config::SweepOptions;
@@ -33,18 +33,14 @@ impl RealBackend {
         interrupt: &AtomicBool,
     ) -> Result<LookMeasure, RunError> {
         let slice_ns = slice_ns_for(opts);
-        let counter = std::env::temp_dir().join(format!(
-            "{}{}-host-look.counter",
-            super::TEMP_PREFIX,
-            std::process::id()
-        ));
-        let gaps = counter.with_extension("gaps");
-        let _remove = (RemoveOnDrop(gaps.clone()), RemoveOnDrop(counter.clone()));
+        let files = RunFiles::named("host-look", true);
+        let counter = &files.counter;
+        let gaps = files.gaps.clone().unwrap_or_default();
         let mut cmd = workload_command(&WorkloadArgs {
             duration_ns: LOOK_NS,
             cpu: opts.cpu,
             kind: &WorkKind::Loop,
-            counter: &counter,
+            counter,
             gaps: Some(&gaps),
         });
         let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
@@ -52,7 +48,7 @@ impl RealBackend {
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());
         let (mut guard, reader, stderr) =
-            ready_or_failed(ChildGuard(Some(child)), &counter, interrupt, stderr)?;
+            ready_or_failed(ChildGuard(Some(child)), counter, interrupt, stderr)?;
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         let wall_start = monotonic_ns();
         reader.release();

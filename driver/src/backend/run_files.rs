@@ -9,7 +9,7 @@ use crate::config::Design;
 use crate::exec::RunSpec;
 
 /// Removes its file when dropped.
-pub(super) struct RemoveOnDrop(pub(super) PathBuf);
+struct RemoveOnDrop(PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
@@ -25,14 +25,14 @@ pub(super) struct RunFiles {
     /// The gaps file (gaps design).
     pub(super) gaps: Option<PathBuf>,
     /// Removes the gaps file on drop (fields drop in order: this first).
-    pub(super) _remove_gaps: Option<RemoveOnDrop>,
+    _remove_gaps: Option<RemoveOnDrop>,
     /// Removes the counter file on drop.
-    pub(super) _remove: RemoveOnDrop,
+    _remove: RemoveOnDrop,
 }
 
 /// The prefix of the workload's files in the temporary directory; the
 /// driver's pid follows it.
-pub(super) const TEMP_PREFIX: &str = "perf-overhead-";
+const TEMP_PREFIX: &str = "perf-overhead-";
 
 /// How long a dead driver's file must have been untouched to be removed.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
@@ -82,12 +82,20 @@ impl RunFiles {
     /// The run's files in the temporary directory, named by this process
     /// and the run.
     pub(super) fn new(spec: &RunSpec<'_>) -> RunFiles {
-        let counter = std::env::temp_dir().join(format!(
-            "{TEMP_PREFIX}{}-run-{}.counter",
-            std::process::id(),
-            spec.run.run_id
-        ));
-        let gaps = (spec.run.design == Design::Gaps).then(|| counter.with_extension("gaps"));
+        Self::named(
+            &format!("run-{}", spec.run.run_id),
+            spec.run.design == Design::Gaps,
+        )
+    }
+
+    /// The files of the workload called `tag` (`run-N`, `host-look`) in
+    /// the temporary directory, named by this process: the counter, and
+    /// the gaps file when `with_gaps`. [`remove_stale_run_files`] reads
+    /// these names back.
+    pub(super) fn named(tag: &str, with_gaps: bool) -> RunFiles {
+        let counter =
+            std::env::temp_dir().join(format!("{TEMP_PREFIX}{}-{tag}.counter", std::process::id()));
+        let gaps = with_gaps.then(|| counter.with_extension("gaps"));
         RunFiles {
             _remove_gaps: gaps.clone().map(RemoveOnDrop),
             _remove: RemoveOnDrop(counter.clone()),
