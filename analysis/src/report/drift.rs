@@ -11,16 +11,11 @@ use crate::percost::{CostDrift, PerSample};
 /// Writes `cost_by_run.csv`: one row per gaps run at F > 0 in sweep order,
 /// the header `RunCost`'s fields (alone for an empty table).
 pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
-    let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    for c in &ps.run_costs {
-        w.serialize(c).map_err(err)?;
-    }
-    if ps.run_costs.is_empty() {
-        w.write_record(results_format::header_of::<crate::percost::RunCost>())
-            .map_err(err)?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
+    crate::report::csv_row::write_rows(
+        path,
+        &ps.run_costs,
+        &results_format::header_of::<crate::percost::RunCost>(),
+    )
 }
 
 /// The drift in one sentence, for the summary.
