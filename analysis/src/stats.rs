@@ -240,19 +240,25 @@ pub fn loss_delta(on: &[f64], off: &[f64]) -> Estimate {
 /// runs behind an estimate (2 or 3) this is far wider than the normal
 /// 1.96, which would call two overlapping intervals different.
 pub fn satterthwaite_crit95(parts: &[&Estimate]) -> f64 {
-    let var: f64 = parts.iter().map(|e| e.se * e.se).sum();
-    let den: f64 = parts
-        .iter()
-        .map(|e| (e.se * e.se).powi(2) / (e.n as f64 - 1.0))
-        .sum();
-    let df = var * var / den;
-    if parts.iter().all(|e| e.n >= 2) && df.is_finite() && df > 0.0 {
-        t_crit95(df)
-    } else {
-        // No degrees of freedom to go on (an estimate of one value has no
-        // se either, so nothing is tested with this): the normal value.
-        1.959_963_984_540_054
+    let components: Vec<(f64, f64)> = parts.iter().map(|e| (e.se * e.se, e.n as f64)).collect();
+    match satterthwaite_df(&components) {
+        Some(df) if parts.iter().all(|e| e.n >= 2) && df.is_finite() => t_crit95(df),
+        _ => {
+            // No degrees of freedom to go on (an estimate of one value has
+            // no se either, so nothing is tested with this): the normal value.
+            1.959_963_984_540_054
+        }
     }
+}
+
+/// Welch-Satterthwaite degrees of freedom of a sum of variance components
+/// `(v_i, n_i)`, each v_i already divided by its n_i: (sum v_i)^2 / sum
+/// (v_i^2 / (n_i - 1)); None where that is not a positive number.
+fn satterthwaite_df(components: &[(f64, f64)]) -> Option<f64> {
+    let var: f64 = components.iter().map(|(v, _)| v).sum();
+    let den: f64 = components.iter().map(|(v, n)| v * v / (n - 1.0)).sum();
+    let df = var * var / den;
+    (den > 0.0 && df > 0.0).then_some(df)
 }
 
 /// a - b for independent estimates: the SEs added in quadrature, a 95 %
@@ -273,9 +279,7 @@ pub fn difference(a: &Estimate, b: &Estimate) -> Estimate {
 /// Welch-Satterthwaite degrees of freedom for two variance components
 /// v_i (already divided by n_i).
 pub fn welch_df(v1: f64, n1: f64, v0: f64, n0: f64) -> f64 {
-    let num = (v1 + v0).powi(2);
-    let den = v1 * v1 / (n1 - 1.0) + v0 * v0 / (n0 - 1.0);
-    if den > 0.0 { num / den } else { n1 + n0 - 2.0 }
+    satterthwaite_df(&[(v1, n1), (v0, n0)]).unwrap_or(n1 + n0 - 2.0)
 }
 
 #[cfg(test)]
