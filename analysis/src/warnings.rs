@@ -200,7 +200,7 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
 /// `thinning`): the tables from those files are means over the slices
 /// kept, not over every record. No remedy: it is how dense runs are stored.
 fn thinned(runs: &[Run]) -> Option<Warning> {
-    let thin = select(runs, |r| r.ok() && r.raw_keep_every.is_some_and(|k| k > 1));
+    let thin = select(runs, |r| r.ok() && r.is_thinned());
     let covered = |r: &&Run| r.raw_kept_ns.unwrap_or(0) as f64 / r.window_ns.max(1) as f64;
     let least = thin.iter().map(covered).fold(f64::INFINITY, f64::min);
     let most = thin.iter().map(covered).fold(0.0, f64::max);

@@ -162,6 +162,12 @@ impl RunRow {
         self.iterations as f64 / (d as f64 * 1e-9)
     }
 
+    /// Whether the run's raw files keep only some slices of it
+    /// (`raw_keep_every` > 1, see [`crate::thinning`]).
+    pub fn is_thinned(&self) -> bool {
+        self.raw_keep_every.is_some_and(|k| k > 1)
+    }
+
     /// What the older rows left empty, filled in as documented.
     fn fill_legacy(&mut self) {
         if self.sample.is_empty() {

@@ -343,7 +343,7 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
         let mut row = row;
         row.freq_hz = run.freq_hz;
         seen.push(id);
-        let thinned = run.raw_keep_every.is_some_and(|k| k > 1).then(|| Thinned {
+        let thinned = run.is_thinned().then(|| Thinned {
             kept_ns: run.raw_kept_ns.unwrap_or_default() as f64,
             samples: 0,
         });
