@@ -2,6 +2,7 @@
 //! utilisation and loss: numbers checked, not just files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod committed;
 mod common;
 
 use common::*;
@@ -472,16 +473,13 @@ fn a_budget_every_rate_meets_is_answered_at_the_highest_measured_rate() {
 /// A looser budget never gets a lower rate: on every committed result set,
 /// the recommended rate does not decrease as the budget grows (a 1 ms
 /// command's set had answered 0.1 % with 997 Hz and 1 % with 97 Hz).
+/// Only the sets git tracks (tests/committed): a user's own set in
+/// results/ is not the test's to judge.
 #[test]
 fn the_recommended_rate_never_falls_as_the_budget_grows() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
     let budgets = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0];
     let mut checked = 0;
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let dir = entry.unwrap().path();
-        if !dir.join("manifest.json").is_file() {
-            continue;
-        }
+    for dir in committed::committed_sets() {
         let rs = analysis::load::load(&dir).unwrap();
         let a = analysis::pipeline::analyse(&rs).unwrap();
         if let Some(t) = &a.profiler {
@@ -513,4 +511,52 @@ fn the_recommended_rate_never_falls_as_the_budget_grows() {
         checked += 1;
     }
     assert!(checked >= 10, "{checked} sets");
+}
+
+/// The tests that walk results/ read what git tracks there and nothing
+/// else: in a scratch repository, a committed set is listed, a set nested
+/// one level deeper is not (it belongs to its study), and a folder a
+/// user's sweep left beside them, with a manifest that does not even
+/// parse, is not listed either, so it cannot fail those tests. Outside a
+/// checkout the listing is an error that says so, never an empty pass.
+#[test]
+fn committed_sets_leave_out_what_a_user_added() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args([
+                "-c",
+                "user.name=test",
+                "-c",
+                "user.email=test@example.invalid",
+            ])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+    };
+    git(&["init", "-q"]);
+    for (set, manifest) in [
+        ("results/committed", "{}"),
+        ("results/study/round-0", "{}"),
+        ("results/mine", "{ not json"),
+    ] {
+        std::fs::create_dir_all(repo.join(set)).unwrap();
+        std::fs::write(repo.join(set).join("manifest.json"), manifest).unwrap();
+    }
+    git(&["add", "results/committed", "results/study"]);
+    git(&["commit", "-q", "-m", "two committed sets"]);
+    assert_eq!(
+        committed::sets_tracked_in(repo).unwrap(),
+        [repo.join("results/committed")]
+    );
+
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(plain.path().join("results/mine")).unwrap();
+    std::fs::write(plain.path().join("results/mine/manifest.json"), "{}").unwrap();
+    let e = committed::sets_tracked_in(plain.path()).unwrap_err();
+    assert!(e.contains("git checkout"), "{e}");
 }
