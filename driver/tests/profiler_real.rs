@@ -39,6 +39,22 @@ fn excess_rates(out: &Path, freq: u64) -> Vec<f64> {
     v
 }
 
+/// `perf ARGS -i DATA`'s stdout, which must succeed.
+fn perf_out(args: &[&str], data: &Path) -> String {
+    let o = std::process::Command::new("perf")
+        .args(args)
+        .arg("-i")
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
 /// `driver sweep --profiler TEMPLATE --freqs F --reps N --duration 1s`
 /// into `out`, run; its output.
 fn profiled_sweep(template: &str, freq: &str, reps: &str, out: &Path) -> std::process::Output {
@@ -61,6 +77,14 @@ fn profiled_sweep(template: &str, freq: &str, reps: &str, out: &Path) -> std::pr
     .unwrap()
 }
 
+/// What this test asserts holds however busy the host is: the profiler
+/// started, sampled the measured CPU (perf's own data file: its samples,
+/// all on that CPU, none lost), was stopped and reaped, and the report
+/// was written. How closely the profiler's extra interruptions track its
+/// rate is a magnitude a busy host moves (issue 33: [79, 388, 2198]/s at
+/// 1 kHz one evening, where 500..2500 had been asserted): it is printed
+/// here and measured by `analysis/validate/profiler_check.py` and
+/// `gaps_vs_perf_record.py` on a quiet machine.
 #[test]
 fn perf_record_as_the_profiler() {
     let _serial = common::one_at_a_time();
@@ -69,8 +93,14 @@ fn perf_record_as_the_profiler() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("perf");
+    // Each run's perf record writes here (the last 1 kHz run's file stays;
+    // perf renames the one before to perf.data.old).
+    let data = tmp.path().join("perf.data");
     let o = profiled_sweep(
-        "perf record -e cpu-clock -F {freq} -C {cpu} -o /dev/null",
+        &format!(
+            "perf record -e cpu-clock -F {{freq}} -C {{cpu}} -o {}",
+            data.display()
+        ),
         "1000",
         "3",
         &out,
@@ -97,17 +127,31 @@ fn perf_record_as_the_profiler() {
             assert_eq!(r.profiler_cpu_ns, None);
         }
     }
-    // perf record -C samples the loop's CPU at 1 kHz: the loop's timeline
-    // sees that many more interruptions. Three 1 s blocks on a noisy VM
-    // only bound it (a profiler's start-up can add IPIs of its own, a burst
-    // in one 0 Hz run can sink a block): their median; the committed sets
-    // give the exact ratio with its interval.
-    let mut x = excess_rates(&out, 1000);
-    x.sort_by(f64::total_cmp);
-    let median = x[x.len() / 2];
+    // It sampled: perf's own record of the last 1 kHz run holds samples of
+    // the measured CPU and of no other, and perf lost none (its ring holds
+    // far more than a second at 1 kHz). At least a tenth of the rate over
+    // the run's 1 s: a loose bound that only a profiler that barely ran
+    // misses; how many more interruptions the loop saw is printed, not
+    // asserted (see above).
+    let cpu = rows[0].cpu;
+    let cpus = perf_out(&["script", "-F", "cpu"], &data);
+    let samples: Vec<&str> = cpus.lines().map(str::trim).collect();
+    assert!(samples.len() >= 100, "{} perf samples", samples.len());
+    let on_cpu = format!("[{cpu:03}]");
     assert!(
-        (500.0..2500.0).contains(&median),
-        "{x:?} extra interruptions/s at 1 kHz"
+        samples.iter().all(|c| *c == on_cpu),
+        "perf record -C {cpu} sampled another CPU: {:?}",
+        samples.iter().find(|c| **c != on_cpu)
+    );
+    let stats = perf_out(&["report", "--stats"], &data);
+    for line in stats.lines().filter(|l| l.contains("LOST")) {
+        let n = line.split_whitespace().nth(2).unwrap_or("?");
+        assert!(n == "0", "perf lost records: {line}");
+    }
+    eprintln!(
+        "extra interruptions/s at 1 kHz (not asserted): {:?}; perf samples in the last run: {}",
+        excess_rates(&out, 1000),
+        samples.len()
     );
     let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
     assert!(md.contains("## Your profiler"), "{md}");
@@ -132,23 +176,53 @@ fn bpftrace_as_the_profiler() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("bpf");
+    // bpftrace prints its maps into this file when the driver stops it
+    // with SIGINT: the last 500 Hz run's count of the measured CPU's
+    // samples is there.
+    let printed = tmp.path().join("bpftrace.out");
     let o = profiled_sweep(
-        "bpftrace -e 'profile:hz:{freq} /cpu == {cpu}/ { @[kstack] = count(); }'",
+        &format!(
+            "bpftrace -o {} -e 'profile:hz:{{freq}} /cpu == {{cpu}}/ {{ @[kstack] = count(); @samples = count(); }}'",
+            printed.display()
+        ),
         "500",
         "3",
         &out,
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The background of a 1 s run on this VM moves by a few hundred
-    // interruptions a second between runs, and a burst in one 0 Hz run
-    // once made a block read -741/s: the median of three blocks must show
-    // the profiler's rate, not a precise ratio (the report gives it).
-    let mut x = excess_rates(&out, 500);
-    x.sort_by(f64::total_cmp);
-    let median = x[x.len() / 2];
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let rows = read_runs(&out).unwrap();
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.iter().all(|r| r.ok()), "{rows:?}");
+    // It sampled, and was stopped the way that makes it print its maps:
+    // at least a tenth of 500 Hz over the run's 1 s, a loose bound that
+    // only a profiler that barely ran misses. How many more interruptions
+    // the loop saw is a magnitude a busy host moves (a burst in one 0 Hz
+    // run once made a block read -741/s; issue 33): printed, not asserted;
+    // `analysis/validate/profiler_check.py` measures it on a quiet host.
+    let text = std::fs::read_to_string(&printed).unwrap();
+    let samples: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("@samples: "))
+        .unwrap_or_else(|| panic!("no @samples in bpftrace's output: {text}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(samples >= 50, "{samples} bpftrace samples");
+    assert!(out.join("report/report.md").is_file(), "{stderr}");
+    eprintln!(
+        "extra interruptions/s at 500 Hz (not asserted): {:?}; bpftrace samples in the last run: {samples}",
+        excess_rates(&out, 500)
+    );
+    // Nothing of the profiler is left running.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "profile:hz:500"])
+        .output()
+        .unwrap();
     assert!(
-        (250.0..2500.0).contains(&median),
-        "{x:?} extra interruptions/s at 500 Hz"
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
     );
 }
 
