@@ -1,6 +1,15 @@
 //! The sampler against the real kernel. With PERF_TESTS=require these fail
 //! when perf is unavailable; otherwise they skip with a printed reason
 //! (tests/common).
+//!
+//! What they assert holds however busy the host is (issue 33): a session
+//! opened, sampled the CPU it was given, lost nothing, and its records are
+//! consistent with each other (samples inside handler intervals, on the
+//! right CPU, in time order). How many samples a second the kernel
+//! delivered is a magnitude a busy host moves: only a loose floor (a tenth
+//! to a quarter of the rate) is asserted; the rate achieved is measured by
+//! the main command's report (runs.csv achieved_hz) and by
+//! analysis/validate/gaps_vs_perf_record.py on a quiet machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,13 +54,16 @@ fn cpu_clock_1khz_samples_and_handler_intervals() {
     cfg.trace_handler = true;
     let o = run(&cfg, 0.5);
     let expected = 1000.0 * o.enabled_ns as f64 / 1e9;
+    // Enabled across the 0.5 s sleep; a busy host can wake this thread
+    // late, so the ceiling (0.8 s on a quiet host) is loose.
     assert!(
-        o.enabled_ns > 450_000_000 && o.enabled_ns < 800_000_000,
+        o.enabled_ns > 450_000_000 && o.enabled_ns < 5_000_000_000,
         "{}",
         o.enabled_ns
     );
+    // A quarter of the rate at least (0.9 on a quiet host, a magnitude).
     assert!(
-        o.samples as f64 >= 0.9 * expected,
+        o.samples as f64 >= 0.25 * expected,
         "samples {} expected {expected}",
         o.samples
     );
@@ -92,13 +104,17 @@ fn traced_100khz(expected: Option<Duration>) -> (SamplerConfig, SamplerOutcome) 
     cfg.trace_irq = true;
     cfg.expected_duration = expected;
     let o = run(&cfg, 1.0);
+    // Nothing lost, busy host or not: a ring sized for the run holds it
+    // all; the 16 MiB one receives ~18 MB in this second, so the drain
+    // thread decodes while it runs, which it does in time even sharing its
+    // CPU with a busy loop (stress-ng on CPU 0, the drain's, 2026-11-26).
     assert_eq!(o.lost, 0, "lost {} records", o.lost);
     assert_eq!(o.lost_samples, 0);
     // The kernel throttles cpu-clock above ~50 kHz, and with all four
     // tracepoints on a slow day it delivered 46 799 in this second
     // (2026-11-25, when a sample cost this VM ~20 us): the check is that
-    // the run sampled densely and lost nothing, not a rate.
-    assert!(o.samples > 20_000, "samples {}", o.samples);
+    // the run sampled densely and lost nothing, not a rate (a tenth of it).
+    assert!(o.samples > 10_000, "samples {}", o.samples);
     (cfg, o)
 }
 
@@ -237,7 +253,9 @@ fn task_scope_samples_a_child_process_with_handler_intervals() {
     let o = s.finish().unwrap();
     child.kill().unwrap();
     let _ = child.wait();
-    assert!(o.samples >= 300, "samples {}", o.samples);
+    // 400 ms at 1 kHz of a child that shares its CPU with whatever else
+    // runs there: a tenth, not a rate (a magnitude; 300 had been asserted).
+    assert!(o.samples >= 40, "samples {}", o.samples);
     assert!(
         synced > 0 && synced <= o.samples,
         "synced {synced} of {}",
@@ -262,7 +280,8 @@ fn system_scope_opens_every_cpu_and_keeps_measured_cpu_apart() {
     cfg.scope = sampler::Scope::System;
     cfg.trace_handler = true;
     let o = run(&cfg, 0.3);
-    assert!(o.samples >= 250, "samples {}", o.samples);
+    // A tenth of 0.3 s at 1 kHz (a magnitude; 250 had been asserted).
+    assert!(o.samples >= 30, "samples {}", o.samples);
     if cpus.len() > 1 {
         assert!(
             o.samples_all_cpus > o.samples,
@@ -296,7 +315,8 @@ fn sample_contents_presets_carry_their_fields() {
         cfg.contents = contents;
         let o = run(&cfg, 0.3);
         let c = o.contents;
-        assert!(o.samples > 300, "{contents}: {} samples", o.samples);
+        // A tenth of 0.3 s at 2 kHz (a magnitude; 300 had been asserted).
+        assert!(o.samples > 60, "{contents}: {} samples", o.samples);
         assert_eq!(c.samples, o.samples, "{contents}");
         assert_eq!(o.lost, 0, "{contents}");
         match contents {
