@@ -3,6 +3,14 @@
 //! content of the results directory. Needs root and perf; fails under
 //! PERF_TESTS=require when they are missing, else skips with a reason
 //! (tests/common).
+//!
+//! What is asserted holds however busy the host is (issue 33): the runs
+//! ran, sampled, lost nothing, wrote their files, and the report's numbers
+//! follow from the raw files. Magnitudes a busy host moves (the rate the
+//! sampler achieved, what sampling costs, how far 40 kHz's loss lies above
+//! 1 kHz's) are printed, asserted only where the host look says the run
+//! can resolve them, and measured by the main command's report and the
+//! scripts in analysis/validate/ on a quiet machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -14,24 +22,95 @@ use results_format::{Design, RunKind, RunStatus};
 
 mod common;
 
-#[test]
-fn quick_experiment_end_to_end() {
-    if !common::perf_ready() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("quick");
+/// `driver sweep --experiment experiments/quick.toml --out OUT`, run.
+fn quick_sweep(out: &Path, timeout_s: u64) -> std::process::Output {
     let exp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments/quick.toml");
-    let a = Command::cargo_bin("driver")
+    Command::cargo_bin("driver")
         .unwrap()
         .arg("sweep")
         .arg("--experiment")
         .arg(&exp)
         .arg("--out")
-        .arg(&out)
-        .timeout(std::time::Duration::from_secs(150))
-        .assert();
-    let o = a.get_output();
+        .arg(out)
+        .timeout(std::time::Duration::from_secs(timeout_s))
+        .output()
+        .unwrap()
+}
+
+/// A busy loop in a child process pinned to one CPU, killed and reaped
+/// when dropped, a failing test included.
+struct CpuHog(std::process::Child);
+
+impl CpuHog {
+    fn on(cpu: u32) -> Self {
+        let child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let hog = CpuHog(child);
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu as usize);
+        let pid = rustix::process::Pid::from_raw(hog.0.id() as i32);
+        rustix::thread::sched_setaffinity(pid, &set).unwrap();
+        hog
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A busy host is a case the main command must survive (issue 33): the
+/// quick experiment with a busy loop on another CPU than the measured one
+/// (the driver's own threads, its phase controller and the drain, run
+/// there and must share it) ends as on a quiet host: exit 0, the results
+/// directory on stdout, the answer box on stderr, the report written.
+/// Wide intervals and warnings are fine; no magnitude is asserted.
+#[test]
+fn quick_experiment_with_a_cpu_hog_on_another_cpu_ends_with_an_answer() {
+    let _serial = common::one_at_a_time();
+    if !common::perf_ready() {
+        return;
+    }
+    let cpus = driver::sampler::online_cpus().unwrap();
+    // The sweep measures on the highest online CPU by default.
+    let measured = *cpus.last().unwrap();
+    let Some(&other) = cpus.iter().find(|&&c| c != measured) else {
+        common::skip_or_fail("one online CPU: no other CPU to load");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("busy");
+    let o = {
+        let _hog = CpuHog::on(other);
+        quick_sweep(&out, 300)
+    };
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "sweep failed: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        out.display().to_string()
+    );
+    assert!(
+        stderr.contains("+- what perf sampling costs on this host"),
+        "no answer box: {stderr}"
+    );
+    let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
+    assert!(!md.is_empty());
+}
+
+#[test]
+fn quick_experiment_end_to_end() {
+    let _serial = common::one_at_a_time();
+    if !common::perf_ready() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("quick");
+    let o = &quick_sweep(&out, 150);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "sweep failed: {stderr}");
     assert_eq!(
@@ -59,8 +138,12 @@ fn quick_experiment_end_to_end() {
     assert_eq!(rows.len(), 22);
     check_gaps_runs(&out, &rows);
 
-    // Achieved rate: the median per frequency within 10% (a single run can
-    // fall short when the vCPU is taken away: hrtimer expiries are late).
+    // Every sampled run sampled and lost nothing (the sweep sizes each
+    // run's rings to hold it). How closely the achieved rate tracks the
+    // requested one is a magnitude: a vCPU taken away makes hrtimer
+    // expiries late, and a busy host takes it away more. Only a loose
+    // bound (a quarter of the rate, as the median per frequency) and the
+    // ceiling are asserted; the report's per-rate tables give the rate.
     let mut achieved: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.freq_hz > 0) {
         assert_eq!(r.lost, 0, "run {} lost records", r.run_id);
@@ -74,12 +157,11 @@ fn quick_experiment_end_to_end() {
     for (f, mut v) in achieved {
         v.sort_by(f64::total_cmp);
         let median = (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0;
-        let rel = (median - f as f64).abs() / f as f64;
-        assert!(rel < 0.10, "{f} Hz: median achieved {median} Hz ({v:?})");
+        eprintln!("{f} Hz: achieved {v:?} Hz");
+        assert!(v[0] > 0.0, "{f} Hz: a run took no sample ({v:?})");
         assert!(
-            v[0] > 0.5 * f as f64,
-            "{f} Hz: a run achieved only {} Hz",
-            v[0]
+            median > 0.25 * f as f64 && v[v.len() - 1] < 1.1 * f as f64,
+            "{f} Hz: achieved {v:?} Hz"
         );
     }
     for r in rows.iter().filter(|r| r.kind == RunKind::Util) {
@@ -125,17 +207,30 @@ fn quick_experiment_end_to_end() {
         let slot = &mut e[usize::from(p.sampling)];
         slot.0 += p.iterations;
         slot.1 += p.end_ns - p.start_ns;
-        if p.sampling && p.freq_hz > 0 {
-            assert!(p.samples > 0, "on phase without samples: {p:?}");
-        } else {
-            // Samples count by timestamp: the few that fire between an on
-            // phase's end and the disable ioctl belong to the off phase
-            // after it. The switch takes microseconds: allow 1 ms of them.
-            assert!(
-                p.samples <= p.freq_hz / 1000,
-                "off phase with more samples than 1 ms of sampling: {p:?}"
-            );
+        if p.freq_hz == 0 {
+            assert_eq!(p.samples, 0, "a 0 Hz phase with samples: {p:?}");
         }
+    }
+    // Sampling followed the phases: the on phases of each rate hold samples,
+    // and more of them than its off phases. Samples count by timestamp: the
+    // few that fire between an on phase's end and the disable ioctl belong
+    // to the off phase after it. On a quiet host the switch takes
+    // microseconds and each off phase held at most 1 ms of sampling; on a
+    // busy one the controller can be preempted between the two, so only
+    // the totals are compared (a phase the controller could not keep is
+    // issue 33's section 2, for the report to exclude, not for this test).
+    for f in [1000, 40000] {
+        let (on, off) = phases
+            .iter()
+            .filter(|p| p.freq_hz == f)
+            .fold((0, 0), |(on, off), p| {
+                if p.sampling {
+                    (on + p.samples, off)
+                } else {
+                    (on, off + p.samples)
+                }
+            });
+        assert!(on > 0 && off < on, "{f} Hz: {on} samples on, {off} off");
     }
     let loss = |f: u64| {
         let [off, on] = rates[&f];
@@ -144,10 +239,20 @@ fn quick_experiment_end_to_end() {
     assert_eq!(rates.len(), 3, "{rates:?}");
     let (null, low, high) = (loss(0), loss(1000), loss(40000));
     eprintln!("paired loss: null control {null:.4}, 1 kHz {low:.4}, 40 kHz {high:.4}");
-    if null.abs() > 0.05 {
+    // A magnitude, checked only where the host resolves it: the look before
+    // the first run sized the smallest loss two paired runs resolve here.
+    let resolvable = m
+        .host_look
+        .as_ref()
+        .and_then(|l| l.resolvable_loss_pct)
+        .unwrap_or(f64::INFINITY);
+    if null.abs() > 0.05 || resolvable > 2.0 {
         // The 0 Hz null control switched nothing: a 5% "loss" there means
-        // other load swamped the phases; the comparison would be noise.
-        eprintln!("machine too noisy (null control {null:.4}): loss comparison not checked");
+        // other load swamped the phases; and a host whose look resolves
+        // only losses above 2 % cannot tell 2 points apart.
+        eprintln!(
+            "machine too noisy (null control {null:.4}, resolvable {resolvable:.2} %): loss comparison not checked"
+        );
     } else {
         assert!(
             high > low + 0.02,
@@ -171,18 +276,20 @@ fn check_host_look(m: &driver::results::Manifest, stderr: &str) {
     );
     assert_eq!(look.cpu, m.options.cpu);
     assert_eq!(look.slice_ns, 125_000_000);
+    // A 3 s look: at least that long, and on a quiet host within 0.2 s of
+    // it; a busy host can keep the driver from ending it on time, so the
+    // ceiling is loose.
     assert!(
-        (2_900_000_000..3_200_000_000).contains(&look.duration_ns),
+        (2_900_000_000..10_000_000_000).contains(&look.duration_ns),
         "{}",
         look.duration_ns
     );
-    // 0.5 s .. 2.995 s in 125 ms slices: 19 whole slices.
-    assert!(
-        (17..=20).contains(&look.slice_rates.len()),
-        "{:?}",
-        look.slice_rates
-    );
-    assert!(look.slice_rates.iter().all(|&r| r > 0.05 && r < 20.0));
+    // 0.5 s .. 2.995 s in 125 ms slices: 19 whole slices (more where the
+    // look ran longer).
+    assert!(look.slice_rates.len() >= 17, "{:?}", look.slice_rates);
+    // Each slice's rate is positive; how far slices spread is the host's
+    // noise, which the look reports rather than the test bounds.
+    assert!(look.slice_rates.iter().all(|&r| r > 0.0 && r.is_finite()));
     assert!(look.slice_min_max_ratio > 0.0 && look.slice_min_max_ratio <= 1.0);
     // The tick alone interrupts the loop hundreds of times a second.
     assert!(look.episodes_per_s > 50.0, "{}", look.episodes_per_s);
@@ -200,8 +307,8 @@ fn check_host_look(m: &driver::results::Manifest, stderr: &str) {
 }
 
 /// The gaps runs: every one has its timeline row and files; at 40 kHz
-/// almost every sample falls in a gap of the loop (on the development VM all
-/// of them did), the 0 Hz runs have no samples, and sampling adds gap time.
+/// most samples fall in a gap of the loop (on the development VM all of
+/// them did), the 0 Hz runs have no samples, and sampling adds gap time.
 fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
     use results_format::read_csv_rows;
     use results_format::timeline::{TIMELINE_CSV, TimelineRow, read_gaps_parquet};
@@ -227,8 +334,12 @@ fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
             assert!(t.samples > 0, "{t:?}");
         }
         if t.freq_hz == 40_000 {
+            // A sample interrupts the loop, so it lies in one of its gaps,
+            // unless it caught another task on the CPU: at least half of
+            // them even on a busy host (0.9 had been asserted; on a quiet
+            // host all match).
             assert!(
-                t.matched_samples as f64 >= 0.9 * t.samples as f64,
+                t.matched_samples as f64 >= 0.5 * t.samples as f64,
                 "40 kHz: only {} of {} samples in a gap",
                 t.matched_samples,
                 t.samples
@@ -247,10 +358,10 @@ fn check_gaps_runs(out: &Path, rows: &[driver::results::RunRow]) {
         mean(1000),
         mean(40_000)
     );
-    assert!(
-        mean(40_000) > mean(0) + 0.05,
-        "40 kHz sampling added too little gap time"
-    );
+    // 40 000 samples a second of several microseconds each add gap time;
+    // how much is the cost the report measures (0.05 of the CPU had been
+    // asserted, a magnitude): only that it adds some.
+    assert!(mean(40_000) > mean(0), "40 kHz sampling added no gap time");
 }
 
 /// Reads a report CSV into one map (column -> value) per row.
@@ -344,14 +455,15 @@ fn check_report_numbers(
         assert!(num(&row, "loss_lo_pct") <= got && got <= num(&row, "loss_hi_pct"));
     }
 
-    // Utilisation: handler calls/s near the requested rate, utilisation
+    // Utilisation: handler calls/s up to the requested rate (how near it
+    // is the rate tracked, a magnitude: a loose quarter), utilisation
     // consistent with calls/s x mean duration, and growing with frequency.
     let mut util_pct = BTreeMap::new();
     for f in [1000u64, 40000] {
         let row = find(&util, f, None);
         let calls = num(&row, "calls_per_s");
         assert!(
-            (calls - f as f64).abs() < 0.1 * f as f64,
+            calls > 0.25 * f as f64 && calls < 1.1 * f as f64,
             "{f} Hz: {calls} handler calls/s"
         );
         let u = num(&row, "util_pct");
@@ -362,8 +474,11 @@ fn check_report_numbers(
         );
         util_pct.insert(f, u);
     }
+    // 40 times the handlers: more handler time, by how much a magnitude
+    // (10 times had been asserted).
+    eprintln!("handler utilisation: {util_pct:?}");
     assert!(
-        util_pct[&40000] > 10.0 * util_pct[&1000],
+        util_pct[&40000] > util_pct[&1000],
         "utilisation does not grow with frequency: {util_pct:?}"
     );
 }
