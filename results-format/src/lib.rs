@@ -26,6 +26,7 @@ mod error;
 pub mod events;
 mod manifest;
 mod parquet;
+pub mod phase_check;
 mod runs;
 pub mod thinning;
 pub mod timeline;

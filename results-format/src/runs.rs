@@ -201,6 +201,11 @@ pub struct PhaseRow {
     pub group: u32,
     pub order: String,
     pub settle_ns: u64,
+    /// Set by the reader, never written: why this row could not be read
+    /// (its `run_id` and `phase` are those of the cells that did parse).
+    /// The row's group is left out of the analysis, and named.
+    #[serde(skip)]
+    pub unreadable: Option<String>,
 }
 
 impl PhaseRow {
@@ -319,15 +324,62 @@ pub fn read_runs(root: &Path) -> Result<Vec<RunRow>, FormatError> {
     Ok(rows)
 }
 
-/// Reads every `<root>/phases.csv` row.
+/// Reads every `<root>/phases.csv` row. A row that does not parse (a
+/// negative or non-numeric cell, a hand edit) does not stop the read: it
+/// comes back with [`PhaseRow::unreadable`] saying where and why, and with
+/// the `run_id` and `phase` its cells give, so that only its run's group
+/// is left out; a row whose `run_id` or `phase` cell does not parse either
+/// cannot be placed and is an error naming the line.
 pub fn read_phases(root: &Path) -> Result<Vec<PhaseRow>, FormatError> {
     let path = root.join(PHASES_CSV);
-    read_rows(
-        &path,
-        "phases.csv of the paired design",
-        &PHASE_REQUIRED,
-        false,
-    )
+    FormatError::require_file(&path, "phases.csv of the paired design")?;
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(&path)
+        .map_err(|e| FormatError::corrupt(&path, e))?;
+    let headers = r
+        .headers()
+        .map_err(|e| FormatError::corrupt(&path, e))?
+        .clone();
+    if let Some(column) = PHASE_REQUIRED
+        .iter()
+        .find(|c| !headers.iter().any(|h| h == **c))
+    {
+        return Err(FormatError::MissingColumn {
+            path: path.clone(),
+            column: (*column).to_string(),
+        });
+    }
+    let cell = |record: &csv::StringRecord, name: &str| -> Option<u32> {
+        let i = headers.iter().position(|h| h == name)?;
+        record.get(i)?.trim().parse().ok()
+    };
+    let mut rows = Vec::new();
+    for record in r.records() {
+        let record = record.map_err(|e| FormatError::corrupt(&path, e))?;
+        match record.deserialize::<PhaseRow>(Some(&headers)) {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                let problem = csv_problem(&e, &headers);
+                let line = record.position().map_or(0, csv::Position::line);
+                let (Some(run_id), Some(phase)) = (cell(&record, "run_id"), cell(&record, "phase"))
+                else {
+                    return Err(FormatError::corrupt(&path, problem));
+                };
+                rows.push(PhaseRow {
+                    run_id,
+                    phase,
+                    unreadable: Some(if problem.starts_with("line ") {
+                        problem
+                    } else {
+                        format!("line {line}, {problem}")
+                    }),
+                    ..PhaseRow::default()
+                });
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// Reads every row of a CSV file written with one of this crate's row
