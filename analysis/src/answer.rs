@@ -262,6 +262,9 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
     {
         v.push("rates from the paired loss's cost".to_string());
     }
+    if let Some(part) = groups_left_out(a) {
+        v.push(part);
+    }
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
         v.push(format!("{} throttled", runs(throttled)));
@@ -276,6 +279,24 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
         v.push("gaps/ removed: per-sample cost skipped".to_string());
     }
     v
+}
+
+/// "ABBA groups left out: 31 of 95 at 100 kHz": the paired groups whose
+/// phases the controller could not keep (or were nonsense), per rate; None
+/// when every group was kept.
+fn groups_left_out(a: &Analysis) -> Option<String> {
+    let mut by_freq: std::collections::BTreeMap<u64, (usize, usize)> = Default::default();
+    for r in &a.phase_faults {
+        let e = by_freq.entry(r.freq_hz).or_default();
+        e.0 += r.groups_excluded;
+        e.1 += r.groups;
+    }
+    let parts: Vec<String> = by_freq
+        .iter()
+        .filter(|(_, (left, _))| *left > 0)
+        .map(|(&f, (left, of))| format!("{left} of {of} at {}", hz(f as f64)))
+        .collect();
+    (!parts.is_empty()).then(|| format!("ABBA groups left out: {}", parts.join(", ")))
 }
 
 /// The box, one string per line, frame included.

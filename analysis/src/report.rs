@@ -42,10 +42,21 @@ pub struct Written {
 /// Writes the report of the analysed set `rs` into its `report/`: the
 /// presentation only (the crate's `write_report` reads and analyses
 /// first).
+///
+/// The report is whole or absent: it is written into a staging folder
+/// beside `report/` (a copy of the earlier report, so that what it keeps
+/// carries over) and moved into place at the end; an error or a panic on
+/// the way removes the staging folder and leaves the earlier report as it
+/// was.
 pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisError> {
     let dir = rs.dir.as_path();
     let reference = Reference::article_2014()?;
-    let out = dir.join("report");
+    let target = dir.join("report");
+    let staging = Staging::new(dir.join(format!(".report-staging-{}", std::process::id())));
+    if target.is_dir() {
+        copy_tree(&target, &staging.0)?;
+    }
+    let out = staging.0.clone();
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
     let kept = keep_report_made_with_raw(&out, analysis.raw_removed)?;
     // Every table and plot this report writes, so that any left by an
@@ -71,6 +82,9 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     }
     if let Some(t) = &analysis.profiler {
         crate::report::profiler::write_csv(&path("profiler.csv"), t)?;
+    }
+    if !analysis.phase_faults.is_empty() {
+        write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
     }
     let command = crate::user_command::command_table(&rs.runs);
     if !command.is_empty() {
@@ -117,7 +131,103 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
         .and_then(|l| l.strip_prefix("# "))
         .unwrap_or("perf sampling overhead");
     write_file(&out.join(REPORT_HTML), &html::render(&md, title, &out))?;
-    Ok(Written { dir: out, answer })
+    staging.commit(&target)?;
+    Ok(Written {
+        dir: target,
+        answer,
+    })
+}
+
+/// A report being written: removed on drop unless moved into place.
+struct Staging(PathBuf);
+
+impl Staging {
+    /// A fresh staging folder at `path` (one left by a killed analysis of
+    /// the same pid is removed first).
+    fn new(path: PathBuf) -> Self {
+        let _ = std::fs::remove_dir_all(&path);
+        Staging(path)
+    }
+
+    /// Moves the staged report into `target`, replacing the earlier one
+    /// (two renames in the same folder: the earlier report is moved aside,
+    /// then removed).
+    fn commit(self, target: &Path) -> Result<(), AnalysisError> {
+        let aside = self.0.with_extension("old");
+        let _ = std::fs::remove_dir_all(&aside);
+        if target.exists() {
+            std::fs::rename(target, &aside).map_err(|e| AnalysisError::write(target, e))?;
+        }
+        std::fs::rename(&self.0, target).map_err(|e| AnalysisError::write(target, e))?;
+        let _ = std::fs::remove_dir_all(&aside);
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // Gone already after a commit; after an error or a panic, the half
+        // report goes and the earlier one stays.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Copies the folder `from` into `to`, recursively (files and folders).
+fn copy_tree(from: &Path, to: &Path) -> Result<(), AnalysisError> {
+    std::fs::create_dir_all(to).map_err(|e| AnalysisError::write(to, e))?;
+    let entries = std::fs::read_dir(from).map_err(|e| AnalysisError::corrupt(from, e))?;
+    for e in entries.flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(|e| AnalysisError::write(&dst, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The paired design's phases left out of the paired loss, one row each
+/// (written only when there are any; the warning counts them).
+pub const EXCLUDED_PHASES_CSV: &str = "excluded_phases.csv";
+
+/// One row of excluded_phases.csv.
+#[derive(serde::Serialize)]
+struct ExcludedPhaseCsvRow {
+    run_id: u32,
+    freq_hz: u64,
+    phase: u32,
+    group: u32,
+    reason: &'static str,
+    detail: String,
+}
+
+/// excluded_phases.csv: every phase left out, with its run, ABBA group
+/// and reason (`results_format::phase_check::PhaseFault::code`).
+fn write_excluded_phases_csv(path: &Path, analysis: &Analysis) -> Result<(), AnalysisError> {
+    let rows: Vec<ExcludedPhaseCsvRow> = analysis
+        .phase_faults
+        .iter()
+        .flat_map(|r| {
+            r.excluded.iter().map(move |e| ExcludedPhaseCsvRow {
+                run_id: e.run_id,
+                freq_hz: r.freq_hz,
+                phase: e.phase,
+                group: e.phase / 4,
+                reason: e.fault.code(),
+                detail: e.fault.to_string(),
+            })
+        })
+        .collect();
+    write_rows(path, &rows, &excluded_phases_header())
+}
+
+/// excluded_phases.csv's header (its row type's fields, in order).
+pub fn excluded_phases_header() -> Vec<String> {
+    ["run_id", "freq_hz", "phase", "group", "reason", "detail"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
 }
 
 /// The folder under `report/` that keeps the report made while the raw
@@ -160,9 +270,9 @@ fn keep_report_made_with_raw(
         }
     }
     tracing::warn!(
-        "kept the earlier report, made while the raw files were present, in {} (this report \
-         skips what needs them)",
-        kept.display()
+        "kept the earlier report, made while the raw files were present, in report/{} (this \
+         report skips what needs them)",
+        WITH_RAW_FILES
     );
     Ok(true)
 }

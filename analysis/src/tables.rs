@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use results_format::phase_check::judge_run;
 use results_format::{Design, RunKind};
 
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
@@ -102,6 +103,24 @@ pub struct Analysis {
     pub raw_removed: crate::load::RawRemoved,
     /// A `--profiler` set's table (None for our own sampler's sets).
     pub profiler: Option<crate::profiler::ProfilerTable>,
+    /// The paired runs with phases the controller could not keep (or
+    /// phases.csv rows that are nonsense), and the ABBA groups left out
+    /// with them; empty when every phase was kept.
+    pub phase_faults: Vec<RunPhaseFaults>,
+}
+
+/// One paired run's phases left out of the paired loss, with their ABBA
+/// groups (results_format::phase_check says which and why).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPhaseFaults {
+    pub run_id: u32,
+    pub freq_hz: u64,
+    /// ABBA groups the run planned (the groups its phases.csv rows reach).
+    pub groups: usize,
+    /// Of those, the groups left out (a phase at fault, or incomplete).
+    pub groups_excluded: usize,
+    /// The phases at fault, each with its reason.
+    pub excluded: Vec<results_format::phase_check::ExcludedPhase>,
 }
 
 impl Analysis {
@@ -186,7 +205,7 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
     let mut loss = classic_loss(&classic, &baseline);
 
     // Table 2, paired design.
-    let (paired_loss, paired) = paired_loss(rs);
+    let (paired_loss, paired, phase_faults) = paired_loss(rs);
     loss.extend(paired_loss);
     loss.sort_by_key(|a| (a.freq_hz, a.design));
 
@@ -217,6 +236,7 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
         after_rows: Vec::new(),
         raw_removed: crate::load::RawRemoved::default(),
         profiler: None,
+        phase_faults,
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
     };
@@ -228,30 +248,26 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
     analysis
 }
 
-/// Losses (%) of the ABBA groups of one paired run: consecutive groups of
-/// four phases, each needing both sampling states; loss = 1 - mean on-rate
-/// / mean off-rate within the group. A trailing incomplete group is
-/// dropped. Linear drift cancels within an ABBA (or BAAB) group.
-pub fn abba_losses(phases: &[&Phase]) -> Vec<f64> {
-    phases
-        .chunks_exact(4)
+/// Losses (%) of the kept ABBA groups of one paired run
+/// (`results_format::phase_check::judge_run`): loss = 1 - mean on-rate /
+/// mean off-rate within the group. Linear drift cancels within an ABBA (or
+/// BAAB) group. A group without both sampling states gives nothing.
+pub fn abba_losses(groups: &[[&Phase; 4]]) -> Vec<f64> {
+    groups
+        .iter()
         .filter_map(|g| {
-            let on: Vec<f64> = g
-                .iter()
-                .filter(|p| p.sampling)
-                .map(|p| p.rate())
-                .filter(|r| r.is_finite())
-                .collect();
-            let off: Vec<f64> = g
-                .iter()
-                .filter(|p| !p.sampling)
-                .map(|p| p.rate())
-                .filter(|r| r.is_finite())
-                .collect();
+            let rates = |on: bool| -> Vec<f64> {
+                g.iter()
+                    .filter(|p| p.sampling == on)
+                    .map(|p| p.rate())
+                    .filter(|r| r.is_finite())
+                    .collect()
+            };
+            let (on, off) = (rates(true), rates(false));
             if on.is_empty() || off.is_empty() {
                 return None;
             }
-            Some(100.0 * (1.0 - mean(&on) / mean(&off)))
+            Some(100.0 * (1.0 - mean(&on) / mean(&off))).filter(|l| l.is_finite())
         })
         .collect()
 }

@@ -21,6 +21,7 @@ pub const ACHIEVED_RATE_WARN: f64 = 0.9;
 pub const DRIVER_CPU_WARN: f64 = 0.01;
 
 mod lowered;
+mod phases;
 pub mod warning;
 
 pub use warning::{Check, Warning};
@@ -51,6 +52,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis) -> Vec<Warning> {
     w.extend(lowered_limit(&rs.runs));
     w.extend(slow_rate(&rs.runs));
     w.extend(driver_cpu(&rs.runs));
+    w.extend(phases::phases(a));
     w.extend(runs_disagree(a));
     w.extend(noisy(&rs.runs));
     w.extend(tracing(a));

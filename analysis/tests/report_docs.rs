@@ -37,6 +37,10 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
         ("after_effect.csv", AfterCsvRow::header(0)),
         ("command.csv", CommandCsvRow::header(0)),
         ("profiler.csv", ProfilerCsvRow::header(0)),
+        (
+            "excluded_phases.csv",
+            analysis::report::excluded_phases_header(),
+        ),
     ]
 }
 

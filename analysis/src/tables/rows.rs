@@ -133,10 +133,14 @@ pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64])
     loss
 }
 
-/// Table 2, paired design: the ABBA-group losses per frequency, and each
-/// run's phase trace for the plot.
-pub(super) fn paired_loss(rs: &ResultSet) -> (Vec<LossRow>, Vec<PairedRunTrace>) {
+/// Table 2, paired design: the ABBA-group losses per frequency from the
+/// groups whose phases the controller kept, each run's phase trace for the
+/// plot, and the runs with phases left out.
+pub(super) fn paired_loss(
+    rs: &ResultSet,
+) -> (Vec<LossRow>, Vec<PairedRunTrace>, Vec<RunPhaseFaults>) {
     let mut loss = Vec::new();
+    let mut faults = Vec::new();
     let paired_runs = by_freq(
         rs.runs
             .iter()
@@ -149,6 +153,9 @@ pub(super) fn paired_loss(rs: &ResultSet) -> (Vec<LossRow>, Vec<PairedRunTrace>)
     for v in phases_by_run.values_mut() {
         v.sort_by_key(|p| p.phase);
     }
+    // The planned phase length (0 in a manifest without it: then only the
+    // faults that need no length count).
+    let phase_ns = rs.manifest.options["phase_ns"].as_u64().unwrap_or(0);
     let mut paired = Vec::new();
     for (&freq_hz, runs) in &paired_runs {
         let mut by_run: Vec<Vec<f64>> = Vec::new();
@@ -157,26 +164,47 @@ pub(super) fn paired_loss(rs: &ResultSet) -> (Vec<LossRow>, Vec<PairedRunTrace>)
             let Some(phases) = phases_by_run.get(&r.run_id) else {
                 continue;
             };
-            for p in phases.iter().filter(|p| p.sampling) {
+            let judged = judge_run(phases, phase_ns);
+            for p in judged.kept.iter().flatten().filter(|p| p.sampling) {
                 on_samples += p.samples;
                 on_ns += p.end_ns.saturating_sub(p.start_ns);
             }
-            by_run.push(abba_losses(phases));
-            if let Some(first) = phases.first() {
+            by_run.push(abba_losses(&judged.kept));
+            if !judged.excluded.is_empty() || judged.groups_excluded() > 0 {
+                faults.push(RunPhaseFaults {
+                    run_id: r.run_id,
+                    freq_hz,
+                    groups: judged.groups,
+                    groups_excluded: judged.groups_excluded(),
+                    excluded: judged.excluded.clone(),
+                });
+            }
+            // The trace shows every phase that has a rate (a starved one
+            // too: its dip is what happened).
+            let traced: Vec<&&Phase> = phases
+                .iter()
+                .filter(|p| p.unreadable.is_none() && p.rate().is_finite())
+                .collect();
+            if let Some(first) = traced.first() {
                 let t0 = first.start_ns;
                 paired.push(PairedRunTrace {
                     run_id: r.run_id,
                     freq_hz,
-                    t_s: phases
+                    t_s: traced
                         .iter()
                         .map(|p| (p.start_ns.saturating_sub(t0)) as f64 * 1e-9)
                         .collect(),
-                    rate: phases.iter().map(|p| p.rate()).collect(),
-                    sampling: phases.iter().map(|p| p.sampling).collect(),
+                    rate: traced.iter().map(|p| p.rate()).collect(),
+                    sampling: traced.iter().map(|p| p.sampling).collect(),
                 });
             }
         }
         let pair_losses: Vec<f64> = by_run.iter().flatten().copied().collect();
+        if pair_losses.is_empty() {
+            // No group kept at this rate: no loss row (the warning on the
+            // excluded phases says why).
+            continue;
+        }
         let run_means: Vec<f64> = by_run
             .iter()
             .filter(|g| !g.is_empty())
@@ -202,7 +230,7 @@ pub(super) fn paired_loss(rs: &ResultSet) -> (Vec<LossRow>, Vec<PairedRunTrace>)
             loss_pct: t_interval(&pair_losses),
         });
     }
-    (loss, paired)
+    (loss, paired, faults)
 }
 
 /// Tracing cost: util runs' loop rates against the loss baseline.

@@ -24,6 +24,9 @@ pub enum Check {
     SlowRate,
     /// The driver used much CPU while sampling.
     DriverCpu,
+    /// Phases of the paired design the controller could not keep (or
+    /// phases.csv rows that are nonsense), left out with their groups.
+    Phases,
     /// The paired loss varies between runs.
     RunsDisagree,
     /// Runs flagged noisy.

@@ -1,0 +1,237 @@
+//! The paired design's phases left out (Check::Phases): those the phase
+//! controller could not keep, per rate, with the groups they cost each run;
+//! and phases.csv rows that are not measurements (bad input), named.
+
+use std::collections::BTreeMap;
+
+use results_format::phase_check::ExcludedPhase;
+
+use super::{Check, Warning};
+use crate::tables::{Analysis, RunPhaseFaults};
+
+/// How many runs a warning names inline; the rest are counted (every
+/// phase is in report/excluded_phases.csv).
+const RUNS_NAMED: usize = 6;
+
+/// One warning per rate with phases the controller could not keep, and one
+/// for nonsense rows.
+pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
+    let mut by_freq: BTreeMap<u64, Vec<&RunPhaseFaults>> = BTreeMap::new();
+    for r in &a.phase_faults {
+        by_freq.entry(r.freq_hz).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for (freq_hz, runs) in &by_freq {
+        let kept_faults: Vec<&ExcludedPhase> = runs
+            .iter()
+            .flat_map(|r| &r.excluded)
+            .filter(|e| !e.fault.is_bad_input())
+            .collect();
+        let groups: usize = runs.iter().map(|r| r.groups).sum();
+        let left: usize = runs.iter().map(|r| r.groups_excluded).sum();
+        if kept_faults.is_empty() && runs.iter().all(|r| r.excluded.is_empty()) && left == 0 {
+            continue;
+        }
+        let per_run: Vec<String> = runs
+            .iter()
+            .filter(|r| r.groups_excluded > 0)
+            .take(RUNS_NAMED)
+            .map(|r| format!("run {}: {} of {}", r.run_id, r.groups_excluded, r.groups))
+            .collect();
+        let more = runs.iter().filter(|r| r.groups_excluded > 0).count() - per_run.len();
+        let more = if more > 0 {
+            format!(", {more} more runs")
+        } else {
+            String::new()
+        };
+        if kept_faults.is_empty() {
+            // Only bad-input rows or incomplete groups at this rate: the
+            // bad input has its own warning below; an incomplete group is
+            // said here.
+            if left > runs.iter().map(|r| bad_groups(r)).sum::<usize>() {
+                out.push(Warning::new(
+                    Check::Phases,
+                    format!(
+                        "paired design at {freq_hz} Hz: {left} of {groups} ABBA groups incomplete \
+                         or left out ({}{more}); the loss uses the others",
+                        per_run.join(", ")
+                    ),
+                ));
+            }
+            continue;
+        }
+        out.push(Warning::with_remedy(
+            Check::Phases,
+            format!(
+                "paired design at {freq_hz} Hz: the phase controller could not keep {} in {} \
+                 ({}), so {left} of {groups} ABBA groups were left out ({}{more}); each phase is \
+                 in excluded_phases.csv",
+                plural(kept_faults.len(), "phase"),
+                plural(runs.len(), "run"),
+                reasons(&kept_faults),
+                per_run.join(", ")
+            ),
+            "the loss at that rate uses the kept groups only; docs/methodology.md (\"Phases the \
+             controller could not keep\") gives the rule and how the driver keeps its timing",
+        ));
+    }
+    let bad: Vec<&ExcludedPhase> = a
+        .phase_faults
+        .iter()
+        .flat_map(|r| &r.excluded)
+        .filter(|e| e.fault.is_bad_input())
+        .collect();
+    if !bad.is_empty() {
+        let named: Vec<String> = bad
+            .iter()
+            .take(RUNS_NAMED)
+            .map(|e| format!("run {} phase {}: {}", e.run_id, e.phase, e.fault))
+            .collect();
+        let more = bad.len() - named.len();
+        out.push(Warning::with_remedy(
+            Check::Phases,
+            format!(
+                "phases.csv: {} not a measurement ({}{}); their ABBA groups are left out, the \
+                 other phases and runs are analysed",
+                if bad.len() == 1 {
+                    "1 row is".to_string()
+                } else {
+                    format!("{} rows are", bad.len())
+                },
+                named.join("; "),
+                if more > 0 {
+                    format!("; {more} more in excluded_phases.csv")
+                } else {
+                    String::new()
+                }
+            ),
+            "results are never hand-edited: take phases.csv from the sweep again",
+        ));
+    }
+    out
+}
+
+/// "1 run", "5 runs".
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// Groups of a run that hold a nonsense row.
+fn bad_groups(r: &RunPhaseFaults) -> usize {
+    let mut g: Vec<u32> = r
+        .excluded
+        .iter()
+        .filter(|e| e.fault.is_bad_input())
+        .map(|e| e.phase / 4)
+        .collect();
+    g.dedup();
+    g.len()
+}
+
+/// "40 with 0 iterations, 12 of the wrong length, 10 started late".
+fn reasons(faults: &[&ExcludedPhase]) -> String {
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for e in faults {
+        *counts.entry(e.fault.code()).or_default() += 1;
+    }
+    let word = |code: &str| match code {
+        "no_iterations" => "with 0 iterations",
+        "length" => "not of the planned length",
+        "late" => "started late",
+        _ => "unreadable",
+    };
+    counts
+        .iter()
+        .map(|(code, n)| format!("{n} {}", word(code)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results_format::phase_check::PhaseFault;
+
+    fn analysis_with(faults: Vec<RunPhaseFaults>) -> Analysis {
+        let mut a = crate::tables::build_tables(
+            &crate::load::ResultSet {
+                dir: "x".into(),
+                manifest: crate::load::Manifest::default(),
+                runs: Vec::new(),
+                phases: Vec::new(),
+                unrecorded: Default::default(),
+            },
+            Default::default(),
+        );
+        a.phase_faults = faults;
+        a
+    }
+
+    fn excluded(run_id: u32, phase: u32, fault: PhaseFault) -> ExcludedPhase {
+        ExcludedPhase {
+            run_id,
+            phase,
+            fault,
+        }
+    }
+
+    #[test]
+    fn names_the_rate_the_reasons_and_each_runs_groups() {
+        let a = analysis_with(vec![
+            RunPhaseFaults {
+                run_id: 16,
+                freq_hz: 100_000,
+                groups: 19,
+                groups_excluded: 3,
+                excluded: vec![
+                    excluded(16, 5, PhaseFault::Length { ratio: 28.2 }),
+                    excluded(16, 6, PhaseFault::Late { by: 27.0 }),
+                    excluded(16, 7, PhaseFault::NoIterations),
+                    excluded(16, 8, PhaseFault::NoIterations),
+                ],
+            },
+            RunPhaseFaults {
+                run_id: 29,
+                freq_hz: 100_000,
+                groups: 19,
+                groups_excluded: 1,
+                excluded: vec![excluded(29, 3, PhaseFault::NoIterations)],
+            },
+        ]);
+        let w = phases(&a);
+        assert_eq!(w.len(), 1, "{w:?}");
+        let t = &w[0].text;
+        assert!(t.contains("at 100000 Hz"), "{t}");
+        assert!(t.contains("could not keep 5 phases in 2 runs"), "{t}");
+        assert!(t.contains("3 with 0 iterations"), "{t}");
+        assert!(
+            t.contains("1 started late") && t.contains("1 not of the planned length"),
+            "{t}"
+        );
+        assert!(t.contains("4 of 38 ABBA groups"), "{t}");
+        assert!(t.contains("run 16: 3 of 19, run 29: 1 of 19"), "{t}");
+    }
+
+    #[test]
+    fn nonsense_rows_are_bad_input_named_by_run_and_phase() {
+        let a = analysis_with(vec![RunPhaseFaults {
+            run_id: 3,
+            freq_hz: 1000,
+            groups: 2,
+            groups_excluded: 1,
+            excluded: vec![excluded(3, 5, PhaseFault::NoLength)],
+        }]);
+        let w = phases(&a);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].text.contains("run 3 phase 5: ends before it starts"),
+            "{}",
+            w[0].text
+        );
+        assert!(phases(&analysis_with(Vec::new())).is_empty());
+    }
+}
