@@ -10,7 +10,12 @@ use clap::{Parser, Subcommand};
 /// Results directory -> tables, fits, plots, report; safe-rate recommendation;
 /// comparison across hosts.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    version,
+    about,
+    after_help = "Exit status: 0 done; 1 an error (it says which file and why); 2 bad input \
+        (no results directory, a bad flag); 70 the analysis panicked: a bug, reported as one."
+)]
 struct Cli {
     /// More log output on stderr (-v: debug, -vv: trace; as in `driver`). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -197,8 +202,34 @@ fn compact(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Exit status when the analysis panicked: a bug in it, never the user's
+/// problem (sysexits' EX_SOFTWARE, "internal software error").
+const PANICKED: u8 = 70;
+
 fn main() -> ExitCode {
-    match run() {
+    // The boundary: a panic anywhere below is caught here, said as a bug
+    // with where to report it, and ends with its own status. The report
+    // is written into a staging folder and moved into place only whole
+    // (`analysis::report::write`), so a panic leaves the previous report.
+    let outcome = std::panic::catch_unwind(run);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            eprintln!(
+                "error: the analysis panicked ({text}). This is a bug in `analysis`, not a \
+                 problem with your data: please report it on the project's issue tracker with \
+                 the command line and the results directory. Nothing was written half: an \
+                 earlier report, if any, is as it was."
+            );
+            return ExitCode::from(PANICKED);
+        }
+    };
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", results_format::message_chain(e.as_ref()));
