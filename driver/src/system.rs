@@ -1,11 +1,13 @@
 //! The host around a sweep, by what it does: the perf sysctls changed and
 //! restored ([`settings`]), the Ctrl-C/SIGTERM flag ([`signals`]), the
-//! driver's clocks ([`clock`]), /proc/stat ([`procstat`]) and the quiet
-//! check before a run ([`quiet`]). Callers name the part they use.
+//! driver's clocks ([`clock`]), /proc/stat ([`procstat`]), the quiet
+//! check before a run ([`quiet`]) and the phase controller's real-time
+//! priority ([`realtime`]). Callers name the part they use.
 
 pub mod clock;
 pub mod procstat;
 pub mod quiet;
+pub mod realtime;
 pub mod settings;
 pub mod signals;
 

@@ -13,6 +13,7 @@ use crate::exec::{RunError, RunSpec};
 use crate::results::PhaseRow;
 use crate::sampler::Sampler;
 use crate::system::clock::{monotonic_ns, sleep_until_monotonic};
+use crate::system::realtime::{CONTROLLER_PRIORITY, RealtimeGuard};
 use workload::clock::monotonic_raw_ns;
 
 /// (time on CPU, time runnable but waiting) of a task, ns, from
@@ -59,6 +60,19 @@ pub(super) fn run_phases(
         // of latency here shifts nothing that is measured.
         std::thread::sleep(Duration::from_micros(50));
     }
+    // The controller's timing out of reach of the sampling it switches
+    // (system scope samples its CPU too): a real-time priority while the
+    // phases run, put back when this returns.
+    let _realtime = match RealtimeGuard::raise() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            tracing::warn!(
+                "the phase controller runs at its normal priority (cannot raise it to \
+                 SCHED_FIFO {CONTROLLER_PRIORITY}: {e}): on a busy CPU its phases may run long"
+            );
+            None
+        }
+    };
     // The settling period: the loop runs, sampling stays off, and
     // nothing is measured.
     let t0 = monotonic_ns() + spec.settle_ns;
@@ -73,9 +87,17 @@ pub(super) fn run_phases(
     if let (Some(s), Some(true)) = (&sampler, spec.phases.first()) {
         s.enable().map_err(failed)?;
     }
+    let mut boundary = t0;
     for (i, &on) in spec.phases.iter().enumerate() {
-        let deadline = t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1);
+        // The schedule, or one whole phase after the last boundary when
+        // that came late: a held-up controller never cuts the next phases
+        // short to catch up (the old rule gave phases of 0.03 ms with no
+        // work in them). results_format::phase_check judges the phases by
+        // the same deadline.
+        let deadline = (t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1))
+            .max(boundary + opts.phase_ns);
         sleep_until_monotonic(deadline);
+        boundary = monotonic_ns();
         let t_now = monotonic_raw_ns();
         let it_now = reader.iterations();
         let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);

@@ -1,5 +1,6 @@
 //! The only unsafe code of the driver: the perf_event_open syscall, its
-//! ioctls, the ring buffer mmap and its head/tail atomics, and mount(2).
+//! ioctls, the ring buffer mmap and its head/tail atomics, mount(2), and
+//! the calling thread's scheduling policy (sched_setscheduler(2)).
 //!
 //! Every unsafe block is tiny and wraps its result at once (fds become
 //! `OwnedFd`, the mapping becomes a [`RingMap`] that unmaps on drop).
@@ -110,6 +111,30 @@ pub fn mount_tracefs(target: &CStr) -> io::Result<()> {
         )
     };
     check(rc)
+}
+
+/// The calling thread's scheduling policy and priority
+/// (sched_getscheduler(2), sched_getparam(2)).
+pub fn thread_policy() -> io::Result<(i32, i32)> {
+    // SAFETY: pid 0 is the calling thread; no pointer is passed.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param the kernel writes for the call.
+    check(unsafe { libc::sched_getparam(0, &mut param) })?;
+    Ok((policy, param.sched_priority))
+}
+
+/// Sets the calling thread's scheduling policy and priority
+/// (sched_setscheduler(2) on pid 0: this thread only).
+pub fn set_thread_policy(policy: i32, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is valid for the call.
+    check(unsafe { libc::sched_setscheduler(0, policy, &param) })
 }
 
 /// A perf ring buffer mapping: one control page followed by 2^n data pages.
