@@ -27,6 +27,13 @@ enum Command {
     /// Report what this host can measure (PMU, event, tracepoints, privileges) and self-test it.
     Probe(driver::probe::ProbeArgs),
     /// Run a sampling-overhead sweep over a set of frequencies.
+    #[command(
+        after_help = "Exit status: 0 every run recorded and the report written; 1 runs failed, \
+            or a setting could not be restored; 2 bad input, nothing measured; 4 every run \
+            recorded but the report failed (the error and `analysis report DIR`, which makes \
+            it again, are on stderr; the directory on stdout as always); 130 interrupted \
+            (Ctrl-C or SIGTERM; `--resume DIR` finishes it)."
+    )]
     Sweep(driver::sweep::SweepArgs),
     /// Run the workload (the same code as the `workload` binary); used by sweeps.
     #[command(hide = true, disable_help_flag = true)]

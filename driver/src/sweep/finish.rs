@@ -85,12 +85,30 @@ pub(super) fn run_restore_report(mut s: Sweep<'_>) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     };
-    if s.report && !report(s.root) {
-        code = ExitCode::FAILURE;
+    if s.report {
+        match report_step(s.root, analysis::report_dir) {
+            Ok(answer) => {
+                // The answer first, on stderr: stdout keeps the directory.
+                for line in &answer {
+                    eprintln!("{line}");
+                }
+                tracing::info!("report in {}", s.root.join("report").display());
+            }
+            Err(why) => {
+                tracing::error!("{why}");
+                code = ExitCode::from(REPORT_FAILED);
+            }
+        }
     }
     println!("{}", s.root.display());
     Ok(code)
 }
+
+/// Exit status of a sweep whose runs are all recorded and whose settings
+/// are restored but whose report failed (documented in `driver sweep
+/// --help`): the result set is complete, and `analysis report DIR` makes
+/// the report again.
+pub const REPORT_FAILED: u8 = 4;
 
 /// One run's handler intervals, as events Parquet.
 fn write_intervals(path: &Path, iv: &[Interval]) -> Result<(), String> {
@@ -145,26 +163,38 @@ fn stopped(
     }
 }
 
-/// Step 12: the analysis report; false (logged, the data kept) when it
-/// fails.
-fn report(root: &Path) -> bool {
-    match analysis::report_dir(root) {
-        Ok(report) => {
-            // The answer first, on stderr: stdout keeps the directory.
-            for line in &report.answer {
-                eprintln!("{line}");
-            }
-            tracing::info!("report in {}", report.dir.display());
-            true
-        }
-        Err(e) => {
-            tracing::error!(
-                "the report failed (the data in {} is kept): {e}",
-                root.display()
-            );
-            false
-        }
-    }
+/// Step 12: the analysis report through `make` (`analysis::report_dir`):
+/// the answer box's lines, or what went wrong (an error, or a panic caught
+/// here, at the boundary: the measurements are never lost to a bug in the
+/// report) with the command that makes the report again.
+fn report_step(
+    root: &Path,
+    make: impl FnOnce(&Path) -> Result<analysis::report::Written, analysis::AnalysisError>,
+) -> Result<Vec<String>, String> {
+    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(root)));
+    let why = match made {
+        Ok(Ok(written)) => return Ok(written.answer),
+        Ok(Err(e)) => results_format::message_chain(&e),
+        Err(panic) => format!(
+            "the analysis panicked ({}): a bug, please report it with this results directory",
+            panic_text(panic.as_ref())
+        ),
+    };
+    Err(format!(
+        "the report failed: {why}. Every run is recorded in {dir} (complete); make the report \
+         again with `analysis report {dir}` (in a checkout: `cargo run --release -p analysis -- \
+         report {dir}`)",
+        dir = root.display()
+    ))
+}
+
+/// A caught panic's message (a `&str` or a `String` payload).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }
 
 /// The manifest's settings changes after a restore: earlier invocations'
@@ -195,8 +225,45 @@ fn resume_command(root: &Path, raise_max_rate: bool) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A report step that panics (as statrs did on a starved 100 kHz set)
+    /// or fails leaves the sweep's outcome to the caller: the error names
+    /// the cause, the results directory and the command that re-makes the
+    /// report; a report that works gives its answer box.
+    #[test]
+    fn a_failing_report_step_says_how_to_make_it_again() {
+        let root = Path::new("results/20261126T2110Z-vm");
+        let e = report_step(root, |_| {
+            panic!("called `Result::unwrap()` on an `Err` value")
+        })
+        .unwrap_err();
+        assert!(e.contains("the analysis panicked"), "{e}");
+        assert!(e.contains("`Result::unwrap()`"), "{e}");
+        assert!(
+            e.contains("`analysis report results/20261126T2110Z-vm`"),
+            "{e}"
+        );
+        let e = report_step(root, |p| {
+            Err(analysis::AnalysisError::NoSuchDirectory {
+                path: p.to_path_buf(),
+            })
+        })
+        .unwrap_err();
+        assert!(
+            e.starts_with("the report failed: ") && e.contains("complete"),
+            "{e}"
+        );
+        let ok = report_step(root, |p| {
+            Ok(analysis::report::Written {
+                dir: p.join("report"),
+                answer: vec!["+- box -+".into()],
+            })
+        });
+        assert_eq!(ok, Ok(vec!["+- box -+".to_string()]));
+    }
 
     #[test]
     fn the_resume_command_keeps_raise_max_rate() {
