@@ -421,17 +421,22 @@ fn check_report_numbers(
         );
     }
 
-    // Paired loss: mean over consecutive groups of four phases of each run
-    // of 1 - mean on-rate / mean off-rate.
+    // Paired loss: mean over the groups of four phases the controller kept
+    // (results_format::phase_check: on a busy host some are left out) of
+    // 1 - mean on-rate / mean off-rate.
+    let phase_ns = driver::results::read_manifest(out)
+        .unwrap()
+        .options
+        .phase_ns;
     for f in [0, 1000, 40000] {
         let mut by_run: BTreeMap<u32, Vec<&driver::results::PhaseRow>> = BTreeMap::new();
         for p in phases.iter().filter(|p| p.freq_hz == f) {
             by_run.entry(p.run_id).or_default().push(p);
         }
         let mut groups = Vec::new();
-        for ps in by_run.values_mut() {
-            ps.sort_by_key(|p| p.phase);
-            for g in ps.chunks_exact(4) {
+        for ps in by_run.values() {
+            let judged = results_format::phase_check::judge_run(ps, phase_ns);
+            for g in &judged.kept {
                 let mean_rate = |on: bool| {
                     let r: Vec<f64> = g
                         .iter()
