@@ -60,8 +60,14 @@ pub fn median(x: &[f64]) -> f64 {
 /// One-way analysis of variance of `groups` (empty groups ignored): F =
 /// between-group mean square / within-group mean square, and its upper-tail
 /// p value on (k - 1, N - k) degrees of freedom. None with fewer than two
-/// groups, no within-group degrees of freedom, or no within-group spread.
+/// groups, no within-group degrees of freedom, no within-group spread, a
+/// value that is not finite (an empty phase's NaN loss: statrs's `sf`
+/// panics on a NaN F), or an F too large for the distribution to evaluate
+/// ((k - 1) F overflows: `sf` panics there too).
 pub fn one_way_anova(groups: &[Vec<f64>]) -> Option<(f64, f64)> {
+    if groups.iter().flatten().any(|v| !v.is_finite()) {
+        return None;
+    }
     let groups: Vec<&Vec<f64>> = groups.iter().filter(|g| !g.is_empty()).collect();
     let k = groups.len();
     let n: usize = groups.iter().map(|g| g.len()).sum();
@@ -75,20 +81,39 @@ pub fn one_way_anova(groups: &[Vec<f64>]) -> Option<(f64, f64)> {
         ssb += g.len() as f64 * (m - grand).powi(2);
         ssw += g.iter().map(|x| (x - m).powi(2)).sum::<f64>();
     }
-    if ssw <= 0.0 {
+    if !(ssw > 0.0 && ssw.is_finite() && ssb.is_finite()) {
         return None;
     }
     let (d1, d2) = ((k - 1) as f64, (n - k) as f64);
     let f = (ssb / d1) / (ssw / d2);
+    if !(f.is_finite() && (d1 * f).is_finite()) {
+        return None;
+    }
     let p = FisherSnedecor::new(d1, d2).ok()?.sf(f);
     Some((f, p))
 }
 
+/// Degrees of freedom from which [`t_ppf`] uses the normal quantile with
+/// its 1/df and 1/df^2 corrections (Cornish-Fisher, exact to ~1e-12 here)
+/// instead of statrs's inverse, which drifts (1.95985 for 1.95997 at 1e6)
+/// and never returns from 1e15 or infinite degrees of freedom (it hangs).
+pub const T_DF_NORMAL: f64 = 1e5;
+
 /// Student-t quantile: the t with P(T <= t) = p on `df` degrees of freedom
-/// (df may be fractional, e.g. Welch); NaN outside 0 < p < 1 or for df <= 0.
+/// (df may be fractional, e.g. Welch; from [`T_DF_NORMAL`] on, the normal
+/// expansion); NaN outside 0 < p < 1 or for df <= 0 or NaN.
 pub fn t_ppf(p: f64, df: f64) -> f64 {
-    if !(p > 0.0 && p < 1.0) {
+    use statrs::distribution::Normal;
+    if !(p > 0.0 && p < 1.0 && df > 0.0) {
         return f64::NAN;
+    }
+    if df >= T_DF_NORMAL {
+        let Ok(n) = Normal::new(0.0, 1.0) else {
+            return f64::NAN;
+        };
+        let z = n.inverse_cdf(p);
+        let (z3, z5) = (z.powi(3), z.powi(5));
+        return z + (z3 + z) / (4.0 * df) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df);
     }
     StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |t| t.inverse_cdf(p))
 }
@@ -349,6 +374,14 @@ mod tests {
         assert!(one_way_anova(&[vec![1.0, 2.0]]).is_none());
         assert!(one_way_anova(&[vec![1.0], vec![2.0]]).is_none());
         assert!(one_way_anova(&[vec![1.0, 1.0], vec![2.0, 2.0]]).is_none());
+        // Not computable, not a panic (issue 33: an ABBA group with an
+        // empty phase gave a NaN loss, and statrs's sf unwrapped it): a
+        // NaN or infinite value, or an F whose (k - 1) F overflows.
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(one_way_anova(&[vec![1.0, bad, 2.0], vec![3.0, 4.0]]).is_none());
+        }
+        assert!(one_way_anova(&[vec![0.0, 1e-150], vec![1e150, 1e150]]).is_none());
+        assert!(one_way_anova(&[vec![-1e200, 1e200], vec![0.0, 1.0]]).is_none());
     }
 
     #[test]
@@ -391,9 +424,24 @@ mod tests {
             (f64::NAN, 4.0),
             (0.9, 0.0),
             (0.9, f64::NAN),
+            (0.9, -1.0),
         ] {
             assert!(t_ppf(p, df).is_nan(), "t_ppf({p}, {df})");
         }
+        // Without bound the degrees of freedom give the normal quantile
+        // (statrs's inverse hangs at 1e15 and beyond); just above the
+        // normal one at 1e5: z + (z^3 + z) / (4 df) = 1.9599877.
+        for df in [1e15, 1e300, f64::INFINITY] {
+            assert!(
+                (t_crit95(df) - 1.959_963_984_540_054).abs() < 1e-12,
+                "df {df}"
+            );
+        }
+        assert!(
+            (t_crit95(1e5) - 1.959_987_7).abs() < 1e-6,
+            "{}",
+            t_crit95(1e5)
+        );
     }
 
     #[test]
