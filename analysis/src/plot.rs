@@ -225,6 +225,31 @@ pub fn plot_paired(
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 type Chart<'a, DB, X> = ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>;
 
+/// An axis range plotters can tick: its own tick search divides the step
+/// by 10 until enough ticks fit, and on a range that is not finite, or
+/// narrower than the precision of its values (a degenerate recovery.csv
+/// gave one at 1e17), the step reaches 0 and the search never ends (the
+/// report hung; issue 33). Such a range is widened around its middle (or
+/// is 0..1 when nothing in it is finite); |values| beyond 1e15 are cut to
+/// it. Any range a real result set gives is returned as it is.
+pub(crate) fn plottable((lo, hi): (f64, f64)) -> (f64, f64) {
+    const MAX: f64 = 1e15;
+    let (lo, hi) = match (lo.is_finite(), hi.is_finite()) {
+        (true, true) => (lo.min(hi), lo.max(hi)),
+        (true, false) => (lo, lo),
+        (false, true) => (hi, hi),
+        (false, false) => return (0.0, 1.0),
+    };
+    let (lo, hi) = (lo.clamp(-MAX, MAX), hi.clamp(-MAX, MAX));
+    let magnitude = lo.abs().max(hi.abs());
+    if hi - lo > magnitude * 1e-9 && hi - lo > 1e-12 {
+        return (lo, hi);
+    }
+    let mid = 0.5 * (lo + hi);
+    let half = (mid.abs() * 1e-3).max(0.5);
+    (mid - half, mid + half)
+}
+
 /// The frame every chart shares: margins, label areas sized for the y
 /// ticks, grid colours, fonts, axis descriptions and tick formats. Returns
 /// the chart ready for its series.
@@ -242,6 +267,7 @@ where
     XS: AsRangedCoord<Value = f64>,
     XS::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
+    let y = plottable(y);
     let mut chart = ChartBuilder::on(area)
         .margin_left(10)
         .margin_right(30)

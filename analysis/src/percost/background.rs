@@ -16,6 +16,10 @@ pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
 /// Replications (independent random phases) per 0 Hz run, at least.
 pub const MIN_REPLICATIONS: usize = 8;
 
+/// The most timestamps one replication lays over a run's window: 1000 s
+/// at 100 kHz, far beyond any run (8 s at 100 kHz is 8e5).
+const MAX_DRAWN_STAMPS: f64 = 1e8;
+
 /// Excess per timestamp, each episode's excess capped at `cap_ns` per
 /// timestamp it holds, that a sampler at `rate_hz` would match on one run
 /// by coincidence, drawn: `replications` times, timestamps one period apart
@@ -38,6 +42,12 @@ pub fn coincidence_capped(
     }
     let period = 1e9 / rate_hz;
     let window = (end_ns - start_ns) as f64;
+    if window / period > MAX_DRAWN_STAMPS {
+        // No run holds that many samples: the window is not a measured one
+        // (a degenerate timeline.csv asked for 1e15 timestamps and the
+        // report never ended). Unavailable, as for no window at all.
+        return f64::NAN;
+    }
     let (mut excess, mut stamps) = (0f64, 0usize);
     let mut times = Vec::new();
     for _ in 0..replications {

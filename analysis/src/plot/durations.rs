@@ -245,7 +245,7 @@ impl Durations {
 impl Figure for Durations {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &self.notes)?;
-        let (lo, hi) = (self.lo, self.hi());
+        let (lo, hi) = crate::plot::plottable((self.lo, self.hi()));
         let x_fmt = TickFmt::new(lo, hi, false);
         let mut chart = framed_chart(
             &area,

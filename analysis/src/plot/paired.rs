@@ -181,7 +181,10 @@ impl Figure for Paired {
         let x_fmt = TickFmt::new(self.x.0, self.x.1, false);
         let mut chart = framed_chart(
             &area,
-            self.x.0..self.x.1,
+            {
+                let x = crate::plot::plottable(self.x);
+                x.0..x.1
+            },
             self.y,
             ("time since run start (s)", "loop rate (loops/s)"),
             &move |v: &f64| x_fmt.fmt(*v),

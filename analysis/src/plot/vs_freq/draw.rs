@@ -242,15 +242,16 @@ impl VsFreq {
 impl Figure for VsFreq {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &self.notes)?;
-        if self.log_x {
-            let (bold, light) = log_ticks(self.x.0, self.x.1);
-            let spec = (self.x.0..self.x.1)
+        let x = crate::plot::plottable(self.x);
+        if self.log_x && x.0 > 0.0 {
+            let (bold, light) = log_ticks(x.0, x.1);
+            let spec = (x.0..x.1)
                 .log_scale()
                 .with_key_points(bold)
                 .with_light_points(light);
             self.draw_chart(&area, spec)
         } else {
-            self.draw_chart(&area, self.x.0..self.x.1)
+            self.draw_chart(&area, x.0..x.1)
         }
     }
 }
