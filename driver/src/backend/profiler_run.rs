@@ -413,6 +413,13 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        // As the sweep does before it starts a profiler: a SIGINT handler
+        // of our own, so the child gets SIGINT's default disposition at
+        // exec. Without it a test binary started in the background by a
+        // non-interactive shell (which ignores SIGINT there) passes the
+        // ignored SIGINT on, and a shell cannot trap a signal ignored on
+        // entry: SIGTERM stopped it (seen in the busy-host test runs).
+        let _ = crate::system::signals::interrupt_flag();
         let mut p = Profiler::start(&argv, &[0]).unwrap();
         let flag = AtomicBool::new(false);
         p.settle(Duration::from_millis(200), &flag).unwrap();
