@@ -215,11 +215,7 @@ fn main() -> ExitCode {
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(payload) => {
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "no message".to_owned());
+            let text = results_format::panic_message(payload.as_ref());
             eprintln!(
                 "error: the analysis panicked ({text}). This is a bug in `analysis`, not a \
                  problem with your data: please report it on the project's issue tracker with \

@@ -489,14 +489,6 @@ fn write_gaps_files(root: &Path, id: u32, r: &RunSpec) {
     write_samples_parquet(&samples_path(root, id), &times, &eps).unwrap();
 }
 
-/// The panic's message, for the failure report.
-fn message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(not a string)".to_owned())
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -518,7 +510,7 @@ proptest! {
         match out {
             Ok(Ok(dir)) => prop_assert!(dir.join("report.md").is_file()),
             Ok(Err(e)) => prop_assert!(!e.to_string().is_empty()),
-            Err(p) => prop_assert!(false, "report_dir panicked: {}", message(&*p)),
+            Err(p) => prop_assert!(false, "report_dir panicked: {}", results_format::panic_message(&*p)),
         }
     }
 }

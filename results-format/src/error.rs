@@ -196,6 +196,17 @@ pub fn message_chain(err: &(dyn std::error::Error + 'static)) -> String {
     line
 }
 
+/// A caught panic's message: its `&str` or `String` payload, else "no
+/// message". The one reading of a payload for the boundaries that catch
+/// panics (the analysis CLI, the sweep's report step).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
+}
+
 #[cfg(test)]
 mod chain_tests {
     use super::*;

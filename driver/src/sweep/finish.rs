@@ -177,7 +177,7 @@ fn report_step(
         Ok(Err(e)) => results_format::message_chain(&e),
         Err(panic) => format!(
             "the analysis panicked ({}): a bug, please report it with this results directory",
-            panic_text(panic.as_ref())
+            results_format::panic_message(panic.as_ref())
         ),
     };
     Err(format!(
@@ -186,15 +186,6 @@ fn report_step(
          report {dir}`)",
         dir = root.display()
     ))
-}
-
-/// A caught panic's message (a `&str` or a `String` payload).
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_owned())
 }
 
 /// The manifest's settings changes after a restore: earlier invocations'
