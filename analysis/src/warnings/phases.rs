@@ -22,16 +22,15 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
     }
     let mut out = Vec::new();
     for (freq_hz, runs) in &by_freq {
-        let kept_faults: Vec<&ExcludedPhase> = runs
+        // The controller's faults (every recorded run has some fault or a
+        // group left out, paired_loss records no other).
+        let controller: Vec<&ExcludedPhase> = runs
             .iter()
             .flat_map(|r| &r.excluded)
             .filter(|e| !e.fault.is_bad_input())
             .collect();
         let groups: usize = runs.iter().map(|r| r.groups).sum();
         let left: usize = runs.iter().map(|r| r.groups_excluded).sum();
-        if kept_faults.is_empty() && runs.iter().all(|r| r.excluded.is_empty()) && left == 0 {
-            continue;
-        }
         let per_run: Vec<String> = runs
             .iter()
             .filter(|r| r.groups_excluded > 0)
@@ -44,7 +43,7 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
         } else {
             String::new()
         };
-        if kept_faults.is_empty() {
+        if controller.is_empty() {
             // Only bad-input rows or incomplete groups at this rate: the
             // bad input has its own warning below; an incomplete group is
             // said here.
@@ -66,9 +65,9 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
                 "paired design at {freq_hz} Hz: the phase controller could not keep {} in {} \
                  ({}), so {left} of {groups} ABBA groups were left out ({}{more}); each phase is \
                  in excluded_phases.csv",
-                plural(kept_faults.len(), "phase"),
+                plural(controller.len(), "phase"),
                 plural(runs.len(), "run"),
-                reasons(&kept_faults),
+                reasons(&controller),
                 per_run.join(", ")
             ),
             "the loss at that rate uses the kept groups only; docs/methodology.md (\"Phases the \
