@@ -35,7 +35,7 @@ out="$dist/driver"
 
 echo "== size"
 stat -c '%s bytes' "$out"
-ls -lh "$out" | awk '{print $5}'
+numfmt --to=iec-i --suffix=B "$(stat -c %s "$out")"
 echo "== file"
 file "$out"
 echo "== ldd"
