@@ -12,6 +12,7 @@
 //! | `timeline.csv`, `recovery.csv` | [`timeline::TimelineRow`], [`timeline::RecoveryRow`] | [`ResultsDir::append_rows`] | [`read_csv_rows`] |
 //! | `gaps/run-<id>.parquet` | [`timeline::Gap`] | [`timeline::write_gaps_parquet`] | [`timeline::read_gaps_parquet`] |
 //! | `samples/run-<id>.parquet` | (time_ns, episode) | [`timeline::write_samples_parquet`] | [`timeline::read_samples_parquet`] |
+//! | `summary.parquet` | [`summary::SummaryRow`] | [`summary::write_summary`] | [`summary::read_summary`] |
 //!
 //! A test (tests/docs.rs) checks docs/results-format.md against these
 //! types: every column and key documented, nothing documented that is not
@@ -28,6 +29,7 @@ mod manifest;
 mod parquet;
 pub mod phase_check;
 mod runs;
+pub mod summary;
 pub mod thinning;
 pub mod timeline;
 mod vocab;

@@ -50,6 +50,15 @@ fn gaps_design_csv_columns_are_documented_in_order() {
 }
 
 #[test]
+fn summary_columns_are_documented_in_order() {
+    let written: Vec<String> = results_format::summary::SUMMARY_COLUMNS
+        .iter()
+        .map(|(n, _)| (*n).to_owned())
+        .collect();
+    same_order("## summary.parquet", &written);
+}
+
+#[test]
 fn parquet_columns_are_documented_in_order() {
     same_order("## events/run-<run_id>.parquet", &strings(&EVENT_COLUMNS));
     same_order("### gaps/run-<run_id>.parquet", &strings(&GAP_COLUMNS));
