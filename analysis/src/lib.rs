@@ -13,11 +13,14 @@
 //!   fits), `percost` (the gaps design's cost per sample), `contents`,
 //!   `aftereffect`, `user_command`;
 //! - judge: `warnings` (every warning, with its remedy), `recommend` (the
-//!   safe rate for a budget);
+//!   safe rate for a budget), `summary` (summary.parquet's rows: the
+//!   answer per configuration and rate);
 //! - `pipeline`: the one entry from a loaded set to judged tables;
 //! - present: `format` (how numbers are written), `answer` (the answer
 //!   box), `report` (report.md, report.html, CSVs) with its section
-//!   modules, `plot`, `compare`.
+//!   modules, `plot`, `compare`;
+//! - `fleet`: many hosts' summaries (read, per host, per class, present),
+//!   on the layers above.
 //!
 //! [`write_report`] below walks them once: load, analyse, present.
 
@@ -29,6 +32,7 @@ pub mod compare;
 pub mod contents;
 pub mod error;
 pub mod fit;
+pub mod fleet;
 pub mod format;
 pub mod load;
 pub mod percost;
@@ -40,6 +44,7 @@ pub mod reference;
 pub mod report;
 pub mod row_types;
 pub mod stats;
+pub mod summary;
 pub mod tables;
 pub mod user_command;
 pub mod warnings;
@@ -55,7 +60,38 @@ pub fn report_dir(dir: &std::path::Path) -> Result<report::Written, AnalysisErro
     for line in analysis.raw_removed.lines() {
         tracing::warn!("skipped: {line}");
     }
-    report::write(&rs, &analysis)
+    let written = report::write(&rs, &analysis)?;
+    write_summary(&rs, &analysis)?;
+    Ok(written)
+}
+
+/// Writes `DIR/summary.parquet`, the set's answer per configuration and
+/// rate ([`summary::summary_rows`]); returns its path.
+pub fn write_summary(
+    rs: &load::ResultSet,
+    analysis: &tables::Analysis,
+) -> Result<std::path::PathBuf, AnalysisError> {
+    let path = rs.dir.join(results_format::summary::SUMMARY_PARQUET);
+    let rows = summary::summary_rows(rs, analysis);
+    results_format::summary::write_summary(&path, &rows)?;
+    Ok(path)
+}
+
+/// A set's summary rows: read from its summary.parquet, or made from its
+/// tables when it has none (an older set). The bool says which: true when
+/// made.
+pub fn summary_of(
+    dir: &std::path::Path,
+) -> Result<(Vec<results_format::summary::SummaryRow>, bool), AnalysisError> {
+    let path = dir.join(results_format::summary::SUMMARY_PARQUET);
+    if path.is_file() {
+        let rows = results_format::summary::read_summary(&path)
+            .map_err(|e| AnalysisError::Invalid(e.to_string()))?;
+        return Ok((rows, false));
+    }
+    let rs = load::load(dir)?;
+    let analysis = pipeline::analyse(&rs)?;
+    Ok((summary::summary_rows(&rs, &analysis), true))
 }
 
 /// [`report_dir`], returning the report directory only.

@@ -133,7 +133,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         .skip(1)
         .flat_map(|(_, a)| a.warnings.iter().cloned())
         .collect();
-    let mut primary = each.swap_remove(0).1;
+    let mut primary = each.remove(0).1;
     primary.warnings.extend(others);
     primary.contents = names;
     primary.by_contents = by_contents;
@@ -146,6 +146,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     primary.excluded = excluded;
     primary.raw_removed = removed;
     primary.profiler = crate::profiler::profiler_table(rs)?;
+    primary.other_configs = each;
     Ok(primary)
 }
 

@@ -16,6 +16,7 @@ mod fallback;
 mod throughput;
 
 pub use curve::{CostCurve, CostPoint, CostSource};
+pub use fallback::{BOUND_BASIS, CONSERVATIVE_BASIS};
 use fallback::{conservative, without_model};
 use throughput::recommend_throughput;
 

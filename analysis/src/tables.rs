@@ -107,6 +107,9 @@ pub struct Analysis {
     /// phases.csv rows that are nonsense), and the ABBA groups left out
     /// with them; empty when every phase was kept.
     pub phase_faults: Vec<RunPhaseFaults>,
+    /// Each other configuration's own analysis, by name (the summary's
+    /// rows and budget answers per configuration); empty in those.
+    pub other_configs: Vec<(String, Analysis)>,
 }
 
 /// One paired run's phases left out of the paired loss, with their ABBA
@@ -237,6 +240,7 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
         raw_removed: crate::load::RawRemoved::default(),
         profiler: None,
         phase_faults,
+        other_configs: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
     };

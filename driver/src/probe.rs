@@ -46,6 +46,15 @@ pub struct HostFacts {
     pub hostname: String,
     /// /proc/cpuinfo `model name`.
     pub cpu_model: String,
+    /// /proc/cpuinfo `vendor_id` (`GenuineIntel`, `AuthenticAMD`, ...).
+    #[serde(default)]
+    pub cpu_vendor: Option<String>,
+    /// /proc/cpuinfo `cpu family`.
+    #[serde(default)]
+    pub cpu_family: Option<u32>,
+    /// /proc/cpuinfo `model`: the model number, beside `cpu_model`'s name.
+    #[serde(default)]
+    pub cpu_model_number: Option<u32>,
     /// /proc/cpuinfo has the `hypervisor` flag.
     pub hypervisor_flag: bool,
     /// /sys/hypervisor/type or DMI vendor/product, when known.
@@ -147,6 +156,19 @@ fn model_and_flag(info: &procfs::CpuInfo) -> (String, bool) {
     (model, flag)
 }
 
+/// /proc/cpuinfo's vendor, family and model number (the first CPU's).
+fn cpu_identity() -> (Option<String>, Option<u32>, Option<u32>) {
+    let Ok(info) = procfs::CpuInfo::current() else {
+        return (None, None, None);
+    };
+    let field = |name: &str| info.get_field(0, name).map(|v| v.trim().to_string());
+    (
+        field("vendor_id"),
+        field("cpu family").and_then(|v| v.parse().ok()),
+        field("model").and_then(|v| v.parse().ok()),
+    )
+}
+
 fn hypervisor() -> Option<String> {
     if let Some(t) = read_trim("/sys/hypervisor/type").filter(|s| !s.is_empty()) {
         return Some(t);
@@ -208,6 +230,7 @@ pub fn snap_hz(rate: f64) -> Option<u64> {
 pub fn probe_host() -> HostFacts {
     let un = rustix::system::uname();
     let (cpu_model, hypervisor_flag) = cpuinfo();
+    let (cpu_vendor, cpu_family, cpu_model_number) = cpu_identity();
     let (pmu_present, pmu_error) = match sampler::resolve_event(EventKind::Cycles) {
         Ok((EventKind::Cycles, _)) => (true, None),
         Ok((_, warn)) => (false, warn),
@@ -250,6 +273,9 @@ pub fn probe_host() -> HostFacts {
         machine: un.machine().to_string_lossy().into_owned(),
         hostname: un.nodename().to_string_lossy().into_owned(),
         cpu_model,
+        cpu_vendor,
+        cpu_family,
+        cpu_model_number,
         hypervisor_flag,
         hypervisor: hypervisor(),
         pmu_present,

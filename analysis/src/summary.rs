@@ -1,0 +1,349 @@
+//! A result set's `summary.parquet` rows ([`results_format::summary`]):
+//! one per configuration and rate, with the host, the cost per sample,
+//! the losses, the drift and each report budget's answer. Built from the
+//! judged analysis, so a set without a summary gets the same rows from its
+//! tables ("made from its tables").
+
+use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
+
+use crate::load::{ResultSet, Run};
+use crate::percost::{Agreement, PerSampleRow};
+use crate::recommend::{BOUND_BASIS, CONSERVATIVE_BASIS, MODEL_BASIS, Recommendation};
+use crate::stats::Estimate;
+use crate::tables::Analysis;
+
+/// The word for an agreement in the summary (snake case, one per variant).
+pub fn agreement_word(a: Agreement) -> &'static str {
+    match a {
+        Agreement::Agree => "agree",
+        Agreement::Disagree => "disagree",
+        Agreement::PairedNotResolved => "paired_not_resolved",
+        Agreement::NoPredictionInterval => "no_prediction_interval",
+    }
+}
+
+/// What a recommendation rests on, in one word: `model`, `conservative`
+/// (model and throughput disagreed, the larger cost decided), `bounds`
+/// (upper bounds only), `throughput_paired` or `throughput_classic`, or
+/// `none` (nothing within the budget or nothing resolves).
+pub fn basis_word(r: &Recommendation) -> &'static str {
+    if r.max_hz.is_none() {
+        "none"
+    } else if r.bound_only || r.basis == BOUND_BASIS {
+        "bounds"
+    } else if r.conservative || r.basis == CONSERVATIVE_BASIS {
+        "conservative"
+    } else if r.basis == MODEL_BASIS {
+        "model"
+    } else if r.basis.contains("paired") {
+        "throughput_paired"
+    } else {
+        "throughput_classic"
+    }
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+fn est(e: &Estimate) -> (Option<f64>, Option<f64>, Option<f64>) {
+    (finite(e.value), finite(e.lo), finite(e.hi))
+}
+
+fn json_str(v: &serde_json::Value, key: &str) -> Option<String> {
+    v.get(key)?.as_str().map(str::to_owned)
+}
+
+/// The row every row of the set starts from: the set, its host, its
+/// subject.
+fn base(rs: &ResultSet) -> SummaryRow {
+    let m = &rs.manifest;
+    let h = &m.host;
+    let cpu_model_name = json_str(h, "cpu_model");
+    let command = user_command(rs);
+    SummaryRow {
+        set: rs.dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+        tool_version: Some(m.tool_version.clone()),
+        started_at: started_at_us(&m.started_at),
+        subject: Some(
+            if rs.profiler_template().is_some() {
+                "profiler"
+            } else if command.is_none() {
+                "loop"
+            } else {
+                "command"
+            }
+            .to_string(),
+        ),
+        hostname: json_str(h, "hostname"),
+        kernel: json_str(h, "kernel"),
+        hypervisor: json_str(h, "hypervisor"),
+        virtualised: h.get("hypervisor_flag").and_then(|v| v.as_bool()),
+        pmu: h.get("pmu_present").and_then(|v| v.as_bool()),
+        cpus: h.get("cpus").and_then(|v| v.as_i64()),
+        cpu_vendor: json_str(h, "cpu_vendor").or_else(|| {
+            vendor_from_name(cpu_model_name.as_deref().unwrap_or_default()).map(str::to_owned)
+        }),
+        cpu_family: h.get("cpu_family").and_then(|v| v.as_i64()),
+        cpu_model: h.get("cpu_model_number").and_then(|v| v.as_i64()),
+        cpu_model_name,
+        event: Some(m.event.clone()),
+        profiler: rs.profiler_template(),
+        command,
+        ..Default::default()
+    }
+}
+
+/// The `--command` of a command set, shell-quoted.
+fn user_command(rs: &ResultSet) -> Option<String> {
+    let argv = rs.manifest.options["command"].as_array()?;
+    Some(shell_words::join(
+        argv.iter().map(|w| w.as_str().unwrap_or_default()),
+    ))
+}
+
+/// The vendor an older set's model name implies (sets written before the
+/// driver recorded /proc/cpuinfo's `vendor_id`).
+fn vendor_from_name(name: &str) -> Option<&'static str> {
+    if name.contains("Intel") {
+        Some("GenuineIntel")
+    } else if name.contains("AMD") {
+        Some("AuthenticAMD")
+    } else {
+        None
+    }
+}
+
+/// `2026-11-26T02:17:06Z` as µs since the epoch.
+pub fn started_at_us(s: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_micros())
+}
+
+/// The runs of configuration `config` at `freq_hz` (ok or not).
+fn runs_at<'a>(rs: &'a ResultSet, config: Option<&'a str>, freq_hz: u64) -> Vec<&'a Run> {
+    rs.runs
+        .iter()
+        .filter(|r| r.freq_hz == freq_hz)
+        .filter(|r| config.is_none_or(|c| crate::contents::config_key(r) == c))
+        .collect()
+}
+
+fn counts(row: &mut SummaryRow, runs: &[&Run]) {
+    row.noisy_runs = Some(runs.iter().filter(|r| r.noisy).count() as i64);
+    row.throttled_runs = Some(runs.iter().filter(|r| r.throttled > 0).count() as i64);
+    if row.scope.is_none() {
+        row.scope = runs.first().map(|r| r.scope.to_string());
+    }
+}
+
+fn answer(r: &Recommendation) -> BudgetAnswer {
+    BudgetAnswer {
+        max_hz: r.max_hz,
+        rate_hz: r.rate_hz.map(|v| v as i64),
+        basis: Some(basis_word(r).to_string()),
+        at_highest_measured: Some(r.at_highest_measured),
+        resolvable: Some(r.resolvable),
+    }
+}
+
+/// Every summary row of `rs` from its analysis `a` (the primary
+/// configuration's, with the others in `a.other_configs`).
+pub fn summary_rows(rs: &ResultSet, a: &Analysis) -> Vec<SummaryRow> {
+    let base = base(rs);
+    if let Some(t) = &a.profiler {
+        return profiler_rows(rs, &base, t);
+    }
+    if base.command.is_some() {
+        return command_rows(rs, &base);
+    }
+    let mut rows = Vec::new();
+    let primary = a.contents.first().cloned().unwrap_or_default();
+    let configs = std::iter::once((primary.as_str(), a))
+        .chain(a.other_configs.iter().map(|(n, other)| (n.as_str(), other)));
+    for (i, (name, cfg)) in configs.enumerate() {
+        rows.extend(loop_rows(rs, &base, name, i == 0, cfg));
+    }
+    rows
+}
+
+fn loop_rows(
+    rs: &ResultSet,
+    base: &SummaryRow,
+    config: &str,
+    primary: bool,
+    a: &Analysis,
+) -> Vec<SummaryRow> {
+    let budgets: Vec<(&str, Option<Recommendation>)> = SUMMARY_BUDGETS
+        .iter()
+        .map(|&(pct, stem)| (stem, crate::recommend::recommend(a, pct).ok()))
+        .collect();
+    let drift = a.per_sample.as_ref().and_then(|p| p.drift.as_ref());
+    let mut start = base.clone();
+    start.config_primary = Some(primary);
+    start.contents = Some(crate::contents::sample_of(config).to_string());
+    start.work_kind = Some(
+        crate::contents::work_kind(crate::contents::workload_of(config)).map_or_else(
+            || crate::contents::workload_of(config).to_string(),
+            |k| k.name().to_string(),
+        ),
+    );
+    if let Some(d) = drift {
+        start.drift_low_pct = finite(d.low_pct);
+        start.drift_high_pct = finite(d.high_pct);
+        if let Some(t) = &d.trend_pct_per_h {
+            (
+                start.drift_trend_pct_per_h,
+                start.drift_trend_lo_pct_per_h,
+                start.drift_trend_hi_pct_per_h,
+            ) = est(t);
+        }
+        start.drift_moved = Some(d.moved());
+    }
+    for (stem, r) in &budgets {
+        if let Some(r) = r {
+            start.set_budget(stem, answer(r));
+        }
+    }
+    // The rates: the gaps design's where it ran, else the loss table's.
+    let per_sample: Vec<&PerSampleRow> = a
+        .per_sample
+        .as_ref()
+        .map(|p| p.rows.iter().collect())
+        .unwrap_or_default();
+    let loss = a.primary_loss();
+    let mut freqs: Vec<u64> = per_sample.iter().map(|r| r.freq_hz).collect();
+    if freqs.is_empty() {
+        freqs = loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
+    }
+    freqs.sort_unstable();
+    freqs.dedup();
+    freqs
+        .into_iter()
+        .map(|f| {
+            let mut row = start.clone();
+            row.freq_hz = Some(f as i64);
+            let runs = runs_at(rs, Some(config), f);
+            counts(&mut row, &runs);
+            if let Some(p) = per_sample.iter().find(|r| r.freq_hz == f) {
+                row.runs = Some(p.runs as i64);
+                row.achieved_hz = finite(p.achieved_hz);
+                (
+                    row.cost_per_sample_ns,
+                    row.cost_per_sample_lo_ns,
+                    row.cost_per_sample_hi_ns,
+                ) = est(&p.total_ns);
+                row.cost_per_sample_pred_lo_ns = finite(p.total_pred_ns.lo);
+                row.cost_per_sample_pred_hi_ns = finite(p.total_pred_ns.hi);
+                row.cost_bounded = Some(p.after_effect_bound_ns.is_some());
+                (
+                    row.predicted_loss_pct,
+                    row.predicted_loss_lo_pct,
+                    row.predicted_loss_hi_pct,
+                ) = est(&p.predicted_loss_pct);
+                row.agreement = p.agreement.map(|x| agreement_word(x).to_string());
+            } else {
+                row.runs = Some(runs.iter().filter(|r| r.ok()).count() as i64);
+            }
+            if let Some(l) = loss.iter().find(|r| r.freq_hz == f) {
+                (
+                    row.throughput_loss_pct,
+                    row.throughput_loss_lo_pct,
+                    row.throughput_loss_hi_pct,
+                ) = est(&l.trusted());
+            }
+            row
+        })
+        .collect()
+}
+
+fn profiler_rows(
+    rs: &ResultSet,
+    base: &SummaryRow,
+    t: &crate::profiler::ProfilerTable,
+) -> Vec<SummaryRow> {
+    let mut start = base.clone();
+    start.config_primary = Some(true);
+    for &(pct, stem) in &SUMMARY_BUDGETS {
+        let r = crate::profiler::recommend(t, pct);
+        start.set_budget(
+            stem,
+            BudgetAnswer {
+                max_hz: r.max_hz,
+                rate_hz: r
+                    .max_hz
+                    .and_then(crate::recommend::nice_prime_below)
+                    .map(|v| v as i64),
+                basis: Some(
+                    if r.max_hz.is_none() {
+                        "none"
+                    } else if r.basis.starts_with("throughput") {
+                        "profiler_throughput"
+                    } else {
+                        "profiler_gaps"
+                    }
+                    .to_string(),
+                ),
+                at_highest_measured: Some(r.at_highest_measured),
+                resolvable: Some(t.rows.iter().any(|x| x.resolved())),
+            },
+        );
+    }
+    t.rows
+        .iter()
+        .map(|p| {
+            let mut row = start.clone();
+            row.freq_hz = Some(p.freq_hz as i64);
+            row.runs = Some(p.blocks as i64);
+            counts(&mut row, &runs_at(rs, None, p.freq_hz));
+            (
+                row.cost_per_sample_ns,
+                row.cost_per_sample_lo_ns,
+                row.cost_per_sample_hi_ns,
+            ) = est(&p.cost_per_interruption_ns);
+            (
+                row.predicted_loss_pct,
+                row.predicted_loss_lo_pct,
+                row.predicted_loss_hi_pct,
+            ) = est(&p.gap_loss_pct);
+            (
+                row.throughput_loss_pct,
+                row.throughput_loss_lo_pct,
+                row.throughput_loss_hi_pct,
+            ) = est(&p.throughput_loss_pct);
+            row
+        })
+        .collect()
+}
+
+fn command_rows(rs: &ResultSet, base: &SummaryRow) -> Vec<SummaryRow> {
+    crate::user_command::command_table(&rs.runs)
+        .into_iter()
+        .filter(|c| c.freq_hz > 0)
+        .map(|c| {
+            let mut row = base.clone();
+            row.config_primary = Some(true);
+            row.contents = Some(c.sample.clone());
+            row.freq_hz = Some(c.freq_hz as i64);
+            row.runs = Some(c.runs as i64);
+            row.achieved_hz = finite(c.achieved_hz);
+            counts(&mut row, &runs_at(rs, None, c.freq_hz));
+            if let Some(e) = &c.cost_per_sample_ns {
+                (
+                    row.cost_per_sample_ns,
+                    row.cost_per_sample_lo_ns,
+                    row.cost_per_sample_hi_ns,
+                ) = est(e);
+            }
+            if let Some(e) = &c.loss_pct {
+                (
+                    row.throughput_loss_pct,
+                    row.throughput_loss_lo_pct,
+                    row.throughput_loss_hi_pct,
+                ) = est(e);
+            }
+            row
+        })
+        .collect()
+}
