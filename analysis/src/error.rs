@@ -45,6 +45,16 @@ pub enum AnalysisError {
     #[error("{0}")]
     Invalid(String),
 
+    /// `analysis fleet ROOT` found no host with a summary (bad input).
+    #[error(
+        "{root}: no result set with a usable summary under it ({skipped} skipped, {missing} hosts missing); give the fleet dataset's root (it holds host=NAME/date=DAY/<set>/summary.parquet) or result directories"
+    )]
+    NoSummary {
+        root: PathBuf,
+        skipped: usize,
+        missing: usize,
+    },
+
     /// Drawing a plot failed (the message names the plot file).
     #[error(transparent)]
     Plot(#[from] crate::plot::PlotError),

@@ -70,6 +70,67 @@ enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Answer for a fleet: read every result set's summary.parquet under
+    /// ROOT (a fleet dataset, host=NAME/date=DAY/<set>/, as deploy/fleet.yml
+    /// fetches it, or any folder of result sets), take each host's newest
+    /// set, group hosts into classes, and write ROOT/report/ (report.md,
+    /// report.html, fleet.csv, hosts.csv, missing.csv, skipped.csv, the
+    /// figure). The answer box on stderr, report.md's path on stdout
+    /// (--json: the answer as JSON on stdout). Exit 2 when ROOT holds no
+    /// usable summary.
+    Fleet {
+        /// The fleet dataset's root.
+        root: PathBuf,
+        /// Class columns, comma-separated: cpu_model_name, virtualised,
+        /// event, cpu_vendor, cpu_family, cpu_model, hypervisor, pmu,
+        /// kernel, scope, contents, work_kind, cpus, tool_version.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "cpu_model_name,virtualised,event"
+        )]
+        by: Vec<String>,
+        /// Keep every date per host (the report then shows each class over
+        /// time), not only the newest set.
+        #[arg(long)]
+        all: bool,
+        /// A host's cost per sample is taken at its measured rate nearest
+        /// this, Hz.
+        #[arg(long, default_value_t = 1000.0)]
+        at: f64,
+        /// The production rate every host is checked against, Hz (perf -F
+        /// 99; Parca samples at 19, Pyroscope at 97).
+        #[arg(long, default_value_t = 99.0)]
+        rate: f64,
+        /// Where the report goes. Default ROOT/report.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Skip sets without a summary instead of making one from their
+        /// tables (that analyses each such set: slow for many).
+        #[arg(long)]
+        no_make: bool,
+        /// Print the answer as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write DIR/summary.parquet (the set's answer per configuration and
+    /// rate; `analysis report` writes it too) for each result set given,
+    /// without rewriting its report. With --into ROOT, write it instead
+    /// into a fleet dataset, ROOT/host=HOSTNAME/date=DAY/<set>/ with the
+    /// set's manifest.json, so sets measured by hand join a fleet.
+    Summary {
+        /// Results directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// A fleet dataset's root to place the summaries in.
+        #[arg(long)]
+        into: Option<PathBuf>,
+        /// The host's name in the fleet (the `host=` folder) with --into;
+        /// default the hostname the set recorded (two hosts both called
+        /// `vm` need names of their own).
+        #[arg(long, requires = "into")]
+        host: Option<String>,
+    },
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -131,6 +192,55 @@ fn run() -> anyhow::Result<ExitCode> {
             }
         }
         Command::Compact { dir } => return compact(&dir),
+        Command::Fleet {
+            root,
+            by,
+            all,
+            at,
+            rate,
+            out,
+            no_make,
+            json,
+        } => {
+            for (flag, v) in [("--at", at), ("--rate", rate)] {
+                if !(v.is_finite() && v > 0.0) {
+                    eprintln!("error: {flag} {v}: expected a rate in Hz above 0, e.g. {flag} 99");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+            let opts = analysis::fleet::FleetOptions {
+                by,
+                at_hz: at,
+                rate_hz: rate,
+                all,
+                make: !no_make,
+            };
+            let fleet = match analysis::fleet::analyse(&root, &opts) {
+                Ok(f) => f,
+                Err(
+                    e @ (analysis::AnalysisError::NoSummary { .. }
+                    | analysis::AnalysisError::Invalid(_)
+                    | analysis::AnalysisError::NoSuchDirectory { .. }),
+                ) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let out = out.unwrap_or_else(|| root.join("report"));
+            let md = analysis::fleet::present::write(&out, &fleet)?;
+            for line in analysis::fleet::present::answer_box(&fleet) {
+                eprintln!("{line}");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&fleet)?);
+            } else {
+                println!("{}", md.display());
+            }
+        }
+        Command::Summary { dirs, into, host } => {
+            return summaries(&dirs, into.as_deref(), host.as_deref());
+        }
         Command::Compare { dirs, csv } => {
             let refs: Vec<&std::path::Path> = dirs.iter().map(|d| d.as_path()).collect();
             let c = compare::compare(&refs)?;
@@ -142,6 +252,71 @@ fn run() -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `analysis summary DIR...`: each set's summary.parquet, in place or
+/// into a fleet dataset; a set that fails is named and the others go on
+/// (exit 1 when any failed).
+fn summaries(
+    dirs: &[PathBuf],
+    into: Option<&std::path::Path>,
+    host_name: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    use results_format::summary::{SUMMARY_PARQUET, write_summary};
+    let mut failed = 0;
+    for dir in dirs {
+        let made = load::load(dir).map_err(anyhow::Error::from).and_then(|rs| {
+            let a = pipeline::analyse(&rs)?;
+            let rows = analysis::summary::summary_rows(&rs, &a);
+            let target = match into {
+                None => dir.clone(),
+                Some(root) => {
+                    let first = rows.first();
+                    let host = host_name
+                        .map(str::to_owned)
+                        .or_else(|| first.and_then(|r| r.hostname.clone()))
+                        .unwrap_or_else(|| "unknown".to_string());
+                    let date = first
+                        .and_then(|r| r.started_at)
+                        .and_then(analysis::fleet::scan::day_of)
+                        .unwrap_or_else(|| "unknown".to_string());
+                    let name = dir
+                        .file_name()
+                        .map(|n| n.to_os_string())
+                        .unwrap_or_default();
+                    let t = root
+                        .join(format!("host={host}"))
+                        .join(format!("date={date}"))
+                        .join(name);
+                    std::fs::create_dir_all(&t)?;
+                    std::fs::copy(
+                        dir.join(results_format::MANIFEST_JSON),
+                        t.join(results_format::MANIFEST_JSON),
+                    )?;
+                    t
+                }
+            };
+            let path = target.join(SUMMARY_PARQUET);
+            write_summary(&path, &rows)?;
+            Ok((path, rows.len()))
+        });
+        match made {
+            Ok((path, n)) => println!("{} ({n} rows)", path.display()),
+            Err(e) => {
+                failed += 1;
+                eprintln!(
+                    "error: {}: {}",
+                    dir.display(),
+                    results_format::message_chain(e.as_ref())
+                );
+            }
+        }
+    }
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `analysis compact DIR`: every raw file brought into the current form,

@@ -1,0 +1,253 @@
+//! One observation per host (its newest set, or every set with `--all`):
+//! its cost per sample at the rate nearest `--at`, its budget answers and
+//! its class; duplicates said once each.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
+
+use super::scan::{FleetRow, Missing};
+
+/// The class columns `--by` may name (summary columns, plus `host`).
+pub const CLASS_COLUMNS: &[&str] = &[
+    "cpu_model_name",
+    "virtualised",
+    "event",
+    "cpu_vendor",
+    "cpu_family",
+    "cpu_model",
+    "hypervisor",
+    "pmu",
+    "kernel",
+    "scope",
+    "contents",
+    "work_kind",
+    "cpus",
+    "tool_version",
+];
+
+/// The default classes: CPU model x virtualisation x event.
+pub const DEFAULT_BY: [&str; 3] = ["cpu_model_name", "virtualised", "event"];
+
+/// A class column's value in a row, as text (`-` for null).
+pub fn class_value(row: &SummaryRow, col: &str) -> String {
+    let s = match col {
+        "cpu_model_name" => row.cpu_model_name.clone(),
+        "virtualised" => row
+            .virtualised
+            .map(|v| if v { "vm" } else { "bare metal" }.to_string()),
+        "event" => row.event.clone(),
+        "cpu_vendor" => row.cpu_vendor.clone(),
+        "cpu_family" => row.cpu_family.map(|v| v.to_string()),
+        "cpu_model" => row.cpu_model.map(|v| v.to_string()),
+        "hypervisor" => row.hypervisor.clone(),
+        "pmu" => row
+            .pmu
+            .map(|v| if v { "pmu" } else { "no pmu" }.to_string()),
+        "kernel" => row.kernel.clone(),
+        "scope" => row.scope.clone(),
+        "contents" => row.contents.clone(),
+        "work_kind" => row.work_kind.clone(),
+        "cpus" => row.cpus.map(|v| format!("{v} cpus")),
+        "tool_version" => row.tool_version.clone(),
+        _ => None,
+    };
+    s.unwrap_or_else(|| "-".to_string())
+}
+
+/// One host on one date: what the fleet's figures are made of.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HostObs {
+    pub host: String,
+    pub date: String,
+    pub set: String,
+    pub set_dir: String,
+    /// The class's values, in `--by` order.
+    pub class: Vec<String>,
+    pub hostname: String,
+    /// The rate whose cost stands for the host (nearest `--at`), Hz.
+    pub freq_hz: i64,
+    /// None where no rate of the set has one (no gaps design).
+    pub cost_ns: Option<f64>,
+    pub cost_lo_ns: Option<f64>,
+    pub cost_hi_ns: Option<f64>,
+    /// The upper end of the next run's 95 % prediction interval, ns.
+    pub cost_pred_hi_ns: Option<f64>,
+    /// The host's own answer per budget (as [`SUMMARY_BUDGETS`]).
+    #[serde(skip)]
+    pub budgets: Vec<BudgetAnswer>,
+    pub max_hz: Vec<Option<f64>>,
+    /// Its own 1 % answer was the conservative one (model and throughput
+    /// disagreed).
+    pub conservative: bool,
+    /// Its cost moved during its sweep.
+    pub drifted: bool,
+    /// Some budget's answer rests on upper bounds only.
+    pub bounds_only: bool,
+    /// The summary was made from the set's tables.
+    pub made: bool,
+    pub started_at_us: Option<i64>,
+}
+
+/// The hosts, and what was said about the rows on the way.
+#[derive(Debug, Default)]
+pub struct Hosts {
+    pub obs: Vec<HostObs>,
+    /// One line per duplicate, per set without a cost, per row left out.
+    pub notes: Vec<String>,
+    /// Hosts that have a missing.json and no set since.
+    pub missing: Vec<Missing>,
+}
+
+/// How far `f` is from `at`, as a ratio >= 1 (exact for 500 and 2000
+/// around 1000, so ties go to the lower rate the same way in SQL).
+pub fn rate_distance(f: i64, at: f64) -> f64 {
+    let f = f as f64;
+    (f / at).max(at / f)
+}
+
+/// The row standing for a set: the primary configuration's, at the rate
+/// nearest `at` among those with a cost (any rate when none has one: a set
+/// without the gaps design still answers each budget); ties to the lower
+/// rate.
+fn representative<'a>(rows: &[&'a FleetRow], at: f64) -> Option<&'a FleetRow> {
+    rows.iter()
+        .copied()
+        .filter(|r| r.row.freq_hz.is_some_and(|f| f > 0))
+        .min_by(|a, b| {
+            let fa = a.row.freq_hz.unwrap_or_default();
+            let fb = b.row.freq_hz.unwrap_or_default();
+            a.row
+                .cost_per_sample_ns
+                .is_none()
+                .cmp(&b.row.cost_per_sample_ns.is_none())
+                .then(rate_distance(fa, at).total_cmp(&rate_distance(fb, at)))
+                .then(fa.cmp(&fb))
+        })
+}
+
+/// Whether a row is one the fleet answers on: our own sampler's loop
+/// (older rows: null subject) and the set's primary configuration.
+pub fn in_scope(r: &SummaryRow) -> bool {
+    r.subject.as_deref().is_none_or(|s| s == "loop") && r.config_primary != Some(false)
+}
+
+/// The observations: per host the newest date, then the newest start
+/// (`all`: every set), each set's representative row.
+pub fn hosts(rows: &[FleetRow], missing: &[Missing], by: &[String], at: f64, all: bool) -> Hosts {
+    let mut out = Hosts::default();
+    let left_out = rows.iter().filter(|r| !in_scope(&r.row)).count();
+    if left_out > 0 {
+        out.notes.push(format!(
+            "{left_out} rows of other subjects (--profiler, --command) or other configurations \
+             are left out: the fleet answers for the built-in sampler's primary configuration"
+        ));
+    }
+    // Sets by host, keyed by (date, started_at, set dir).
+    type SetKey = (String, Option<i64>, String);
+    let mut by_host: BTreeMap<&str, BTreeMap<SetKey, Vec<&FleetRow>>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| in_scope(&r.row)) {
+        by_host
+            .entry(r.host.as_str())
+            .or_default()
+            .entry((
+                r.date.clone(),
+                r.row.started_at,
+                r.set_dir.display().to_string(),
+            ))
+            .or_default()
+            .push(r);
+    }
+    // The same set under two host names (copied twice): counted once.
+    let mut seen: BTreeMap<(String, Option<i64>, String), String> = BTreeMap::new();
+    for (host, sets) in &by_host {
+        let mut chosen: Vec<(&SetKey, &Vec<&FleetRow>)> = sets.iter().collect();
+        // Newest last: date, then start.
+        chosen.sort_by(|a, b| (&a.0.0, a.0.1).cmp(&(&b.0.0, b.0.1)));
+        if !all {
+            let newest_date = chosen.last().map(|c| c.0.0.clone()).unwrap_or_default();
+            let same_day = chosen.iter().filter(|c| c.0.0 == newest_date).count();
+            if same_day > 1 {
+                out.notes.push(format!(
+                    "host {host} appears {same_day} times on {newest_date}: the newest set is used"
+                ));
+            }
+            chosen = chosen.split_off(chosen.len().saturating_sub(1));
+        }
+        for (key, set_rows) in chosen {
+            let first = &set_rows[0].row;
+            let ident = (
+                first.set.clone().unwrap_or_default(),
+                first.started_at,
+                first.hostname.clone().unwrap_or_default(),
+            );
+            if let Some(other) = seen.get(&ident) {
+                out.notes.push(format!(
+                    "the set {} appears under host {other} and host {host}: counted once, as {other}",
+                    ident.0
+                ));
+                continue;
+            }
+            seen.insert(ident, host.to_string());
+            let Some(rep) = representative(set_rows, at) else {
+                out.notes.push(format!(
+                    "host {host} ({}): no rate above 0 Hz; left out",
+                    key.2
+                ));
+                continue;
+            };
+            if rep.row.cost_per_sample_ns.is_none() {
+                out.notes.push(format!(
+                    "host {host} on {}: no cost per sample (no gaps design, or its raw files \
+                     removed); its budget answers count, its cost does not",
+                    key.0
+                ));
+            }
+            out.obs.push(observation(host, rep, by));
+        }
+    }
+    let with_sets: BTreeMap<&str, String> = out
+        .obs
+        .iter()
+        .map(|o| (o.host.as_str(), o.date.clone()))
+        .fold(BTreeMap::new(), |mut m, (h, d)| {
+            let e = m.entry(h).or_insert_with(String::new);
+            if d > *e {
+                *e = d;
+            }
+            m
+        });
+    let mut named: BTreeSet<(String, String)> = BTreeSet::new();
+    for m in missing {
+        let measured_since = with_sets.get(m.host.as_str()).is_some_and(|d| *d >= m.date);
+        if !measured_since && named.insert((m.host.clone(), m.date.clone())) {
+            out.missing.push(m.clone());
+        }
+    }
+    out
+}
+
+fn observation(host: &str, rep: &FleetRow, by: &[String]) -> HostObs {
+    let r = &rep.row;
+    let budgets: Vec<BudgetAnswer> = SUMMARY_BUDGETS.iter().map(|(_, s)| r.budget(s)).collect();
+    HostObs {
+        host: host.to_string(),
+        date: rep.date.clone(),
+        set: r.set.clone().unwrap_or_default(),
+        set_dir: rep.set_dir.display().to_string(),
+        class: by.iter().map(|c| class_value(r, c)).collect(),
+        hostname: r.hostname.clone().unwrap_or_default(),
+        freq_hz: r.freq_hz.unwrap_or_default(),
+        cost_ns: r.cost_per_sample_ns,
+        cost_lo_ns: r.cost_per_sample_lo_ns,
+        cost_hi_ns: r.cost_per_sample_hi_ns,
+        cost_pred_hi_ns: r.cost_per_sample_pred_hi_ns,
+        max_hz: budgets.iter().map(|b| b.max_hz).collect(),
+        conservative: r.budget_1_basis.as_deref() == Some("conservative"),
+        drifted: r.drift_moved == Some(true),
+        bounds_only: budgets.iter().any(|b| b.basis.as_deref() == Some("bounds")),
+        made: rep.made,
+        started_at_us: r.started_at,
+        budgets,
+    }
+}

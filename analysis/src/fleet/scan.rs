@@ -1,0 +1,301 @@
+//! Reading a fleet dataset: every `summary.parquet` under a root, read in
+//! one polars lazy scan with the `key=value` folder names (`host=`,
+//! `date=`) as columns (docs/layout.md, "The fleet dataset"); the sets
+//! without a summary made from their tables or listed as skipped; the
+//! hosts the playbook could not measure (`missing.json`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, rows_from_frame};
+
+/// One summary row with where it came from.
+#[derive(Debug, Clone)]
+pub struct FleetRow {
+    /// The `host=` folder, else the row's hostname.
+    pub host: String,
+    /// The `date=` folder, else the UTC day the sweep started.
+    pub date: String,
+    /// The result set's folder.
+    pub set_dir: PathBuf,
+    /// True when the set had no summary and it was made from its tables.
+    pub made: bool,
+    pub row: SummaryRow,
+}
+
+/// A host the playbook wrote `missing.json` for.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Missing {
+    pub host: String,
+    #[serde(default)]
+    pub date: String,
+    /// `unreachable`, `probe`, `sweep` or `fetch`.
+    #[serde(default)]
+    pub stage: String,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A folder that holds a set, or looked like one, and was not used.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Everything read under a root.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub rows: Vec<FleetRow>,
+    pub missing: Vec<Missing>,
+    pub skipped: Vec<Skipped>,
+    /// Sets read (with a summary, or made).
+    pub sets: usize,
+    /// Of those, made from their tables.
+    pub made: usize,
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+struct Found {
+    summaries: Vec<PathBuf>,
+    without_summary: Vec<PathBuf>,
+    missing: Vec<PathBuf>,
+}
+
+/// Folders a walk never enters: a partial fetch (`.partial-*`), a report
+/// being written, any hidden folder; a set's own `report/`, raw folders.
+fn skip_dir(name: &str) -> bool {
+    name.starts_with('.') || matches!(name, "report" | "events" | "gaps" | "samples")
+}
+
+fn walk(dir: &Path, found: &mut Found) -> std::io::Result<()> {
+    if dir.join(SUMMARY_PARQUET).is_file() {
+        found.summaries.push(dir.join(SUMMARY_PARQUET));
+        return Ok(());
+    }
+    if dir.join(results_format::MANIFEST_JSON).is_file() {
+        found.without_summary.push(dir.to_path_buf());
+        return Ok(());
+    }
+    if dir.join("missing.json").is_file() {
+        found.missing.push(dir.join("missing.json"));
+    }
+    let mut subdirs: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if entry.file_type()?.is_dir() && !skip_dir(&name.to_string_lossy()) {
+            subdirs.push(entry.path());
+        }
+    }
+    subdirs.sort();
+    for d in subdirs {
+        walk(&d, found)?;
+    }
+    Ok(())
+}
+
+/// The `key=value` folders of `path` below `root`, in order.
+pub fn hive_keys(root: &Path, path: &Path) -> Vec<(String, String)> {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .filter_map(|c| {
+            let s = c.as_os_str().to_string_lossy();
+            s.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The UTC day of a µs timestamp, `YYYY-MM-DD`.
+pub fn day_of(us: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp_micros(us).map(|t| t.format("%Y-%m-%d").to_string())
+}
+
+fn place(root: &Path, set_dir: &Path, made: bool, rows: Vec<SummaryRow>) -> Vec<FleetRow> {
+    let keys: BTreeMap<String, String> = hive_keys(root, set_dir).into_iter().collect();
+    rows.into_iter()
+        .map(|row| FleetRow {
+            host: keys
+                .get("host")
+                .cloned()
+                .or_else(|| row.hostname.clone())
+                .unwrap_or_else(|| "(unknown)".to_string()),
+            date: keys
+                .get("date")
+                .cloned()
+                .or_else(|| row.started_at.and_then(day_of))
+                .unwrap_or_default(),
+            set_dir: set_dir.to_path_buf(),
+            made,
+            row,
+        })
+        .collect()
+}
+
+/// The column polars' scan adds with each row's file.
+const PATH_COLUMN: &str = "__summary_path";
+
+/// One lazy scan over `paths` (whose `key=value` folders below `root` are
+/// the same keys): the summary's columns, a file written by an earlier
+/// version lacking some (null), the hive keys and each row's file.
+fn scan_group(root: &Path, paths: &[PathBuf], keys: &[String]) -> PolarsResult<DataFrame> {
+    let mut hive_schema = Schema::default();
+    for k in keys {
+        hive_schema.insert(k.as_str().into(), DataType::String);
+    }
+    let sources: Vec<PlRefPath> = paths
+        .iter()
+        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
+        .collect();
+    let root_len = root.to_string_lossy().len();
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions {
+            enabled: Some(!keys.is_empty()),
+            hive_start_idx: root_len,
+            schema: (!keys.is_empty()).then(|| Arc::new(hive_schema)),
+            try_parse_dates: false,
+        },
+        schema: Some(Arc::new(results_format::summary::summary_schema())),
+        allow_missing_columns: true,
+        include_file_paths: Some(PATH_COLUMN.into()),
+        glob: false,
+        cache: false,
+        ..Default::default()
+    };
+    LazyFrame::scan_parquet_files(sources.into_iter().collect(), args)?.collect()
+}
+
+/// Reads every summary in `paths` with one lazy scan per set of hive keys;
+/// a scan that fails (a file of another shape) is redone file by file, so
+/// one bad file is named and skipped, not the fleet.
+fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
+    let mut groups: BTreeMap<Vec<String>, Vec<PathBuf>> = BTreeMap::new();
+    for p in paths {
+        let keys: Vec<String> = hive_keys(root, p.parent().unwrap_or(p))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        groups.entry(keys).or_default().push(p.clone());
+    }
+    for (keys, group) in groups {
+        match scan_group(root, &group, &keys).and_then(|df| split_by_file(&df)) {
+            Ok(by_file) => {
+                for (path, rows) in by_file {
+                    accept(root, &path, rows, scan);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "one scan of {} summaries failed ({e}); reading them one by one",
+                    group.len()
+                );
+                for path in group {
+                    match results_format::summary::read_summary(&path) {
+                        Ok(rows) => accept(root, &path, rows, scan),
+                        Err(e) => scan.skipped.push(Skipped {
+                            path: path.clone(),
+                            reason: e.to_string(),
+                        }),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The scanned frame's rows, by the file they came from.
+fn split_by_file(df: &DataFrame) -> PolarsResult<BTreeMap<PathBuf, Vec<SummaryRow>>> {
+    let rows = rows_from_frame(df)?;
+    let paths = df.column(PATH_COLUMN)?.str()?.clone();
+    let mut by_file: BTreeMap<PathBuf, Vec<SummaryRow>> = BTreeMap::new();
+    for (row, path) in rows.into_iter().zip(paths.iter()) {
+        by_file
+            .entry(PathBuf::from(path.unwrap_or_default()))
+            .or_default()
+            .push(row);
+    }
+    Ok(by_file)
+}
+
+fn accept(root: &Path, path: &Path, rows: Vec<SummaryRow>, scan: &mut Scan) {
+    let set_dir = path.parent().unwrap_or(path).to_path_buf();
+    if let Err(e) = check_versions(path, &rows) {
+        scan.skipped.push(Skipped {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        });
+        return;
+    }
+    if rows.is_empty() {
+        scan.skipped.push(Skipped {
+            path: path.to_path_buf(),
+            reason: "the summary has no rows (no rate above 0 Hz was analysed)".to_string(),
+        });
+        return;
+    }
+    scan.sets += 1;
+    scan.rows.extend(place(root, &set_dir, false, rows));
+}
+
+/// Reads everything under `root`. With `make`, a set without a summary
+/// is analysed to make its rows (older sets); without, it is skipped.
+pub fn scan(root: &Path, make: bool) -> std::io::Result<Scan> {
+    let mut found = Found::default();
+    walk(root, &mut found)?;
+    let mut scan = Scan::default();
+    read_summaries(root, &found.summaries, &mut scan);
+    for dir in &found.without_summary {
+        if !make {
+            scan.skipped.push(Skipped {
+                path: dir.clone(),
+                reason: "no summary.parquet (written before summaries; `analysis summary DIR` \
+                         makes one, or drop --no-make)"
+                    .to_string(),
+            });
+            continue;
+        }
+        match crate::summary_of(dir) {
+            Ok((rows, _)) if !rows.is_empty() => {
+                scan.sets += 1;
+                scan.made += 1;
+                scan.rows.extend(place(root, dir, true, rows));
+            }
+            Ok(_) => scan.skipped.push(Skipped {
+                path: dir.clone(),
+                reason: "no summary.parquet, and its tables give no rate above 0 Hz".to_string(),
+            }),
+            Err(e) => scan.skipped.push(Skipped {
+                path: dir.clone(),
+                reason: format!(
+                    "no summary.parquet, and it could not be made from its tables: {}",
+                    results_format::message_chain(&e)
+                ),
+            }),
+        }
+    }
+    for path in &found.missing {
+        let keys: BTreeMap<String, String> = hive_keys(root, path.parent().unwrap_or(path))
+            .into_iter()
+            .collect();
+        let read = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| serde_json::from_str::<Missing>(&s).map_err(|e| e.to_string()));
+        match read {
+            Ok(mut m) => {
+                if m.date.is_empty() {
+                    m.date = keys.get("date").cloned().unwrap_or_default();
+                }
+                scan.missing.push(m);
+            }
+            Err(e) => scan.skipped.push(Skipped {
+                path: path.clone(),
+                reason: format!("missing.json unreadable: {e}"),
+            }),
+        }
+    }
+    Ok(scan)
+}

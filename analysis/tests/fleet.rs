@@ -1,0 +1,306 @@
+//! `analysis fleet` and `analysis summary` end to end: a fleet dataset of
+//! summaries written with results_format's own writer, then the binary's
+//! answer, report and faults (duplicates, a class of one, a later format
+//! version, a set without a summary, a missing host, no summary at all).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod committed;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use results_format::summary::{BudgetAnswer, SUMMARY_PARQUET, SummaryRow, write_summary};
+
+fn analysis() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_analysis"))
+}
+
+/// A host's summary rows: 1000 and 4000 Hz costing `cost_ns`, its 1 %
+/// answer `max_hz`.
+fn rows(
+    hostname: &str,
+    model: &str,
+    cost_ns: f64,
+    max_hz: f64,
+    started_at: i64,
+) -> Vec<SummaryRow> {
+    [1000i64, 4000]
+        .iter()
+        .map(|&f| {
+            let mut r = SummaryRow {
+                set: Some(format!("set-{hostname}-{started_at}")),
+                started_at: Some(started_at),
+                subject: Some("loop".into()),
+                config_primary: Some(true),
+                hostname: Some(hostname.into()),
+                cpu_model_name: Some(model.into()),
+                virtualised: Some(true),
+                event: Some("cpu-clock".into()),
+                freq_hz: Some(f),
+                // The 4000 Hz row costs more: the 1000 Hz one must stand
+                // for the host (nearest --at 1000).
+                cost_per_sample_ns: Some(if f == 1000 { cost_ns } else { cost_ns * 3.0 }),
+                cost_per_sample_lo_ns: Some(cost_ns * 0.9),
+                cost_per_sample_hi_ns: Some(cost_ns * 1.1),
+                ..Default::default()
+            };
+            for (stem, m) in [("0p1", max_hz / 10.0), ("1", max_hz), ("5", max_hz * 5.0)] {
+                r.set_budget(
+                    stem,
+                    BudgetAnswer {
+                        max_hz: Some(m),
+                        rate_hz: None,
+                        basis: Some("model".into()),
+                        at_highest_measured: Some(false),
+                        resolvable: Some(true),
+                    },
+                );
+            }
+            r
+        })
+        .collect()
+}
+
+fn put(root: &Path, host: &str, date: &str, rows: &[SummaryRow]) -> PathBuf {
+    let set = rows[0].set.clone().unwrap();
+    let dir = root
+        .join(format!("host={host}"))
+        .join(format!("date={date}"))
+        .join(set);
+    std::fs::create_dir_all(&dir).unwrap();
+    write_summary(&dir.join(SUMMARY_PARQUET), rows).unwrap();
+    dir
+}
+
+const DAY: i64 = 86_400_000_000;
+const T0: i64 = 1_795_000_000_000_000;
+
+fn json_of(root: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = analysis()
+        .arg("fleet")
+        .arg(root)
+        .args(["--json", "--no-make"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "analysis fleet failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn class<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    j["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == name)
+        .unwrap_or_else(|| panic!("no class {name} in {j}"))
+}
+
+#[test]
+fn a_fleet_is_answered_per_class_with_its_faults_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // Class X: three hosts; a appears twice on one day (the newer counts).
+    put(root, "a", "2026-11-26", &rows("a", "X", 9000.0, 100.0, T0));
+    put(
+        root,
+        "a",
+        "2026-11-26",
+        &rows("a", "X", 1000.0, 1000.0, T0 + 3_600_000_000),
+    );
+    put(root, "b", "2026-11-26", &rows("b", "X", 2000.0, 500.0, T0));
+    put(root, "c", "2026-11-26", &rows("c", "X", 4000.0, 250.0, T0));
+    // Class Y: one host.
+    put(root, "d", "2026-11-26", &rows("d", "Y", 3000.0, 333.0, T0));
+    // A summary from a later version: skipped, its version named.
+    let mut later = rows("f", "X", 1.0, 1.0, T0);
+    let dir = put(root, "f", "2026-11-26", &later);
+    later.iter_mut().for_each(|r| r.format_version = Some(99));
+    let df = results_format::summary::summary_frame(&later).unwrap();
+    let mut file = std::fs::File::create(dir.join(SUMMARY_PARQUET)).unwrap();
+    polars::prelude::ParquetWriter::new(&mut file)
+        .finish(&mut df.clone())
+        .unwrap();
+    // A host the playbook could not reach.
+    let m = root.join("host=e").join("date=2026-11-26");
+    std::fs::create_dir_all(&m).unwrap();
+    std::fs::write(
+        m.join("missing.json"),
+        r#"{"host":"e","date":"2026-11-26","stage":"unreachable","reason":"ssh: connect refused"}"#,
+    )
+    .unwrap();
+    // A partial fetch is never read.
+    let partial = root
+        .join("host=b")
+        .join("date=2026-11-26")
+        .join(".partial-x");
+    std::fs::create_dir_all(&partial).unwrap();
+    write_summary(
+        &partial.join(SUMMARY_PARQUET),
+        &rows("b", "X", 1e9, 1.0, T0),
+    )
+    .unwrap();
+
+    let j = json_of(root, &[]);
+    assert_eq!(j["fleet"]["hosts"], 4, "{j}");
+    let x = class(&j, "X / vm / cpu-clock");
+    assert_eq!(x["hosts"], 3);
+    // costs 1000, 2000, 4000 at 1000 Hz: type-7 quantiles by hand.
+    assert_eq!(x["cost_median_ns"], 2000.0);
+    assert!((x["cost_p95_ns"].as_f64().unwrap() - 3800.0).abs() < 1e-9);
+    assert_eq!(x["cost_max_ns"], 4000.0);
+    // 1 % answers 1000, 500, 250: the 5th percentile 275, every host 250.
+    let one = &x["budgets"][1];
+    assert!((one["p95_host_max_hz"].as_f64().unwrap() - 275.0).abs() < 1e-9);
+    assert_eq!(one["every_host_max_hz"], 250.0);
+    assert_eq!(one["p95_host_rate_hz"], 269);
+    let y = class(&j, "Y / vm / cpu-clock");
+    assert_eq!(y["single"], true);
+    assert_eq!(j["missing"][0]["host"], "e");
+    let skipped = j["skipped"].to_string();
+    assert!(skipped.contains("format_version 99"), "{skipped}");
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains("host a appears 2 times on 2026-11-26"),
+        "{notes}"
+    );
+
+    // The report: fleet.csv's fleet row, the answer box, the figure.
+    let report = root.join("report");
+    let csv = std::fs::read_to_string(report.join("fleet.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().starts_with("fleet,4,"), "{csv}");
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("missing: e on 2026-11-26 (unreachable"), "{md}");
+    assert!(md.contains("a class of one"), "{md}");
+    assert!(report.join("fleet_cost_per_sample.svg").is_file());
+    assert!(report.join("report.html").is_file());
+    assert_eq!(
+        std::fs::read_to_string(report.join("hosts.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn every_date_and_a_host_far_outside_its_class() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for (i, cost) in [1000.0, 1100.0, 1200.0, 1050.0, 950.0, 9000.0]
+        .iter()
+        .enumerate()
+    {
+        let h = format!("h{i}");
+        put(
+            root,
+            &h,
+            "2026-11-25",
+            &rows(&h, "X", *cost, 1e7 / cost, T0),
+        );
+    }
+    put(
+        root,
+        "h0",
+        "2026-11-26",
+        &rows("h0", "X", 1000.0, 1e4, T0 + DAY),
+    );
+    let newest = json_of(root, &[]);
+    assert_eq!(newest["fleet"]["hosts"], 6);
+    let out = &class(&newest, "X / vm / cpu-clock")["outliers"];
+    assert_eq!(out.as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(out[0]["host"], "h5");
+    let all = json_of(root, &["--all"]);
+    assert_eq!(all["fleet"]["hosts"], 7);
+    assert!(root.join("report").join("fleet_over_time.svg").is_file());
+}
+
+#[test]
+fn bad_input_is_exit_2_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = analysis().arg("fleet").arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no result set with a usable summary"), "{err}");
+    let out = analysis()
+        .arg("fleet")
+        .arg(tmp.path())
+        .args(["--by", "colour"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--by `colour`"));
+}
+
+/// A committed set without a summary is made from its tables; written
+/// with `analysis summary --into`, the fleet reads the same figures.
+#[test]
+fn a_set_without_summary_is_made_from_its_tables_as_summary_writes_it() {
+    let set = committed::committed_sets()
+        .into_iter()
+        .find(|s| s.ends_with("20261126T-vm-check-builtin"))
+        .expect("the committed set 20261126T-vm-check-builtin");
+    let tmp = tempfile::tempdir().unwrap();
+    let made_root = tmp.path().join("made");
+    let copy = made_root.join("host=vm").join("date=2026-11-26").join("s");
+    std::fs::create_dir_all(&copy).unwrap();
+    for f in [
+        "manifest.json",
+        "runs.csv",
+        "phases.csv",
+        "timeline.csv",
+        "recovery.csv",
+    ] {
+        if set.join(f).is_file() {
+            std::fs::copy(set.join(f), copy.join(f)).unwrap();
+        }
+    }
+    for d in ["gaps", "samples", "workload"] {
+        if set.join(d).is_dir() {
+            let to = copy.join(d);
+            std::fs::create_dir_all(&to).unwrap();
+            for e in std::fs::read_dir(set.join(d)).unwrap() {
+                let e = e.unwrap();
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let out = analysis()
+        .arg("fleet")
+        .arg(&made_root)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(made["made"], 1);
+    let into = tmp.path().join("into");
+    let out = analysis()
+        .arg("summary")
+        .arg(&copy)
+        .arg("--into")
+        .arg(&into)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = json_of(&into, &[]);
+    assert_eq!(read["made"], 0);
+    assert_eq!(
+        made["fleet"]["cost_median_ns"],
+        read["fleet"]["cost_median_ns"]
+    );
+    assert_eq!(made["fleet"]["budgets"], read["fleet"]["budgets"]);
+    assert!(made["fleet"]["cost_median_ns"].as_f64().unwrap() > 0.0);
+}
