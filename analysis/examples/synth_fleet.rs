@@ -1,0 +1,195 @@
+//! A synthetic fleet dataset for `analysis fleet`'s scale benchmark and
+//! the DuckDB cross-check, drawn from real hosts' summaries:
+//!
+//! ```text
+//! cargo run --release -p analysis --example synth_fleet -- \
+//!     --hosts 100000 --out /tmp/fleet-100k --from results --from ../shared/hosts
+//! ```
+//!
+//! Every result set under the `--from` roots with a cost per sample is one
+//! real observation (its summary, or one made from its tables), grouped into the fleet's default classes (CPU model x
+//! virtualisation x event). A synthetic host takes a class at random
+//! (weighted by its observations), one of that class's sets as its shape,
+//! and multiplies every cost by a log-normal factor whose spread is the
+//! class's own: the standard deviation of the log cost over its
+//! observations (0.25 where a class has one). Its rates within budget are
+//! divided by the same factor, since a sample costing f times as much
+//! allows 1/f the rate. Written as `OUT/host=syn-NNNNNN/date=D/<set>/
+//! summary.parquet`, D one of `--days` days.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use analysis::fleet::{classes, hosts, scan};
+use rand::{Rng, SeedableRng};
+use results_format::summary::{SUMMARY_BUDGETS, SUMMARY_PARQUET, SummaryRow, write_summary};
+
+struct Args {
+    hosts: usize,
+    out: PathBuf,
+    from: Vec<PathBuf>,
+    seed: u64,
+    days: u32,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        hosts: 1000,
+        out: PathBuf::new(),
+        from: Vec::new(),
+        seed: 2026,
+        days: 1,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag}: needs a value"));
+        match flag.as_str() {
+            "--hosts" => a.hosts = value()?.parse().map_err(|e| format!("--hosts: {e}"))?,
+            "--out" => a.out = PathBuf::from(value()?),
+            "--from" => a.from.push(PathBuf::from(value()?)),
+            "--seed" => a.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--days" => a.days = value()?.parse().map_err(|e| format!("--days: {e}"))?,
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    if a.out.as_os_str().is_empty() || a.from.is_empty() {
+        return Err("usage: synth_fleet --hosts N --out DIR --from ROOT [--from ROOT ...] [--seed S] [--days D]".into());
+    }
+    if a.out.exists() {
+        return Err(format!("{}: exists; give a new directory", a.out.display()));
+    }
+    Ok(a)
+}
+
+/// A standard normal draw (Box-Muller).
+fn normal(rng: &mut impl Rng) -> f64 {
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn scaled(rows: &[SummaryRow], f: f64) -> Vec<SummaryRow> {
+    let mul = |v: Option<f64>| v.map(|x| x * f);
+    rows.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.cost_per_sample_ns = mul(r.cost_per_sample_ns);
+            r.cost_per_sample_lo_ns = mul(r.cost_per_sample_lo_ns);
+            r.cost_per_sample_hi_ns = mul(r.cost_per_sample_hi_ns);
+            r.cost_per_sample_pred_lo_ns = mul(r.cost_per_sample_pred_lo_ns);
+            r.cost_per_sample_pred_hi_ns = mul(r.cost_per_sample_pred_hi_ns);
+            r.predicted_loss_pct = mul(r.predicted_loss_pct);
+            r.predicted_loss_lo_pct = mul(r.predicted_loss_lo_pct);
+            r.predicted_loss_hi_pct = mul(r.predicted_loss_hi_pct);
+            for (_, stem) in SUMMARY_BUDGETS {
+                let mut b = r.budget(stem);
+                b.max_hz = b.max_hz.map(|m| m / f);
+                b.rate_hz = b
+                    .max_hz
+                    .and_then(analysis::recommend::nice_prime_below)
+                    .map(|v| v as i64);
+                r.set_budget(stem, b);
+            }
+            r
+        })
+        .collect()
+}
+
+fn main() -> Result<(), String> {
+    let a = args()?;
+    // Real observations: every set with a summary, by class.
+    let by: Vec<String> = hosts::DEFAULT_BY.iter().map(|s| s.to_string()).collect();
+    let mut shapes: BTreeMap<String, Vec<Vec<SummaryRow>>> = BTreeMap::new();
+    let mut costs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for root in &a.from {
+        let s = scan::scan(root, true).map_err(|e| format!("{}: {e}", root.display()))?;
+        let obs = hosts::hosts(&s.rows, &[], &by, 1000.0, true);
+        for o in &obs.obs {
+            let Some(cost) = o.cost_ns else { continue };
+            let set_rows: Vec<SummaryRow> = s
+                .rows
+                .iter()
+                .filter(|r| r.set_dir.display().to_string() == o.set_dir && hosts::in_scope(&r.row))
+                .map(|r| r.row.clone())
+                .collect();
+            let class = classes::label(o);
+            shapes.entry(class.clone()).or_default().push(set_rows);
+            costs.entry(class).or_default().push(cost.ln());
+        }
+    }
+    if shapes.is_empty() {
+        return Err(
+            "no set with a summary under the --from roots (`analysis summary DIR` makes one)"
+                .into(),
+        );
+    }
+    let sigma: BTreeMap<&String, f64> = costs
+        .iter()
+        .map(|(c, v)| {
+            let n = v.len() as f64;
+            let m = v.iter().sum::<f64>() / n;
+            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            (
+                c,
+                if v.len() > 1 && sd.is_finite() {
+                    sd
+                } else {
+                    0.25
+                },
+            )
+        })
+        .collect();
+    for (c, s) in &sigma {
+        eprintln!(
+            "class {c}: {} real sets, log-cost sd {s:.3}",
+            shapes[*c].len()
+        );
+    }
+    let weighted: Vec<&String> = shapes
+        .iter()
+        .flat_map(|(c, v)| std::iter::repeat_n(c, v.len()))
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(a.seed);
+    let started = std::time::Instant::now();
+    for i in 0..a.hosts {
+        let class = weighted[rng.random_range(0..weighted.len())];
+        let options = &shapes[class];
+        let shape = &options[rng.random_range(0..options.len())];
+        let day = rng.random_range(0..a.days.max(1));
+        let factor = (sigma[class] * normal(&mut rng)).exp();
+        let host = format!("syn-{i:06}");
+        let date = format!("2026-11-{:02}", 27 - a.days.clamp(1, 26) + 1 + day);
+        let set = format!("{}T0000Z-{host}", date.replace('-', ""));
+        let started_at = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d")
+            .map_err(|e| e.to_string())?
+            .and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc().timestamp_micros());
+        let mut rows = scaled(shape, factor);
+        for r in &mut rows {
+            r.hostname = Some(host.clone());
+            r.set = Some(set.clone());
+            r.started_at = started_at;
+        }
+        let dir = a
+            .out
+            .join(format!("host={host}"))
+            .join(format!("date={date}"))
+            .join(&set);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_summary(&dir.join(SUMMARY_PARQUET), &rows).map_err(|e| e.to_string())?;
+        if (i + 1) % 10_000 == 0 {
+            eprintln!(
+                "{} hosts written ({:.1} s)",
+                i + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    eprintln!(
+        "{} hosts in {} ({:.1} s)",
+        a.hosts,
+        a.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
