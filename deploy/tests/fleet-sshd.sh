@@ -272,6 +272,10 @@ if "$ANALYSIS" fleet --help >/dev/null 2>&1; then
     check "analysis fleet exits 0 (exit $rcf)" test "$rcf" = 0
     check "analysis fleet names gamma as missing" \
         bash -c "grep -qi gamma '$T/fleet.out' && grep -qi missing '$T/fleet.out'"
+    check "analysis fleet answers for alpha and beta (fleet.csv: 2 hosts)" \
+        bash -c "sed -n 2p '$T/fleet/report/fleet.csv' | grep -q '^fleet,2,'"
+    check "analysis fleet wrote report.md, report.html and the figure" \
+        test -s "$T/fleet/report/report.html" -a -s "$T/fleet/report/fleet_cost_per_sample.svg"
 else
     echo "NOTE: '$ANALYSIS fleet --help' failed (no such binary, or no fleet command yet): summary.parquet and analysis fleet not checked"
 fi
