@@ -75,8 +75,9 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
         format!("{} host-dates of {} hosts", c.hosts, c.distinct_hosts)
     };
     let mut out = vec![format!(
-        "Fleet answer: {counted} in {} classes ({} by {}; {} sets{}{})",
+        "Fleet answer: {counted} in {} class{} ({} by {}; {} sets{}{})",
         f.classes.len(),
+        if f.classes.len() == 1 { "" } else { "es" },
         if f.all {
             "every date"
         } else {

@@ -115,8 +115,17 @@ pub fn day_of(us: i64) -> Option<String> {
     chrono::DateTime::from_timestamp_micros(us).map(|t| t.format("%Y-%m-%d").to_string())
 }
 
-fn place(root: &Path, set_dir: &Path, made: bool, rows: Vec<SummaryRow>) -> Vec<FleetRow> {
-    let keys: BTreeMap<String, String> = hive_keys(root, set_dir).into_iter().collect();
+/// `rows` of the set in `set_dir`, with its host and date: from `keys`
+/// (the scan's hive columns), else from the set's path below `root`, else
+/// the rows' own hostname and start day.
+fn place(
+    root: &Path,
+    set_dir: &Path,
+    made: bool,
+    rows: Vec<SummaryRow>,
+    keys: Option<BTreeMap<String, String>>,
+) -> Vec<FleetRow> {
+    let keys = keys.unwrap_or_else(|| hive_keys(root, set_dir).into_iter().collect());
     rows.into_iter()
         .map(|row| FleetRow {
             host: keys
@@ -182,10 +191,10 @@ fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
         groups.entry(keys).or_default().push(p.clone());
     }
     for (keys, group) in groups {
-        match scan_group(root, &group, &keys).and_then(|df| split_by_file(&df)) {
+        match scan_group(root, &group, &keys).and_then(|df| split_by_file(&df, &keys)) {
             Ok(by_file) => {
-                for (path, rows) in by_file {
-                    accept(root, &path, rows, scan);
+                for (path, (rows, hive)) in by_file {
+                    accept(root, &path, rows, Some(hive), scan);
                 }
             }
             Err(e) => {
@@ -195,7 +204,7 @@ fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
                 );
                 for path in group {
                     match results_format::summary::read_summary(&path) {
-                        Ok(rows) => accept(root, &path, rows, scan),
+                        Ok(rows) => accept(root, &path, rows, None, scan),
                         Err(e) => scan.skipped.push(Skipped {
                             path: path.clone(),
                             reason: e.to_string(),
@@ -207,21 +216,46 @@ fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
     }
 }
 
-/// The scanned frame's rows, by the file they came from.
-fn split_by_file(df: &DataFrame) -> PolarsResult<BTreeMap<PathBuf, Vec<SummaryRow>>> {
+/// A file's rows and its hive columns' values.
+type FileRows = (Vec<SummaryRow>, BTreeMap<String, String>);
+
+/// The scanned frame's rows, by the file they came from, with the values
+/// of the hive columns `keys` that polars read off each file's path.
+fn split_by_file(df: &DataFrame, keys: &[String]) -> PolarsResult<BTreeMap<PathBuf, FileRows>> {
     let rows = rows_from_frame(df)?;
     let paths = df.column(PATH_COLUMN)?.str()?.clone();
-    let mut by_file: BTreeMap<PathBuf, Vec<SummaryRow>> = BTreeMap::new();
-    for (row, path) in rows.into_iter().zip(paths.iter()) {
-        by_file
+    let hive: Vec<(String, StringChunked)> = keys
+        .iter()
+        .map(|k| {
+            Ok((
+                k.clone(),
+                df.column(k)?.cast(&DataType::String)?.str()?.clone(),
+            ))
+        })
+        .collect::<PolarsResult<_>>()?;
+    let mut by_file: BTreeMap<PathBuf, FileRows> = BTreeMap::new();
+    for (i, (row, path)) in rows.into_iter().zip(paths.iter()).enumerate() {
+        let entry = by_file
             .entry(PathBuf::from(path.unwrap_or_default()))
-            .or_default()
-            .push(row);
+            .or_insert_with(|| {
+                let values = hive
+                    .iter()
+                    .filter_map(|(k, c)| c.get(i).map(|v| (k.clone(), v.to_string())))
+                    .collect();
+                (Vec::new(), values)
+            });
+        entry.0.push(row);
     }
     Ok(by_file)
 }
 
-fn accept(root: &Path, path: &Path, rows: Vec<SummaryRow>, scan: &mut Scan) {
+fn accept(
+    root: &Path,
+    path: &Path,
+    rows: Vec<SummaryRow>,
+    hive: Option<BTreeMap<String, String>>,
+    scan: &mut Scan,
+) {
     let set_dir = path.parent().unwrap_or(path).to_path_buf();
     if let Err(e) = check_versions(path, &rows) {
         scan.skipped.push(Skipped {
@@ -238,7 +272,7 @@ fn accept(root: &Path, path: &Path, rows: Vec<SummaryRow>, scan: &mut Scan) {
         return;
     }
     scan.sets += 1;
-    scan.rows.extend(place(root, &set_dir, false, rows));
+    scan.rows.extend(place(root, &set_dir, false, rows, hive));
 }
 
 /// Reads everything under `root`. With `make`, a set without a summary
@@ -262,7 +296,7 @@ pub fn scan(root: &Path, make: bool) -> std::io::Result<Scan> {
             Ok((rows, _)) if !rows.is_empty() => {
                 scan.sets += 1;
                 scan.made += 1;
-                scan.rows.extend(place(root, dir, true, rows));
+                scan.rows.extend(place(root, dir, true, rows, None));
             }
             Ok(_) => scan.skipped.push(Skipped {
                 path: dir.clone(),
