@@ -158,6 +158,8 @@ pub fn hosts(rows: &[FleetRow], missing: &[Missing], by: &[String], at: f64, all
             .or_default()
             .push(r);
     }
+    // Sets without a cost per sample, by host and date: one note.
+    let mut no_cost: BTreeMap<String, usize> = BTreeMap::new();
     // The same set under two host names (copied twice): counted once.
     let mut seen: BTreeMap<(String, Option<i64>, String), String> = BTreeMap::new();
     for (host, sets) in &by_host {
@@ -197,14 +199,22 @@ pub fn hosts(rows: &[FleetRow], missing: &[Missing], by: &[String], at: f64, all
                 continue;
             };
             if rep.row.cost_per_sample_ns.is_none() {
-                out.notes.push(format!(
-                    "host {host} on {}: no cost per sample (no gaps design, or its raw files \
-                     removed); its budget answers count, its cost does not",
-                    key.0
-                ));
+                *no_cost.entry(format!("{host} on {}", key.0)).or_insert(0) += 1;
             }
             out.obs.push(observation(host, rep, by));
         }
+    }
+    if !no_cost.is_empty() {
+        let sets: usize = no_cost.values().sum();
+        let which: Vec<String> = no_cost
+            .iter()
+            .map(|(k, n)| if *n == 1 { k.clone() } else { format!("{k} ({n} sets)") })
+            .collect();
+        out.notes.push(format!(
+            "{sets} sets have no cost per sample (no gaps design, or its raw files removed): \
+             their budget answers count, their cost does not: {}",
+            which.join(", ")
+        ));
     }
     let with_sets: BTreeMap<&str, String> = out
         .obs

@@ -123,7 +123,12 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
             if cl.hosts == cl.distinct_hosts {
                 format!("{} host{}", cl.hosts, if cl.hosts == 1 { "" } else { "s" })
             } else {
-                format!("{} host-dates of {} hosts", cl.hosts, cl.distinct_hosts)
+                format!(
+                    "{} host-dates of {} host{}",
+                    cl.hosts,
+                    cl.distinct_hosts,
+                    if cl.distinct_hosts == 1 { "" } else { "s" }
+                )
             },
             if cl.single {
                 " (a class of one: its host's own answer)"
@@ -216,7 +221,7 @@ fn look_at(f: &Fleet) -> Vec<String> {
         .collect();
     if !unjudged.is_empty() {
         out.push(format!(
-            "spread not judged in {} classes of fewer than {} hosts",
+            "spread not judged in {} class(es) of fewer than {} hosts",
             unjudged.len(),
             super::classes::SPREAD_MIN_HOSTS
         ));
