@@ -102,14 +102,24 @@ fn main() -> Result<(), String> {
     let mut shapes: BTreeMap<String, Vec<Vec<SummaryRow>>> = BTreeMap::new();
     let mut costs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for root in &a.from {
-        let s = scan::scan(root, true).map_err(|e| format!("{}: {e}", root.display()))?;
-        let obs = hosts::hosts(&s.rows, &[], &by, 1000.0, true);
+        let s = scan::scan(
+            root,
+            &scan::ScanOptions {
+                make: true,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| format!("{}: {e}", root.display()))?;
+        let obs = hosts::hosts(&s.rows, 0, &[], &by, 1000.0, true);
         for o in &obs.obs {
             let Some(cost) = o.cost_ns else { continue };
             let set_rows: Vec<SummaryRow> = s
                 .rows
                 .iter()
-                .filter(|r| r.set_dir.display().to_string() == o.set_dir && hosts::in_scope(&r.row))
+                .filter(|r| {
+                    r.set_dir.display().to_string() == o.set_dir
+                        && analysis::fleet::pick::in_scope(&r.row)
+                })
                 .map(|r| r.row.clone())
                 .collect();
             let class = classes::label(o);

@@ -6,6 +6,7 @@
 
 pub mod classes;
 pub mod hosts;
+pub mod pick;
 pub mod present;
 pub mod scan;
 
@@ -78,8 +79,20 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
             path: root.to_path_buf(),
         });
     }
-    let scan = scan::scan(root, opts.make).map_err(|e| AnalysisError::corrupt(root, e))?;
-    let hosts = hosts::hosts(&scan.rows, &scan.missing, &opts.by, opts.at_hz, opts.all);
+    let read = scan::ScanOptions {
+        make: opts.make,
+        columns: Some(hosts::columns_read(&opts.by)),
+        one_row_at: Some(opts.at_hz),
+    };
+    let scan = scan::scan(root, &read).map_err(|e| AnalysisError::corrupt(root, e))?;
+    let hosts = hosts::hosts(
+        &scan.rows,
+        scan.left_out,
+        &scan.missing,
+        &opts.by,
+        opts.at_hz,
+        opts.all,
+    );
     if hosts.obs.is_empty() {
         return Err(AnalysisError::NoSummary {
             root: root.to_path_buf(),

@@ -70,6 +70,22 @@ pub fn write_atomic(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
         .map_err(|e| FormatError::write(path, e.error))
 }
 
+/// [`write_atomic`] for a small table read many at a time (a fleet's
+/// summaries): no compression and no statistics, since for a few rows
+/// both only cost the reader (a zstd context per page, a longer footer).
+pub fn write_atomic_small(path: &Path, mut df: DataFrame) -> Result<(), FormatError> {
+    let mut tmp =
+        crate::dir::temporary_beside(path, ".parquet-").map_err(|e| FormatError::write(path, e))?;
+    ParquetWriter::new(tmp.as_file_mut())
+        .with_compression(ParquetCompression::Uncompressed)
+        .with_statistics(StatisticsOptions::empty())
+        .finish(&mut df)
+        .map_err(|e| FormatError::write(path, std::io::Error::other(e.to_string())))?;
+    tmp.persist(path)
+        .map(drop)
+        .map_err(|e| FormatError::write(path, e.error))
+}
+
 /// Reads the first of `forms` (each a list of columns) that the file holds
 /// whole, opening it once: the index of that form and its columns. A file
 /// that holds none of them is [`FormatError::MissingColumn`] for the first

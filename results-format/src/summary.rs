@@ -353,8 +353,9 @@ pub fn summary_frame(rows: &[SummaryRow]) -> PolarsResult<DataFrame> {
     DataFrame::new(rows.len(), to_columns(rows)?)
 }
 
-/// Writes `rows` to `path` atomically (zstd), [`SUMMARY_VERSION`] in every
-/// row's `format_version`.
+/// Writes `rows` to `path` atomically (uncompressed, no statistics: a
+/// fleet reads thousands of these), [`SUMMARY_VERSION`] in every row's
+/// `format_version`.
 pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), FormatError> {
     let rows: Vec<SummaryRow> = rows
         .iter()
@@ -366,7 +367,7 @@ pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), FormatError
         .collect();
     let df = summary_frame(&rows)
         .map_err(|e| FormatError::write(path, std::io::Error::other(e.to_string())))?;
-    crate::parquet::write_atomic(path, df)
+    crate::parquet::write_atomic_small(path, df)
 }
 
 /// Why a summary is not read.

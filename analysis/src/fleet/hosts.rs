@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 
+use super::pick::{in_scope, representative};
 use super::scan::{FleetRow, Missing};
 
 /// The class columns `--by` may name (summary columns, plus `host`).
@@ -28,6 +29,39 @@ pub const CLASS_COLUMNS: &[&str] = &[
 
 /// The default classes: CPU model x virtualisation x event.
 pub const DEFAULT_BY: [&str; 3] = ["cpu_model_name", "virtualised", "event"];
+
+/// The summary columns the fleet reads with classes `by`: the scan
+/// decodes no other.
+pub fn columns_read(by: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = [
+        "format_version",
+        "set",
+        "started_at",
+        "subject",
+        "config_primary",
+        "hostname",
+        "freq_hz",
+        "cost_per_sample_ns",
+        "cost_per_sample_lo_ns",
+        "cost_per_sample_hi_ns",
+        "cost_per_sample_pred_hi_ns",
+        "drift_moved",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (_, stem) in SUMMARY_BUDGETS {
+        for what in ["max_hz", "basis", "at_highest_measured"] {
+            cols.push(format!("budget_{stem}_{what}"));
+        }
+    }
+    for c in by {
+        if !cols.contains(c) {
+            cols.push(c.clone());
+        }
+    }
+    cols
+}
 
 /// A class column's value in a row, as text (`-` for null).
 pub fn class_value(row: &SummaryRow, col: &str) -> String {
@@ -99,44 +133,18 @@ pub struct Hosts {
     pub missing: Vec<Missing>,
 }
 
-/// How far `f` is from `at`, as a ratio >= 1 (exact for 500 and 2000
-/// around 1000, so ties go to the lower rate the same way in SQL).
-pub fn rate_distance(f: i64, at: f64) -> f64 {
-    let f = f as f64;
-    (f / at).max(at / f)
-}
-
-/// The row standing for a set: the primary configuration's, at the rate
-/// nearest `at` among those with a cost (any rate when none has one: a set
-/// without the gaps design still answers each budget); ties to the lower
-/// rate.
-fn representative<'a>(rows: &[&'a FleetRow], at: f64) -> Option<&'a FleetRow> {
-    rows.iter()
-        .copied()
-        .filter(|r| r.row.freq_hz.is_some_and(|f| f > 0))
-        .min_by(|a, b| {
-            let fa = a.row.freq_hz.unwrap_or_default();
-            let fb = b.row.freq_hz.unwrap_or_default();
-            a.row
-                .cost_per_sample_ns
-                .is_none()
-                .cmp(&b.row.cost_per_sample_ns.is_none())
-                .then(rate_distance(fa, at).total_cmp(&rate_distance(fb, at)))
-                .then(fa.cmp(&fb))
-        })
-}
-
-/// Whether a row is one the fleet answers on: our own sampler's loop
-/// (older rows: null subject) and the set's primary configuration.
-pub fn in_scope(r: &SummaryRow) -> bool {
-    r.subject.as_deref().is_none_or(|s| s == "loop") && r.config_primary != Some(false)
-}
-
 /// The observations: per host the newest date, then the newest start
 /// (`all`: every set), each set's representative row.
-pub fn hosts(rows: &[FleetRow], missing: &[Missing], by: &[String], at: f64, all: bool) -> Hosts {
+pub fn hosts(
+    rows: &[FleetRow],
+    left_out: usize,
+    missing: &[Missing],
+    by: &[String],
+    at: f64,
+    all: bool,
+) -> Hosts {
     let mut out = Hosts::default();
-    let left_out = rows.iter().filter(|r| !in_scope(&r.row)).count();
+    let left_out = left_out + rows.iter().filter(|r| !in_scope(&r.row)).count();
     if left_out > 0 {
         out.notes.push(format!(
             "{left_out} rows of other subjects (--profiler, --command) or other configurations \
@@ -191,7 +199,8 @@ pub fn hosts(rows: &[FleetRow], missing: &[Missing], by: &[String], at: f64, all
                 continue;
             }
             seen.insert(ident, host.to_string());
-            let Some(rep) = representative(set_rows, at) else {
+            let set_summary: Vec<&SummaryRow> = set_rows.iter().map(|r| &r.row).collect();
+            let Some(rep) = representative(&set_summary, at).map(|i| set_rows[i]) else {
                 out.notes.push(format!(
                     "host {host} ({}): no rate above 0 Hz; left out",
                     key.2
@@ -208,7 +217,13 @@ pub fn hosts(rows: &[FleetRow], missing: &[Missing], by: &[String], at: f64, all
         let sets: usize = no_cost.values().sum();
         let which: Vec<String> = no_cost
             .iter()
-            .map(|(k, n)| if *n == 1 { k.clone() } else { format!("{k} ({n} sets)") })
+            .map(|(k, n)| {
+                if *n == 1 {
+                    k.clone()
+                } else {
+                    format!("{k} ({n} sets)")
+                }
+            })
             .collect();
         out.notes.push(format!(
             "{sets} sets have no cost per sample (no gaps design, or its raw files removed): \

@@ -54,7 +54,26 @@ pub struct Scan {
     pub sets: usize,
     /// Of those, made from their tables.
     pub made: usize,
+    /// Rows not read on, when the scan keeps one row per set: other
+    /// subjects and configurations ([`super::pick::in_scope`]).
+    pub left_out: usize,
 }
+
+/// What a scan reads of each summary, and how much of it it keeps.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Make a summary from the tables of a set without one.
+    pub make: bool,
+    /// Only these columns (None: all; one not read is null).
+    pub columns: Option<Vec<String>>,
+    /// Keep of each set only the row standing for it at this rate
+    /// ([`super::pick::representative`]; None: every row).
+    pub one_row_at: Option<f64>,
+}
+
+/// Summaries read in one lazy scan: bounds the memory of a scan of
+/// 100 000 files (polars holds each file's metadata until the collect).
+const BATCH: usize = 4096;
 
 /// What the walk found.
 #[derive(Debug, Default)]
@@ -70,25 +89,44 @@ fn skip_dir(name: &str) -> bool {
     name.starts_with('.') || matches!(name, "report" | "events" | "gaps" | "samples")
 }
 
+/// Every set, summary and missing.json under `dir`. One `read_dir` per
+/// folder and no `stat`: the entries' names and types say what it holds
+/// (100 000 hosts are 300 000 folders).
 fn walk(dir: &Path, found: &mut Found) -> std::io::Result<()> {
-    if dir.join(SUMMARY_PARQUET).is_file() {
-        found.summaries.push(dir.join(SUMMARY_PARQUET));
-        return Ok(());
-    }
-    if dir.join(results_format::MANIFEST_JSON).is_file() {
-        found.without_summary.push(dir.to_path_buf());
-        return Ok(());
-    }
-    if dir.join("missing.json").is_file() {
-        found.missing.push(dir.join("missing.json"));
-    }
     let mut subdirs: Vec<PathBuf> = Vec::new();
+    let (mut summary, mut manifest, mut missing) = (false, false, false);
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name();
-        if entry.file_type()?.is_dir() && !skip_dir(&name.to_string_lossy()) {
-            subdirs.push(entry.path());
+        let name = name.to_string_lossy();
+        let kind = entry.file_type()?;
+        let kind = if kind.is_symlink() {
+            std::fs::metadata(entry.path())?.file_type()
+        } else {
+            kind
+        };
+        if kind.is_dir() {
+            if !skip_dir(&name) {
+                subdirs.push(entry.path());
+            }
+        } else if name == SUMMARY_PARQUET {
+            summary = true;
+        } else if name == results_format::MANIFEST_JSON {
+            manifest = true;
+        } else if name == "missing.json" {
+            missing = true;
         }
+    }
+    if summary {
+        found.summaries.push(dir.join(SUMMARY_PARQUET));
+        return Ok(());
+    }
+    if manifest {
+        found.without_summary.push(dir.to_path_buf());
+        return Ok(());
+    }
+    if missing {
+        found.missing.push(dir.join("missing.json"));
     }
     subdirs.sort();
     for d in subdirs {
@@ -151,7 +189,12 @@ const PATH_COLUMN: &str = "__summary_path";
 /// One lazy scan over `paths` (whose `key=value` folders below `root` are
 /// the same keys): the summary's columns, a file written by an earlier
 /// version lacking some (null), the hive keys and each row's file.
-fn scan_group(root: &Path, paths: &[PathBuf], keys: &[String]) -> PolarsResult<DataFrame> {
+fn scan_group(
+    root: &Path,
+    paths: &[PathBuf],
+    keys: &[String],
+    columns: Option<&[String]>,
+) -> PolarsResult<DataFrame> {
     let mut hive_schema = Schema::default();
     for k in keys {
         hive_schema.insert(k.as_str().into(), DataType::String);
@@ -175,13 +218,27 @@ fn scan_group(root: &Path, paths: &[PathBuf], keys: &[String]) -> PolarsResult<D
         cache: false,
         ..Default::default()
     };
-    LazyFrame::scan_parquet_files(sources.into_iter().collect(), args)?.collect()
+    let lf = LazyFrame::scan_parquet_files(sources.into_iter().collect(), args)?;
+    let lf = match columns {
+        // Only what the caller reads (projection pushdown: the other
+        // columns are never decoded), with the hive keys and the file.
+        Some(cols) => lf.select(
+            cols.iter()
+                .map(String::as_str)
+                .chain(keys.iter().map(String::as_str))
+                .chain([PATH_COLUMN])
+                .map(col)
+                .collect::<Vec<_>>(),
+        ),
+        None => lf,
+    };
+    lf.collect()
 }
 
 /// Reads every summary in `paths` with one lazy scan per set of hive keys;
 /// a scan that fails (a file of another shape) is redone file by file, so
 /// one bad file is named and skipped, not the fleet.
-fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
+fn read_summaries(root: &Path, paths: &[PathBuf], opts: &ScanOptions, scan: &mut Scan) {
     let mut groups: BTreeMap<Vec<String>, Vec<PathBuf>> = BTreeMap::new();
     for p in paths {
         let keys: Vec<String> = hive_keys(root, p.parent().unwrap_or(p))
@@ -190,11 +247,27 @@ fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
             .collect();
         groups.entry(keys).or_default().push(p.clone());
     }
+    let columns = opts.columns.as_deref();
     for (keys, group) in groups {
-        match scan_group(root, &group, &keys).and_then(|df| split_by_file(&df, &keys)) {
+        for batch in group.chunks(BATCH) {
+            read_batch(root, batch, &keys, columns, opts, scan);
+        }
+    }
+}
+
+fn read_batch(
+    root: &Path,
+    group: &[PathBuf],
+    keys: &[String],
+    columns: Option<&[String]>,
+    opts: &ScanOptions,
+    scan: &mut Scan,
+) {
+    {
+        match scan_group(root, group, keys, columns).and_then(|df| split_by_file(&df, keys)) {
             Ok(by_file) => {
                 for (path, (rows, hive)) in by_file {
-                    accept(root, &path, rows, Some(hive), scan);
+                    accept(root, &path, rows, Some(hive), opts, scan);
                 }
             }
             Err(e) => {
@@ -203,8 +276,8 @@ fn read_summaries(root: &Path, paths: &[PathBuf], scan: &mut Scan) {
                     group.len()
                 );
                 for path in group {
-                    match results_format::summary::read_summary(&path) {
-                        Ok(rows) => accept(root, &path, rows, None, scan),
+                    match results_format::summary::read_summary(path) {
+                        Ok(rows) => accept(root, path, rows, None, opts, scan),
                         Err(e) => scan.skipped.push(Skipped {
                             path: path.clone(),
                             reason: e.to_string(),
@@ -249,11 +322,28 @@ fn split_by_file(df: &DataFrame, keys: &[String]) -> PolarsResult<BTreeMap<PathB
     Ok(by_file)
 }
 
+/// `rows` with, when the scan keeps one row per set, only the in-scope
+/// row standing for it (the others counted in `left_out`).
+fn kept(rows: Vec<SummaryRow>, opts: &ScanOptions, left_out: &mut usize) -> Vec<SummaryRow> {
+    let Some(at) = opts.one_row_at else {
+        return rows;
+    };
+    let n = rows.len();
+    let scoped: Vec<SummaryRow> = rows.into_iter().filter(super::pick::in_scope).collect();
+    *left_out += n - scoped.len();
+    let refs: Vec<&SummaryRow> = scoped.iter().collect();
+    match super::pick::representative(&refs, at) {
+        Some(i) => vec![scoped[i].clone()],
+        None => scoped,
+    }
+}
+
 fn accept(
     root: &Path,
     path: &Path,
     rows: Vec<SummaryRow>,
     hive: Option<BTreeMap<String, String>>,
+    opts: &ScanOptions,
     scan: &mut Scan,
 ) {
     let set_dir = path.parent().unwrap_or(path).to_path_buf();
@@ -272,18 +362,20 @@ fn accept(
         return;
     }
     scan.sets += 1;
+    let rows = kept(rows, opts, &mut scan.left_out);
     scan.rows.extend(place(root, &set_dir, false, rows, hive));
 }
 
-/// Reads everything under `root`. With `make`, a set without a summary
-/// is analysed to make its rows (older sets); without, it is skipped.
-pub fn scan(root: &Path, make: bool) -> std::io::Result<Scan> {
+/// Reads everything under `root` as `opts` says: which columns, one row
+/// per set or all, and whether a set without a summary is analysed to
+/// make its rows (older sets) or skipped.
+pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
     let mut found = Found::default();
     walk(root, &mut found)?;
     let mut scan = Scan::default();
-    read_summaries(root, &found.summaries, &mut scan);
+    read_summaries(root, &found.summaries, opts, &mut scan);
     for dir in &found.without_summary {
-        if !make {
+        if !opts.make {
             scan.skipped.push(Skipped {
                 path: dir.clone(),
                 reason: "no summary.parquet (written before summaries; `analysis summary DIR` \
@@ -296,6 +388,7 @@ pub fn scan(root: &Path, make: bool) -> std::io::Result<Scan> {
             Ok((rows, _)) if !rows.is_empty() => {
                 scan.sets += 1;
                 scan.made += 1;
+                let rows = kept(rows, opts, &mut scan.left_out);
                 scan.rows.extend(place(root, dir, true, rows, None));
             }
             Ok(_) => scan.skipped.push(Skipped {
