@@ -4,6 +4,7 @@
 //! and for the fleet ([`classes`]), then the answer box, report and tables
 //! ([`present`]).
 
+pub mod cache;
 pub mod classes;
 pub mod hosts;
 pub mod pick;
@@ -28,6 +29,8 @@ pub struct FleetOptions {
     pub all: bool,
     /// Make a summary from the tables of a set without one.
     pub make: bool,
+    /// Use ROOT/.fleet-cache (unchanged summaries are not read again).
+    pub cache: bool,
 }
 
 impl Default for FleetOptions {
@@ -38,6 +41,7 @@ impl Default for FleetOptions {
             rate_hz: 99.0,
             all: false,
             make: true,
+            cache: true,
         }
     }
 }
@@ -50,9 +54,11 @@ pub struct Fleet {
     pub at_hz: f64,
     pub rate_hz: f64,
     pub all: bool,
-    /// Result sets read, and of those made from their tables.
+    /// Result sets read, of those made from their tables, and taken from
+    /// the cache of an earlier run.
     pub sets: usize,
     pub made: usize,
+    pub cached: usize,
     pub fleet: classes::ClassFigures,
     pub classes: Vec<classes::ClassFigures>,
     pub hosts: Vec<hosts::HostObs>,
@@ -83,6 +89,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         make: opts.make,
         columns: Some(hosts::columns_read(&opts.by)),
         one_row_at: Some(opts.at_hz),
+        cache: opts.cache,
     };
     let scan = scan::scan(root, &read).map_err(|e| AnalysisError::corrupt(root, e))?;
     let hosts = hosts::hosts(
@@ -109,6 +116,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         all: opts.all,
         sets: scan.sets,
         made: scan.made,
+        cached: scan.cached,
         fleet,
         classes,
         hosts: hosts.obs,

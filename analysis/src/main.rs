@@ -118,6 +118,12 @@ enum Command {
         /// Print the answer as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Read every summary, neither reading nor writing
+        /// ROOT/.fleet-cache (by default a summary whose size and
+        /// modification time are unchanged since the last run is taken
+        /// from there).
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Write DIR/summary.parquet (the set's answer per configuration and
     /// rate; `analysis report` writes it too) for each result set given,
@@ -207,6 +213,7 @@ fn run() -> anyhow::Result<ExitCode> {
             out,
             no_make,
             json,
+            no_cache,
         } => {
             for (flag, v) in [("--at", at), ("--rate", rate)] {
                 if !(v.is_finite() && v > 0.0) {
@@ -220,6 +227,7 @@ fn run() -> anyhow::Result<ExitCode> {
                 rate_hz: rate,
                 all,
                 make: !no_make,
+                cache: !no_cache,
             };
             let fleet = match analysis::fleet::analyse(&root, &opts) {
                 Ok(f) => f,

@@ -304,3 +304,42 @@ fn a_set_without_summary_is_made_from_its_tables_as_summary_writes_it() {
     assert_eq!(made["fleet"]["budgets"], read["fleet"]["budgets"]);
     assert!(made["fleet"]["cost_median_ns"].as_f64().unwrap() > 0.0);
 }
+
+/// The second run takes unchanged summaries from ROOT/.fleet-cache and
+/// gives the same answer; a summary rewritten since is read again.
+#[test]
+fn the_cache_serves_unchanged_summaries_and_rereads_changed_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for (i, cost) in [1000.0, 2000.0, 4000.0].iter().enumerate() {
+        let h = format!("h{i}");
+        put(
+            root,
+            &h,
+            "2026-11-26",
+            &rows(&h, "X", *cost, 1e6 / cost, T0),
+        );
+    }
+    let first = json_of(root, &[]);
+    assert_eq!(first["cached"], 0);
+    assert!(root.join(".fleet-cache").join("rows.parquet").is_file());
+    let second = json_of(root, &[]);
+    assert_eq!(second["cached"], 3);
+    assert_eq!(first["fleet"], second["fleet"]);
+    assert_eq!(first["classes"], second["classes"]);
+    // h2 measured again, cheaper: only its summary is read.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    put(
+        root,
+        "h2",
+        "2026-11-26",
+        &rows("h2", "X", 3000.0, 1e6 / 3000.0, T0),
+    );
+    let third = json_of(root, &[]);
+    assert_eq!(third["cached"], 2);
+    assert_eq!(third["fleet"]["cost_max_ns"], 3000.0);
+    // --no-cache reads everything and leaves the cache alone.
+    let fourth = json_of(root, &["--no-cache"]);
+    assert_eq!(fourth["cached"], 0);
+    assert_eq!(fourth["fleet"], third["fleet"]);
+}

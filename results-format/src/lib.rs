@@ -39,6 +39,7 @@ pub use error::{FormatError, message_chain, panic_message};
 pub use manifest::{
     HostLook, MANIFEST_JSON, Manifest, SettingChange, read_manifest, write_atomic, write_manifest,
 };
+pub use parquet::write_atomic as write_parquet_atomic;
 pub use runs::{
     LEGACY_SAMPLE, LEGACY_WORKLOAD, PHASE_REQUIRED, PHASES_CSV, PhaseRow, RUN_REQUIRED, RUNS_CSV,
     RunRow, header_of, phase_columns, read_csv_rows, read_phases, read_runs, run_columns,

@@ -85,10 +85,11 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
         },
         f.by.join(" x "),
         f.sets,
-        if f.made > 0 {
-            format!(", {} made from their tables", f.made)
-        } else {
-            String::new()
+        match (f.made, f.cached) {
+            (0, 0) => String::new(),
+            (m, 0) => format!(", {m} made from their tables"),
+            (0, c) => format!(", {c} unchanged since the last run"),
+            (m, c) => format!(", {m} made from their tables, {c} unchanged since the last run"),
         },
         if f.missing.is_empty() {
             String::new()

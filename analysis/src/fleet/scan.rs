@@ -57,6 +57,10 @@ pub struct Scan {
     /// Rows not read on, when the scan keeps one row per set: other
     /// subjects and configurations ([`super::pick::in_scope`]).
     pub left_out: usize,
+    /// Summaries taken from the cache, not read.
+    pub cached: usize,
+    /// Rows left out per summary file (for the cache).
+    left_out_by_file: BTreeMap<PathBuf, usize>,
 }
 
 /// What a scan reads of each summary, and how much of it it keeps.
@@ -69,6 +73,9 @@ pub struct ScanOptions {
     /// Keep of each set only the row standing for it at this rate
     /// ([`super::pick::representative`]; None: every row).
     pub one_row_at: Option<f64>,
+    /// Take unchanged summaries from, and write, ROOT/.fleet-cache
+    /// ([`super::cache`]; only with `one_row_at` and `columns`).
+    pub cache: bool,
 }
 
 /// Summaries read in one lazy scan: bounds the memory of a scan of
@@ -362,8 +369,70 @@ fn accept(
         return;
     }
     scan.sets += 1;
-    let rows = kept(rows, opts, &mut scan.left_out);
+    let mut left_out = 0;
+    let rows = kept(rows, opts, &mut left_out);
+    scan.left_out += left_out;
+    scan.left_out_by_file.insert(path.to_path_buf(), left_out);
     scan.rows.extend(place(root, &set_dir, false, rows, hive));
+}
+
+/// [`read_summaries`] for the summaries that are new or changed since the
+/// cache under `root`; the others from it. The cache is then rewritten
+/// with what this scan holds.
+fn read_with_cache(
+    root: &Path,
+    paths: &[PathBuf],
+    opts: &ScanOptions,
+    key: &super::cache::CacheKey,
+    scan: &mut Scan,
+) {
+    use super::cache::{Cache, Entry, stamp};
+    let mut old = Cache::load(root, key);
+    let mut stamps: BTreeMap<PathBuf, super::cache::Stamp> = BTreeMap::new();
+    let mut to_read: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        let Some(st) = stamp(p) else {
+            to_read.push(p.clone());
+            continue;
+        };
+        stamps.insert(p.clone(), st);
+        match old.entries.remove(p) {
+            Some(e) if e.stamp == st => {
+                scan.sets += 1;
+                scan.cached += 1;
+                scan.left_out += e.left_out;
+                scan.left_out_by_file.insert(p.clone(), e.left_out);
+                scan.rows.extend(e.rows);
+            }
+            _ => to_read.push(p.clone()),
+        }
+    }
+    if scan.cached > 0 {
+        tracing::info!(
+            "{} summaries from {}, {} read",
+            scan.cached,
+            root.join(super::cache::CACHE_DIR).display(),
+            to_read.len()
+        );
+    }
+    read_summaries(root, &to_read, opts, scan);
+    let mut new = Cache::default();
+    for r in scan.rows.iter().filter(|r| !r.made) {
+        let path = r.set_dir.join(SUMMARY_PARQUET);
+        let Some(st) = stamps.get(&path) else {
+            continue;
+        };
+        new.entries
+            .entry(path.clone())
+            .or_insert_with(|| Entry {
+                stamp: *st,
+                rows: Vec::new(),
+                left_out: scan.left_out_by_file.get(&path).copied().unwrap_or(0),
+            })
+            .rows
+            .push(r.clone());
+    }
+    new.save(root, key);
 }
 
 /// Reads everything under `root` as `opts` says: which columns, one row
@@ -373,7 +442,14 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
     let mut found = Found::default();
     walk(root, &mut found)?;
     let mut scan = Scan::default();
-    read_summaries(root, &found.summaries, opts, &mut scan);
+    let key = match (&opts.columns, opts.one_row_at) {
+        (Some(cols), Some(at)) if opts.cache => Some(super::cache::CacheKey::new(at, cols)),
+        _ => None,
+    };
+    match &key {
+        None => read_summaries(root, &found.summaries, opts, &mut scan),
+        Some(key) => read_with_cache(root, &found.summaries, opts, key, &mut scan),
+    }
     for dir in &found.without_summary {
         if !opts.make {
             scan.skipped.push(Skipped {
