@@ -9,6 +9,7 @@ pub mod classes;
 pub mod hosts;
 pub mod pick;
 pub mod present;
+pub mod row;
 pub mod scan;
 
 use std::path::{Path, PathBuf};

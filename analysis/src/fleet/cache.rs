@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use results_format::summary::{SUMMARY_VERSION, SummaryRow, rows_from_frame, summary_frame};
 
-use super::scan::FleetRow;
+use super::row::FleetRow;
 
 /// The cache folder under a fleet's root.
 pub const CACHE_DIR: &str = ".fleet-cache";

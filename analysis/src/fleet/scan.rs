@@ -10,19 +10,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, rows_from_frame};
 
-/// One summary row with where it came from.
-#[derive(Debug, Clone)]
-pub struct FleetRow {
-    /// The `host=` folder, else the row's hostname.
-    pub host: String,
-    /// The `date=` folder, else the UTC day the sweep started.
-    pub date: String,
-    /// The result set's folder.
-    pub set_dir: PathBuf,
-    /// True when the set had no summary and it was made from its tables.
-    pub made: bool,
-    pub row: SummaryRow,
-}
+pub use super::row::FleetRow;
 
 /// A host the playbook wrote `missing.json` for.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
