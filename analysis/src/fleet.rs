@@ -1,16 +1,18 @@
 //! `analysis fleet ROOT`: one answer for many hosts, from the summaries of
 //! a fleet dataset (docs/layout.md, "The fleet dataset"): read
 //! ([`scan`]), one observation per host ([`hosts`]), the figures per class
-//! and for the fleet ([`classes`]), then the answer box, report and tables
-//! ([`present`]).
+//! and for the fleet ([`classes`]), then the answer box and report
+//! ([`present`]) with its CSVs ([`tables`]) and figures ([`figures`]).
 
 pub mod cache;
 pub mod classes;
+pub mod figures;
 pub mod hosts;
 pub mod pick;
 pub mod present;
 pub mod row;
 pub mod scan;
+pub mod tables;
 
 use std::path::{Path, PathBuf};
 

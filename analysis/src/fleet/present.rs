@@ -10,7 +10,6 @@ use results_format::summary::SUMMARY_BUDGETS;
 use super::Fleet;
 use super::classes::ClassFigures;
 use crate::error::AnalysisError;
-use crate::plot::{Axes, FitLine, PointSeries};
 
 fn us(ns: f64) -> String {
     if ns.is_finite() {
@@ -230,283 +229,6 @@ fn look_at(f: &Fleet) -> Vec<String> {
     out
 }
 
-fn csv_err(path: &Path) -> impl Fn(csv::Error) -> AnalysisError + '_ {
-    move |e| AnalysisError::write(path, std::io::Error::other(e))
-}
-
-/// fleet.csv: the fleet's row first, then one per class.
-fn write_fleet_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    let mut header = vec![
-        "class".to_string(),
-        "hosts".into(),
-        "cost_median_ns".into(),
-        "cost_p95_ns".into(),
-        "cost_max_ns".into(),
-    ];
-    for (_, stem) in SUMMARY_BUDGETS {
-        header.push(format!("budget_{stem}_p95_host_max_hz"));
-        header.push(format!("budget_{stem}_every_host_max_hz"));
-        header.push(format!("budget_{stem}_p95_host_rate_hz"));
-    }
-    header.extend(
-        ["single", "outliers", "conservative", "drifted"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    w.write_record(&header).map_err(csv_err(path))?;
-    for c in std::iter::once(&f.fleet).chain(f.classes.iter()) {
-        let mut rec = vec![
-            c.class.clone(),
-            c.hosts.to_string(),
-            c.cost_median_ns.to_string(),
-            c.cost_p95_ns.to_string(),
-            c.cost_max_ns.to_string(),
-        ];
-        for b in &c.budgets {
-            rec.push(b.p95_host_max_hz.to_string());
-            rec.push(b.every_host_max_hz.to_string());
-            rec.push(b.p95_host_rate_hz.map_or(String::new(), |r| r.to_string()));
-        }
-        rec.push(c.single.to_string());
-        rec.push(
-            c.outliers
-                .iter()
-                .map(|o| o.host.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-        rec.push(c.conservative.join(" "));
-        rec.push(c.drifted.join(" "));
-        w.write_record(&rec).map_err(csv_err(path))?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
-}
-
-fn write_hosts_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    let mut header: Vec<String> = ["host", "date", "set", "class"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    header.extend(
-        [
-            "freq_hz",
-            "cost_ns",
-            "cost_lo_ns",
-            "cost_hi_ns",
-            "cost_pred_hi_ns",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    for (_, stem) in SUMMARY_BUDGETS {
-        header.push(format!("budget_{stem}_max_hz"));
-    }
-    header.extend(
-        [
-            "outside_spread",
-            "conservative",
-            "drifted",
-            "bounds_only",
-            "made_from_tables",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    w.write_record(&header).map_err(csv_err(path))?;
-    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
-    let outside: std::collections::BTreeSet<(&str, &str)> = f
-        .classes
-        .iter()
-        .flat_map(|c| {
-            c.outliers
-                .iter()
-                .map(move |o| (c.class.as_str(), o.host.as_str()))
-        })
-        .collect();
-    for o in &f.hosts {
-        let class = super::classes::label(o);
-        let mut rec = vec![
-            o.host.clone(),
-            o.date.clone(),
-            o.set.clone(),
-            super::classes::label(o),
-            o.freq_hz.to_string(),
-            opt(o.cost_ns),
-            opt(o.cost_lo_ns),
-            opt(o.cost_hi_ns),
-            opt(o.cost_pred_hi_ns),
-        ];
-        rec.extend(o.max_hz.iter().map(|v| opt(*v)));
-        rec.extend([
-            outside
-                .contains(&(class.as_str(), o.host.as_str()))
-                .to_string(),
-            o.conservative.to_string(),
-            o.drifted.to_string(),
-            o.bounds_only.to_string(),
-            o.made.to_string(),
-        ]);
-        w.write_record(&rec).map_err(csv_err(path))?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
-}
-
-fn write_rows<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    for r in rows {
-        w.serialize(r).map_err(csv_err(path))?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
-}
-
-/// The first figure: every host's cost per sample with its 95 % interval,
-/// grouped by class (hosts in cost order within each), and the cost each
-/// budget allows at `--rate`.
-fn write_figure(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
-    let mut series = Vec::new();
-    let mut x = 0.0;
-    for c in &f.classes {
-        let mut members: Vec<&super::hosts::HostObs> = f
-            .hosts
-            .iter()
-            .filter(|o| super::classes::label(o) == c.class)
-            .collect();
-        members.sort_by(|a, b| {
-            a.cost_ns
-                .unwrap_or(f64::NAN)
-                .total_cmp(&b.cost_ns.unwrap_or(f64::NAN))
-        });
-        let mut s = PointSeries {
-            label: format!("{} ({})", c.class, c.hosts),
-            x: Vec::new(),
-            y: Vec::new(),
-            y_lo: Vec::new(),
-            y_hi: Vec::new(),
-        };
-        for o in members {
-            let Some(cost) = o.cost_ns else { continue };
-            x += 1.0;
-            let y = cost / 1000.0;
-            s.x.push(x);
-            s.y.push(y);
-            s.y_lo.push(o.cost_lo_ns.map_or(y, |v| v / 1000.0));
-            s.y_hi.push(o.cost_hi_ns.map_or(y, |v| v / 1000.0));
-        }
-        x += 1.0;
-        if !s.x.is_empty() {
-            series.push(s);
-        }
-    }
-    let lines: Vec<FitLine> = SUMMARY_BUDGETS
-        .iter()
-        .map(|&(pct, _)| FitLine {
-            label: format!("{pct} % at {}", hz(f.rate_hz)),
-            intercept: pct / 100.0 / f.rate_hz * 1e6,
-            slope: 0.0,
-            label_at_end: true,
-            colour: Some((120, 120, 120)),
-            ..Default::default()
-        })
-        .filter(|l| l.intercept <= f.fleet.cost_max_ns / 1000.0 * 20.0)
-        .collect();
-    let stem = out.join("fleet_cost_per_sample");
-    let title = format!(
-        "Cost per sample by host ({} hosts, {} classes)",
-        f.hosts.len(),
-        f.classes.len()
-    );
-    crate::plot::plot_vs_freq_axes(
-        &title,
-        (
-            "hosts, by class, in cost order",
-            "cost per sample, us (95 % CI)",
-        ),
-        &series,
-        &lines,
-        Axes {
-            log_x: false,
-            log_y: true,
-            y_include: None,
-        },
-        &stem,
-    )
-    .map_err(AnalysisError::from)
-}
-
-/// With `--all`: each class's median cost per sample by date.
-fn write_over_time(out: &Path, f: &Fleet) -> Result<Option<Vec<PathBuf>>, AnalysisError> {
-    use std::collections::BTreeMap;
-    let dates: Vec<String> = {
-        let mut d: Vec<String> = f.hosts.iter().map(|o| o.date.clone()).collect();
-        d.sort();
-        d.dedup();
-        d
-    };
-    if !f.all || dates.len() < 2 {
-        return Ok(None);
-    }
-    let day0 = day_number(&dates[0]);
-    let mut series = Vec::new();
-    for c in &f.classes {
-        let mut by_date: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for o in f
-            .hosts
-            .iter()
-            .filter(|o| super::classes::label(o) == c.class)
-        {
-            if let Some(cost) = o.cost_ns {
-                by_date.entry(&o.date).or_default().push(cost);
-            }
-        }
-        let mut s = PointSeries {
-            label: c.class.clone(),
-            x: Vec::new(),
-            y: Vec::new(),
-            y_lo: Vec::new(),
-            y_hi: Vec::new(),
-        };
-        for (d, mut v) in by_date {
-            v.sort_by(f64::total_cmp);
-            let (Some(x0), Some(x)) = (day0, day_number(d)) else {
-                continue;
-            };
-            s.x.push((x - x0) as f64);
-            s.y.push(super::classes::quantile(&v, 0.5).unwrap_or(f64::NAN) / 1000.0);
-            s.y_lo.push(v[0] / 1000.0);
-            s.y_hi.push(v[v.len() - 1] / 1000.0);
-        }
-        if !s.x.is_empty() {
-            series.push(s);
-        }
-    }
-    let stem = out.join("fleet_over_time");
-    crate::plot::plot_vs_freq_axes(
-        &format!("Cost per sample by class over time (from {})", dates[0]),
-        (
-            &format!("days since {}", dates[0]),
-            "cost per sample, us (median; bars: min to max host)",
-        ),
-        &series,
-        &[],
-        Axes {
-            log_x: false,
-            log_y: true,
-            y_include: None,
-        },
-        &stem,
-    )
-    .map(Some)
-    .map_err(AnalysisError::from)
-}
-
-fn day_number(d: &str) -> Option<i64> {
-    chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
-        .ok()
-        .map(|d| d.signed_duration_since(chrono::NaiveDate::MIN).num_days())
-}
-
 /// report.md's text.
 fn markdown(f: &Fleet, figures: &[String]) -> String {
     let mut md = String::new();
@@ -647,7 +369,7 @@ pub fn write(out: &Path, f: &Fleet) -> Result<PathBuf, AnalysisError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    match write_figure(out, f) {
+    match super::figures::write_figure(out, f) {
         Ok(files) => figures.extend(
             files
                 .iter()
@@ -656,7 +378,7 @@ pub fn write(out: &Path, f: &Fleet) -> Result<PathBuf, AnalysisError> {
         ),
         Err(e) => tracing::warn!("fleet figure not drawn: {e}"),
     }
-    match write_over_time(out, f) {
+    match super::figures::write_over_time(out, f) {
         Ok(Some(files)) => figures.extend(
             files
                 .iter()
@@ -666,10 +388,10 @@ pub fn write(out: &Path, f: &Fleet) -> Result<PathBuf, AnalysisError> {
         Ok(None) => {}
         Err(e) => tracing::warn!("fleet figure over time not drawn: {e}"),
     }
-    write_fleet_csv(&out.join("fleet.csv"), f)?;
-    write_hosts_csv(&out.join("hosts.csv"), f)?;
-    write_rows(&out.join("missing.csv"), &f.missing)?;
-    write_rows(&out.join("skipped.csv"), &f.skipped)?;
+    super::tables::write_fleet_csv(&out.join("fleet.csv"), f)?;
+    super::tables::write_hosts_csv(&out.join("hosts.csv"), f)?;
+    super::tables::write_rows(&out.join("missing.csv"), &f.missing)?;
+    super::tables::write_rows(&out.join("skipped.csv"), &f.skipped)?;
     let md = markdown(f, &figures);
     let md_path = out.join("report.md");
     std::fs::write(&md_path, &md).map_err(|e| AnalysisError::write(&md_path, e))?;
