@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::config::{Design, ScopeName, SweepOptions};
+use crate::config::{ScopeName, SweepOptions};
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
 use crate::plan::{PlannedRun, RunKind};
 use crate::results::PhaseRow;
@@ -71,13 +71,7 @@ pub(crate) fn sampler_config_for(
     cfg
 }
 
-/// Whether a planned run opens a sampler of ours: every run above 0 Hz,
-/// and the paired design's null control (a sampler that never fires);
-/// none in a `--profiler` sweep, whose profiler samples instead.
-pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
-    opts.profiler.is_none()
-        && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
-}
+pub(crate) use crate::plan::opens_sampler;
 
 impl RealBackend {
     fn sampler_config(&self, spec: &RunSpec<'_>, pid: u32) -> SamplerConfig {

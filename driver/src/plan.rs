@@ -28,6 +28,16 @@ use workload::work::WorkKind;
 
 pub use results_format::RunKind;
 
+/// Whether a planned run opens a sampler of ours: every run above 0 Hz,
+/// and the paired design's null control (a sampler that never fires);
+/// none in a `--profiler` sweep, whose profiler samples instead. Here, in
+/// the plan, so that the executor and the pre-run checks ask it without
+/// importing the runtime backend.
+pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
+    opts.profiler.is_none()
+        && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
+}
+
 pub mod judge;
 
 /// One planned run, as in the manifest's `plan`.

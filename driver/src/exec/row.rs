@@ -55,7 +55,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         rep: run.rep,
         // The paired null control (0 Hz) opens a sampler that never fires;
         // with --profiler ours opens none (the profiler's event is its own).
-        event: if crate::backend::opens_sampler(run, spec.opts) {
+        event: if crate::plan::opens_sampler(run, spec.opts) {
             spec.event.to_owned()
         } else {
             String::new()
