@@ -61,6 +61,14 @@ impl Unrecorded {
 }
 
 impl ResultSet {
+    /// The `--command` the set measured, shell-quoted, if it measured one.
+    pub fn command_line(&self) -> Option<String> {
+        let argv = self.manifest.options["command"].as_array()?;
+        Some(shell_words::join(
+            argv.iter().map(|w| w.as_str().unwrap_or_default()),
+        ))
+    }
+
     /// The `--profiler` template the set measured, if it measured one.
     pub fn profiler_template(&self) -> Option<String> {
         self.manifest.options["profiler"]

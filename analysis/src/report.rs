@@ -102,7 +102,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::report::user_command::render(&command, command_line(rs).as_deref())
+        crate::report::user_command::render(&command, rs.command_line().as_deref())
     };
     if let Some(t) = &analysis.profiler {
         command_section.push_str(&crate::report::profiler::render(
@@ -303,13 +303,6 @@ fn remove_stale(out: &Path, written: &[PathBuf]) {
 }
 
 /// The sweep's `--command`, shell-quoted, from the manifest's options.
-fn command_line(rs: &ResultSet) -> Option<String> {
-    let argv = rs.manifest.options["command"].as_array()?;
-    Some(shell_words::join(
-        argv.iter().map(|w| w.as_str().unwrap_or_default()),
-    ))
-}
-
 fn write_file(path: &Path, text: &str) -> Result<(), AnalysisError> {
     std::fs::write(path, text).map_err(|e| AnalysisError::write(path, e))
 }

@@ -60,7 +60,7 @@ fn base(rs: &ResultSet) -> SummaryRow {
     let m = &rs.manifest;
     let h = &m.host;
     let cpu_model_name = json_str(h, "cpu_model");
-    let command = user_command(rs);
+    let command = rs.command_line();
     SummaryRow {
         set: rs.dir.file_name().map(|n| n.to_string_lossy().into_owned()),
         tool_version: Some(m.tool_version.clone()),
@@ -92,14 +92,6 @@ fn base(rs: &ResultSet) -> SummaryRow {
         command,
         ..Default::default()
     }
-}
-
-/// The `--command` of a command set, shell-quoted.
-fn user_command(rs: &ResultSet) -> Option<String> {
-    let argv = rs.manifest.options["command"].as_array()?;
-    Some(shell_words::join(
-        argv.iter().map(|w| w.as_str().unwrap_or_default()),
-    ))
 }
 
 /// The vendor an older set's model name implies (sets written before the

@@ -242,10 +242,9 @@ fn read_summaries(root: &Path, paths: &[PathBuf], opts: &ScanOptions, scan: &mut
             .collect();
         groups.entry(keys).or_default().push(p.clone());
     }
-    let columns = opts.columns.as_deref();
     for (keys, group) in groups {
         for batch in group.chunks(BATCH) {
-            read_batch(root, batch, &keys, columns, opts, scan);
+            read_batch(root, batch, &keys, opts, scan);
         }
     }
 }
@@ -254,30 +253,29 @@ fn read_batch(
     root: &Path,
     group: &[PathBuf],
     keys: &[String],
-    columns: Option<&[String]>,
     opts: &ScanOptions,
     scan: &mut Scan,
 ) {
+    match scan_group(root, group, keys, opts.columns.as_deref())
+        .and_then(|df| split_by_file(&df, keys))
     {
-        match scan_group(root, group, keys, columns).and_then(|df| split_by_file(&df, keys)) {
-            Ok(by_file) => {
-                for (path, (rows, hive)) in by_file {
-                    accept(root, &path, rows, Some(hive), opts, scan);
-                }
+        Ok(by_file) => {
+            for (path, (rows, hive)) in by_file {
+                accept(root, &path, rows, Some(hive), opts, scan);
             }
-            Err(e) => {
-                tracing::warn!(
-                    "one scan of {} summaries failed ({e}); reading them one by one",
-                    group.len()
-                );
-                for path in group {
-                    match results_format::summary::read_summary(path) {
-                        Ok(rows) => accept(root, path, rows, None, opts, scan),
-                        Err(e) => scan.skipped.push(Skipped {
-                            path: path.clone(),
-                            reason: e.to_string(),
-                        }),
-                    }
+        }
+        Err(e) => {
+            tracing::warn!(
+                "one scan of {} summaries failed ({e}); reading them one by one",
+                group.len()
+            );
+            for path in group {
+                match results_format::summary::read_summary(path) {
+                    Ok(rows) => accept(root, path, rows, None, opts, scan),
+                    Err(e) => scan.skipped.push(Skipped {
+                        path: path.clone(),
+                        reason: e.to_string(),
+                    }),
                 }
             }
         }
