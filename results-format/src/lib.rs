@@ -20,16 +20,19 @@
 
 #![forbid(unsafe_code)]
 
+pub mod answer;
 pub mod compact;
 mod dir;
 pub mod doc_tables;
 mod error;
 pub mod events;
+pub mod history;
 mod manifest;
 mod parquet;
 pub mod phase_check;
 mod runs;
 pub mod summary;
+pub mod textfile;
 pub mod thinning;
 pub mod timeline;
 mod vocab;

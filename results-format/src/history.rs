@@ -1,0 +1,295 @@
+//! A host's check history: `history.csv`, one [`SummaryRow`] per rate of
+//! every `driver check`, the summary's columns as CSV under one header
+//! (docs/results-format.md, "history.csv").
+//!
+//! A row is appended and synced per check. A file whose last line was cut
+//! (a crash mid-write) or whose header is another version's is never
+//! rewritten: it is named with its line, and the new rows go to the next
+//! free `history.N.csv`. A reader reads every file in order.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::summary::{SUMMARY_COLUMNS, SummaryRow};
+
+/// The first history file's name in a history directory.
+pub const HISTORY_CSV: &str = "history.csv";
+
+/// What is wrong with a history file, with where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}: line {line}: {why}", path.display())]
+pub struct Damage {
+    /// The file.
+    pub path: PathBuf,
+    /// The line (from 1).
+    pub line: usize,
+    /// What is wrong there.
+    pub why: String,
+}
+
+/// A failure to read or write a history file.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The file cannot be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is damaged.
+    #[error(transparent)]
+    Damaged(#[from] Damage),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryError + '_ {
+    move |source| HistoryError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The header line every history file starts with.
+pub fn header() -> String {
+    SUMMARY_COLUMNS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The history files of `dir`, in order: `history.csv`, then
+/// `history.1.csv`, `history.2.csv`... while they exist.
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    (0..)
+        .map(|n| dir.join(file_name(n)))
+        .take_while(|p| p.exists())
+        .collect()
+}
+
+fn file_name(n: usize) -> String {
+    if n == 0 {
+        HISTORY_CSV.to_string()
+    } else {
+        format!("history.{n}.csv")
+    }
+}
+
+/// Every row of one history file, or the first damage found: a header
+/// that is not this version's, a last line with no newline, a line that
+/// does not parse as a row.
+pub fn read(path: &Path) -> Result<Vec<SummaryRow>, HistoryError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let damage = |line: usize, why: String| {
+        HistoryError::Damaged(Damage {
+            path: path.to_path_buf(),
+            line,
+            why,
+        })
+    };
+    let mut lines = text.split_inclusive('\n').enumerate();
+    match lines.next() {
+        None => return Ok(Vec::new()),
+        Some((_, h)) if h.trim_end_matches(['\n', '\r']) != header() => {
+            return Err(damage(
+                1,
+                "the header is not this version's summary columns (another version wrote it)"
+                    .into(),
+            ));
+        }
+        Some(_) => {}
+    }
+    let mut rows = Vec::new();
+    for (i, line) in lines {
+        if !line.ends_with('\n') {
+            return Err(damage(
+                i + 1,
+                "the last line is cut short (no newline: a write was interrupted)".into(),
+            ));
+        }
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(line.as_bytes());
+        let record = reader
+            .records()
+            .next()
+            .transpose()
+            .map_err(|e| damage(i + 1, e.to_string()))?;
+        let Some(record) = record else { continue };
+        if record.len() != SUMMARY_COLUMNS.len() {
+            return Err(damage(
+                i + 1,
+                format!(
+                    "{} fields where the header has {}",
+                    record.len(),
+                    SUMMARY_COLUMNS.len()
+                ),
+            ));
+        }
+        let row: SummaryRow = record
+            .deserialize(None)
+            .map_err(|e| damage(i + 1, e.to_string()))?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Every row of every history file of `dir`, and the damage met (a
+/// damaged file's rows are left out, named in the damage).
+pub fn read_dir(dir: &Path) -> (Vec<SummaryRow>, Vec<HistoryError>) {
+    let mut rows = Vec::new();
+    let mut damage = Vec::new();
+    for f in files(dir) {
+        match read(&f) {
+            Ok(r) => rows.extend(r),
+            Err(e) => damage.push(e),
+        }
+    }
+    (rows, damage)
+}
+
+/// Where rows were appended, and the damaged files passed over.
+#[derive(Debug)]
+pub struct Appended {
+    /// The file written.
+    pub path: PathBuf,
+    /// The damaged files before it, each left as it was.
+    pub passed_over: Vec<Damage>,
+}
+
+fn csv_lines(rows: &[SummaryRow]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r)?;
+    }
+    w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
+}
+
+/// Appends `rows` to the history in `dir` (created if missing): to the
+/// last sound history file, or to a new `history.N.csv` after a damaged
+/// one (which is never rewritten). Synced before it returns.
+pub fn append(dir: &Path, rows: &[SummaryRow]) -> Result<Appended, HistoryError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let body = csv_lines(rows).map_err(|e| HistoryError::Io {
+        path: dir.join(HISTORY_CSV),
+        source: std::io::Error::other(e),
+    })?;
+    let existing = files(dir);
+    let mut passed_over = Vec::new();
+    for f in &existing {
+        if let Err(HistoryError::Damaged(d)) = read(f) {
+            passed_over.push(d);
+        }
+    }
+    // The last file, when sound; else a new one after every file there.
+    let last_sound = existing
+        .last()
+        .filter(|f| !passed_over.iter().any(|d| &d.path == *f));
+    let path = match last_sound {
+        Some(f) => {
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(f)
+                .map_err(io(f))?;
+            file.write_all(&body).map_err(io(f))?;
+            file.sync_data().map_err(io(f))?;
+            f.clone()
+        }
+        None => {
+            let path = dir.join(file_name(existing.len()));
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(io(&path))?;
+            let mut all = header().into_bytes();
+            all.push(b'\n');
+            all.extend(body);
+            file.write_all(&all).map_err(io(&path))?;
+            file.sync_data().map_err(io(&path))?;
+            path
+        }
+    };
+    Ok(Appended { path, passed_over })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn row(cost: f64) -> SummaryRow {
+        SummaryRow {
+            set: Some("20261127T0400Z-vm".into()),
+            freq_hz: Some(1000),
+            cost_per_sample_ns: Some(cost),
+            within_budget: Some(true),
+            started_at: Some(1_795_000_000_000_000),
+            ..SummaryRow::default()
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_and_append_under_one_header() {
+        let d = tempfile::tempdir().unwrap();
+        append(d.path(), &[row(13_000.5)]).unwrap();
+        let a = append(d.path(), &[row(14_000.25), row(9.0)]).unwrap();
+        assert_eq!(a.path, d.path().join(HISTORY_CSV));
+        let text = std::fs::read_to_string(&a.path).unwrap();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("format_version"))
+                .count(),
+            1
+        );
+        let back = read(&a.path).unwrap();
+        assert_eq!(back, vec![row(13_000.5), row(14_000.25), row(9.0)]);
+    }
+
+    /// A cut last line is named with its line and never rewritten: the
+    /// next row goes to history.1.csv, and the reader still reads both.
+    #[test]
+    fn a_cut_file_is_named_and_left_and_the_row_goes_to_a_new_file() {
+        let d = tempfile::tempdir().unwrap();
+        append(d.path(), &[row(1.0), row(2.0)]).unwrap();
+        let first = d.path().join(HISTORY_CSV);
+        let text = std::fs::read_to_string(&first).unwrap();
+        let cut = &text[..text.len() - 7];
+        std::fs::write(&first, cut).unwrap();
+        let e = read(&first).unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("cut short"), "{e}");
+        let a = append(d.path(), &[row(3.0)]).unwrap();
+        assert_eq!(a.path, d.path().join("history.1.csv"));
+        assert_eq!(a.passed_over.len(), 1);
+        assert_eq!(a.passed_over[0].line, 3);
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), cut);
+        let (rows, damage) = read_dir(d.path());
+        assert_eq!(rows, vec![row(3.0)]);
+        assert_eq!(damage.len(), 1);
+        // The next check appends to the sound new file.
+        let a = append(d.path(), &[row(4.0)]).unwrap();
+        assert_eq!(a.path, d.path().join("history.1.csv"));
+    }
+
+    #[test]
+    fn another_versions_header_is_refused_on_line_1() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(HISTORY_CSV);
+        std::fs::write(&p, "format_version,set\n1,x\n").unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("header"), "{e}");
+    }
+
+    #[test]
+    fn a_line_that_does_not_parse_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        append(d.path(), &[row(1.0)]).unwrap();
+        let p = d.path().join(HISTORY_CSV);
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str("x,y\n");
+        std::fs::write(&p, text).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 3"), "{e}");
+    }
+}
