@@ -34,6 +34,7 @@ pub mod error;
 pub mod fit;
 pub mod fleet;
 pub mod format;
+pub mod history;
 pub mod load;
 pub mod percost;
 pub mod pipeline;

@@ -125,6 +125,32 @@ enum Command {
         #[arg(long)]
         no_cache: bool,
     },
+    /// A host's `driver check` history: read DIR/history.csv (and any
+    /// history.N.csv), group the checks at one rate by day or hour, and
+    /// write DIR/history-report/ (history.md, checks.csv, periods.csv,
+    /// history_cost.svg/png): the rate that held on every period and on
+    /// 95 % of them, and the periods whose cost moved beyond the
+    /// run-to-run spread. The answer on stderr, history.md's path on stdout
+    /// (--json: the whole history as JSON). Exit 2 when DIR holds no history.
+    History {
+        /// The history directory (`driver check --history`, default /var/lib/perf-overhead).
+        dir: PathBuf,
+        /// The rate whose checks are read, Hz. Default: the rate checked most often.
+        #[arg(long)]
+        rate: Option<u64>,
+        /// The loss budget, e.g. 1%. Default: the one the checks judged against.
+        #[arg(long)]
+        budget: Option<String>,
+        /// Group the checks by day or by hour (UTC).
+        #[arg(long, value_enum, default_value = "day")]
+        by: analysis::history::Period,
+        /// Where the report goes. Default DIR/history-report.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the history as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write DIR/summary.parquet (the set's answer per configuration and
     /// rate; `analysis report` writes it too) for each result set given,
     /// without rewriting its report. With --into ROOT, write it instead
@@ -248,6 +274,48 @@ fn run() -> anyhow::Result<ExitCode> {
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&fleet)?);
+            } else {
+                println!("{}", md.display());
+            }
+        }
+        Command::History {
+            dir,
+            rate,
+            budget,
+            by,
+            out,
+            json,
+        } => {
+            let budget_pct = match budget.as_deref().map(parse_budget).transpose() {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
+            let opts = analysis::history::HistoryOptions {
+                rate_hz: rate,
+                budget_pct,
+                period: by,
+            };
+            let h = match analysis::history::analyse(&dir, &opts) {
+                Ok(h) => h,
+                Err(
+                    e @ (analysis::AnalysisError::Invalid(_)
+                    | analysis::AnalysisError::NoSuchDirectory { .. }),
+                ) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let out = out.unwrap_or_else(|| dir.join("history-report"));
+            let md = analysis::history::present::write(&out, &h)?;
+            for line in analysis::history::present::answer_box(&h) {
+                eprintln!("{line}");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&h)?);
             } else {
                 println!("{}", md.display());
             }

@@ -143,6 +143,66 @@ fn answer(r: &Recommendation) -> BudgetAnswer {
 /// Every summary row of `rs` from its analysis `a` (the primary
 /// configuration's, with the others in `a.other_configs`).
 pub fn summary_rows(rs: &ResultSet, a: &Analysis) -> Vec<SummaryRow> {
+    let mut rows = subject_rows(rs, a);
+    if let Some(pct) = rs.manifest.options["budget_pct"].as_f64() {
+        for row in &mut rows {
+            let v = check_verdict(row, pct);
+            row.budget_pct = Some(pct);
+            row.within_budget = v.within;
+            row.budget_max_hz = v.max_hz;
+        }
+    }
+    rows
+}
+
+/// A check's verdict on one row against a loss budget (%).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CheckVerdict {
+    /// true: within budget at the prediction interval's upper end (else
+    /// the confidence interval's); false: over it at the confidence
+    /// interval's lower end; None: in between, or nothing measured.
+    pub within: Option<bool>,
+    /// The highest rate within the budget at that upper end, with the
+    /// cost per sample as measured at this rate.
+    pub max_hz: Option<f64>,
+    /// The loss at the rate: the upper end used, and the lower end.
+    pub loss_hi_pct: Option<f64>,
+    pub loss_lo_pct: Option<f64>,
+}
+
+/// The verdict of `driver check`: the loss at the rate is the cost per
+/// sample times the rate delivered; within budget when its upper end
+/// (the cost's prediction interval, which holds for one more run, else its
+/// confidence interval) fits, over when even the confidence interval's
+/// lower end does not.
+pub fn check_verdict(row: &SummaryRow, budget_pct: f64) -> CheckVerdict {
+    let rate = row
+        .achieved_hz
+        .or(row.freq_hz.map(|f| f as f64))
+        .filter(|r| *r > 0.0);
+    let hi = row
+        .cost_per_sample_pred_hi_ns
+        .or(row.cost_per_sample_hi_ns)
+        .filter(|c| c.is_finite());
+    let lo = row.cost_per_sample_lo_ns.filter(|c| c.is_finite());
+    // ns x Hz = 1e-9 of the time; as a percentage, x 1e-7.
+    let loss = |c: Option<f64>| Some(c? * rate? * 1e-7);
+    let (loss_hi_pct, loss_lo_pct) = (loss(hi), loss(lo));
+    let within = match (loss_hi_pct, loss_lo_pct) {
+        (Some(h), _) if h <= budget_pct => Some(true),
+        (_, Some(l)) if l > budget_pct => Some(false),
+        _ => None,
+    };
+    let max_hz = hi.filter(|c| *c > 0.0).map(|c| budget_pct / (c * 1e-7));
+    CheckVerdict {
+        within,
+        max_hz,
+        loss_hi_pct,
+        loss_lo_pct,
+    }
+}
+
+fn subject_rows(rs: &ResultSet, a: &Analysis) -> Vec<SummaryRow> {
     let base = base(rs);
     if let Some(t) = &a.profiler {
         return profiler_rows(rs, &base, t);
