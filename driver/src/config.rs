@@ -26,7 +26,8 @@ use user_command::*;
 pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
 pub use values::{FlagList, parse_duration, parse_freq_list};
-use values::{cpu_flag, duration_flag, max_sweep_flag, reps_flag, scope_flag, seed_flag};
+pub(crate) use values::{cpu_flag, event_flag, sample_flag, scope_flag, seed_flag, workload_flag};
+use values::{duration_flag, max_sweep_flag, reps_flag};
 
 /// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
 pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
@@ -430,7 +431,25 @@ pub struct SweepOptions {
     pub experiment: Option<PathBuf>,
     /// The experiment file's description.
     pub description: Option<String>,
+    /// The loss budget a `driver check` judges against, %; absent from a
+    /// sweep's manifest. The analysis fills the summary's `budget_pct`,
+    /// `within_budget` and `budget_max_hz` from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_pct: Option<BudgetPct>,
 }
+
+/// A loss budget, % (compared bit for bit, so the options stay `Eq`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BudgetPct(pub f64);
+
+impl PartialEq for BudgetPct {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for BudgetPct {}
 
 impl SweepOptions {
     /// Highest requested frequency.

@@ -13,11 +13,13 @@
 //! on-disk format), `system` (settings changed on the host and their
 //! restoration), `hoststate` (the record of those changes that survives a
 //! kill, and the host-wide sweep lock) and `sweep` (the command that ties
-//! them together).
+//! them together); `check` is `driver check`, a small sweep judged against
+//! a budget.
 #![deny(unsafe_code)]
 
 mod backend;
 pub mod budget;
+pub mod check;
 pub mod config;
 pub mod contents;
 pub mod exec;

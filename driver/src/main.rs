@@ -35,6 +35,9 @@ enum Command {
             (Ctrl-C or SIGTERM; `--resume DIR` finishes it)."
     )]
     Sweep(driver::sweep::SweepArgs),
+    /// Measure what the rate in use costs now, in about a minute, and judge it against a budget.
+    #[command(after_help = driver::check::AFTER_HELP)]
+    Check(Box<driver::check::CheckArgs>),
     /// Run the workload (the same code as the `workload` binary); used by sweeps.
     #[command(hide = true, disable_help_flag = true)]
     Workload {
@@ -90,6 +93,7 @@ fn run() -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Probe(args) => driver::probe::cli(args),
         Command::Sweep(args) => driver::sweep::cli(args),
+        Command::Check(args) => driver::check::cli(args),
         Command::Workload { .. } => Ok(ExitCode::SUCCESS),
     }
 }

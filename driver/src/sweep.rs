@@ -64,12 +64,27 @@ pub struct SweepFlags {
     /// no run was recorded yet.
     #[arg(long)]
     pub no_host_look: bool,
+    /// Set by `driver check`: the loss budget it judges against, %, kept in
+    /// the options (the summary's `budget_pct`).
+    #[arg(skip)]
+    pub check_budget: Option<f64>,
+    /// Set by `driver check`: the sweep prints neither its answer box nor
+    /// its directory (the check prints its own), and an interrupted run is
+    /// not offered a resume.
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 /// A bad command line or input: printed as one line, exit status 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// Another sweep or check holds the host's lock: the sweep refuses (exit
+/// 2), a check says it is unresolved (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BusyError(pub String);
 
 fn usage(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(UsageError(e.to_string()))
@@ -82,6 +97,9 @@ pub fn cli(args: &SweepArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
                 eprintln!("error: {u}");
+                Ok(ExitCode::from(2))
+            } else if let Some(b) = e.downcast_ref::<BusyError>() {
+                eprintln!("error: {b}");
                 Ok(ExitCode::from(2))
             } else {
                 Err(e)
@@ -122,12 +140,15 @@ fn pin_self_away_from(cpu: u32, online: &[u32]) {
     }
 }
 
-fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
+pub(crate) fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
     // The one list of online CPUs: --cpu is checked against it, and the
     // sampler opens its events on it.
     let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
     // 1. Options: recorded (resume) or flags over file over defaults.
     let (resumed, mut opts) = steps::resolve_options(args, &online)?;
+    if resumed.is_none() {
+        opts.budget_pct = args.check_budget.map(crate::config::BudgetPct);
+    }
 
     // 2. The output directory: never overwritten.
     let root = steps::output_dir(args, resumed.as_ref())?;
@@ -220,5 +241,6 @@ fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
         interrupt,
         report: !args.no_report,
         raise_max_rate: args.raise_max_rate,
+        quiet: args.quiet,
     })
 }

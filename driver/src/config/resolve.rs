@@ -344,6 +344,7 @@ impl SweepOptions {
             max_sweep_ns,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),
+            budget_pct: None,
         };
         if !has_command {
             src.check_sweep_time(&opts, limit_origin)?;

@@ -304,7 +304,7 @@ fn list_flag<T>(
 }
 
 /// `--freqs`: non-negative integers without repeats; 0 added, ascending.
-pub(super) fn freqs_flag(text: &str) -> Result<FlagList<u64>, String> {
+pub(crate) fn freqs_flag(text: &str) -> Result<FlagList<u64>, String> {
     let o = Origin::Flag("--freqs");
     parse_freq_list(text, &o)
         .and_then(|list| check_freqs(&list, &o))
@@ -318,17 +318,17 @@ pub(super) fn design_flag(text: &str) -> Result<FlagList<Design>, String> {
 }
 
 /// `--sample`: sample contents, comma-separated.
-pub(super) fn sample_flag(text: &str) -> Result<FlagList<SampleContents>, String> {
+pub(crate) fn sample_flag(text: &str) -> Result<FlagList<SampleContents>, String> {
     list_flag(text, "--sample", parse_contents)
 }
 
 /// `--workload`: workload kinds, comma-separated.
-pub(super) fn workload_flag(text: &str) -> Result<FlagList<WorkKind>, String> {
+pub(crate) fn workload_flag(text: &str) -> Result<FlagList<WorkKind>, String> {
     list_flag(text, "--workload", parse_workload)
 }
 
 /// `--event`: one of perf's event names (listed by `--help`).
-pub(super) fn event_flag() -> impl clap::builder::TypedValueParser<Value = EventKind> {
+pub(crate) fn event_flag() -> impl clap::builder::TypedValueParser<Value = EventKind> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(KNOWN_EVENTS)
         .try_map(|s| parse_event(&s, &Origin::Flag("--event")).map_err(|e| flag_error(e, &s)))
@@ -343,7 +343,7 @@ pub(super) fn warmup_flag(text: &str) -> Result<u32, String> {
 }
 
 /// `--duration` and `--phase`: a positive duration, in ns.
-pub(super) fn duration_flag(text: &str) -> Result<u64, String> {
+pub(crate) fn duration_flag(text: &str) -> Result<u64, String> {
     parse_duration(text, &Origin::Flag("--duration")).map_err(|e| flag_error(e, text))
 }
 
@@ -365,7 +365,7 @@ pub(super) fn reps_flag(text: &str) -> Result<u32, String> {
 }
 
 /// `--cpu`: a CPU number (checked against the online list in resolve).
-pub(super) fn cpu_flag(text: &str) -> Result<u32, String> {
+pub(crate) fn cpu_flag(text: &str) -> Result<u32, String> {
     let fix = "give an online CPU (/sys/devices/system/cpu/online), e.g. --cpu 1";
     let n = parse_int(text, &Origin::Flag("--cpu"), fix).map_err(|e| flag_error(e, text))?;
     if n < 0 {
@@ -375,14 +375,14 @@ pub(super) fn cpu_flag(text: &str) -> Result<u32, String> {
 }
 
 /// `--seed`: a non-negative integer.
-pub(super) fn seed_flag(text: &str) -> Result<u64, String> {
+pub(crate) fn seed_flag(text: &str) -> Result<u64, String> {
     text.trim()
         .parse::<u64>()
         .map_err(|_| "not a non-negative integer; give e.g. --seed 42".to_owned())
 }
 
 /// `--scope`: one of the scopes (listed by `--help`).
-pub(super) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = ScopeName> {
+pub(crate) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = ScopeName> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(
         [ScopeName::Cpu, ScopeName::System, ScopeName::Task].map(ScopeName::as_str),

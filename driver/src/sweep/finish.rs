@@ -29,6 +29,9 @@ pub(super) struct Sweep<'a> {
     /// Whether `--raise-max-rate` was given: the resume command needs it
     /// again (it is an action, not a recorded setting).
     pub raise_max_rate: bool,
+    /// For `driver check`: no answer box, no directory on stdout, no
+    /// resume offered.
+    pub quiet: bool,
 }
 
 /// Steps 10-12: runs the plan, restores the settings (recording that in
@@ -70,6 +73,15 @@ pub(super) fn run_restore_report(mut s: Sweep<'_>) -> anyhow::Result<ExitCode> {
         tracing::error!("{e}");
     }
     if summary.interrupted {
+        if s.quiet {
+            eprintln!(
+                "stopped ({}) after {} runs in {}: nothing was judged",
+                summary.stop_reason.as_deref().unwrap_or("interrupted"),
+                summary.recorded,
+                s.root.display()
+            );
+            return Ok(stopped_code(&s.interrupt));
+        }
         return Ok(stopped(&summary, s.root, s.raise_max_rate, &s.interrupt));
     }
     tracing::info!(
@@ -89,7 +101,7 @@ pub(super) fn run_restore_report(mut s: Sweep<'_>) -> anyhow::Result<ExitCode> {
         match report_step(s.root, analysis::report_dir) {
             Ok(answer) => {
                 // The answer first, on stderr: stdout keeps the directory.
-                for line in &answer {
+                for line in answer.iter().filter(|_| !s.quiet) {
                     eprintln!("{line}");
                 }
                 tracing::info!("report in {}", s.root.join("report").display());
@@ -100,7 +112,9 @@ pub(super) fn run_restore_report(mut s: Sweep<'_>) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("{}", s.root.display());
+    if !s.quiet {
+        println!("{}", s.root.display());
+    }
     Ok(code)
 }
 
@@ -156,6 +170,11 @@ fn stopped(
         resume_command(root, raise_max_rate)
     );
     println!("{}", root.display());
+    stopped_code(interrupt)
+}
+
+/// 130 after Ctrl-C or SIGTERM, 1 after too many failed runs.
+fn stopped_code(interrupt: &AtomicBool) -> ExitCode {
     if interrupt.load(Ordering::SeqCst) {
         ExitCode::from(130)
     } else {

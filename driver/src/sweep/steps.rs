@@ -499,7 +499,9 @@ pub(super) fn raise_max_rate(
 pub(super) fn lock(state_dir: &Path, root: &Path) -> anyhow::Result<SweepLock> {
     match SweepLock::acquire(state_dir, root) {
         Ok(lock) => Ok(lock),
-        Err(e @ HostStateError::Busy { .. }) => Err(usage(e)),
+        Err(e @ HostStateError::Busy { .. }) => {
+            Err(anyhow::Error::new(super::BusyError(e.to_string())))
+        }
         Err(e) => Err(anyhow::Error::new(e).context("cannot take the sweep lock")),
     }
 }
