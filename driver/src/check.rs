@@ -45,6 +45,11 @@ pub struct CheckArgs {
     /// and keeps its result set in DIR/checks/<UTC time>-<host>/.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_HISTORY)]
     pub history: PathBuf,
+    /// Keep only the newest N checks' result sets in HISTORY/checks/ (about
+    /// 2 MB each); older ones are removed after this check, each named in
+    /// the log. Their rows stay in history.csv. 0 keeps them all.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub keep_sets: usize,
     /// Print the answer as JSON on stdout (docs/results-format.md, "--json answers").
     #[arg(long)]
     pub json: bool,
@@ -305,12 +310,41 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             Err(e) => tracing::error!("cannot append to the history: {e}"),
         }
     }
+    prune_sets(&args.history.join("checks"), args.keep_sets);
     if args.json {
         println!("{}", verdict::answer_json(&judged, args, &root));
     } else {
         println!("{}", root.display());
     }
     Ok(ExitCode::from(judged.exit))
+}
+
+/// Removes all but the newest `keep` result sets under `checks` (their
+/// names start with the UTC time, so name order is time order); 0 keeps
+/// all. Only folders with a manifest.json are touched.
+fn prune_sets(checks: &Path, keep: usize) {
+    if keep == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(checks) else {
+        return;
+    };
+    let mut sets: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(results_format::MANIFEST_JSON).is_file())
+        .collect();
+    sets.sort();
+    let extra = sets.len().saturating_sub(keep);
+    for old in &sets[..extra] {
+        match std::fs::remove_dir_all(old) {
+            Ok(()) => tracing::info!(
+                "removed {} (--keep-sets {keep}; its rows stay in history.csv)",
+                old.display()
+            ),
+            Err(e) => tracing::warn!("cannot remove {}: {e}", old.display()),
+        }
+    }
 }
 
 fn join(v: &[u64]) -> String {
@@ -326,3 +360,47 @@ pub const AFTER_HELP: &str = "Exit status, as monitoring checks use it: 0 the ra
     2 bad input, nothing measured; 130 interrupted (Ctrl-C or SIGTERM; settings restored, \
     nothing judged, no textfile written). A check beside a running sweep or check does not \
     wait: it refuses with 3.";
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The oldest sets go, by name (UTC time first); a folder that is not
+    /// a result set is never touched; 0 keeps all.
+    #[test]
+    fn only_the_newest_sets_are_kept() {
+        let d = tempfile::tempdir().unwrap();
+        for name in [
+            "20261127T0300Z-vm",
+            "20261127T0100Z-vm",
+            "20261127T0200Z-vm",
+        ] {
+            let p = d.path().join(name);
+            std::fs::create_dir(&p).unwrap();
+            std::fs::write(p.join(results_format::MANIFEST_JSON), "{}").unwrap();
+        }
+        std::fs::create_dir(d.path().join("00-notes")).unwrap();
+        prune_sets(d.path(), 0);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 4);
+        prune_sets(d.path(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["00-notes", "20261127T0200Z-vm", "20261127T0300Z-vm"]);
+    }
+
+    #[test]
+    fn budgets_parse_as_percentages() {
+        assert_eq!(budget_flag("1%"), Ok(1.0));
+        assert_eq!(budget_flag(" 0.5 % "), Ok(0.5));
+        assert_eq!(budget_flag("100"), Ok(100.0));
+        for bad in ["0", "-1%", "100.01", "one", "NaN"] {
+            assert!(budget_flag(bad).is_err(), "{bad}");
+        }
+        assert_eq!(rate_flag("999,99,99").unwrap().0, vec![99, 999]);
+        assert!(rate_flag("99,0").is_err());
+    }
+}

@@ -150,9 +150,10 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
     for r in &j.rows {
         let v = analysis::summary::check_verdict(r, args.budget);
         lines.push(format!(
-            "  {} Hz ({} Hz delivered, {} runs): cost per sample {} us, 95% CI [{}, {}], PI [{}, {}]",
+            "  {} Hz ({} delivered, {} runs): cost per sample {} us, 95% CI [{}, {}], PI [{}, {}]",
             r.freq_hz.unwrap_or(0),
-            opt(r.achieved_hz, 1),
+            r.achieved_hz
+                .map_or_else(|| "rate not counted".into(), |h| format!("{h:.1} Hz")),
             r.runs.unwrap_or(0),
             us(r.cost_per_sample_ns),
             us(r.cost_per_sample_lo_ns),
@@ -161,10 +162,15 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
             us(r.cost_per_sample_pred_hi_ns),
         ));
         lines.push(format!(
-            "    loss {} % [{}, {}]; at the PI's upper end {} % -> {}",
+            "    loss {} % [{}, {}]; at the {} upper end {} % -> {}",
             opt(r.predicted_loss_pct, 3),
             opt(r.predicted_loss_lo_pct, 3),
             opt(r.predicted_loss_hi_pct, 3),
+            if r.cost_per_sample_pred_hi_ns.is_some() {
+                "PI's"
+            } else {
+                "CI's (no PI for a profiler)"
+            },
             opt(v.loss_hi_pct, 3),
             match r.within_budget {
                 Some(true) => "within",
