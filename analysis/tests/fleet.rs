@@ -343,3 +343,58 @@ fn the_cache_serves_unchanged_summaries_and_rereads_changed_ones() {
     assert_eq!(fourth["cached"], 0);
     assert_eq!(fourth["fleet"], third["fleet"]);
 }
+
+/// `analysis history`: a host's check history, one damaged file beside a
+/// sound one; the answer names the damage by file and line, keeps the
+/// sound file's checks, and writes its report; an empty folder is exit 2.
+#[test]
+fn analysis_history_reads_a_check_history_and_names_a_damaged_file() {
+    let d = tempfile::tempdir().unwrap();
+    let day = |h: i64| 1_795_737_600_000_000 + h * 3_600_000_000; // 2026-11-27T00:00Z + h
+    let mut checks = Vec::new();
+    for (h, cost) in [(0, 13_000.0), (2, 13_400.0), (26, 21_700.0), (28, 21_000.0)] {
+        let mut r = rows("vm", "Xeon", cost, 700.0, day(h)).remove(0);
+        r.freq_hz = Some(99);
+        r.achieved_hz = Some(99.0);
+        r.budget_pct = Some(1.0);
+        r.cost_per_sample_lo_ns = Some(cost - 300.0);
+        r.cost_per_sample_hi_ns = Some(cost + 300.0);
+        checks.push(r);
+    }
+    results_format::history::append(d.path(), &checks[..2]).unwrap();
+    // A cut line: history.csv is left as it is, the rest goes to history.1.csv.
+    let first = d.path().join("history.csv");
+    let text = std::fs::read_to_string(&first).unwrap();
+    std::fs::write(&first, &text[..text.len() - 3]).unwrap();
+    let a = results_format::history::append(d.path(), &checks[2..]).unwrap();
+    assert!(a.path.ends_with("history.1.csv"));
+    let out = analysis()
+        .args(["history", d.path().to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(h["checks"].as_array().unwrap().len(), 2, "{h}");
+    assert!(err.contains("history.csv: line 3"), "{err}");
+    let held = h["held_every_hz"].as_f64().unwrap();
+    assert!(
+        (held - 1.0 / ((21_700.0 + 300.0) * 1e-7)).abs() < 1e-6,
+        "{h}"
+    );
+    for f in [
+        "history.md",
+        "checks.csv",
+        "periods.csv",
+        "history_cost.svg",
+    ] {
+        assert!(d.path().join("history-report").join(f).is_file(), "{f}");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let out = analysis()
+        .args(["history", empty.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no check history"));
+}

@@ -28,6 +28,19 @@ fn word(p: Period) -> &'static str {
     }
 }
 
+/// "a day", "an hour".
+fn a_word(p: Period) -> &'static str {
+    match p {
+        Period::Day => "a day",
+        Period::Hour => "an hour",
+    }
+}
+
+/// "1 day", "3 hours".
+fn count(n: usize, p: Period) -> String {
+    format!("{n} {}{}", word(p), if n == 1 { "" } else { "s" })
+}
+
 /// The answer, first: the rate that held on every period and on 95 % of
 /// them, the cost's spread, the periods that moved.
 pub fn answer_box(h: &History) -> Vec<String> {
@@ -37,13 +50,13 @@ pub fn answer_box(h: &History) -> Vec<String> {
         .map_or_else(|| "no budget".into(), |b| format!("{b} %"));
     let mut lines = vec![
         format!(
-            "History of {} at {} Hz, {}: {} checks over {:.1} h, {} {w}s; budget {budget}",
+            "History of {} at {} Hz, {}: {} checks over {:.1} h, {}; budget {budget}",
             h.hostname.as_deref().unwrap_or("?"),
             h.rate_hz,
             h.subject,
             h.checks.len(),
             h.span_hours,
-            h.periods.len()
+            count(h.periods.len(), h.period)
         ),
         format!(
             "  held on every {w} measured: {} (set {}); on 95 % of {w}s: {} (set {})",
@@ -83,6 +96,13 @@ pub fn answer_box(h: &History) -> Vec<String> {
         lines.push(format!("  ! {n}"));
     }
     lines
+}
+
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 fn csv_opt(v: Option<f64>) -> String {
@@ -166,9 +186,10 @@ fn markdown(h: &History, figure_error: Option<&AnalysisError>) -> String {
     let _ = writeln!(
         md,
         "Each check's cost per sample is the gaps design's against 0 Hz (`driver check`), with its 95 % confidence interval over its runs. \
-         A {w}'s rate is the lowest that any of its checks supports at the budget (the check's prediction interval's upper end); \
+         {A}'s rate is the lowest that any of its checks supports at the budget (the check's prediction interval's upper end); \
          the rate that held on every {w} is the lowest of those, and on 95 % of {w}s their type-7 5th percentile. \
-         A {w} moved beyond the run-to-run spread when every check's interval that {w} lies above (or below) the median of all checks.\n"
+         {A} moved beyond the run-to-run spread when every check's interval that {w} lies above (or below) the median of all checks.\n",
+        A = capital(a_word(h.period))
     );
     match figure_error {
         None => md.push_str("![cost per sample over time](history_cost.svg)\n\n"),
