@@ -24,6 +24,9 @@ pub use plan::{CheckPlan, DEFAULT_TIME_NS, TooShort};
 pub const DEFAULT_HISTORY: &str = "/var/lib/perf-overhead";
 
 /// Arguments of `driver check`.
+// The fields' doc comments are `driver check --help`'s text, written for a
+// terminal: `<UTC time>-<host>` is not HTML there.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// The rate in use, Hz (comma-separated for several), e.g. 99.
