@@ -232,6 +232,17 @@ fn write_textfile(
 /// textfile (timestamp and success 0 only), and its exit status.
 fn refused(args: &CheckArgs, code: u8, line: &str) -> ExitCode {
     eprintln!("error: {line}");
+    if args.json {
+        // A script reading --json gets an answer whatever happened: no
+        // rows, the exit status and the reason.
+        let j = verdict::Judged {
+            rows: Vec::new(),
+            exit: code,
+            reasons: vec![line.to_string()],
+            event: String::new(),
+        };
+        println!("{}", verdict::answer_json(&j, args, Path::new("")));
+    }
     write_textfile(
         args,
         &[],

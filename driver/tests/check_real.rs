@@ -185,6 +185,29 @@ fn beside_a_running_sweep_a_check_refuses_with_3() {
     );
     assert_eq!(code, 3, "{err}");
     assert!(err.contains(&std::process::id().to_string()), "{err}");
+    // With --json, the refusal is an answer too.
+    let (code, out, _) = run(
+        &state,
+        &[
+            "--rate",
+            "99",
+            "--history",
+            hist.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(code, 3);
+    let a = answer(&out);
+    assert_eq!(a["exit_code"], 3);
+    assert_eq!(a["within_budget"], serde_json::Value::Null);
+    assert!(a["rows"].as_array().unwrap().is_empty());
+    assert!(
+        a["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("nothing was measured"),
+        "{a}"
+    );
     assert!(!hist.join("history.csv").exists());
     let prom = std::fs::read_to_string(tf.join("perf_overhead.prom")).unwrap();
     let samples: Vec<&str> = prom.lines().filter(|l| !l.starts_with('#')).collect();
