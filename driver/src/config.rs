@@ -452,6 +452,17 @@ impl PartialEq for BudgetPct {
 impl Eq for BudgetPct {}
 
 impl SweepOptions {
+    /// The lists one randomised block is made of (`plan::block`).
+    pub fn block_spec(&self) -> crate::plan::block::BlockSpec<'_> {
+        crate::plan::block::BlockSpec {
+            freqs_hz: &self.freqs_hz,
+            designs: &self.designs,
+            samples: &self.samples,
+            workloads: &self.workloads,
+            util: self.util,
+        }
+    }
+
     /// Highest requested frequency.
     pub fn max_freq_hz(&self) -> u64 {
         self.freqs_hz.iter().copied().max().unwrap_or(0)

@@ -38,6 +38,7 @@ pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
         && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
 }
 
+pub mod block;
 pub mod judge;
 
 /// One planned run, as in the manifest's `plan`.
@@ -73,40 +74,8 @@ pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut plan = Vec::new();
     let mut run_id = 0u32;
-    let first = opts
-        .samples
-        .first()
-        .copied()
-        .unwrap_or(SampleContents::DEFAULT);
-    let workloads: Vec<WorkKind> = if opts.workloads.is_empty() {
-        vec![WorkKind::Loop]
-    } else {
-        opts.workloads.clone()
-    };
     for rep in 0..opts.reps {
-        let mut block: Vec<(RunKind, Design, SampleContents, WorkKind, u64)> = Vec::new();
-        for &w in &workloads {
-            for &design in &opts.designs {
-                for &f in &opts.freqs_hz {
-                    if f == 0 {
-                        block.push((RunKind::Loss, design, first, w, f));
-                        continue;
-                    }
-                    for &c in &opts.samples {
-                        block.push((RunKind::Loss, design, c, w, f));
-                    }
-                }
-            }
-            if opts.util {
-                // Util runs do not depend on the design; tag them with the first one.
-                let design = opts.designs.first().copied().unwrap_or(Design::Classic);
-                for &f in opts.freqs_hz.iter().filter(|&&f| f > 0) {
-                    for &c in &opts.samples {
-                        block.push((RunKind::Util, design, c, w, f));
-                    }
-                }
-            }
-        }
+        let mut block = block::block(opts.block_spec());
         block.shuffle(&mut rng);
         for (kind, design, sample, workload, freq_hz) in block {
             plan.push(PlannedRun {
@@ -182,42 +151,7 @@ pub fn planned_ns(plan: &[PlannedRun], duration_ns: u64) -> u64 {
         .saturating_mul(duration_ns)
 }
 
-/// The loops' time of `runs` runs of `duration_ns`, exactly (a plan of
-/// 85 runs of `--duration 1000000h` overflows u64 nanoseconds). The sweep
-/// takes longer: each run adds its quiet check (up to 2 s) and start-up.
-pub fn planned_loop_ns(runs: usize, duration_ns: u64) -> u128 {
-    u128::try_from(runs)
-        .unwrap_or(u128::MAX)
-        .saturating_mul(u128::from(duration_ns))
-}
-
-/// What one randomised block of `opts` holds, with the flags that set
-/// each factor: "2 designs (--design) x 6 frequencies with 0 Hz (--freqs)
-/// + 5 util runs (--no-util drops them)".
-pub fn block_text(opts: &SweepOptions) -> String {
-    let nf = opts.freqs_hz.iter().filter(|&&f| f > 0).count();
-    let nc = opts.samples.len().max(1);
-    let nd = opts.designs.len();
-    let mut t = format!(
-        "{nd} design{} (--design) x ",
-        if nd == 1 { "" } else { "s" }
-    );
-    if nc == 1 {
-        t.push_str(&format!("{} frequencies with 0 Hz (--freqs)", nf + 1));
-    } else {
-        t.push_str(&format!(
-            "({nf} frequencies (--freqs) x {nc} sample contents (--sample) + 0 Hz)"
-        ));
-    }
-    if opts.util && nf > 0 {
-        t.push_str(&format!(" + {} util runs (--no-util drops them)", nf * nc));
-    }
-    let nw = opts.workloads.len();
-    if nw > 1 {
-        t = format!("{nw} workloads (--workload) x [{t}]");
-    }
-    t
-}
+pub use block::{BlockSpec, block_text, planned_loop_ns};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

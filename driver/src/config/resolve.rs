@@ -362,8 +362,11 @@ pub fn check_sweep_time(
     (duration_origin, reps_origin): (String, String),
     limit_origin: String,
 ) -> Result<(), ConfigError> {
-    let runs = crate::plan::build_plan(opts).len();
-    let planned_ns = crate::plan::planned_loop_ns(runs, opts.duration_ns);
+    use crate::plan::block::{block, block_text, planned_loop_ns};
+    let runs = block(opts.block_spec())
+        .len()
+        .saturating_mul(usize::try_from(opts.reps).unwrap_or(usize::MAX));
+    let planned_ns = planned_loop_ns(runs, opts.duration_ns);
     if planned_ns <= u128::from(opts.max_sweep_ns) {
         return Ok(());
     }
@@ -372,7 +375,7 @@ pub fn check_sweep_time(
         "{runs} runs of {} ({duration_origin}): {} blocks ({reps_origin}) of {per_block}, each {}",
         workload::duration::format_long_ns(u128::from(opts.duration_ns)),
         opts.reps,
-        crate::plan::block_text(opts),
+        block_text(opts.block_spec()),
     );
     // The smallest whole number of hours that holds the plan, when a
     // duration can say it (u64 nanoseconds: up to ~5.1 million hours).

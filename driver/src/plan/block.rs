@@ -1,0 +1,93 @@
+//! One randomised block's runs, from the options' lists: what the plan
+//! shuffles, and what the options' validation counts (a leaf that imports
+//! no options, so `config` counts the plan's runs without the plan).
+
+use results_format::{Design, RunKind};
+use workload::work::WorkKind;
+
+use crate::contents::SampleContents;
+
+/// The options a block is made of.
+#[derive(Debug, Clone, Copy)]
+pub struct BlockSpec<'a> {
+    pub freqs_hz: &'a [u64],
+    pub designs: &'a [Design],
+    pub samples: &'a [SampleContents],
+    pub workloads: &'a [WorkKind],
+    pub util: bool,
+}
+
+/// One block's runs before shuffling: per work kind, per design, each
+/// frequency with each sample contents (0 Hz once, with the first
+/// contents), then one util run per frequency above 0 and contents.
+pub fn block(spec: BlockSpec<'_>) -> Vec<(RunKind, Design, SampleContents, WorkKind, u64)> {
+    let first = spec
+        .samples
+        .first()
+        .copied()
+        .unwrap_or(SampleContents::DEFAULT);
+    let workloads: &[WorkKind] = if spec.workloads.is_empty() {
+        &[WorkKind::Loop]
+    } else {
+        spec.workloads
+    };
+    let mut block = Vec::new();
+    for &w in workloads {
+        for &design in spec.designs {
+            for &f in spec.freqs_hz {
+                if f == 0 {
+                    block.push((RunKind::Loss, design, first, w, f));
+                    continue;
+                }
+                for &c in spec.samples {
+                    block.push((RunKind::Loss, design, c, w, f));
+                }
+            }
+        }
+        if spec.util {
+            // Util runs do not depend on the design; tag them with the first one.
+            let design = spec.designs.first().copied().unwrap_or(Design::Classic);
+            for &f in spec.freqs_hz.iter().filter(|&&f| f > 0) {
+                for &c in spec.samples {
+                    block.push((RunKind::Util, design, c, w, f));
+                }
+            }
+        }
+    }
+    block
+}
+
+/// The loop time of `runs` runs of `duration_ns`, ns.
+pub fn planned_loop_ns(runs: usize, duration_ns: u64) -> u128 {
+    u128::try_from(runs)
+        .unwrap_or(u128::MAX)
+        .saturating_mul(u128::from(duration_ns))
+}
+
+/// What one randomised block holds, with the flags that set each factor:
+/// "2 designs (--design) x 6 frequencies with 0 Hz (--freqs) + 5 util runs
+/// (--no-util drops them)".
+pub fn block_text(spec: BlockSpec<'_>) -> String {
+    let nf = spec.freqs_hz.iter().filter(|&&f| f > 0).count();
+    let nc = spec.samples.len().max(1);
+    let nd = spec.designs.len();
+    let mut t = format!(
+        "{nd} design{} (--design) x ",
+        if nd == 1 { "" } else { "s" }
+    );
+    if nc == 1 {
+        t.push_str(&format!("{} frequencies with 0 Hz (--freqs)", nf + 1));
+    } else {
+        t.push_str(&format!(
+            "({nf} frequencies (--freqs) x {nc} sample contents (--sample) + 0 Hz)"
+        ));
+    }
+    if spec.util && nf > 0 {
+        t.push_str(&format!(" + {} util runs (--no-util drops them)", nf * nc));
+    }
+    let nw = spec.workloads.len();
+    if nw > 1 {
+        t = format!("{nw} workloads (--workload) x [{t}]");
+    }
+    t
+}
