@@ -35,6 +35,7 @@ pub mod fit;
 pub mod fleet;
 pub mod format;
 pub mod history;
+pub mod json_answer;
 pub mod load;
 pub mod percost;
 pub mod pipeline;

@@ -171,6 +171,18 @@ enum Command {
     },
 }
 
+/// The set's summary rows of its primary configuration: what a `--json`
+/// answer rests on.
+fn primary_rows(
+    rs: &load::ResultSet,
+    a: &analysis::tables::Analysis,
+) -> Vec<results_format::summary::SummaryRow> {
+    analysis::summary::summary_rows(rs, a)
+        .into_iter()
+        .filter(|r| r.config_primary != Some(false))
+        .collect()
+}
+
 fn run() -> anyhow::Result<ExitCode> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -210,7 +222,8 @@ fn run() -> anyhow::Result<ExitCode> {
                 }
                 let rec = analysis::profiler::recommend(t, budget);
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&rec)?);
+                    let answer = analysis::json_answer::profiler(&rec, t, primary_rows(&rs, &a));
+                    println!("{}", serde_json::to_string_pretty(&answer)?);
                 } else {
                     println!("{}", rec.headline());
                 }
@@ -221,7 +234,8 @@ fn run() -> anyhow::Result<ExitCode> {
                 eprintln!("{line}");
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&rec)?);
+                let answer = analysis::json_answer::sampler(&rec, primary_rows(&rs, &a));
+                println!("{}", serde_json::to_string_pretty(&answer)?);
             } else {
                 println!("{}", rec.headline());
                 for line in &rec.reasoning {

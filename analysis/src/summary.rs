@@ -310,6 +310,18 @@ fn loop_rows(
         .collect()
 }
 
+/// A profiler recommendation's basis as one word: `profiler_throughput`,
+/// `profiler_gaps` or `none`.
+pub fn profiler_basis_word(r: &crate::profiler::ProfilerRecommendation) -> &'static str {
+    if r.max_hz.is_none() {
+        "none"
+    } else if r.basis.starts_with("throughput") {
+        "profiler_throughput"
+    } else {
+        "profiler_gaps"
+    }
+}
+
 fn profiler_rows(
     rs: &ResultSet,
     base: &SummaryRow,
@@ -327,16 +339,7 @@ fn profiler_rows(
                     .max_hz
                     .and_then(crate::recommend::nice_prime_below)
                     .map(|v| v as i64),
-                basis: Some(
-                    if r.max_hz.is_none() {
-                        "none"
-                    } else if r.basis.starts_with("throughput") {
-                        "profiler_throughput"
-                    } else {
-                        "profiler_gaps"
-                    }
-                    .to_string(),
-                ),
+                basis: Some(profiler_basis_word(&r).to_string()),
                 at_highest_measured: Some(r.at_highest_measured),
                 resolvable: Some(t.rows.iter().any(|x| x.resolved())),
             },

@@ -201,4 +201,12 @@ fn the_report_and_recommend_speak_of_the_profiler() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let hz = v["max_hz"].as_f64().unwrap();
     assert!(hz > 900.0 && hz < 1000.0, "{v}");
+    // The one answer shape: a profiler's answer says rate_hz too.
+    assert_eq!(v["kind"], "profiler", "{v}");
+    assert_eq!(
+        v["rate_hz"].as_u64(),
+        analysis::recommend::nice_prime_below(hz),
+        "{v}"
+    );
+    assert!(v["loss_per_khz_pct"].as_f64().is_some(), "{v}");
 }

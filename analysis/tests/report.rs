@@ -223,7 +223,7 @@ fn cli_recommend_and_compare() {
     // 1 % = 0.2 + 0.25 f  ->  f = 3.2 kHz on the line itself; the upper
     // band must be below that.
     assert!(max <= 3200.0 + 1e-6, "{rec}");
-    let s = rec["suggested_hz"].as_u64().unwrap();
+    let s = rec["rate_hz"].as_u64().unwrap();
     assert!(
         s as f64 <= max && (2..s).all(|d| !s.is_multiple_of(d)),
         "{s} not a prime below {max}"

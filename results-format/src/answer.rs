@@ -1,7 +1,6 @@
 //! The `--json` answer: what a command answers for one budget, in one
-//! shape for every kind (docs/results-format.md, "--json answers").
-//! `driver check --json` prints it; `analysis recommend --json` is to move
-//! onto it (docs/layout.md, "One answer for every --json").
+//! shape for every kind (docs/results-format.md, "--json answers"), as
+//! `driver check --json` and `analysis recommend --json` print it.
 
 use serde::{Deserialize, Serialize};
 

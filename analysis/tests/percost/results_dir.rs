@@ -190,7 +190,13 @@ fn cli_recommend_json_from_the_model_and_report_section() {
     let cost = GAPS_SAMPLE_EXCESS_NS as f64 + GAPS_AFTER_NS;
     // 1 %: r x ~13 900 ns <= 1 % -> ~719 Hz, below the lowest measured rate.
     let rec = recommend_json(&dir, "1%");
-    assert_eq!(rec["basis"], MODEL_BASIS_STR);
+    // The one answer shape (docs/results-format.md, "--json answers"):
+    // the basis as a word, its sentence beside it.
+    assert_eq!(rec["kind"], "sampler", "{rec}");
+    assert_eq!(rec["format_version"], 1, "{rec}");
+    assert_eq!(rec["basis"], "model", "{rec}");
+    assert_eq!(rec["basis_text"], MODEL_BASIS_STR);
+    assert!(rec.get("suggested_hz").is_none(), "{rec}");
     assert_eq!(rec["budget_pct"].as_f64(), Some(1.0));
     let rate = rec["rate_hz"].as_u64().unwrap();
     assert!(
@@ -226,8 +232,12 @@ fn cli_recommend_json_from_the_model_and_report_section() {
     write_gaps_results(&dir2, 30.0, false);
     let rec = recommend_json(&dir2, "1%");
     assert_eq!(rec["conservative"], true, "{rec}");
+    assert_eq!(rec["basis"], "conservative", "{rec}");
     assert!(
-        rec["basis"].as_str().unwrap().contains("more conservative"),
+        rec["basis_text"]
+            .as_str()
+            .unwrap()
+            .contains("more conservative"),
         "{rec}"
     );
     let (rate, model_rate) = (
