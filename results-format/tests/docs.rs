@@ -97,3 +97,39 @@ fn a_missing_column_would_be_caught() {
     let doc = doc().replace("| `nvcsw`, `nivcsw` |", "| `nivcsw` |");
     assert_ne!(documented(&doc, "## runs.csv"), header_of::<RunRow>());
 }
+
+/// Every key of the one `--json` answer is documented, and nothing more:
+/// the shared keys, then a check's own (`measured_hz`, `exit_code`,
+/// `dir`), which `driver check` puts in `extra`.
+#[test]
+fn json_answer_keys_are_documented() {
+    use results_format::answer::{ANSWER_VERSION, Answer, AnswerKind};
+    let a = Answer {
+        format_version: ANSWER_VERSION,
+        kind: AnswerKind::Check,
+        budget_pct: 1.0,
+        rate_hz: None,
+        max_hz: None,
+        basis: "none".into(),
+        basis_text: String::new(),
+        at_highest_measured: None,
+        resolvable: false,
+        within_budget: None,
+        reasons: Vec::new(),
+        rows: Vec::new(),
+        extra: serde_json::Map::new(),
+    };
+    let mut written: Vec<String> = match serde_json::to_value(a).unwrap() {
+        serde_json::Value::Object(m) => m.keys().cloned().collect(),
+        v => panic!("the answer is not an object: {v}"),
+    };
+    written.sort();
+    let mut documented = documented(&doc(), "## --json answers");
+    for check_own in ["measured_hz", "exit_code", "dir"] {
+        let at = documented.iter().position(|k| k == check_own);
+        assert!(at.is_some(), "{check_own} is not documented");
+        documented.remove(at.unwrap());
+    }
+    documented.sort();
+    assert_eq!(documented, written);
+}
