@@ -7,11 +7,11 @@ its farthest populated bin (0.5-1 ms at 0 Hz; 125-250 us at 4 kHz, corrected
 by the 0 Hz runs' own ratio bin10/bin12 of the same speed mode). Split into
 the part within 50 us (the model's after-effect, roughly) and beyond.
 (The speed-over-time part was not done.)
-    python3 analysis/validate/issue19_recovery.py OUTDIR SET..."""
+    python3 analysis/validate/slowdown_after_gaps.py OUTDIR SET..."""
 import os, sys
 import numpy as np, pandas as pd, pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(__file__))
-from issue19_common import t_int, fmt, welch_diff  # noqa
+from xeon_loss_common import t_int, fmt, welch_diff  # noqa
 
 FAST = 0.6  # it/ns: slow/fast mode boundary (Xeon)
 

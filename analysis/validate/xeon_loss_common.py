@@ -1,5 +1,5 @@
 """Shared loading and statistics for the issue-19 investigation scripts
-(issue19_q1.py, issue19_q3.py). Reads a results directory the way
+(xeon_loss_outside_gaps.py, heavy_tail_estimators.py). Reads a results directory the way
 analysis/src/percost_load.rs does (docs/results-format.md, gaps design).
 Needs numpy, pandas, pyarrow, scipy."""
 import numpy as np

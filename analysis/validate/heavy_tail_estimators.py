@@ -2,7 +2,7 @@
 """Issue 19, question 3: estimators of the direct cost per sample for
 heavy-tailed backgrounds.
 
-    python3 analysis/validate/issue19_q3.py OUTDIR SET...
+    python3 analysis/validate/heavy_tail_estimators.py OUTDIR SET...
 
 For each set and F > 0, per run at F (episodes >= 1 ms and the samples in
 them left out everywhere, as today):
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(__file__))
-from issue19_common import LONG, SLACK, load, match, t_int  # noqa: E402
+from xeon_loss_common import LONG, SLACK, load, match, t_int  # noqa: E402
 
 # Replications of the A/A draw: the Rust code uses 8; at rates that divide the
 # tick period (4 kHz vs HZ 250) 8 phases give b a large phase-locking noise.

@@ -3,11 +3,11 @@
 bias: 'fast' groups have all four phases >= 0.6 it/ns, 'slow' all four < 0.6,
 'mixed' the rest (a mode switch inside the group). Per set and frequency:
 n, mean, median, t interval over groups, and over runs (of each run's mean
-over its pure groups).   python3 analysis/validate/issue19_levels.py SET..."""
+over its pure groups).   python3 analysis/validate/paired_loss_by_speed_mode.py SET..."""
 import os, sys
 import numpy as np, pandas as pd
 sys.path.insert(0, os.path.dirname(__file__))
-from issue19_common import t_int, fmt  # noqa
+from xeon_loss_common import t_int, fmt  # noqa
 for d in sys.argv[1:]:
     name = os.path.basename(d.rstrip('/'))
     p = pd.read_csv(f"{d}/phases.csv"); runs = pd.read_csv(f"{d}/runs.csv")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 19, questions 1 and 2: where the Xeon host's missing loss goes.
 
-    python3 analysis/validate/issue19_q1.py OUTDIR SET...
+    python3 analysis/validate/xeon_loss_outside_gaps.py OUTDIR SET...
 
 Per gaps run: loop speed overall and outside gaps (iterations / (window -
 gap time)), against the run's own unsampled calibration (stamp_chunk_
@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 sys.path.insert(0, os.path.dirname(__file__))
-from issue19_common import LONG, load, t_int, fmt, welch_diff  # noqa: E402
+from xeon_loss_common import LONG, load, t_int, fmt, welch_diff  # noqa: E402
 
 
 def after_per_sample(x, h):

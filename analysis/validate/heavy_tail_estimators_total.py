@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Issue 19, q3: total = estimator's direct cost + today's after-effect, per
 run (runs in runs.csv order in both inputs), t interval over runs.
-    python3 analysis/validate/issue19_q3_total.py OUTDIR   (after issue19_q1.py and issue19_q3.py)"""
+    python3 analysis/validate/heavy_tail_estimators_total.py OUTDIR   (after xeon_loss_outside_gaps.py and heavy_tail_estimators.py)"""
 import os, sys
 import numpy as np, pandas as pd
 sys.path.insert(0, os.path.dirname(__file__))
-from issue19_common import t_int
+from xeon_loss_common import t_int
 o = sys.argv[1]
 q3 = pd.read_csv(f"{o}/q3_estimators.csv"); g = pd.read_csv(f"{o}/q1_gaps_runs.csv")
 print("| set | F | estimator | after-effect per run | total per run | total mean [95 % t] | rel. half-width % |")
