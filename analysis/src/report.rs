@@ -1,5 +1,9 @@
-//! `analysis report DIR`: DIR/report/{report.md, report.html, util.csv,
-//! loss.csv, tracing.csv, fit.json} and the plots.
+//! `analysis report DIR`: DIR/report/ with report.md and report.html (the
+//! same report as one page), answer.txt (the answer box), fit.json, the
+//! tables as CSV where their data are (util, loss, tracing, per_sample,
+//! cost_by_run, by_contents, after_effect, excluded_phases, command,
+//! profiler: docs/results-format.md, "The report's tables") and the
+//! figures as SVG and PNG (`report/figures.rs`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

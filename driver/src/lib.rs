@@ -7,9 +7,11 @@
 //! `sampler` is one measurement session on top of both, `contents` what each
 //! sample carries; `probe` reports what
 //! the host can measure. The sweep is split into `config` (options and
-//! experiment files), `plan` (which runs, in which order), `exec` (running
+//! experiment files), `plan` (which runs, in which order), `budget`
+//! (whether the runs' rings fit this host), `exec` (running
 //! them through a backend trait), `backend` (the real one: workload child
-//! and sampler), `gaps` (the gaps design's matching), `results` (the
+//! and sampler), `gaps` (the gaps design's matching), `user_command`
+//! (the user's own program, `--command`: its warm-up and its run), `results` (the
 //! on-disk format), `system` (settings changed on the host and their
 //! restoration), `hoststate` (the record of those changes that survives a
 //! kill, and the host-wide sweep lock) and `sweep` (the command that ties

@@ -180,9 +180,19 @@ fn reps_for_1pp(sd_pct: f64, units: u64, from: u32) -> Option<u32> {
         .find(|&r| half_width(sd_pct, units, r).is_some_and(|h| h <= MAX_RESOLVABLE_PP))
 }
 
-/// How well the plan's throughput design resolves a loss on this host:
-/// the 95 % interval's half-width over its runs, pp, what it rests on, and
-/// the repetitions that would bring it to 1 pp.
+/// The smallest loss the plan's throughput design resolves on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolvable {
+    /// The 95 % interval's half-width over the plan's runs, pp (None: the
+    /// plan has no throughput design, or it is a command's).
+    pub half_width_pp: Option<f64>,
+    /// What it rests on, in words.
+    pub basis: String,
+    /// The repetitions that would bring it to 1 pp.
+    pub reps_for_1pp: Option<u32>,
+}
+
+/// How well the plan's throughput design resolves a loss on this host.
 ///
 /// Paired design: a group's loss is the difference of two means of two
 /// phases; with independent phases of coefficient of variation c its SE
@@ -198,13 +208,14 @@ fn reps_for_1pp(sd_pct: f64, units: u64, from: u32) -> Option<u32> {
 /// Classic design: a run's loss against the 0 Hz run of its block is a
 /// difference of two runs of CV c (the slices' CV, not averaged down: the
 /// host's noise is slow): SE sqrt(2) x c per block, over reps blocks.
-pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> (Option<f64>, String, Option<u32>) {
+pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> Resolvable {
     if opts.command.is_some() {
-        return (
-            None,
-            "none: a command's loss comes from its whole runs, whose own spread decides".into(),
-            None,
-        );
+        return Resolvable {
+            half_width_pp: None,
+            basis: "none: a command's loss comes from its whole runs, whose own spread decides"
+                .into(),
+            reps_for_1pp: None,
+        };
     }
     if opts.designs.contains(&Design::Paired) {
         let groups = (phase_schedule(opts.duration_ns, opts.phase_ns, 0, 0)
@@ -221,11 +232,11 @@ pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> (Option<f64>, St
             "paired: {what} {sd:.2} % / sqrt({groups} groups x {} runs) x t",
             opts.reps
         );
-        return (
-            half_width(sd, groups, opts.reps),
+        return Resolvable {
+            half_width_pp: half_width(sd, groups, opts.reps),
             basis,
-            reps_for_1pp(sd, groups, opts.reps),
-        );
+            reps_for_1pp: reps_for_1pp(sd, groups, opts.reps),
+        };
     }
     if opts.designs.contains(&Design::Classic) {
         let sd = std::f64::consts::SQRT_2 * look.slice_cv_pct;
@@ -233,24 +244,28 @@ pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> (Option<f64>, St
             "classic: sqrt(2) x slice CV {:.2} % / sqrt({} runs) x t",
             look.slice_cv_pct, opts.reps
         );
-        return (
-            half_width(sd, 1, opts.reps),
+        return Resolvable {
+            half_width_pp: half_width(sd, 1, opts.reps),
             basis,
-            reps_for_1pp(sd, 1, opts.reps),
-        );
+            reps_for_1pp: reps_for_1pp(sd, 1, opts.reps),
+        };
     }
-    (
-        None,
-        "none: the plan has no throughput design (gaps only)".into(),
-        None,
-    )
+    Resolvable {
+        half_width_pp: None,
+        basis: "none: the plan has no throughput design (gaps only)".into(),
+        reps_for_1pp: None,
+    }
 }
 
 /// The look summarised and judged against the plan: the loss it can
 /// resolve and the warnings.
 pub fn judge(m: &LookMeasure, opts: &SweepOptions) -> HostLook {
     let mut look = summarize(m);
-    let (resolvable, basis, reps_needed) = resolvable_loss(&look, opts);
+    let Resolvable {
+        half_width_pp: resolvable,
+        basis,
+        reps_for_1pp: reps_needed,
+    } = resolvable_loss(&look, opts);
     look.resolvable_loss_pct = resolvable;
     look.resolvable_basis = basis;
     let throughput = opts.command.is_none()

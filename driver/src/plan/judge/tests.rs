@@ -100,7 +100,8 @@ fn the_paired_designs_resolution_comes_from_the_groups_it_will_run() {
     // 19 groups per run, 5 runs: t(0.975, 4) x sd / sqrt(95).
     let o = opts(&[]);
     let t4 = 2.776_445_105_2;
-    let (x, basis, _) = resolvable_loss(&look_with(2.0, 9.0), &o);
+    let r = resolvable_loss(&look_with(2.0, 9.0), &o);
+    let (x, basis) = (r.half_width_pp, r.basis);
     close(x.unwrap(), t4 * 2.0 / 95f64.sqrt(), "paired");
     assert!(
         basis.contains("19 groups x 5 runs") && basis.contains("ABBA sd 2.00"),
@@ -108,13 +109,19 @@ fn the_paired_designs_resolution_comes_from_the_groups_it_will_run() {
     );
     // Longer runs, more groups: smaller.
     let longer = opts(&["--duration", "20s"]);
-    assert!(resolvable_loss(&look_with(2.0, 9.0), &longer).0.unwrap() < x.unwrap());
+    assert!(
+        resolvable_loss(&look_with(2.0, 9.0), &longer)
+            .half_width_pp
+            .unwrap()
+            < x.unwrap()
+    );
     // Too few slices for contrasts: the CV, with independent phases.
     let few = HostLook {
         slice_rates: vec![1.0; 4],
         ..look_with(0.0, 3.0)
     };
-    let (x, basis, _) = resolvable_loss(&few, &o);
+    let r = resolvable_loss(&few, &o);
+    let (x, basis) = (r.half_width_pp, r.basis);
     close(x.unwrap(), t4 * 3.0 / 95f64.sqrt(), "paired from CV");
     assert!(basis.contains("slice CV"), "{basis}");
 }
@@ -122,7 +129,7 @@ fn the_paired_designs_resolution_comes_from_the_groups_it_will_run() {
 #[test]
 fn classic_gaps_only_and_command_plans() {
     let o = opts(&["--design", "classic"]);
-    let (x, _, _) = resolvable_loss(&look_with(0.0, 2.0), &o);
+    let x = resolvable_loss(&look_with(0.0, 2.0), &o).half_width_pp;
     close(
         x.unwrap(),
         2.776_445_105_2 * 2f64.sqrt() * 2.0 / 5f64.sqrt(),
@@ -145,7 +152,10 @@ fn classic_gaps_only_and_command_plans() {
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
     let mut o = opts(&[]);
     o.command = Some(vec!["true".into()]);
-    assert_eq!(resolvable_loss(&look_with(5.0, 5.0), &o).0, None);
+    assert_eq!(
+        resolvable_loss(&look_with(5.0, 5.0), &o).half_width_pp,
+        None
+    );
 }
 
 #[test]
@@ -203,13 +213,16 @@ fn a_noisy_host_is_warned_of_with_the_remedy() {
 fn the_repetitions_that_would_reach_1_pp_are_named() {
     // sd 5 % per group, 19 groups: t(6) x 5 / sqrt(133) = 1.06,
     // t(7) x 5 / sqrt(152) = 0.96.
-    let (_, _, r) = resolvable_loss(&look_with(5.0, 5.0), &opts(&[]));
+    let r = resolvable_loss(&look_with(5.0, 5.0), &opts(&[])).reps_for_1pp;
     assert_eq!(r, Some(8));
     let l = HostLook {
         resolvable_loss_pct: None,
         ..look_with(5.0, 5.0)
     };
-    assert_eq!(resolvable_loss(&l, &opts(&["--reps", "20"])).2, Some(20));
+    assert_eq!(
+        resolvable_loss(&l, &opts(&["--reps", "20"])).reps_for_1pp,
+        Some(20)
+    );
 }
 
 #[test]
