@@ -1,8 +1,8 @@
 //! `analysis report DIR`: DIR/report/ with report.md and report.html (the
 //! same report as one page), answer.txt (the answer box), fit.json, the
 //! tables as CSV where their data are (util, loss, tracing, per_sample,
-//! cost_by_run, by_contents, after_effect, excluded_phases, command,
-//! profiler: docs/results-format.md, "The report's tables") and the
+//! cost_by_run, by_contents, after_effect, excluded_phases,
+//! warning_runs, command, profiler: docs/results-format.md, "The report's tables") and the
 //! figures as SVG and PNG (`report/figures.rs`).
 
 use std::fmt::Write as _;
@@ -89,6 +89,9 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     }
     if !analysis.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
+    }
+    if analysis.warnings.iter().any(|w| !w.runs.is_empty()) {
+        write_warning_runs_csv(&path(WARNING_RUNS_CSV), analysis)?;
     }
     let command = crate::user_command::command_table(&rs.runs);
     if !command.is_empty() {
@@ -224,6 +227,40 @@ fn write_excluded_phases_csv(path: &Path, analysis: &Analysis) -> Result<(), Ana
         })
         .collect();
     write_rows(path, &rows, &excluded_phases_header())
+}
+
+/// Every run a warning concerns, one row each (written only when a
+/// warning names runs; its text names a few and counts the rest).
+pub const WARNING_RUNS_CSV: &str = "warning_runs.csv";
+
+/// One row of warning_runs.csv.
+#[derive(serde::Serialize)]
+struct WarningRunCsvRow {
+    check: String,
+    run_id: u32,
+}
+
+/// warning_runs.csv: the check (snake_case) and each run it concerns.
+fn write_warning_runs_csv(path: &Path, analysis: &Analysis) -> Result<(), AnalysisError> {
+    let rows: Vec<WarningRunCsvRow> = analysis
+        .warnings
+        .iter()
+        .flat_map(|w| {
+            w.runs.iter().map(move |&run_id| WarningRunCsvRow {
+                check: w.check.name(),
+                run_id,
+            })
+        })
+        .collect();
+    write_rows(path, &rows, &warning_runs_header())
+}
+
+/// warning_runs.csv's header.
+pub fn warning_runs_header() -> Vec<String> {
+    ["check", "run_id"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
 }
 
 /// excluded_phases.csv's header (its row type's fields, in order).

@@ -28,10 +28,15 @@ pub use warning::{Check, Warning};
 
 use lowered::lowered_limit;
 
-/// The runs' ids, comma-separated.
+/// The runs' ids for a warning's text (at most a few, then a count:
+/// [`warning::ids_text`]).
 fn ids(runs: &[&Run]) -> String {
-    let v: Vec<String> = runs.iter().map(|r| r.run_id.to_string()).collect();
-    v.join(", ")
+    warning::ids_text(&run_ids(runs))
+}
+
+/// The runs' ids, for [`Warning::with_runs`].
+fn run_ids(runs: &[&Run]) -> Vec<u32> {
+    runs.iter().map(|r| r.run_id).collect()
 }
 
 /// Every warning of a report, in the order they are shown: the sweep's
@@ -78,19 +83,10 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
             planned - n
         )
     };
-    let ids = |ids: &[u64]| {
-        let shown: Vec<String> = ids.iter().take(20).map(u64::to_string).collect();
-        let more = ids.len().saturating_sub(20);
-        format!(
-            "{}{}",
-            shown.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        )
-    };
+    let missing_ids: Vec<u32> = missing
+        .iter()
+        .map(|&i| u32::try_from(i).unwrap_or(u32::MAX))
+        .collect();
     if rs.manifest.status != Status::Complete {
         let what = if planned > 0 {
             holds(missing.len())
@@ -124,8 +120,13 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
                 "the manifest says `complete`, but {} (missing run_id {}): the file was cut or \
                  edited; the tables use the runs present",
                 holds(missing.len()),
-                ids(missing)
+                warning::ids_text(&missing_ids)
             ),
+        )
+        .with_runs(
+            missing
+                .iter()
+                .map(|&i| u32::try_from(i).unwrap_or(u32::MAX)),
         )
     })
 }
@@ -163,19 +164,22 @@ fn failed(runs: &[Run]) -> Option<Warning> {
         return None;
     }
     let reasons = distinct(failed.iter().map(|r| r.error.clone()));
-    Some(Warning::new(
-        Check::Failed,
-        format!(
-            "{} failed runs excluded (run_id {}){}",
-            failed.len(),
-            ids(&failed),
-            if reasons.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", reasons.join("; "))
-            }
-        ),
-    ))
+    Some(
+        Warning::new(
+            Check::Failed,
+            format!(
+                "{} failed runs excluded (run_id {}){}",
+                failed.len(),
+                ids(&failed),
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", reasons.join("; "))
+                }
+            ),
+        )
+        .with_runs(run_ids(&failed)),
+    )
 }
 
 /// Runs the kernel throttled. No remedy: the achieved rate says how much.
@@ -195,7 +199,8 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
             freqs.join(", "),
             ids(&throttled)
         ),
-    ))
+    )
+        .with_runs(run_ids(&throttled)))
 }
 
 /// Runs whose raw files keep only some slices (results-format
@@ -228,6 +233,7 @@ fn thinned(runs: &[Run]) -> Option<Warning> {
                 ids(&thin)
             ),
         )
+        .with_runs(run_ids(&thin))
     })
 }
 
@@ -256,7 +262,8 @@ fn records(runs: &[Run]) -> Option<Warning> {
             ids(&lost)
         ),
         "utilisation of those runs is a lower bound",
-    ))
+    )
+        .with_runs(run_ids(&lost)))
 }
 
 /// Runs whose achieved rate fell well short of the request. No remedy.
@@ -309,7 +316,8 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
             share(worst) * 100.0,
             worst.run_id
         ),
-    ))
+    )
+        .with_runs(run_ids(&busy)))
 }
 
 /// One warning per frequency whose paired loss differs between runs.
@@ -343,20 +351,23 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
         return None;
     }
     let reasons = distinct(noisy.iter().map(|r| r.noise_reasons.clone()));
-    Some(Warning::with_remedy(
-        Check::Noisy,
-        format!(
-            "{} runs flagged noisy ({}; run_id {})",
-            noisy.len(),
-            if reasons.is_empty() {
-                "steal, involuntary switches or a busy CPU".to_string()
-            } else {
-                reasons.join("; ")
-            },
-            ids(&noisy)
-        ),
-        "they are kept, their spread widens the intervals",
-    ))
+    Some(
+        Warning::with_remedy(
+            Check::Noisy,
+            format!(
+                "{} runs flagged noisy ({}; run_id {})",
+                noisy.len(),
+                if reasons.is_empty() {
+                    "steal, involuntary switches or a busy CPU".to_string()
+                } else {
+                    reasons.join("; ")
+                },
+                ids(&noisy)
+            ),
+            "they are kept, their spread widens the intervals",
+        )
+        .with_runs(run_ids(&noisy)),
+    )
 }
 
 /// One warning per frequency whose tracepoints cost measurable loss.

@@ -152,10 +152,18 @@ fn a_cut_runs_csv_in_a_complete_set_is_said_in_the_answer_and_the_warnings() {
     assert!(
         warnings.contains(
             "the manifest says `complete`, but runs.csv holds 8 of the 20 planned runs \
-             (missing run_id 8, 9, 10"
+             (missing run_id 8, 9, 10 ... (12 in all: report/warning_runs.csv)"
         ),
         "{warnings}"
     );
+    // The line names three; the file names all twelve.
+    let csv = std::fs::read_to_string(dir.join("report/warning_runs.csv")).unwrap();
+    let incomplete: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with("incomplete,"))
+        .collect();
+    assert_eq!(incomplete.len(), 12, "{csv}");
+    assert_eq!(incomplete[0], "incomplete,8", "{csv}");
 }
 
 #[test]

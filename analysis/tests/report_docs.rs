@@ -41,6 +41,7 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
             "excluded_phases.csv",
             analysis::report::excluded_phases_header(),
         ),
+        ("warning_runs.csv", analysis::report::warning_runs_header()),
     ]
 }
 

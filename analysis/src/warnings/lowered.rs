@@ -56,6 +56,20 @@ impl<'a> LoweredRuns<'a> {
         lowered
     }
 
+    /// Every run concerned, once, by id.
+    fn run_ids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .under
+            .iter()
+            .chain(&self.during)
+            .chain(&self.above)
+            .map(|r| r.run_id)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// Where it went down ("during ... runs (run N at F Hz: before ->
     /// after)") and which runs started under it, as clauses of the warning.
     fn clauses(&self) -> Vec<String> {
@@ -123,5 +137,6 @@ pub(crate) fn lowered_limit(runs: &[Run]) -> Option<Warning> {
                 )
             }
         ),
-    ))
+    )
+    .with_runs(lowered.run_ids()))
 }

@@ -51,6 +51,21 @@ pub enum Check {
     Contents,
 }
 
+impl Check {
+    /// The check's name in files (report/warning_runs.csv): its variant in
+    /// snake_case (`lowered_limit`).
+    pub fn name(self) -> String {
+        let mut out = String::new();
+        for (i, c) in format!("{self:?}").chars().enumerate() {
+            if c.is_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        }
+        out
+    }
+}
+
 /// One warning: the check that raised it, what it found and what to read
 /// or do instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +76,28 @@ pub struct Warning {
     /// What to read or do instead; None where the check has nothing to
     /// offer beyond the finding.
     pub remedy: Option<String>,
+    /// The runs it concerns, every one: the text names at most
+    /// [`INLINE_RUN_IDS`] of them, report/warning_runs.csv all.
+    pub runs: Vec<u32>,
+}
+
+/// Run ids a warning's text names; more are counted and left to
+/// report/warning_runs.csv (a line listing 44 ids was a wall to read).
+pub const INLINE_RUN_IDS: usize = 5;
+
+/// The run ids for a warning's text: all of up to [`INLINE_RUN_IDS`],
+/// else the first three and where the rest are.
+pub fn ids_text(ids: &[u32]) -> String {
+    let shown = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    if ids.len() <= INLINE_RUN_IDS {
+        shown(ids)
+    } else {
+        format!(
+            "{} ... ({} in all: report/warning_runs.csv)",
+            shown(&ids[..3]),
+            ids.len()
+        )
+    }
 }
 
 impl Warning {
@@ -70,6 +107,7 @@ impl Warning {
             check,
             text: text.into(),
             remedy: None,
+            runs: Vec::new(),
         }
     }
 
@@ -79,7 +117,14 @@ impl Warning {
             check,
             text: text.into(),
             remedy: Some(remedy.into()),
+            runs: Vec::new(),
         }
+    }
+
+    /// The runs it concerns (report/warning_runs.csv), by id.
+    pub fn with_runs(mut self, ids: impl IntoIterator<Item = u32>) -> Self {
+        self.runs.extend(ids);
+        self
     }
 
     /// The same finding about one sample contents of several: its name
@@ -95,5 +140,23 @@ impl Warning {
             Some(remedy) => format!("{}; {remedy}", self.text),
             None => self.text.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_ids_inline_many_counted() {
+        assert_eq!(ids_text(&[3, 7]), "3, 7");
+        assert_eq!(ids_text(&[1, 2, 3, 4, 5]), "1, 2, 3, 4, 5");
+        let many: Vec<u32> = (0..44).collect();
+        assert_eq!(
+            ids_text(&many),
+            "0, 1, 2 ... (44 in all: report/warning_runs.csv)"
+        );
+        assert_eq!(Check::LoweredLimit.name(), "lowered_limit");
+        assert_eq!(Check::Noisy.name(), "noisy");
     }
 }
