@@ -114,7 +114,7 @@ pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
 
 /// Raw folders a result set's runs wrote into that are now absent or hold
 /// no Parquet file: removed on purpose (to keep a repository small, see the
-/// README's "Size on disk"). The tables that need them are skipped, the
+/// docs/measurements.md, "Size on disk"). The tables that need them are skipped, the
 /// rest is reported; one missing file among several is still a fault (that
 /// run is excluded and named).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
