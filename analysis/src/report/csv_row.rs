@@ -2,7 +2,7 @@
 //! row type's field names (`csv_row!`): an interval field gives its
 //! columns by its type ([`Columns`]), so a column is added in one place,
 //! the row type, and docs/results-format.md's tables are checked against
-//! the header (analysis/tests/report_docs.rs).
+//! the header (analysis/tests/all/report_docs.rs).
 
 use std::path::Path;
 

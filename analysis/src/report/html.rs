@@ -3,7 +3,7 @@
 //! in `<section id="answer">`, wide tables scrolling inside the page.
 //!
 //! The page is polyglot markup: it parses as XML too, which is how the
-//! tests check it (analysis/tests/report_html.rs). Any HTML inside
+//! tests check it (analysis/tests/all/report_html.rs). Any HTML inside
 //! report.md is shown as text, never passed through: a path like
 //! `events/run-<id>.parquet` must not become an `<id>` element.
 

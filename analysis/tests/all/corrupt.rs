@@ -4,9 +4,7 @@
 //! with no usable run left fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn utilisation_runs(csv: &std::path::Path) -> usize {
     let mut r = csv::Reader::from_path(csv).unwrap();

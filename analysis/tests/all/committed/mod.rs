@@ -6,7 +6,7 @@
 //! pass (issue 33: a new set whose analysis panicked made
 //! `the_recommended_rate_never_falls_as_the_budget_grows` fail, and with
 //! it the whole test command). `committed_sets_leave_out_what_a_user_added`
-//! (analysis/tests/report.rs) checks this on a scratch repository.
+//! (analysis/tests/all/report.rs) checks this on a scratch repository.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};

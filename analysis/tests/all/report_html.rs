@@ -5,12 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod committed;
-mod common;
+use crate::committed;
 
 use std::path::Path;
 
-use common::{bin, write_gaps_results, write_results};
+use crate::common::{bin, write_gaps_results, write_results};
 use quick_xml::Reader;
 use quick_xml::events::Event;
 

@@ -4,7 +4,7 @@
 //! version, a set without a summary, a missing host, no summary at all).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod committed;
+use crate::committed;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -9,7 +9,7 @@ use analysis::report::{
     per_sample::PerSampleCsvRow, profiler::ProfilerCsvRow, user_command::CommandCsvRow,
 };
 
-mod committed;
+use crate::committed;
 
 fn doc() -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/results-format.md");

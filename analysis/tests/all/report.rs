@@ -2,10 +2,9 @@
 //! utilisation and loss: numbers checked, not just files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod committed;
-mod common;
+use crate::committed;
 
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 fn read_csv(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {

@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::common::bin;
 use analysis::profiler::{profiler_table, recommend};
-use common::bin;
 use results_format::timeline::TimelineRow;
 
 const WINDOW_NS: u64 = 2_000_000_000;

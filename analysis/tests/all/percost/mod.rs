@@ -3,8 +3,6 @@
 //! the report / `recommend --json` on a synthetic results directory.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../common/mod.rs"]
-mod common;
 mod formulas;
 mod model;
 mod results_dir;
