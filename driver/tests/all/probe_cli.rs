@@ -1,9 +1,8 @@
 //! `driver probe` through the binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use assert_cmd::Command;
-
-mod common;
 
 #[test]
 fn probe_json_reports_ready_and_a_working_self_test() {

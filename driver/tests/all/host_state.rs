@@ -10,11 +10,10 @@
 //! (`common::perf_ready`, the real-kernel tests' one readiness check).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-mod common;
 
 use driver::hoststate::{LOCK_FILE, STATE_DIR_ENV, STATE_FILE, read_owner, read_state};
 use driver::results::read_manifest;

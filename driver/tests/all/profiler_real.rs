@@ -3,12 +3,11 @@
 //! installs. Under PERF_TESTS=require a missing profiler fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::path::Path;
 
 use driver::results::read_runs;
 use results_format::timeline::{TIMELINE_CSV, TimelineRow};
-
-mod common;
 
 /// Whether `program` is on PATH; else skips (or fails under require).
 fn have(program: &str) -> bool {

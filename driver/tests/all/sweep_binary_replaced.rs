@@ -5,17 +5,16 @@
 //! directory". Against the real kernel: a copy of the driver runs a short
 //! sweep, the copy is replaced by another file (renamed over it) and then
 //! removed while the sweep runs, and every run must still be ok. Needs root
-//! and perf (tests/common).
+//! and perf (tests/all/common).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use driver::results::{read_manifest, read_runs};
 use results_format::RunStatus;
-
-mod common;
 
 /// Rows in `<out>/runs.csv` so far (0 while it does not exist).
 fn rows_so_far(out: &Path) -> usize {

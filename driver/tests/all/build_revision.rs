@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// What the binary is compiled from: the list driver/build.rs watches.
-const BUILT_PATHS: &str = include_str!("../built-paths.txt");
+const BUILT_PATHS: &str = include_str!("../../built-paths.txt");
 
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git")

@@ -2,9 +2,8 @@
 //! nothing written. No perf needed (validation comes first).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use assert_cmd::Command;
-
-mod common;
 
 fn sweep(args: &[&str], out: &std::path::Path) -> assert_cmd::assert::Assert {
     common::sweep_into(args, out).arg("--no-report").assert()

@@ -2,7 +2,7 @@
 //! experiments/quick.toml` (both designs; 0, 1000 and 40000 Hz), then the
 //! content of the results directory. Needs root and perf; fails under
 //! PERF_TESTS=require when they are missing, else skips with a reason
-//! (tests/common).
+//! (tests/all/common).
 //!
 //! What is asserted holds however busy the host is (issue 33): the runs
 //! ran, sampled, lost nothing, wrote their files, and the report's numbers
@@ -13,14 +13,13 @@
 //! scripts in analysis/validate/ on a quiet machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use assert_cmd::Command;
 use driver::results::{read_manifest, read_phases, read_runs};
 use results_format::{Design, RunKind, RunStatus};
-
-mod common;
 
 /// `driver sweep --experiment experiments/quick.toml --out OUT`, run.
 fn quick_sweep(out: &Path, timeout_s: u64) -> std::process::Output {

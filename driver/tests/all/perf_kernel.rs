@@ -1,6 +1,6 @@
 //! The sampler against the real kernel. With PERF_TESTS=require these fail
 //! when perf is unavailable; otherwise they skip with a printed reason
-//! (tests/common).
+//! (tests/all/common).
 //!
 //! What they assert holds however busy the host is (issue 33): a session
 //! opened, sampled the CPU it was given, lost nothing, and its records are
@@ -12,6 +12,7 @@
 //! analysis/validate/gaps_vs_perf_record.py on a quiet machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,8 +21,6 @@ use driver::handler::HandlerSource;
 use driver::perf::PerfError;
 use driver::probe::spin_on_cpu;
 use driver::sampler::{self, EventKind, Sampler, SamplerConfig, SamplerOutcome};
-
-mod common;
 
 /// One session at a time: they share the CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -1,12 +1,11 @@
 //! errno translation: causes and fixes in the message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::io;
 
 use driver::perf::PerfError;
 use driver::perf::error::OpenContext;
-
-mod common;
 
 fn ctx(freq_hz: u64) -> OpenContext {
     OpenContext {

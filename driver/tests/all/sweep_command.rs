@@ -1,15 +1,14 @@
 //! `driver sweep --command`: the user's own program as the workload,
 //! against the real kernel. Needs root and perf; fails under
 //! PERF_TESTS=require when they are missing, else skips with a reason
-//! (tests/common).
+//! (tests/all/common).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use std::path::Path;
 
 use driver::results::{read_manifest, read_runs};
 use results_format::{Design, RunKind, RunStatus};
-
-mod common;
 
 fn sweep(args: &[&str], out: &Path) -> std::process::Output {
     common::sweep_into(args, out)

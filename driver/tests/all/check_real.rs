@@ -5,8 +5,7 @@
 //! it was.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
