@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::{Design, SweepOptions};
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
-use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow, Status};
+use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow};
 use crate::sampler::ContentsStats;
 use crate::system::quiet::QuietReport;
 use crate::system::settings::PerfLimits;
@@ -213,8 +213,9 @@ fn progress_bar(total: u64) -> indicatif::ProgressBar {
 }
 
 /// Runs `todo` (a subset of `manifest.plan`, in plan order), writing every
-/// result into `dir` as it comes. Updates `manifest.status`/`ended_at` and
-/// rewrites it at the end (complete or interrupted).
+/// result into `dir` as it comes, and rewrites the manifest at the end with
+/// the warnings the runs added (its status is the caller's to set:
+/// `results::set_status`).
 pub fn execute(
     backend: &mut dyn Backend,
     dir: &mut ResultsDir,
@@ -287,7 +288,8 @@ pub fn execute(
         pb.inc(1);
     }
     pb.finish_and_clear();
-    finish_manifest(dir, manifest, tally.summary.interrupted)?;
+    // The warnings the runs added; the status is the caller's to set.
+    dir.write_manifest(manifest)?;
     Ok(tally.summary)
 }
 
@@ -314,22 +316,6 @@ impl<'a> RunSpec<'a> {
             settle_ns: schedule.map_or(0, |s| s.settle_ns),
         }
     }
-}
-
-/// Marks the manifest complete or interrupted, stamps its end and rewrites it.
-fn finish_manifest(
-    dir: &mut ResultsDir,
-    manifest: &mut Manifest,
-    interrupted: bool,
-) -> Result<(), ExecError> {
-    manifest.status = if interrupted {
-        Status::Interrupted
-    } else {
-        Status::Complete
-    };
-    manifest.ended_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    dir.write_manifest(manifest)?;
-    Ok(())
 }
 
 /// The executor's running count: the summary so far and the failures in a

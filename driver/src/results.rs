@@ -21,6 +21,16 @@ pub fn read_manifest(root: &Path) -> Result<Manifest, ResultsError> {
     results_format::read_manifest(root)
 }
 
+/// Sets the manifest's status: `Running` when runs start (its end
+/// cleared), `Complete` or `Interrupted` when they stop (its end stamped).
+/// The sweep's `run` step is its one caller, so the status is written in
+/// one place.
+pub fn set_status(manifest: &mut Manifest, status: Status) {
+    manifest.status = status;
+    manifest.ended_at = (status != Status::Running)
+        .then(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+}
+
 /// The planned runs that have no row in runs.csv yet (what `--resume` runs).
 pub fn missing_runs(plan: &[PlannedRun], done: &[RunRow]) -> Vec<PlannedRun> {
     let done: std::collections::HashSet<u32> = done.iter().map(|r| r.run_id).collect();
@@ -36,6 +46,19 @@ mod tests {
     use super::*;
     use crate::config::FlagSettings;
     use crate::plan::build_plan;
+
+    /// Running clears the end; complete and interrupted stamp it.
+    #[test]
+    fn the_status_and_its_end_move_together() {
+        let mut m = manifest();
+        set_status(&mut m, Status::Complete);
+        assert_eq!(m.status, Status::Complete);
+        assert!(m.ended_at.is_some());
+        set_status(&mut m, Status::Running);
+        assert_eq!((m.status, m.ended_at.as_deref()), (Status::Running, None));
+        set_status(&mut m, Status::Interrupted);
+        assert!(m.ended_at.is_some());
+    }
 
     fn manifest() -> Manifest {
         let opts = SweepOptions::resolve(&FlagSettings::default(), None, &[0, 1], 5).unwrap();

@@ -1,18 +1,18 @@
-//! `driver sweep`: options, plan, settings, results directory, execution
-//! through the real backend (`backend`), and the report at the end.
+//! `driver sweep`: prepare (options, plan, lock, settings, results
+//! directory: `prepare.rs`), run (the runs through the real backend, the
+//! settings restored, the status: `run.rs`), report (`report.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-
-use crate::backend::RealBackend;
 use crate::config::FlagSettings;
-use crate::system::quiet::other_cpu;
-use crate::system::signals::interrupt_flag;
 
-mod finish;
+mod prepare;
+mod report;
+mod run;
 mod steps;
+
+pub use report::REPORT_FAILED;
 
 /// Arguments of `driver sweep` (boxed: they are large next to the other
 /// subcommands').
@@ -140,107 +140,20 @@ fn pin_self_away_from(cpu: u32, online: &[u32]) {
     }
 }
 
+/// `driver sweep` (and the sweep inside `driver check`): prepare, run,
+/// report.
 pub(crate) fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
-    // The one list of online CPUs: --cpu is checked against it, and the
-    // sampler opens its events on it.
-    let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
-    // 1. Options: recorded (resume) or flags over file over defaults.
-    let (resumed, mut opts) = steps::resolve_options(args, &online)?;
-    if resumed.is_none() {
-        opts.budget_pct = args.check_budget.map(crate::config::BudgetPct);
-    }
-
-    // 2. The output directory: never overwritten.
-    let root = steps::output_dir(args, resumed.as_ref())?;
-
-    // 3. One sweep per host. The lock is released when the process ends,
-    // however it ends; `_lock` is declared before `guard`, so it is dropped
-    // after the guard has restored the settings.
-    let state_dir = crate::hoststate::state_dir();
-    let _lock = steps::lock(&state_dir, &root)?;
-    crate::backend::remove_stale_run_files(&std::env::temp_dir());
-
-    // 4. What a driver that died left changed: restored before anything is
-    // read from the host (or, with --leave-settings, taken over by this
-    // sweep's guard, which restores the original values at its end).
-    let (mut guard, leftover_lines, back_to_original) =
-        steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
-
-    // 5. The sample-rate ceiling, as found (after the leftovers).
-    let ceiling = steps::max_rate_ceiling(&opts, args.raise_max_rate)?;
-
-    // 6. The event, with the fallback made loud.
-    let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
-
-    // 6b. The user's command: the warm-up runs check it before anything is
-    // measured and tell how long one run lasts (the rings' size).
-    if let Some(code) = steps::warm_up_command(&mut opts, resumed.is_none())? {
-        return Ok(code);
-    }
-    // The profiler (`--profiler`) likewise: started once before anything
-    // is measured, so one that cannot run stops the sweep with exit 2.
-    if let Some(code) = steps::check_profiler(&opts, &online)? {
-        return Ok(code);
-    }
-
-    // 6c. The largest run's rings and file descriptors against this host's
-    // limits, before anything is changed or written.
-    steps::check_budget(&opts, resumed.as_ref(), event, &online)?;
-
-    pin_self_away_from(opts.cpu, &online);
-    let interrupt = interrupt_flag();
-    let backend = RealBackend {
-        event,
-        drain_cpu: other_cpu(opts.cpu, &online),
-        online_cpus: online.clone(),
+    let prepared = match prepare::prepare(args)? {
+        prepare::Prepare::Ready(p) => *p,
+        prepare::Prepare::Stopped(code) => return Ok(code),
     };
-
-    // 7. The host's facts, before this sweep changes anything: the manifest
-    // keeps the values found.
-    let host = resumed.is_none().then(steps::host_facts);
-    warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
-
-    // 7b. A look at the measured CPU with no sampling (printed, judged
-    // against the plan, kept in the manifest), unless skipped or the
-    // resumed sweep has one.
-    let host_look = match steps::look_at_host(args, &opts, resumed.as_ref(), &backend, &interrupt) {
-        steps::Look::Interrupted => return Ok(ExitCode::from(130)),
-        steps::Look::Done(look, look_warnings) => {
-            warnings.extend(look_warnings);
-            look.map(|l| *l)
-        }
-    };
-
-    // 8. System settings: recorded in the state file, then changed; the
-    // guard restores them whatever happens (Ctrl-C and SIGTERM included).
-    warnings.extend(steps::raise_max_rate(&mut guard, &ceiling, &opts)?);
-
-    // 9. Directory and manifest.
-    let (dir, manifest, todo) = steps::open_results(
-        &root,
-        resumed,
-        &opts,
-        steps::Fresh {
-            host,
-            event,
-            warnings,
-            changes: guard.changes(),
-            back_to_original: &back_to_original,
-            host_look,
+    let ran = run::run(prepared)?;
+    Ok(report::report(
+        ran,
+        &report::Ending {
+            report: !args.no_report,
+            raise_max_rate: args.raise_max_rate,
+            quiet: args.quiet,
         },
-    )?;
-
-    // 10-12. Runs, restore, report.
-    finish::run_restore_report(finish::Sweep {
-        root: &root,
-        backend,
-        dir,
-        manifest,
-        todo: &todo,
-        guard,
-        interrupt,
-        report: !args.no_report,
-        raise_max_rate: args.raise_max_rate,
-        quiet: args.quiet,
-    })
+    ))
 }

@@ -1,5 +1,8 @@
-//! The steps of `driver sweep` that `run_sweep` calls in order (its
-//! numbered comments name them).
+//! What `prepare` does before a sweep's first run, one function each:
+//! the options (recorded or resolved), the output directory, the lock, the
+//! settings a killed driver left, the rate ceiling, the event, the
+//! command's warm-up and the profiler's check, the rings' budget, the look
+//! at the host, the settings raised, and the results directory opened.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +12,7 @@ use anyhow::Context;
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
 use crate::config::{ExperimentFile, SweepOptions};
 use crate::hoststate::{HostStateError, SweepLock};
-use crate::plan::{PlannedRun, build_plan};
+use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
 use crate::sampler::{EventKind, resolve_event};
 use crate::system::quiet::other_cpu;
@@ -17,13 +20,21 @@ use crate::system::settings::{MAX_SAMPLE_RATE_PATH, SettingsGuard, read_u64};
 use crate::system::signals::interrupt_flag;
 use results_format::HostLook;
 
-/// Step 1: the recorded options and manifest of `--resume DIR`, or flags
-/// over experiment file over defaults.
+/// An interrupted sweep being finished (`--resume DIR`).
+pub(super) struct Resumed {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its manifest as recorded.
+    pub manifest: Manifest,
+}
+
+/// The recorded options and manifest of `--resume DIR`, or flags over
+/// experiment file over defaults.
 pub(super) fn resolve_options(
     args: &SweepFlags,
     online: &[u32],
-) -> anyhow::Result<(Option<(PathBuf, Manifest)>, SweepOptions)> {
-    let resumed: Option<(PathBuf, Manifest)> = match &args.resume {
+) -> anyhow::Result<(Option<Resumed>, SweepOptions)> {
+    let resumed: Option<Resumed> = match &args.resume {
         Some(dir) => {
             if has_settings(args) {
                 return Err(usage(format!(
@@ -34,12 +45,15 @@ pub(super) fn resolve_options(
             let m = crate::results::read_manifest(dir)
                 .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
             refuse_complete(dir, &m)?;
-            Some((dir.clone(), m))
+            Some(Resumed {
+                dir: dir.clone(),
+                manifest: m,
+            })
         }
         None => None,
     };
     let opts = match &resumed {
-        Some((_, m)) => m.options.clone(),
+        Some(r) => r.manifest.options.clone(),
         None => {
             let file = match &args.experiment {
                 Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
@@ -89,14 +103,11 @@ fn refuse_complete(dir: &Path, m: &Manifest) -> anyhow::Result<()> {
     )))
 }
 
-/// Step 2: the results directory (the resumed one, `--out`, or
+/// The results directory (the resumed one, `--out`, or
 /// `results/<UTC time>-<host>`), never one that exists.
-pub(super) fn output_dir(
-    args: &SweepFlags,
-    resumed: Option<&(PathBuf, Manifest)>,
-) -> anyhow::Result<PathBuf> {
+pub(super) fn output_dir(args: &SweepFlags, resumed: Option<&Resumed>) -> anyhow::Result<PathBuf> {
     let root = match (resumed, &args.out) {
-        (Some((dir, _)), _) => dir.clone(),
+        (Some(r), _) => r.dir.clone(),
         (None, Some(out)) => out.clone(),
         (None, None) => PathBuf::from("results").join(format!(
             "{}-{}",
@@ -121,15 +132,24 @@ pub(super) fn output_dir(
     Ok(root)
 }
 
-/// Step 4: settings a driver that died left changed, restored (or, with
-/// `--leave-settings`, adopted by this sweep's guard); the lines said about
-/// them, and the resumed sweep's changes that are back at their original.
+/// What a driver that died left changed, taken over.
+pub(super) struct Leftovers {
+    /// This sweep's guard (holding the leftovers it adopted).
+    pub guard: SettingsGuard,
+    /// What was said about them, for the manifest.
+    pub lines: Vec<String>,
+    /// The resumed sweep's changes that are back at their original value.
+    pub back_to_original: Vec<SettingChange>,
+}
+
+/// Settings a driver that died left changed, restored (or, with
+/// `--leave-settings`, adopted by this sweep's guard).
 pub(super) fn take_over_leftovers(
     args: &SweepFlags,
     state_dir: &Path,
     root: &Path,
-    resumed: Option<&(PathBuf, Manifest)>,
-) -> anyhow::Result<(SettingsGuard, Vec<String>, Vec<SettingChange>)> {
+    resumed: Option<&Resumed>,
+) -> anyhow::Result<Leftovers> {
     let mut guard = SettingsGuard::persisted(state_dir, root);
     let on_leftover = if args.leave_settings {
         crate::hoststate::OnLeftover::Leave
@@ -158,7 +178,8 @@ pub(super) fn take_over_leftovers(
     // (it was killed) whose setting has its original value again: restored
     // just now, or by another driver command since.
     let back_to_original: Vec<SettingChange> = match resumed {
-        Some((_, m)) => m
+        Some(r) => r
+            .manifest
             .settings_changed
             .iter()
             .filter(|c| {
@@ -168,7 +189,11 @@ pub(super) fn take_over_leftovers(
             .collect(),
         None => Vec::new(),
     };
-    Ok((guard, leftover_lines, back_to_original))
+    Ok(Leftovers {
+        guard,
+        lines: leftover_lines,
+        back_to_original,
+    })
 }
 
 /// What a new sweep's manifest starts with, and what a resumed one adds.
@@ -188,14 +213,23 @@ pub(super) struct Fresh<'a> {
     pub host_look: Option<HostLook>,
 }
 
-/// Step 9: the results directory created (or reopened on resume), its
-/// manifest, and the runs still to make.
+/// The results directory, its manifest and the runs still to make.
+pub(super) struct Opened {
+    pub dir: ResultsDir,
+    pub manifest: Manifest,
+    pub todo: Vec<PlannedRun>,
+}
+
+/// The results directory created (or reopened on resume) with its manifest
+/// (the status is `run`'s to set), and the runs still to make: all of
+/// `plan` for a new sweep, those without a row for a resumed one.
 pub(super) fn open_results(
     root: &Path,
-    resumed: Option<(PathBuf, Manifest)>,
+    resumed: Option<Resumed>,
     opts: &SweepOptions,
+    plan: Vec<PlannedRun>,
     fresh: Fresh<'_>,
-) -> anyhow::Result<(ResultsDir, Manifest, Vec<PlannedRun>)> {
+) -> anyhow::Result<Opened> {
     let Fresh {
         host,
         event,
@@ -206,7 +240,9 @@ pub(super) fn open_results(
     } = fresh;
     let command: Vec<String> = std::env::args().collect();
     let (dir, manifest, todo) = match resumed {
-        Some((_, mut m)) => {
+        Some(Resumed {
+            manifest: mut m, ..
+        }) => {
             let done = crate::results::read_runs(root)?;
             let todo = crate::results::missing_runs(&m.plan, &done);
             tracing::info!(
@@ -215,8 +251,6 @@ pub(super) fn open_results(
                 todo.len(),
                 m.plan.len()
             );
-            m.status = Status::Running;
-            m.ended_at = None;
             // A change of the interrupted invocation that is back at its
             // original value: its record says so; its `old` stays the value
             // found before the first change.
@@ -247,12 +281,11 @@ pub(super) fn open_results(
         }
         None => {
             let host = host.unwrap_or(serde_json::Value::Null);
-            let plan = build_plan(opts);
             let m = Manifest {
                 format_version: FORMAT_VERSION,
                 tool_version: env!("CARGO_PKG_VERSION").to_owned(),
                 git_revision: git_revision(),
-                status: Status::Running,
+                status: Status::Unknown,
                 started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 ended_at: None,
                 host,
@@ -269,15 +302,19 @@ pub(super) fn open_results(
             (dir, m, plan)
         }
     };
-    Ok((dir, manifest, todo))
+    Ok(Opened {
+        dir,
+        manifest,
+        todo,
+    })
 }
 
-/// Step 6: the sampling event opened (a fallback said in the log and
-/// returned as the first warning), refused when the contents need a PMU
-/// the host lacks or a resumed sweep sampled another event.
+/// The sampling event opened (a fallback said in the log and returned as
+/// the first warning), refused when the contents need a PMU the host
+/// lacks or a resumed sweep sampled another event.
 pub(super) fn open_event(
     opts: &SweepOptions,
-    resumed: Option<&(PathBuf, Manifest)>,
+    resumed: Option<&Resumed>,
     root: &Path,
 ) -> anyhow::Result<(EventKind, Vec<String>)> {
     let requested = opts.event;
@@ -301,22 +338,23 @@ pub(super) fn open_event(
             event.as_str()
         )));
     }
-    if let Some((_, m)) = resumed
-        && m.event != event.as_str()
+    if let Some(r) = resumed
+        && r.manifest.event != event.as_str()
     {
         anyhow::bail!(
             "cannot resume {}: it sampled {} but this host now opens {}",
             root.display(),
-            m.event,
+            r.manifest.event,
             event.as_str()
         );
     }
     Ok((event, warnings))
 }
 
-/// Step 6b: the command's warm-up runs (`--command`): they check it before
+/// The command's warm-up runs (`--command`): they check it before
 /// anything is measured and, for a new sweep, set the expected run length
-/// (the rings' size). `Some(code)` when the sweep ends here (Ctrl-C).
+/// (the rings' size), before the plan is built. `Some(code)` when the
+/// sweep ends here (Ctrl-C).
 pub(super) fn warm_up_command(
     opts: &mut SweepOptions,
     fresh: bool,
@@ -384,7 +422,7 @@ fn refuse_short_command(argv: &[String], walls: &[u64], opts: &SweepOptions) -> 
     )))
 }
 
-/// Step 6b for `--profiler`: the profiler is started once at the sweep's
+/// For `--profiler`: the profiler is started once at the sweep's
 /// highest rate, with nothing measured, and must still run after its
 /// start-up: one that cannot start (not installed right, no permission, a
 /// typo in its arguments) stops the sweep before anything is measured
@@ -433,8 +471,8 @@ pub(super) struct Ceiling {
     raise: bool,
 }
 
-/// Step 5: the sample-rate ceiling, as found (after the leftovers); a
-/// frequency above it is refused without `--raise-max-rate`.
+/// The sample-rate ceiling, as found (after the leftovers); a frequency
+/// above it is refused without `--raise-max-rate`.
 pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
     let found = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
     let raise = found.is_some_and(|r| opts.max_freq_hz() > r);
@@ -449,19 +487,15 @@ pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::
     Ok(Ceiling { found, raise })
 }
 
-/// Step 6c: the largest run's rings and file descriptors against this
-/// host's limits (logged when they fit, a usage error when not).
+/// The largest run's rings and file descriptors against this host's
+/// limits (logged when they fit, a usage error when not).
 pub(super) fn check_budget(
     opts: &SweepOptions,
-    resumed: Option<&(PathBuf, Manifest)>,
+    plan: &[PlannedRun],
     event: EventKind,
     online: &[u32],
 ) -> anyhow::Result<()> {
-    let plan = match resumed {
-        Some((_, m)) => m.plan.clone(),
-        None => build_plan(opts),
-    };
-    let configs = crate::budget::plan_configs(&plan, opts, event, other_cpu(opts.cpu, online));
+    let configs = crate::budget::plan_configs(plan, opts, event, other_cpu(opts.cpu, online));
     match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
         Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
         Ok(_) => {}
@@ -470,8 +504,8 @@ pub(super) fn check_budget(
     Ok(())
 }
 
-/// Step 8: perf_event_max_sample_rate raised to the highest frequency
-/// when the ceiling says so, through the guard (recorded in the state
+/// perf_event_max_sample_rate raised to the highest frequency when the
+/// ceiling says so, through the guard (recorded in the state
 /// file first, restored at the end); the manifest's warning saying so.
 pub(super) fn raise_max_rate(
     guard: &mut SettingsGuard,
@@ -494,7 +528,7 @@ pub(super) fn raise_max_rate(
     )))
 }
 
-/// Step 3: the host's one sweep lock, held by this process (a usage error
+/// The host's one sweep lock, held by this process (a [`super::BusyError`]
 /// naming the sweep that holds it when busy).
 pub(super) fn lock(state_dir: &Path, root: &Path) -> anyhow::Result<SweepLock> {
     match SweepLock::acquire(state_dir, root) {
@@ -506,13 +540,13 @@ pub(super) fn lock(state_dir: &Path, root: &Path) -> anyhow::Result<SweepLock> {
     }
 }
 
-/// Step 7: the host's facts (`driver probe`'s), before this sweep changes
+/// The host's facts (`driver probe`'s), before this sweep changes
 /// anything, for the manifest.
 pub(super) fn host_facts() -> serde_json::Value {
     serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
 }
 
-/// What step 7b ended with.
+/// What the look at the host ended with.
 pub(super) enum Look {
     /// The look (None: skipped, failed, or the resumed sweep has one) and
     /// the warnings for the manifest.
@@ -521,21 +555,21 @@ pub(super) enum Look {
     Interrupted,
 }
 
-/// Step 7b: the look at the host, printed on stderr with its warnings,
+/// The look at the host, printed on stderr with its warnings,
 /// unless `--no-host-look` or the resumed manifest has one (a resume is
 /// the same sweep; its first look stays its record, as its host facts
 /// do). A look that fails is a warning, and the sweep goes on without it.
 pub(super) fn look_at_host(
     args: &SweepFlags,
     opts: &SweepOptions,
-    resumed: Option<&(PathBuf, Manifest)>,
+    resumed: Option<&Resumed>,
     backend: &crate::backend::RealBackend,
     interrupt: &std::sync::atomic::AtomicBool,
 ) -> Look {
     if args.no_host_look {
         return Look::Done(None, Vec::new());
     }
-    if let Some((dir, m)) = resumed {
+    if let Some(Resumed { dir, manifest: m }) = resumed {
         if m.host_look.is_some() {
             tracing::info!(
                 "the resumed sweep's manifest has its look at the host: not looking again"

@@ -235,9 +235,11 @@ fn rows_are_written_as_runs_end_and_a_failure_does_not_stop_the_sweep() {
         };
         assert_eq!(p.order, expect, "{p:?}");
     }
+    // The status is the sweep's run step's (results::set_status), not the
+    // executor's: the manifest it rewrote keeps the one it was given.
     let back = read_manifest(&root).unwrap();
-    assert_eq!(back.status, Status::Complete);
-    assert!(back.ended_at.is_some());
+    assert_eq!(back.status, Status::Running);
+    assert!(back.ended_at.is_none());
 }
 
 #[test]
@@ -257,7 +259,7 @@ fn interruption_leaves_a_resumable_directory() {
     assert_eq!(s.recorded, 3);
     drop(dir);
     let back = read_manifest(&root).unwrap();
-    assert_eq!(back.status, Status::Interrupted);
+    assert_eq!(back.status, Status::Running);
     let rows = read_runs(&root).unwrap();
     assert_eq!(
         rows.iter().map(|r| r.run_id).collect::<Vec<_>>(),
@@ -291,7 +293,6 @@ fn interruption_leaves_a_resumable_directory() {
     let mut ids: Vec<u32> = rows.iter().map(|r| r.run_id).collect();
     ids.sort_unstable();
     assert_eq!(ids, plan.iter().map(|r| r.run_id).collect::<Vec<_>>());
-    assert_eq!(read_manifest(&root).unwrap().status, Status::Complete);
 }
 
 #[test]
@@ -323,7 +324,6 @@ fn repeated_failures_stop_the_sweep() {
     assert!(s.interrupted);
     assert_eq!(s.failed, driver::exec::MAX_CONSECUTIVE_FAILURES);
     assert!(s.stop_reason.unwrap().contains("perf refused"));
-    assert_eq!(read_manifest(&root).unwrap().status, Status::Interrupted);
 }
 
 /// The kernel lowers perf_event_max_sample_rate during the third run: the

@@ -1,0 +1,138 @@
+//! A sweep prepared: everything before its first run, in order, into one
+//! [`Prepared`]. The plan is built once, on the final options (after a
+//! command's warm-up has set its run length).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+
+use super::SweepFlags;
+use super::steps::{self, Fresh, Leftovers, Look, Opened};
+use crate::backend::RealBackend;
+use crate::config::SweepOptions;
+use crate::hoststate::SweepLock;
+use crate::plan::PlannedRun;
+use crate::results::{Manifest, ResultsDir};
+use crate::system::quiet::other_cpu;
+use crate::system::settings::SettingsGuard;
+use crate::system::signals::interrupt_flag;
+
+/// A sweep ready to run. Its fields drop in order: the guard restores the
+/// settings before the lock is released.
+pub(crate) struct Prepared {
+    pub opts: SweepOptions,
+    pub root: PathBuf,
+    pub guard: SettingsGuard,
+    pub backend: RealBackend,
+    pub dir: ResultsDir,
+    pub manifest: Manifest,
+    /// The runs still to make (the whole plan for a new sweep).
+    pub todo: Vec<PlannedRun>,
+    pub interrupt: Arc<AtomicBool>,
+    /// The host's one sweep lock, held until the sweep has restored the
+    /// settings and written its report.
+    pub lock: SweepLock,
+}
+
+/// What preparing ended with.
+pub(crate) enum Prepare {
+    /// Ready to run.
+    Ready(Box<Prepared>),
+    /// Stopped before anything was measured (Ctrl-C during the warm-up,
+    /// the profiler's check or the look at the host).
+    Stopped(ExitCode),
+}
+
+/// Everything before the first run: options, directory, lock, leftovers,
+/// ceiling, event, the command's warm-up and the profiler's check, the
+/// plan, the rings' budget, the host's facts and look, the settings
+/// raised, and the results directory opened.
+pub(crate) fn prepare(args: &SweepFlags) -> anyhow::Result<Prepare> {
+    // The one list of online CPUs: --cpu is checked against it, and the
+    // sampler opens its events on it.
+    let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
+    let (resumed, mut opts) = steps::resolve_options(args, &online)?;
+    if resumed.is_none() {
+        opts.budget_pct = args.check_budget.map(crate::config::BudgetPct);
+    }
+    // Never an existing directory; one sweep per host.
+    let root = steps::output_dir(args, resumed.as_ref())?;
+    let state_dir = crate::hoststate::state_dir();
+    let lock = steps::lock(&state_dir, &root)?;
+    crate::backend::remove_stale_run_files(&std::env::temp_dir());
+    // What a driver that died left changed: restored before anything is
+    // read from the host (or, with --leave-settings, taken over by this
+    // sweep's guard, which restores the original values at its end).
+    let Leftovers {
+        mut guard,
+        lines: leftover_lines,
+        back_to_original,
+    } = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
+    let ceiling = steps::max_rate_ceiling(&opts, args.raise_max_rate)?;
+    let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
+    if let Some(code) = steps::warm_up_command(&mut opts, resumed.is_none())? {
+        return Ok(Prepare::Stopped(code));
+    }
+    if let Some(code) = steps::check_profiler(&opts, &online)? {
+        return Ok(Prepare::Stopped(code));
+    }
+    // The plan, once, on the final options (a resume keeps its own).
+    let plan = match &resumed {
+        Some(r) => r.manifest.plan.clone(),
+        None => crate::plan::build_plan(&opts),
+    };
+    steps::check_budget(&opts, &plan, event, &online)?;
+
+    super::pin_self_away_from(opts.cpu, &online);
+    let interrupt = interrupt_flag();
+    let backend = RealBackend {
+        event,
+        drain_cpu: other_cpu(opts.cpu, &online),
+        online_cpus: online.clone(),
+    };
+    // The host's facts, before this sweep changes anything.
+    let host = resumed.is_none().then(steps::host_facts);
+    warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
+    let host_look = match steps::look_at_host(args, &opts, resumed.as_ref(), &backend, &interrupt) {
+        Look::Interrupted => return Ok(Prepare::Stopped(ExitCode::from(130))),
+        Look::Done(look, look_warnings) => {
+            warnings.extend(look_warnings);
+            look.map(|l| *l)
+        }
+    };
+    // Recorded in the state file, then changed; the guard restores them
+    // whatever happens (Ctrl-C and SIGTERM included).
+    warnings.extend(steps::raise_max_rate(&mut guard, &ceiling, &opts)?);
+    let Opened {
+        dir,
+        manifest,
+        todo,
+    } = steps::open_results(
+        &root,
+        resumed,
+        &opts,
+        plan,
+        Fresh {
+            host,
+            event,
+            warnings,
+            changes: guard.changes(),
+            back_to_original: &back_to_original,
+            host_look,
+        },
+    )?;
+    Ok(Prepare::Ready(Box::new(Prepared {
+        opts,
+        root,
+        guard,
+        backend,
+        dir,
+        manifest,
+        todo,
+        interrupt,
+        lock,
+    })))
+}
