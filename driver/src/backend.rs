@@ -12,11 +12,10 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::config::{ScopeName, SweepOptions};
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
-use crate::plan::{PlannedRun, RunKind};
+
 use crate::results::PhaseRow;
-use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome, Scope};
+use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome};
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use crate::system::quiet::{QuietReport, wait_quiet};
 use workload::clock::monotonic_raw_ns;
@@ -47,31 +46,7 @@ fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
 }
 
-/// The sampler a planned run opens (also used by the budget check before
-/// the first run, with `pid` 0).
-pub(crate) fn sampler_config_for(
-    event: EventKind,
-    drain_cpu: Option<u32>,
-    run: &PlannedRun,
-    opts: &SweepOptions,
-    pid: u32,
-) -> SamplerConfig {
-    let mut cfg = SamplerConfig::new(event, run.freq_hz, opts.cpu);
-    cfg.scope = match opts.scope {
-        ScopeName::Cpu => Scope::Cpu,
-        ScopeName::System => Scope::System,
-        ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
-    };
-    cfg.contents = run.sample;
-    cfg.trace_handler = run.kind == RunKind::Util;
-    cfg.trace_irq = cfg.trace_handler && !event.is_hardware();
-    cfg.drain_cpu = drain_cpu;
-    // Rings that hold the whole run: nothing is decoded while it runs.
-    cfg.expected_duration = Some(Duration::from_nanos(opts.duration_ns));
-    cfg
-}
-
-pub(crate) use crate::plan::opens_sampler;
+pub(crate) use crate::plan::{opens_sampler, sampler_config_for};
 
 impl RealBackend {
     fn sampler_config(&self, spec: &RunSpec<'_>, pid: u32) -> SamplerConfig {

@@ -19,9 +19,9 @@
 //! run maps and opens, `refusal` words a refusal with its numbers and
 //! fixes; [`check`] here puts them together.
 
-use crate::backend::{opens_sampler, sampler_config_for};
 use crate::config::SweepOptions;
 use crate::plan::PlannedRun;
+use crate::plan::{opens_sampler, sampler_config_for};
 use crate::sampler::{EventKind, SamplerConfig};
 
 pub(crate) mod host;

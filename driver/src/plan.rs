@@ -22,8 +22,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Design, SweepOptions};
+use std::time::Duration;
+
+use crate::config::{Design, ScopeName, SweepOptions};
 use crate::contents::SampleContents;
+use crate::sampler::{EventKind, SamplerConfig, Scope};
 use workload::work::WorkKind;
 
 pub use results_format::RunKind;
@@ -36,6 +39,31 @@ pub use results_format::RunKind;
 pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
     opts.profiler.is_none()
         && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
+}
+
+/// The sampler a planned run opens: the backend's at run time, and the
+/// rings' budget check's before the first run (with `pid` 0), which so
+/// imports no backend.
+pub(crate) fn sampler_config_for(
+    event: EventKind,
+    drain_cpu: Option<u32>,
+    run: &PlannedRun,
+    opts: &SweepOptions,
+    pid: u32,
+) -> SamplerConfig {
+    let mut cfg = SamplerConfig::new(event, run.freq_hz, opts.cpu);
+    cfg.scope = match opts.scope {
+        ScopeName::Cpu => Scope::Cpu,
+        ScopeName::System => Scope::System,
+        ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
+    };
+    cfg.contents = run.sample;
+    cfg.trace_handler = run.kind == RunKind::Util;
+    cfg.trace_irq = cfg.trace_handler && !event.is_hardware();
+    cfg.drain_cpu = drain_cpu;
+    // Rings that hold the whole run: nothing is decoded while it runs.
+    cfg.expected_duration = Some(Duration::from_nanos(opts.duration_ns));
+    cfg
 }
 
 pub mod block;
