@@ -13,7 +13,6 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
-
 use crate::results::PhaseRow;
 use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome};
 use crate::system::procstat::{ProcStat, ns_per_tick};
