@@ -13,7 +13,7 @@ use crate::error::AnalysisError;
 use crate::load::intervals::{RunIntervals, read_run_intervals};
 use crate::load::{ExcludedRun, RawRemoved, ResultSet, Run};
 use crate::tables::{Analysis, build_tables};
-use crate::warnings::{Check, Warning};
+use crate::warnings::{Rule, Warning};
 
 /// The result set with the excluded runs marked `status = excluded` (not
 /// ok), so every table leaves them out.
@@ -50,7 +50,7 @@ fn analyse_each(
             // gap buffer ...) is kept, with its name.
             a.warnings = std::mem::take(&mut a.warnings)
                 .into_iter()
-                .filter(|w| w.check == Check::PerSample)
+                .filter(|w| w.rule == Rule::PerSample)
                 .map(|w| w.about(name))
                 .collect();
         }
@@ -186,7 +186,7 @@ pub(crate) fn analyse_one(
     a.warnings.extend(
         gaps.warnings
             .iter()
-            .map(|w| Warning::new(Check::GapsFiles, w.clone())),
+            .map(|w| Warning::new(Rule::GapsFiles, w.clone())),
     );
     if !gaps.runs.is_empty() {
         let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);

@@ -236,18 +236,18 @@ pub const WARNING_RUNS_CSV: &str = "warning_runs.csv";
 /// One row of warning_runs.csv.
 #[derive(serde::Serialize)]
 struct WarningRunCsvRow {
-    check: String,
+    rule: String,
     run_id: u32,
 }
 
-/// warning_runs.csv: the check (snake_case) and each run it concerns.
+/// warning_runs.csv: the rule (snake_case) and each run it concerns.
 fn write_warning_runs_csv(path: &Path, analysis: &Analysis) -> Result<(), AnalysisError> {
     let rows: Vec<WarningRunCsvRow> = analysis
         .warnings
         .iter()
         .flat_map(|w| {
             w.runs.iter().map(move |&run_id| WarningRunCsvRow {
-                check: w.check.name(),
+                rule: w.rule.name(),
                 run_id,
             })
         })
@@ -257,10 +257,7 @@ fn write_warning_runs_csv(path: &Path, analysis: &Analysis) -> Result<(), Analys
 
 /// warning_runs.csv's header.
 pub fn warning_runs_header() -> Vec<String> {
-    ["check", "run_id"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect()
+    ["rule", "run_id"].iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// excluded_phases.csv's header (its row type's fields, in order).

@@ -24,7 +24,7 @@ mod lowered;
 mod phases;
 pub mod warning;
 
-pub use warning::{Check, Warning};
+pub use warning::{Rule, Warning};
 
 use lowered::lowered_limit;
 
@@ -48,7 +48,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Analysis) -> Vec<Warning> {
         rs.manifest
             .warnings
             .iter()
-            .map(|m| Warning::new(Check::Driver, format!("driver: {m}"))),
+            .map(|m| Warning::new(Rule::Driver, format!("driver: {m}"))),
     );
     w.extend(fallbacks(&rs.runs));
     w.extend(failed(&rs.runs));
@@ -94,7 +94,7 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
             "some planned runs may be missing".to_string()
         };
         return Some(Warning::new(
-            Check::Incomplete,
+            Rule::Incomplete,
             format!(
                 "sweep status is `{}`, not `complete`: {what}; `driver sweep --resume {}{}` finishes it",
                 rs.manifest.status,
@@ -115,7 +115,7 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
     }
     (!missing.is_empty()).then(|| {
         Warning::new(
-            Check::Incomplete,
+            Rule::Incomplete,
             format!(
                 "the manifest says `complete`, but {} (missing run_id {}): the file was cut or \
                  edited; the tables use the runs present",
@@ -146,7 +146,7 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
         .iter()
         .map(|((req, got), runs)| {
             Warning::with_remedy(
-                Check::Fallback,
+                Rule::Fallback,
                 format!(
                     "fallback event: `{req}` was requested but `{got}` was opened in {} runs",
                     runs.len()
@@ -166,7 +166,7 @@ fn failed(runs: &[Run]) -> Option<Warning> {
     let reasons = distinct(failed.iter().map(|r| r.error.clone()));
     Some(
         Warning::new(
-            Check::Failed,
+            Rule::Failed,
             format!(
                 "{} failed runs excluded (run_id {}){}",
                 failed.len(),
@@ -191,7 +191,7 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
     let total: u64 = throttled.iter().map(|r| r.throttled).sum();
     let freqs = distinct(throttled.iter().map(|r| r.freq_hz.to_string()));
     Some(Warning::new(
-        Check::Throttled,
+        Rule::Throttled,
         format!(
             "throttled: {} runs saw {total} PERF_RECORD_THROTTLE records (at {} Hz; run_id {}): \
              the kernel paused sampling, so the achieved rate is below the request",
@@ -222,7 +222,7 @@ fn thinned(runs: &[Run]) -> Option<Warning> {
     };
     (!thin.is_empty()).then(|| {
         Warning::new(
-            Check::Thinned,
+            Rule::Thinned,
             format!(
                 "raw files thinned: {} runs at {} Hz keep whole 10 ms slices, {share}% of their \
                  window (run_id {}; runs.csv raw_keep_every, raw_kept_ns): the handler times \
@@ -254,7 +254,7 @@ fn records(runs: &[Run]) -> Option<Warning> {
         )
     });
     Some(Warning::with_remedy(
-        Check::Records,
+        Rule::Records,
         format!(
             "records: {l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \
              entries/exits in {} runs (run_id {})",
@@ -285,7 +285,7 @@ fn slow_rate(runs: &[Run]) -> Option<Warning> {
         .map(|r| format!("run {}: {:.0} of {} Hz", r.run_id, r.achieved_hz, r.freq_hz))
         .collect();
     Some(Warning::new(
-        Check::SlowRate,
+        Rule::SlowRate,
         format!(
             "achieved sample rate below {:.0}% of the request in {} runs ({})",
             ACHIEVED_RATE_WARN * 100.0,
@@ -305,7 +305,7 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
     });
     let worst = busy.iter().max_by(|a, b| share(a).total_cmp(&share(b)))?;
     Some(Warning::new(
-        Check::DriverCpu,
+        Rule::DriverCpu,
         format!(
             "driver CPU: in {} runs (run_id {}) the driver itself used more than {:.0}% of a CPU \
              while sampling (at most {:.1}%, run {}): on a small host it competes with the \
@@ -328,7 +328,7 @@ fn runs_disagree(a: &Analysis) -> Vec<Warning> {
         .map(|row| {
             let ((f, p), by_run) = (row.between_runs.unwrap_or_default(), row.trusted());
             Warning::with_remedy(
-                Check::RunsDisagree,
+                Rule::RunsDisagree,
                 format!(
                     "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
                      losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
@@ -353,7 +353,7 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
     let reasons = distinct(noisy.iter().map(|r| r.noise_reasons.clone()));
     Some(
         Warning::with_remedy(
-            Check::Noisy,
+            Rule::Noisy,
             format!(
                 "{} runs flagged noisy ({}; run_id {})",
                 noisy.len(),
@@ -377,7 +377,7 @@ fn tracing(a: &Analysis) -> Vec<Warning> {
         .filter(|r| r.significant())
         .map(|row| {
             Warning::with_remedy(
-                Check::Tracing,
+                Rule::Tracing,
                 format!(
                     "tracing overhead at {} Hz: util runs (tracepoints on) lost {:.2}% vs {:.2}% \
                      without tracepoints ({:.2} pp more, beyond 1.96 standard errors of the \
@@ -403,7 +403,7 @@ fn no_handler(a: &Analysis) -> Option<Warning> {
         .collect();
     (!empty.is_empty()).then(|| {
         Warning::new(
-            Check::NoHandler,
+            Rule::NoHandler,
             format!(
                 "no handler intervals on the measured CPU in util runs {:?}: their utilisation is 0",
                 empty
@@ -427,12 +427,12 @@ fn no_loss(runs: &[Run]) -> Option<Warning> {
     };
     if classic(false) && !classic(true) {
         Some(Warning::new(
-            Check::NoLoss,
+            Rule::NoLoss,
             "no successful 0 Hz loss runs: classic loss cannot be computed",
         ))
     } else if !has_loss {
         Some(Warning::new(
-            Check::NoLoss,
+            Rule::NoLoss,
             "no loss runs: Table 2 and the recommendation are empty",
         ))
     } else {
@@ -443,7 +443,7 @@ fn no_loss(runs: &[Run]) -> Option<Warning> {
 /// A run left out of every table (a file of it unreadable).
 pub(crate) fn excluded(x: &crate::load::ExcludedRun) -> Warning {
     Warning::new(
-        Check::Excluded,
+        Rule::Excluded,
         format!(
             "{} (left out of every table; the other runs are reported)",
             x.line()
@@ -456,7 +456,7 @@ pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
     let mut w = Vec::new();
     if names.len() > 1 {
         w.push(Warning::new(
-            Check::Contents,
+            Rule::Contents,
             format!(
                 "sample contents: the tables and fits are those of {} (the first given); the other \
              contents ({}) are in the table by contents",
@@ -469,7 +469,7 @@ pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
         && rs.runs.iter().any(|r| r.freq_hz > 0)
     {
         w.push(Warning::new(
-            Check::Contents,
+            Rule::Contents,
             "sample contents: these samples carried only a timestamp (`time`), the cheapest \
              record; `perf record` writes ip, tid, time, cpu and period, which costs more per \
              sample (sweep with --sample perf-default, the default since contents became a \
@@ -479,18 +479,18 @@ pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
     w
 }
 
-/// The gaps design's checks (Check::PerSample), in the order shown: each
+/// The gaps design's checks (Rule::PerSample), in the order shown: each
 /// run's own problems (unmatched samples, dropped gaps, its warnings, an
 /// unusable window), then no usable 0 Hz run, then an A/A null control
 /// that excludes 0.
 pub fn per_sample(runs: &[GapsRun], ps: &PerSample) -> Vec<Warning> {
     let mut w: Vec<Warning> = gaps_runs(runs)
         .into_iter()
-        .map(|t| Warning::new(Check::PerSample, t))
+        .map(|t| Warning::new(Rule::PerSample, t))
         .collect();
     if ps.zero_runs == 0 {
         w.push(Warning::new(
-            Check::PerSample,
+            Rule::PerSample,
             "gaps design: no usable 0 Hz gaps runs: the background coincidence b and the \
              after-effect baseline are unavailable, so the direct, after-effect and total cost \
              per sample (and the loss they predict) are not computed; run the gaps design with \
@@ -500,7 +500,7 @@ pub fn per_sample(runs: &[GapsRun], ps: &PerSample) -> Vec<Warning> {
     for r in &ps.rows {
         if let Some(e) = r.aa_null_ns.filter(|e| e.lo > 0.0 || e.hi < 0.0) {
             w.push(Warning::new(
-                Check::PerSample,
+                Rule::PerSample,
                 format!(
                     "gaps design: the A/A null control at {} Hz excludes 0 ({:.2} ns [{:.2}, \
                      {:.2}]): random timestamps on the 0 Hz runs seem to cost something, so b is \
@@ -571,7 +571,7 @@ mod tests {
         runs[0].raw_kept_ns = Some(1_000_000_000);
         runs[0].window_ns = 8_000_000_000;
         let w = thinned(&runs).unwrap();
-        assert_eq!(w.check, Check::Thinned);
+        assert_eq!(w.rule, Rule::Thinned);
         assert!(w.text.contains("1 runs at 100000 Hz"), "{}", w.text);
         assert!(w.text.contains("slices, 12% of"), "{}", w.text);
         assert!(w.text.contains("run_id 0;"), "{}", w.text);
@@ -627,7 +627,7 @@ mod tests {
         runs[1].status = RunStatus::Failed;
         runs[1].error = "workload exited".into();
         let t = throttled(&runs).unwrap();
-        assert_eq!(t.check, Check::Throttled);
+        assert_eq!(t.rule, Rule::Throttled);
         assert!(
             t.text
                 .contains("saw 3 PERF_RECORD_THROTTLE records (at 1000 Hz; run_id 1)"),
@@ -636,7 +636,7 @@ mod tests {
         );
         assert_eq!(t.remedy, None);
         let f = failed(&runs).unwrap();
-        assert_eq!(f.check, Check::Failed);
+        assert_eq!(f.rule, Rule::Failed);
         assert!(f.text.contains("(run_id 2): workload exited"), "{}", f.text);
         runs[0].lost = 2;
         let r = records(&runs).unwrap();
@@ -652,6 +652,6 @@ mod tests {
         );
         // Loss runs exist only at 0 Hz here: nothing to compute a loss from.
         runs.iter_mut().for_each(|r| r.kind = RunKind::Util);
-        assert_eq!(no_loss(&runs).map(|w| w.check), Some(Check::NoLoss));
+        assert_eq!(no_loss(&runs).map(|w| w.rule), Some(Rule::NoLoss));
     }
 }

@@ -2,7 +2,7 @@
 //! started under a lowered limit, which saw it go down, which asked for
 //! more than it.
 
-use super::{Check, Warning, ids};
+use super::{Rule, Warning, ids};
 use crate::load::Run;
 
 /// A run's perf_event_max_sample_rate before and after it, where known (0
@@ -120,7 +120,7 @@ pub(crate) fn lowered_limit(runs: &[Run]) -> Option<Warning> {
         return None;
     }
     Some(Warning::new(
-        Check::LoweredLimit,
+        Rule::LoweredLimit,
         format!(
             "kernel-lowered sample rate: perf_event_max_sample_rate was {highest} at its highest \
              in this sweep and went down to {} (the kernel lowers it when sampling interrupts \

@@ -1,4 +1,4 @@
-//! The paired design's phases left out (Check::Phases): those the phase
+//! The paired design's phases left out (Rule::Phases): those the phase
 //! controller could not keep, per rate, with the groups they cost each run;
 //! and phases.csv rows that are not measurements (bad input), named.
 
@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use results_format::phase_check::ExcludedPhase;
 
-use super::{Check, Warning};
+use super::{Rule, Warning};
 use crate::tables::{Analysis, RunPhaseFaults};
 
 /// How many runs a warning names inline; the rest are counted (every
@@ -49,7 +49,7 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
             // said here.
             if left > runs.iter().map(|r| bad_groups(r)).sum::<usize>() {
                 out.push(Warning::new(
-                    Check::Phases,
+                    Rule::Phases,
                     format!(
                         "paired design at {freq_hz} Hz: {left} of {groups} ABBA groups incomplete \
                          or left out ({}{more}); the loss uses the others",
@@ -60,7 +60,7 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
             continue;
         }
         out.push(Warning::with_remedy(
-            Check::Phases,
+            Rule::Phases,
             format!(
                 "paired design at {freq_hz} Hz: the phase controller could not keep {} in {} \
                  ({}), so {left} of {groups} ABBA groups were left out ({}{more}); each phase is \
@@ -88,7 +88,7 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
             .collect();
         let more = bad.len() - named.len();
         out.push(Warning::with_remedy(
-            Check::Phases,
+            Rule::Phases,
             format!(
                 "phases.csv: {} not a measurement ({}{}); their ABBA groups are left out, the \
                  other phases and runs are analysed",

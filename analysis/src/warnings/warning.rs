@@ -1,11 +1,12 @@
-//! One warning as a value: which check raised it, what it found and what
+//! One warning as a value: which rule raised it, what it found and what
 //! to do instead. Made by the read and compute layers for what they find
 //! while reading and computing, and by the judge (`warnings`) for every
-//! check over the tables; kept typed until the report writes its line.
+//! rule over the tables; kept typed until the report writes its line.
 
-/// The checks a report runs, in the order their warnings are shown.
+/// The rules a report checks its data against, in the order their
+/// warnings are shown (a **rule**: `driver check` is the only check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
+pub enum Rule {
     /// The sweep did not finish.
     Incomplete,
     /// What the driver itself logged as switched or doubtful.
@@ -51,8 +52,8 @@ pub enum Check {
     Contents,
 }
 
-impl Check {
-    /// The check's name in files (report/warning_runs.csv): its variant in
+impl Rule {
+    /// The rule's name in files (report/warning_runs.csv): its variant in
     /// snake_case (`lowered_limit`).
     pub fn name(self) -> String {
         let mut out = String::new();
@@ -66,14 +67,14 @@ impl Check {
     }
 }
 
-/// One warning: the check that raised it, what it found and what to read
+/// One warning: the rule that raised it, what it found and what to read
 /// or do instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
-    pub check: Check,
+    pub rule: Rule,
     /// What was found: the runs it concerns and what it does to the numbers.
     pub text: String,
-    /// What to read or do instead; None where the check has nothing to
+    /// What to read or do instead; None where the rule has nothing to
     /// offer beyond the finding.
     pub remedy: Option<String>,
     /// The runs it concerns, every one: the text names at most
@@ -102,9 +103,9 @@ pub fn ids_text(ids: &[u32]) -> String {
 
 impl Warning {
     /// A warning without a remedy.
-    pub fn new(check: Check, text: impl Into<String>) -> Self {
+    pub fn new(rule: Rule, text: impl Into<String>) -> Self {
         Self {
-            check,
+            rule,
             text: text.into(),
             remedy: None,
             runs: Vec::new(),
@@ -112,9 +113,9 @@ impl Warning {
     }
 
     /// A warning and its remedy.
-    pub fn with_remedy(check: Check, text: impl Into<String>, remedy: impl Into<String>) -> Self {
+    pub fn with_remedy(rule: Rule, text: impl Into<String>, remedy: impl Into<String>) -> Self {
         Self {
-            check,
+            rule,
             text: text.into(),
             remedy: Some(remedy.into()),
             runs: Vec::new(),
@@ -156,7 +157,7 @@ mod tests {
             ids_text(&many),
             "0, 1, 2 ... (44 in all: report/warning_runs.csv)"
         );
-        assert_eq!(Check::LoweredLimit.name(), "lowered_limit");
-        assert_eq!(Check::Noisy.name(), "noisy");
+        assert_eq!(Rule::LoweredLimit.name(), "lowered_limit");
+        assert_eq!(Rule::Noisy.name(), "noisy");
     }
 }

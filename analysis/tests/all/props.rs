@@ -1,7 +1,7 @@
 //! Properties of the fits and of the table building.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use analysis::warnings::Check;
+use analysis::warnings::Rule;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -232,7 +232,7 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
     let (f, p) = row.between_runs.unwrap();
     assert!(f > 100.0 && p < 1e-3, "F {f} p {p}");
     assert!(
-        a.warnings.iter().any(|w| w.check == Check::RunsDisagree
+        a.warnings.iter().any(|w| w.rule == Rule::RunsDisagree
             && w.text
                 .contains("paired loss at 4000 Hz differs between runs")),
         "{:?}",
@@ -254,7 +254,7 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
     );
     let row = a.loss.iter().find(|r| r.design == Design::Paired).unwrap();
     assert!(row.between_runs.unwrap().1 > 0.05);
-    assert!(!a.warnings.iter().any(|w| w.check == Check::RunsDisagree));
+    assert!(!a.warnings.iter().any(|w| w.rule == Rule::RunsDisagree));
     // One interval rule: the interval over runs decides even when the ANOVA
     // does not reject (no pre-test picks the narrower one).
     assert_eq!(row.trusted(), row.loss_by_run_pct.unwrap());

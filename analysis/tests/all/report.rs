@@ -121,7 +121,7 @@ fn report_has_known_util_and_loss() {
     }
     assert!(!warnings.contains("tracing overhead at 1000 Hz"));
     let runs_csv = std::fs::read_to_string(out.join("warning_runs.csv")).unwrap();
-    assert!(runs_csv.starts_with("check,run_id\n"), "{runs_csv}");
+    assert!(runs_csv.starts_with("rule,run_id\n"), "{runs_csv}");
     assert!(runs_csv.contains("\ndriver_cpu,24\n"), "{runs_csv}");
     assert!(md.contains("delta = 0.1500 %/kHz"), "{md}");
     assert!(md.contains("= 1500 ns of handler CPU time per sample"));

@@ -304,7 +304,7 @@ fn a_run_appended_twice_counts_once() {
     assert!(
         warnings
             .iter()
-            .any(|w| w.check == analysis::warnings::Check::GapsFiles
+            .any(|w| w.rule == analysis::warnings::Rule::GapsFiles
                 && w.text.contains("holds 18 rows for 9 runs")),
         "{warnings:?}"
     );

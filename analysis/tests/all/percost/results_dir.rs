@@ -72,7 +72,7 @@ fn table_on_a_synthetic_results_directory() {
     assert!(
         !a.warnings
             .iter()
-            .any(|w| w.check == analysis::warnings::Check::PerSample),
+            .any(|w| w.rule == analysis::warnings::Rule::PerSample),
         "{:?}",
         a.warnings
     );
@@ -127,7 +127,7 @@ fn missing_zero_hz_runs_are_said_not_zeroed() {
     assert!(
         a.warnings
             .iter()
-            .any(|w| w.check == analysis::warnings::Check::PerSample
+            .any(|w| w.rule == analysis::warnings::Rule::PerSample
                 && w.text.contains("no usable 0 Hz gaps runs")),
         "{:?}",
         a.warnings

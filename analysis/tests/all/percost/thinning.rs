@@ -62,7 +62,7 @@ fn a_thinned_set_gives_the_same_cost_per_sample() {
     assert!(
         !warnings
             .iter()
-            .any(|w| w.check == analysis::warnings::Check::GapsFiles),
+            .any(|w| w.rule == analysis::warnings::Rule::GapsFiles),
         "{warnings:?}"
     );
     for (x, y) in a.rows.iter().zip(&b.rows) {
