@@ -92,13 +92,13 @@ impl LossRow {
 
 /// Loss with tracepoints on (util runs) next to loss without.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct TracingRow {
+pub struct TracepointCostRow {
     pub freq_hz: u64,
     pub loss_pct: Option<Estimate>,
     pub loss_util_runs_pct: Estimate,
 }
 
-impl TracingRow {
+impl TracepointCostRow {
     /// Extra loss caused by tracing the handler (percentage points).
     pub fn tracing_cost_pp(&self) -> f64 {
         self.loss_pct

@@ -16,7 +16,7 @@ mod rows;
 
 use rows::{classic_loss, paired_loss, tracing_rows, util_table};
 
-use crate::row_types::{LossRow, TracingRow, UtilRow};
+use crate::row_types::{LossRow, TracepointCostRow, UtilRow};
 
 /// The fitted factors (rates in kHz: the achieved rate, [`fit_rate_khz`];
 /// utilisation and loss in %).
@@ -67,7 +67,7 @@ pub struct PairedRunTrace {
 pub struct Analysis {
     pub util: Vec<UtilRow>,
     pub loss: Vec<LossRow>,
-    pub tracing: Vec<TracingRow>,
+    pub tracing: Vec<TracepointCostRow>,
     pub fits: Fits,
     /// Every warning, typed until the report writes its line.
     pub warnings: Vec<crate::warnings::warning::Warning>,

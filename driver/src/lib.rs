@@ -7,7 +7,7 @@
 //! `sampler` is one measurement session on top of both, `contents` what each
 //! sample carries; `probe` reports what
 //! the host can measure. The sweep is split into `config` (options and
-//! experiment files), `plan` (which runs, in which order), `budget`
+//! experiment files), `plan` (which runs, in which order), `ring_limits`
 //! (whether the runs' rings fit this host), `exec` (running
 //! them through a backend trait), `backend` (the real one: workload child
 //! and sampler), `gaps` (the gaps design's matching), `user_command`
@@ -20,7 +20,6 @@
 #![deny(unsafe_code)]
 
 mod backend;
-pub mod budget;
 pub mod check;
 pub mod config;
 pub mod contents;
@@ -32,6 +31,7 @@ pub mod perf;
 pub mod plan;
 pub mod probe;
 pub mod results;
+pub mod ring_limits;
 pub mod sampler;
 pub mod sweep;
 pub mod system;

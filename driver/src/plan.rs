@@ -42,7 +42,7 @@ pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
 }
 
 /// The sampler a planned run opens: the backend's at run time, and the
-/// rings' budget check's before the first run (with `pid` 0), which so
+/// rings' limits check's before the first run (with `pid` 0), which so
 /// imports no backend.
 pub(crate) fn sampler_config_for(
     event: EventKind,

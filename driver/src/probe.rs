@@ -297,7 +297,7 @@ pub fn probe_host() -> HostFacts {
         kernel_hz_source: hz.map(|h| h.1.to_owned()),
         euid: rustix::process::geteuid().as_raw(),
         // CAP_PERFMON is bit 38 of CapEff.
-        cap_perfmon: crate::budget::host::effective_capability(38),
+        cap_perfmon: crate::ring_limits::host::effective_capability(38),
         clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .unwrap_or_else(|| "unknown".into()),
         cpus: online.len() as u32,

@@ -153,7 +153,7 @@ pub fn main_from<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if let Some(Command::Clocks { json }) = cli.command {
-        let report = clocks::measure_all(clocks::Budget::default());
+        let report = clocks::measure_all(clocks::CalibrationTimes::default());
         if json {
             serde_json::to_writer(&mut out, &report)?;
             writeln!(out)?;

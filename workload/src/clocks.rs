@@ -73,9 +73,9 @@ pub struct MethodReport {
     pub reads: u64,
 }
 
-/// Time budgets.
+/// How long `workload clocks` times each clock method.
 #[derive(Debug, Clone, Copy)]
-pub struct Budget {
+pub struct CalibrationTimes {
     /// Cost batches per method.
     pub cost: Duration,
     /// Back-to-back reads per method.
@@ -84,9 +84,9 @@ pub struct Budget {
     pub tsc_calibration: Duration,
 }
 
-impl Default for Budget {
+impl Default for CalibrationTimes {
     fn default() -> Self {
-        Budget {
+        CalibrationTimes {
             cost: Duration::from_millis(40),
             granularity: Duration::from_millis(60),
             tsc_calibration: Duration::from_millis(200),
@@ -148,7 +148,12 @@ fn read_trimmed(path: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn clock_method(name: &str, clock: libc::clockid_t, budget: Budget, out: &mut Vec<MethodReport>) {
+fn clock_method(
+    name: &str,
+    clock: libc::clockid_t,
+    budget: CalibrationTimes,
+    out: &mut Vec<MethodReport>,
+) {
     out.push(measure(
         name,
         || sys::clock_gettime_ns(clock),
@@ -160,7 +165,7 @@ fn clock_method(name: &str, clock: libc::clockid_t, budget: Budget, out: &mut Ve
 }
 
 /// Runs every measurement.
-pub fn measure_all(budget: Budget) -> ClockReport {
+pub fn measure_all(budget: CalibrationTimes) -> ClockReport {
     let tsc_hz = calibrate_tsc(budget.tsc_calibration);
     let ns_per_tick = tsc_hz.map(|hz| 1e9 / hz);
     let mut methods = tsc_methods(ns_per_tick, budget);
@@ -190,7 +195,7 @@ pub fn measure_all(budget: Budget) -> ClockReport {
 /// The four ways of reading the TSC (`ns_per_tick` converts its steps to
 /// ns); rdtscp is unavailable where the CPU lacks it.
 #[cfg(target_arch = "x86_64")]
-fn tsc_methods(ns_per_tick: Option<f64>, budget: Budget) -> Vec<MethodReport> {
+fn tsc_methods(ns_per_tick: Option<f64>, budget: CalibrationTimes) -> Vec<MethodReport> {
     vec![
         measure(
             "rdtsc",
@@ -233,7 +238,7 @@ fn tsc_methods(ns_per_tick: Option<f64>, budget: Budget) -> Vec<MethodReport> {
 
 /// Not x86_64: the four TSC methods, each unavailable.
 #[cfg(not(target_arch = "x86_64"))]
-fn tsc_methods(_ns_per_tick: Option<f64>, _budget: Budget) -> Vec<MethodReport> {
+fn tsc_methods(_ns_per_tick: Option<f64>, _budget: CalibrationTimes) -> Vec<MethodReport> {
     ["rdtsc", "lfence; rdtsc", "rdtscp", "mfence; lfence; rdtsc"]
         .into_iter()
         .map(|name| unavailable(name, "tsc"))
@@ -242,7 +247,7 @@ fn tsc_methods(_ns_per_tick: Option<f64>, _budget: Budget) -> Vec<MethodReport> 
 
 /// clock_gettime on each clock through the vDSO, then CLOCK_MONOTONIC
 /// through the raw syscall.
-fn clock_gettime_methods(budget: Budget) -> Vec<MethodReport> {
+fn clock_gettime_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
     let mut methods = Vec::new();
     for (name, clock) in [
         ("clock_gettime(CLOCK_MONOTONIC)", libc::CLOCK_MONOTONIC),
@@ -279,7 +284,7 @@ fn clock_gettime_methods(budget: Budget) -> Vec<MethodReport> {
 }
 
 /// The older interfaces: gettimeofday, getrusage, times and clock.
-fn older_methods(budget: Budget) -> Vec<MethodReport> {
+fn older_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
     let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
     vec![
         measure(

@@ -238,7 +238,7 @@ pub(super) fn tracing_rows(
     analysis: &Analysis,
     util_runs: &BTreeMap<u64, Vec<&Run>>,
     tracing_baseline: &[f64],
-) -> Vec<TracingRow> {
+) -> Vec<TracepointCostRow> {
     let mut rows = Vec::new();
     if !tracing_baseline.is_empty() {
         let primary: BTreeMap<u64, Estimate> = analysis
@@ -255,7 +255,7 @@ pub(super) fn tracing_rows(
             if rates.is_empty() {
                 continue;
             }
-            rows.push(TracingRow {
+            rows.push(TracepointCostRow {
                 freq_hz,
                 loss_pct: primary.get(&freq_hz).copied(),
                 loss_util_runs_pct: loss_delta(&rates, tracing_baseline),

@@ -263,7 +263,7 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
 
 #[test]
 fn the_tracing_warning_needs_a_significant_difference() {
-    use analysis::row_types::TracingRow;
+    use analysis::row_types::TracepointCostRow;
     use analysis::stats::Estimate;
     let est = |value: f64, se: f64| Estimate {
         value,
@@ -273,21 +273,21 @@ fn the_tracing_warning_needs_a_significant_difference() {
         n: 5,
     };
     // 3 pp more with tracepoints, but SEs of 7 pp: noise, no warning.
-    let noisy = TracingRow {
+    let noisy = TracepointCostRow {
         freq_hz: 100,
         loss_pct: Some(est(1.0, 7.0)),
         loss_util_runs_pct: est(4.0, 7.0),
     };
     assert!(noisy.tracing_cost_pp() > 1.0 && !noisy.significant());
     // 3 pp more with SEs of 0.5 pp: a real cost of tracing.
-    let real = TracingRow {
+    let real = TracepointCostRow {
         loss_pct: Some(est(1.0, 0.5)),
         loss_util_runs_pct: est(4.0, 0.5),
         ..noisy.clone()
     };
     assert!(real.significant());
     // Significant but under the 1 pp threshold: not worth a warning.
-    let small = TracingRow {
+    let small = TracepointCostRow {
         loss_pct: Some(est(1.0, 0.01)),
         loss_util_runs_pct: est(1.5, 0.01),
         ..noisy

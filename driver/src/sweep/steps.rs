@@ -495,8 +495,8 @@ pub(super) fn check_budget(
     event: EventKind,
     online: &[u32],
 ) -> anyhow::Result<()> {
-    let configs = crate::budget::plan_configs(plan, opts, event, other_cpu(opts.cpu, online));
-    match crate::budget::check(&configs, &crate::budget::HostLimits::read()) {
+    let configs = crate::ring_limits::plan_configs(plan, opts, event, other_cpu(opts.cpu, online));
+    match crate::ring_limits::fit(&configs, &crate::ring_limits::HostLimits::read()) {
         Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
         Ok(_) => {}
         Err(e) => return Err(usage(e)),

@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use super::{Budget, MethodReport};
+use super::{CalibrationTimes, MethodReport};
 use crate::clock::monotonic_raw_ns;
 use crate::sys;
 
@@ -46,7 +46,7 @@ pub(super) fn measure<F: FnMut() -> Option<u64>>(
     unit: &str,
     ns_per_unit: Option<f64>,
     resolution_ns: Option<u64>,
-    budget: Budget,
+    budget: CalibrationTimes,
 ) -> MethodReport {
     let mut report = MethodReport {
         resolution_ns,
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn coarse_clock_has_coarse_granularity() {
-        let b = Budget {
+        let b = CalibrationTimes {
             cost: Duration::from_millis(2),
             granularity: Duration::from_millis(30),
             tsc_calibration: Duration::from_millis(10),

@@ -8,7 +8,7 @@ use super::{FD_MARGIN, HostLimits, MemoryLimit, RunNeed, largest};
 
 /// The plan does not fit: the numbers and the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BudgetError {
+pub enum RingLimitError {
     /// The rings need more locked memory than allowed.
     #[error(
         "the sweep's largest run (run {run_id}, {freq_hz} Hz, {rings} rings) needs {} of perf \
@@ -81,7 +81,7 @@ pub(super) fn memory_refusal(
     limits: &HostLimits,
     memory: &MemoryLimit,
     mem: &RunNeed,
-) -> BudgetError {
+) -> RingLimitError {
     let limit = match memory.lock_bytes {
         Some(l) => format!(
             "this process may lock {} (kernel.perf_event_mlock_kb = {} KiB x {} CPUs + \
@@ -112,7 +112,7 @@ pub(super) fn memory_refusal(
                 .into(),
         );
     }
-    BudgetError::Memory {
+    RingLimitError::Memory {
         run_id: mem.run_id,
         freq_hz: mem.freq_hz,
         rings: mem.rings,
@@ -182,7 +182,7 @@ pub(super) fn fds_refusal(
     most_fds: &RunNeed,
     fds_needed: u64,
     soft: u64,
-) -> BudgetError {
+) -> RingLimitError {
     let hard_ok = limits.nofile_hard.is_none_or(|h| fds_needed <= h);
     let mut fix = format!(
         "`ulimit -n {}` before the sweep",
@@ -194,7 +194,7 @@ pub(super) fn fds_refusal(
     if most_fds.rings > 1 {
         fix.push_str("; or --scope cpu (one event instead of one per CPU)");
     }
-    BudgetError::Fds {
+    RingLimitError::Fds {
         run_id: most_fds.run_id,
         events: most_fds.fds,
         open: limits.fds_open,

@@ -1,4 +1,4 @@
-//! The budget check on made-up hosts (256 CPUs, root or not, short of
+//! The ring-limits check on made-up hosts (256 CPUs, root or not, short of
 //! memory or descriptors) and on this one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -56,7 +56,7 @@ fn user_host() -> HostLimits {
 #[test]
 fn plan_for_256_cpus_sizes_other_rings_by_their_own_rate() {
     let o = opts(256, "100,500,2000,4000,100000", "10s", "system");
-    let b = check(&configs(&o), &root_host(128 * GIB)).unwrap();
+    let b = fit(&configs(&o), &root_host(128 * GIB)).unwrap();
     // The largest run is a util run at 100 kHz: 512 MiB on the measured
     // CPU (perf-default samples + four tracepoints, 216 bytes a sample),
     // 128 MiB on each other CPU (56-byte samples at 100 kHz for 10.5 s:
@@ -81,7 +81,7 @@ fn plan_for_256_cpus_sizes_other_rings_by_their_own_rate() {
     // At 4 kHz the other CPUs' rings are 8 MiB, below the 16 MiB floor
     // of the measured CPU (32 MiB here, with the tracepoints).
     let o = opts(256, "4000", "10s", "system");
-    let b = check(&configs(&o), &root_host(64 * GIB)).unwrap();
+    let b = fit(&configs(&o), &root_host(64 * GIB)).unwrap();
     assert_eq!(b.largest.measured_ring_bytes, 32 * MIB);
     assert_eq!(b.largest.other_ring_bytes, 8 * MIB);
 }
@@ -89,7 +89,7 @@ fn plan_for_256_cpus_sizes_other_rings_by_their_own_rate() {
 #[test]
 fn too_little_memory_refuses_with_the_numbers_and_the_fixes() {
     let o = opts(256, "100,500,2000,4000,100000", "10s", "system");
-    let e = check(&configs(&o), &root_host(32 * GIB)).unwrap_err();
+    let e = fit(&configs(&o), &root_host(32 * GIB)).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("32.4 GiB"), "{msg}");
     assert!(msg.contains("half of MemAvailable 32.0 GiB"), "{msg}");
@@ -102,9 +102,9 @@ fn too_little_memory_refuses_with_the_numbers_and_the_fixes() {
     assert!(msg.contains("--duration 3s fits"), "{msg}");
     // Where it says it fits, it does.
     let o3 = opts(256, "100,500,2000,4000,100000", "3s", "system");
-    assert!(check(&configs(&o3), &root_host(32 * GIB)).is_ok());
+    assert!(fit(&configs(&o3), &root_host(32 * GIB)).is_ok());
     let o4 = opts(256, "100,500,2000,4000,100000", "4s", "system");
-    assert!(check(&configs(&o4), &root_host(32 * GIB)).is_err());
+    assert!(fit(&configs(&o4), &root_host(32 * GIB)).is_err());
 }
 
 #[test]
@@ -113,7 +113,7 @@ fn without_cap_ipc_lock_the_perf_mlock_limit_applies() {
     // 516 KiB x 256 CPUs + 8 MiB.
     assert_eq!(host.lock_limit_bytes(), Some(516 * 1024 * 256 + 8 * MIB));
     let o = opts(256, "4000", "10s", "system");
-    let msg = check(&configs(&o), &host).unwrap_err().to_string();
+    let msg = fit(&configs(&o), &host).unwrap_err().to_string();
     assert!(
         msg.contains("perf_event_mlock_kb = 516 KiB x 256 CPUs")
             && msg.contains("no CAP_IPC_LOCK")
@@ -123,7 +123,7 @@ fn without_cap_ipc_lock_the_perf_mlock_limit_applies() {
     );
     // One ring fits.
     let o = opts(256, "4000", "10s", "cpu");
-    let b = check(&configs(&o), &host).unwrap();
+    let b = fit(&configs(&o), &host).unwrap();
     assert_eq!(b.largest.rings, 1);
     // paranoid -1 lifts the limit too.
     let open = HostLimits {
@@ -140,7 +140,7 @@ fn too_few_descriptors_refuses_with_ulimit() {
         ..root_host(64 * GIB)
     };
     let o = opts(256, "4000", "2s", "system");
-    let msg = check(&configs(&o), &host).unwrap_err().to_string();
+    let msg = fit(&configs(&o), &host).unwrap_err().to_string();
     assert!(
         msg.contains("RLIMIT_NOFILE allows 256")
             && msg.contains("ulimit -n 512")
@@ -148,7 +148,7 @@ fn too_few_descriptors_refuses_with_ulimit() {
         "{msg}"
     );
     let o = opts(256, "4000", "2s", "cpu");
-    assert!(check(&configs(&o), &host).is_ok());
+    assert!(fit(&configs(&o), &host).is_ok());
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn this_hosts_limits_are_read() {
         assert_eq!(host.lock_limit_bytes(), None);
         let n = u32::try_from(host.online_cpus.len()).unwrap();
         let o = opts(n, "1000", "1s", "cpu");
-        check(&configs(&o), &host).unwrap();
+        fit(&configs(&o), &host).unwrap();
     }
 }
 
@@ -194,6 +194,6 @@ fn a_profiler_sweep_locks_no_rings_of_ours() {
     assert!(!configs(&o).is_empty());
     o.profiler = Some("perf record -F {freq} -C {cpu} -o /dev/null".into());
     // Its runs open no sampler of ours, so nothing is sized or refused for
-    // them (the budget check once sized rings for every rate).
+    // them (the ring-limits check once sized rings for every rate).
     assert!(configs(&o).is_empty());
 }

@@ -17,7 +17,7 @@
 //!
 //! Parts: `host` reads what this host allows, `need` works out what each
 //! run maps and opens, `refusal` words a refusal with its numbers and
-//! fixes; [`check`] here puts them together.
+//! fixes; [`fit`] here puts them together.
 
 use crate::config::SweepOptions;
 use crate::plan::PlannedRun;
@@ -33,7 +33,7 @@ mod tests;
 pub use host::HostLimits;
 use need::largest;
 pub use need::{RunNeed, run_need};
-pub use refusal::{BudgetError, bytes};
+pub use refusal::{RingLimitError, bytes};
 use refusal::{fds_refusal, memory_refusal};
 
 /// File descriptors the driver needs besides the perf events: the results
@@ -47,7 +47,7 @@ pub const MEM_AVAILABLE_SHARE: f64 = 0.5;
 
 /// The largest run of the plan, and what the host allows.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Budget {
+pub struct RingFit {
     /// The run that locks the most memory.
     pub largest: RunNeed,
     /// The run that opens the most descriptors.
@@ -59,7 +59,7 @@ pub struct Budget {
     pub fds_needed: u64,
 }
 
-impl Budget {
+impl RingFit {
     /// One line for the log.
     pub fn summary(&self) -> String {
         let others = if self.largest.rings > 1 {
@@ -72,7 +72,7 @@ impl Budget {
             String::new()
         };
         format!(
-            "ring budget: the largest run (run {}, {} Hz) maps {} ring(s), {} locked ({} on the \
+            "ring limits: the largest run (run {}, {} Hz) maps {} ring(s), {} locked ({} on the \
              measured CPU{others}), limit {}; at most {} file descriptors",
             self.largest.run_id,
             self.largest.freq_hz,
@@ -126,7 +126,10 @@ impl MemoryLimit {
 }
 
 /// Checks the plan's runs (from [`plan_configs`]) against the host.
-pub fn check(configs: &[(u32, SamplerConfig)], limits: &HostLimits) -> Result<Budget, BudgetError> {
+pub fn fit(
+    configs: &[(u32, SamplerConfig)],
+    limits: &HostLimits,
+) -> Result<RingFit, RingLimitError> {
     let (mem, most_fds) = largest(configs, limits);
     let memory = MemoryLimit::of(limits);
     if !memory.fits(&mem) {
@@ -141,7 +144,7 @@ pub fn check(configs: &[(u32, SamplerConfig)], limits: &HostLimits) -> Result<Bu
     {
         return Err(fds_refusal(limits, &most_fds, fds_needed, soft));
     }
-    Ok(Budget {
+    Ok(RingFit {
         largest: mem,
         most_fds,
         memory_limit_bytes: memory.bytes,
