@@ -66,8 +66,8 @@ pub struct CheckArgs {
     /// cpu, system or task, as `driver sweep --scope`. Default system.
     #[arg(long, value_parser = crate::config::scope_flag())]
     pub scope: Option<results_format::ScopeName>,
-    /// Workload kind, as `driver sweep --workload`.
-    #[arg(long, value_name = "LIST", value_parser = crate::config::workload_flag)]
+    /// Work kind, as `driver sweep --work` (`--workload`, its earlier name).
+    #[arg(long = "work", alias = "workload", value_name = "LIST", value_parser = crate::config::workload_flag)]
     pub workload: Option<FlagList<workload::work::WorkKind>>,
     /// Sampling event, as `driver sweep --event`.
     #[arg(long, value_parser = crate::config::event_flag())]

@@ -324,8 +324,9 @@ pub struct FlagSettings {
     /// stack[:DEPTH] (the counting DEPTH frames deep, default 32, so call
     /// chains and stack copies walk real frames), memory:SIZE (a dependent
     /// pointer chase over SIZE bytes, e.g. 32K, 8M, 1G: an interrupt's cache
-    /// and TLB pollution shows as lost work). Default loop.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = workload_flag)]
+    /// and TLB pollution shows as lost work). Default loop. (`--workload`
+    /// is the same flag, its earlier name.)
+    #[arg(long = "work", alias = "workload", allow_hyphen_values = true, value_name = "LIST", value_parser = workload_flag)]
     pub workload: Option<FlagList<WorkKind>>,
     /// Your own program in place of the built-in workload, e.g. --command
     /// 'gzip -9 -c data.bin' (split into words like a shell does; for pipes

@@ -69,7 +69,7 @@ struct Cli {
     /// default 32, so call chains and stack copies walk real frames) or
     /// memory:SIZE (a dependent pointer chase over SIZE bytes, e.g. 32K, 8M,
     /// 1G, so an interrupt's cache and TLB pollution shows as lost work).
-    #[arg(long, value_parser = parse_kind, default_value = "loop", value_name = "KIND")]
+    #[arg(long = "work", alias = "kind", value_parser = parse_kind, default_value = "loop", value_name = "KIND")]
     kind: WorkKind,
 
     /// Most gaps stored with --timeline (memory: 24 bytes each, allocated

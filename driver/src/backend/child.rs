@@ -135,7 +135,7 @@ pub(super) fn workload_command(w: &WorkloadArgs<'_>) -> Command {
         .arg(format!("{}ns", w.duration_ns))
         .arg("--cpu")
         .arg(w.cpu.to_string())
-        .arg("--kind")
+        .arg("--work")
         .arg(w.kind.name())
         .arg("--json")
         .arg("--counter")

@@ -251,7 +251,7 @@ fn command_errors_name_the_value_the_origin_and_the_fix() {
         ),
         (
             &["--command=sh", "--workload=loop"],
-            &["\"loop\" for --workload", "the command is the workload"],
+            &["\"loop\" for --work", "the command is the workload"],
         ),
         (
             &["--command=sh", "--scope=task"],

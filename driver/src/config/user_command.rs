@@ -68,7 +68,7 @@ pub(super) fn resolve_command(
 }
 
 /// Refuses the settings that have no meaning for a command: it runs to
-/// completion (no --duration), it is the workload (no --workload), a
+/// completion (no --duration), it is the workload (no --work), a
 /// per-task sampler would have to be opened before it starts (no --scope
 /// task), and only whole runs measure it (no paired or gaps design).
 pub(super) fn refuse_with_command(
@@ -100,7 +100,7 @@ pub(super) fn refuse_with_command(
     }
     let flag_workload = flags.workload.as_ref().map(|FlagList(w)| join(w));
     let file_workload = exp.workload.as_ref().map(|w| w.to_vec().join(","));
-    if let Some((v, o)) = pick(&flag_workload, "--workload", file_workload, "workload") {
+    if let Some((v, o)) = pick(&flag_workload, "--work", file_workload, "workload") {
         return Err(invalid(
             v,
             &o,

@@ -286,7 +286,7 @@ fn flag_error(e: ConfigError, text: &str) -> String {
 }
 
 /// A comma-separated flag value, parsed item by item: `--freqs`,
-/// `--design`, `--sample`, `--workload`.
+/// `--design`, `--sample`, `--work`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlagList<T>(pub Vec<T>);
 
@@ -322,9 +322,9 @@ pub(crate) fn sample_flag(text: &str) -> Result<FlagList<SampleContents>, String
     list_flag(text, "--sample", parse_contents)
 }
 
-/// `--workload`: workload kinds, comma-separated.
+/// `--work`: work kinds, comma-separated.
 pub(crate) fn workload_flag(text: &str) -> Result<FlagList<WorkKind>, String> {
-    list_flag(text, "--workload", parse_workload)
+    list_flag(text, "--work", parse_workload)
 }
 
 /// `--event`: one of perf's event names (listed by `--help`).

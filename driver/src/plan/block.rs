@@ -87,7 +87,7 @@ pub fn block_text(spec: BlockSpec<'_>) -> String {
     }
     let nw = spec.workloads.len();
     if nw > 1 {
-        t = format!("{nw} workloads (--workload) x [{t}]");
+        t = format!("{nw} work kinds (--work) x [{t}]");
     }
     t
 }

@@ -245,6 +245,6 @@ fn bad_commands() {
     check_rejected(&["--warmup", "2"], &["--warmup", "for --command"]);
     check_rejected(
         &["--workload", "command"],
-        &["--workload", "--command 'CMD ARGS'"],
+        &["--work", "--command 'CMD ARGS'"],
     );
 }
