@@ -1,7 +1,7 @@
 //! The real [`Backend`]: each run spawns the workload (this binary's hidden
 //! `workload` subcommand) pinned to the measured CPU, waits for it to be
 //! ready, opens the sampler, releases the loop (switching sampling in the
-//! paired design's phases), and reads the workload's report and, in the
+//! paired design's phases), and reads the workload's run summary and, in the
 //! gaps design, its timeline. The workload child itself (spawning it,
 //! waiting for it) is in `backend/child.rs`, the files it shares with the
 //! driver in `backend/run_files.rs`, the paired design's phases in
@@ -212,7 +212,7 @@ impl RealBackend {
     }
 }
 
-/// The run's outcome from the workload's exit, its report (`out_text`, its
+/// The run's outcome from the workload's exit, its run summary (`out_text`, its
 /// stdout), its timeline (gaps design) and what the sampler measured; a
 /// failure quotes the workload's stderr (`err_text`).
 fn workload_outcome(
@@ -225,26 +225,26 @@ fn workload_outcome(
     if !status.success() {
         return Err(failed(format!("workload {status}: {}", err_text.trim())));
     }
-    let report: workload::summary::RunSummary =
+    let summary: workload::summary::RunSummary =
         serde_json::from_str(out_text.trim()).map_err(|e| {
             failed(format!(
-                "cannot read the workload's report: {e}; stderr: {}",
+                "cannot read the workload's run summary: {e}; stderr: {}",
                 err_text.trim()
             ))
         })?;
 
     let sample_times: &[u64] = sampled.sampler.as_ref().map_or(&[], |s| &s.sample_times_ns);
-    let timeline = read_timeline(&report, gaps_file, sample_times)?;
+    let timeline = read_timeline(&summary, gaps_file, sample_times)?;
 
     let mut o = RunOutcome {
-        iterations: report.iterations,
-        wall_ns: report.wall_ns,
-        nvcsw: report.nvcsw,
-        nivcsw: report.nivcsw,
-        wait_ns: report.wait_ns,
-        user_ns: report.user_ns,
-        sys_ns: report.sys_ns,
-        overrun_ns: u64::try_from(report.overrun_ns).unwrap_or(0),
+        iterations: summary.iterations,
+        wall_ns: summary.wall_ns,
+        nvcsw: summary.nvcsw,
+        nivcsw: summary.nivcsw,
+        wait_ns: summary.wait_ns,
+        user_ns: summary.user_ns,
+        sys_ns: summary.sys_ns,
+        overrun_ns: u64::try_from(summary.overrun_ns).unwrap_or(0),
         steal_ns: sampled.steal_ns,
         started_at_ns: sampled.started_at_ns,
         ended_at_ns: sampled.ended_at_ns,
@@ -262,11 +262,11 @@ fn workload_outcome(
 /// The gaps design's timeline of a run: the workload's gaps file matched
 /// with the run's sample times; None in the other designs.
 fn read_timeline(
-    report: &workload::summary::RunSummary,
+    summary: &workload::summary::RunSummary,
     gaps_file: Option<&Path>,
     sample_times: &[u64],
 ) -> Result<Option<crate::gaps::TimelineOutcome>, RunError> {
-    match (&report.timeline, gaps_file) {
+    match (&summary.timeline, gaps_file) {
         (Some(t), Some(path)) => {
             let raw = workload::timeline::read_gaps_file(path).map_err(|e| {
                 failed(format!(

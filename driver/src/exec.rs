@@ -110,7 +110,7 @@ pub struct RunOutcome {
     pub intervals: Vec<Interval>,
     /// Phases (paired runs); `run_id`/`freq_hz` are filled by the executor.
     pub phases: Vec<PhaseRow>,
-    /// The workload's own JSON report.
+    /// The workload's run summary (its own JSON).
     pub workload_json: String,
     /// Gaps design: the timeline, its matches and its recovery histogram.
     pub timeline: Option<crate::gaps::TimelineOutcome>,

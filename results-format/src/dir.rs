@@ -16,7 +16,7 @@ pub fn events_path(root: &Path, run_id: u32) -> PathBuf {
     root.join("events").join(format!("run-{run_id}.parquet"))
 }
 
-/// Path of a run's workload report in the results directory `root`.
+/// Path of a run's run summary (the workload's `--json`) in the results directory `root`.
 pub fn workload_path(root: &Path, run_id: u32) -> PathBuf {
     root.join("workload").join(format!("run-{run_id}.json"))
 }
@@ -105,7 +105,7 @@ impl ResultsDir {
         events_path(&self.root, run_id)
     }
 
-    /// Path of a run's workload report.
+    /// Path of a run's run summary.
     pub fn workload_path(&self, run_id: u32) -> PathBuf {
         workload_path(&self.root, run_id)
     }
@@ -171,7 +171,7 @@ impl ResultsDir {
         }
     }
 
-    /// Writes a run's workload report (the workload's own JSON).
+    /// Writes a run's run summary (the workload's own JSON).
     pub fn write_workload(&self, run_id: u32, json: &str) -> Result<(), FormatError> {
         let path = self.workload_path(run_id);
         std::fs::write(&path, json).map_err(FormatError::io(&path))
