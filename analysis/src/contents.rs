@@ -35,7 +35,7 @@ pub const REFERENCE: &str = "perf-default";
 /// workload kind when that is not the article's loop ("callchain @
 /// stack:32"). Every table is computed per configuration.
 pub fn config_key(r: &Run) -> String {
-    key(&r.sample, &r.workload)
+    key(&r.contents, &r.workload)
 }
 
 /// A run's workload kind from its `workload` column: rows written before

@@ -70,7 +70,7 @@ pub fn command_table(runs: &[Run]) -> Vec<CommandRow> {
         let sample = if r.freq_hz == 0 {
             String::new()
         } else {
-            r.sample.clone()
+            r.contents.clone()
         };
         groups.entry((r.freq_hz, sample)).or_default().push(r);
     }
@@ -216,7 +216,7 @@ mod tests {
             freq_hz,
             rep: block,
             workload: "command".into(),
-            sample: "perf-default".into(),
+            contents: "perf-default".into(),
             status: results_format::RunStatus::Ok,
             wall_ns,
             samples,

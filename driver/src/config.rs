@@ -406,8 +406,8 @@ pub struct SweepOptions {
     /// What each sample carries, in the order given (the first is the
     /// report's primary contents). Manifests written before contents were a
     /// dimension ran with `time`.
-    #[serde(default = "legacy_samples")]
-    pub samples: Vec<SampleContents>,
+    #[serde(default = "legacy_samples", rename = "samples")]
+    pub contents: Vec<SampleContents>,
     /// What the workload's loop does, in the order given (`loop` in
     /// manifests written before kinds existed).
     #[serde(default = "legacy_workloads")]
@@ -458,7 +458,7 @@ impl SweepOptions {
         crate::plan::block::BlockSpec {
             freqs_hz: &self.freqs_hz,
             designs: &self.designs,
-            samples: &self.samples,
+            contents: &self.contents,
             workloads: &self.workloads,
             util: self.util,
         }

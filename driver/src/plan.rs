@@ -57,7 +57,7 @@ pub(crate) fn sampler_config_for(
         ScopeName::System => Scope::System,
         ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
     };
-    cfg.contents = run.sample;
+    cfg.contents = run.contents;
     cfg.trace_handler = run.kind == RunKind::Util;
     cfg.trace_irq = cfg.trace_handler && !event.is_hardware();
     cfg.drain_cpu = drain_cpu;
@@ -82,8 +82,8 @@ pub struct PlannedRun {
     pub freq_hz: u64,
     /// What each sample carries (at 0 Hz: the sweep's first contents).
     /// Plans written before contents were a dimension ran with `time`.
-    #[serde(default = "legacy_contents")]
-    pub sample: SampleContents,
+    #[serde(default = "legacy_contents", rename = "sample")]
+    pub contents: SampleContents,
     /// What the workload's loop does (plans before kinds existed: loop).
     #[serde(default)]
     pub workload: WorkKind,
@@ -105,13 +105,13 @@ pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
     for rep in 0..opts.reps {
         let mut block = block::block(opts.block_spec());
         block.shuffle(&mut rng);
-        for (kind, design, sample, workload, freq_hz) in block {
+        for (kind, design, contents, workload, freq_hz) in block {
             plan.push(PlannedRun {
                 run_id,
                 kind,
                 design,
                 freq_hz,
-                sample,
+                contents,
                 workload,
                 rep,
                 block: rep,
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn contents_are_a_dimension_except_at_0_hz() {
         let mut o = opts(1, "gaps");
-        o.samples = vec![SampleContents::PerfDefault, SampleContents::Callchain];
+        o.contents = vec![SampleContents::PerfDefault, SampleContents::Callchain];
         let plan = build_plan(&o);
         // Per block: 0 Hz once, 5 freqs x 2 contents loss, 5 x 2 util.
         assert_eq!(plan.len(), 5 * (1 + 10 + 10));
@@ -274,16 +274,16 @@ mod tests {
             let block: Vec<_> = plan.iter().filter(|r| r.block == rep).collect();
             let set: HashSet<_> = block
                 .iter()
-                .map(|r| (r.kind, r.sample, r.freq_hz))
+                .map(|r| (r.kind, r.contents, r.freq_hz))
                 .collect();
             assert_eq!(set.len(), block.len());
-            for c in &o.samples {
+            for c in &o.contents {
                 assert!(set.contains(&(RunKind::Loss, *c, 4000)));
                 assert!(set.contains(&(RunKind::Util, *c, 100_000)));
             }
             let zero: Vec<_> = block.iter().filter(|r| r.freq_hz == 0).collect();
             assert_eq!(zero.len(), 1);
-            assert_eq!(zero[0].sample, SampleContents::PerfDefault);
+            assert_eq!(zero[0].contents, SampleContents::PerfDefault);
         }
     }
 

@@ -273,7 +273,7 @@ mod tests {
             quiet: true,
             error: "boom, \"quoted\"\nline".into(),
             status: RunStatus::Failed,
-            sample: "callchain".into(),
+            contents: "callchain".into(),
             workload: "stack:8".into(),
             callchain_mean: Some(3.5),
             perf_event_max_sample_rate_after: Some(1000),
@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].design, Design::Classic);
         assert_eq!(
-            (rows[0].sample.as_str(), rows[0].workload.as_str()),
+            (rows[0].contents.as_str(), rows[0].workload.as_str()),
             ("time", "loop")
         );
         assert_eq!(rows[0].callchain_mean, None);

@@ -101,7 +101,9 @@ pub struct RunRow {
     pub decoded_while_sampling_bytes: u64,
     /// What each sample carried (`--sample`); [`LEGACY_SAMPLE`] for rows
     /// written before contents were a dimension (the reader fills it in).
-    pub sample: String,
+    /// The column is `sample`.
+    #[serde(rename = "sample")]
+    pub contents: String,
     /// Mean call-chain entries per sample on the measured CPU (empty
     /// without PERF_SAMPLE_CALLCHAIN).
     pub callchain_mean: Option<f64>,
@@ -170,8 +172,8 @@ impl RunRow {
 
     /// What the older rows left empty, filled in as documented.
     fn fill_legacy(&mut self) {
-        if self.sample.is_empty() {
-            self.sample = LEGACY_SAMPLE.to_string();
+        if self.contents.is_empty() {
+            self.contents = LEGACY_SAMPLE.to_string();
         }
         if self.workload.is_empty() {
             self.workload = LEGACY_WORKLOAD.to_string();

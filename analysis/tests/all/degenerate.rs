@@ -308,7 +308,7 @@ fn write_set(root: &Path, spec: &SetSpec) {
             },
             idle_busy_pct: r.real,
             driver_cpu_sampling_ns: r.other / 2,
-            sample: if r.callchain { "callchain" } else { "time" }.into(),
+            contents: if r.callchain { "callchain" } else { "time" }.into(),
             callchain_mean: r.callchain.then_some(r.real),
             wait_ns: Some(r.other),
             raw_keep_every: (r.other % 5 == 2).then_some(r.other),

@@ -336,7 +336,7 @@ impl SweepOptions {
             seed: flags.seed.or(exp.seed).unwrap_or(default_seed),
             // A profiler's handler is not ours to trace: no util runs.
             util: profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true),
-            samples: src.samples()?,
+            contents: src.samples()?,
             warmup: resolve_warmup(flags, exp, &key, has_command)?,
             workloads: src.workloads(has_command)?,
             command,

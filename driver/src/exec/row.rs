@@ -61,7 +61,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
             String::new()
         },
         requested_event: spec.opts.event.to_string(),
-        sample: run.sample.name(),
+        contents: run.contents.name(),
         workload: run.workload.name(),
         scope: spec.opts.scope,
         cpu: spec.opts.cpu,

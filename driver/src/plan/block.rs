@@ -12,7 +12,7 @@ use crate::contents::SampleContents;
 pub struct BlockSpec<'a> {
     pub freqs_hz: &'a [u64],
     pub designs: &'a [Design],
-    pub samples: &'a [SampleContents],
+    pub contents: &'a [SampleContents],
     pub workloads: &'a [WorkKind],
     pub util: bool,
 }
@@ -22,7 +22,7 @@ pub struct BlockSpec<'a> {
 /// contents), then one util run per frequency above 0 and contents.
 pub fn block(spec: BlockSpec<'_>) -> Vec<(RunKind, Design, SampleContents, WorkKind, u64)> {
     let first = spec
-        .samples
+        .contents
         .first()
         .copied()
         .unwrap_or(SampleContents::DEFAULT);
@@ -39,7 +39,7 @@ pub fn block(spec: BlockSpec<'_>) -> Vec<(RunKind, Design, SampleContents, WorkK
                     block.push((RunKind::Loss, design, first, w, f));
                     continue;
                 }
-                for &c in spec.samples {
+                for &c in spec.contents {
                     block.push((RunKind::Loss, design, c, w, f));
                 }
             }
@@ -48,7 +48,7 @@ pub fn block(spec: BlockSpec<'_>) -> Vec<(RunKind, Design, SampleContents, WorkK
             // Util runs do not depend on the design; tag them with the first one.
             let design = spec.designs.first().copied().unwrap_or(Design::Classic);
             for &f in spec.freqs_hz.iter().filter(|&&f| f > 0) {
-                for &c in spec.samples {
+                for &c in spec.contents {
                     block.push((RunKind::Util, design, c, w, f));
                 }
             }
@@ -69,7 +69,7 @@ pub fn planned_loop_ns(runs: usize, duration_ns: u64) -> u128 {
 /// (--no-util drops them)".
 pub fn block_text(spec: BlockSpec<'_>) -> String {
     let nf = spec.freqs_hz.iter().filter(|&&f| f > 0).count();
-    let nc = spec.samples.len().max(1);
+    let nc = spec.contents.len().max(1);
     let nd = spec.designs.len();
     let mut t = format!(
         "{nd} design{} (--design) x ",

@@ -331,7 +331,7 @@ pub(super) fn open_event(
         }
     }
     if !event.is_hardware()
-        && let Some(c) = opts.samples.iter().find(|c| c.needs_pmu())
+        && let Some(c) = opts.contents.iter().find(|c| c.needs_pmu())
     {
         return Err(usage(format!(
             "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
