@@ -93,9 +93,9 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     if analysis.warnings.iter().any(|w| !w.runs.is_empty()) {
         write_warning_runs_csv(&path(WARNING_RUNS_CSV), analysis)?;
     }
-    let command = crate::user_command::command_table(&rs.runs);
+    let command = &analysis.command;
     if !command.is_empty() {
-        crate::report::user_command::write_csv(&path("command.csv"), &command)?;
+        crate::report::user_command::write_csv(&path("command.csv"), command)?;
     }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
@@ -109,7 +109,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::report::user_command::render(&command, rs.command_line().as_deref())
+        crate::report::user_command::render(command, rs.command_line().as_deref())
     };
     if let Some(t) = &analysis.profiler {
         command_section.push_str(&crate::report::profiler::render(

@@ -208,7 +208,7 @@ fn subject_rows(rs: &ResultSet, a: &Analysis) -> Vec<SummaryRow> {
         return profiler_rows(rs, &base, t);
     }
     if base.command.is_some() {
-        return command_rows(rs, &base);
+        return command_rows(rs, &base, &a.command);
     }
     let mut rows = Vec::new();
     let primary = a.contents.first().cloned().unwrap_or_default();
@@ -372,9 +372,13 @@ fn profiler_rows(
         .collect()
 }
 
-fn command_rows(rs: &ResultSet, base: &SummaryRow) -> Vec<SummaryRow> {
-    crate::user_command::command_table(&rs.runs)
-        .into_iter()
+fn command_rows(
+    rs: &ResultSet,
+    base: &SummaryRow,
+    table: &[crate::user_command::CommandRow],
+) -> Vec<SummaryRow> {
+    table
+        .iter()
         .filter(|c| c.freq_hz > 0)
         .map(|c| {
             let mut row = base.clone();

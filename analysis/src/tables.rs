@@ -103,6 +103,10 @@ pub struct Analysis {
     pub raw_removed: crate::load::RawRemoved,
     /// A `--profiler` set's table (None for our own sampler's sets).
     pub profiler: Option<crate::profiler::ProfilerTable>,
+    /// A `--command` set's table, one row per configuration and rate
+    /// (empty for the built-in loop's sets): computed here, formatted by
+    /// the report and the summary.
+    pub command: Vec<crate::user_command::CommandRow>,
     /// The paired runs with phases the controller could not keep (or
     /// phases.csv rows that are nonsense), and the ABBA groups left out
     /// with them; empty when every phase was kept.
@@ -239,6 +243,7 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
         after_rows: Vec::new(),
         raw_removed: crate::load::RawRemoved::default(),
         profiler: None,
+        command: Vec::new(),
         phase_faults,
         other_configs: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
