@@ -65,10 +65,10 @@ impl Backend for RealBackend {
     }
 
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
-        if let Some(argv) = &spec.opts.command {
+        if let Some(argv) = spec.opts.subject.command() {
             return self.run_command(spec, argv, interrupt);
         }
-        if let Some(template) = &spec.opts.profiler
+        if let Some(template) = spec.opts.subject.profiler()
             && spec.run.freq_hz > 0
         {
             return self.run_profiled(spec, template, interrupt);

@@ -16,12 +16,14 @@ use workload::work::WorkKind;
 
 mod profiler;
 mod resolve;
+mod subject;
 mod user_command;
 mod values;
 
 pub use profiler::profiler_argv;
 use profiler::*;
 pub use resolve::check_sweep_time;
+pub use subject::Subject;
 use user_command::*;
 pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
@@ -412,18 +414,12 @@ pub struct SweepOptions {
     /// manifests written before kinds existed).
     #[serde(default = "legacy_workloads")]
     pub workloads: Vec<WorkKind>,
-    /// The user's program run in place of the workload (`--command`), as
-    /// argv; None for the built-in workload.
-    #[serde(default)]
-    pub command: Option<Vec<String>>,
-    /// Unmeasured runs of the command before the first measured one (0
-    /// without a command).
-    #[serde(default)]
-    pub warmup: u32,
-    /// The profiler measured in place of our sampler (`--profiler`), as its
-    /// template with `{freq}` and `{cpu}`; None for our own sampler.
-    #[serde(default)]
-    pub profiler: Option<String>,
+    /// What is measured: the loop, the user's program (`--command`, with
+    /// its warm-up runs) or the loop under a real profiler
+    /// (`--profiler`); in the manifest as the keys `command`, `warmup`
+    /// and `profiler`.
+    #[serde(flatten)]
+    pub subject: Subject,
     /// The longest planned sweep time accepted (`--max-sweep-time`);
     /// manifests written before the limit existed read as the default.
     #[serde(default = "default_max_sweep_ns")]

@@ -37,7 +37,7 @@ pub use results_format::RunKind;
 /// the plan, so that the executor and the pre-run checks ask it without
 /// importing the runtime backend.
 pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
-    opts.profiler.is_none()
+    !matches!(opts.subject, crate::config::Subject::Profiler { .. })
         && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
 }
 

@@ -324,6 +324,13 @@ impl SweepOptions {
         };
         let phase_ns = src.phase_ns(&designs, duration_ns, profiler.is_some())?;
         let (max_sweep_ns, limit_origin) = src.max_sweep()?;
+        let warmup = resolve_warmup(flags, exp, &key, has_command)?;
+        let util = profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true);
+        let subject = match (command, profiler) {
+            (Some(argv), _) => Subject::Command { argv, warmup },
+            (None, Some(template)) => Subject::Profiler { template },
+            (None, None) => Subject::Loop,
+        };
         let opts = SweepOptions {
             freqs_hz,
             duration_ns,
@@ -335,12 +342,10 @@ impl SweepOptions {
             phase_ns,
             seed: flags.seed.or(exp.seed).unwrap_or(default_seed),
             // A profiler's handler is not ours to trace: no util runs.
-            util: profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true),
+            util,
             contents: src.samples()?,
-            warmup: resolve_warmup(flags, exp, &key, has_command)?,
             workloads: src.workloads(has_command)?,
-            command,
-            profiler,
+            subject,
             max_sweep_ns,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),

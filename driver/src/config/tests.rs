@@ -197,12 +197,12 @@ fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
     };
     let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
     assert_eq!(
-        o.command,
-        Some(vec!["sh".to_owned(), "-c".to_owned(), "exit 0".to_owned()])
+        o.subject.command(),
+        Some(&["sh".to_owned(), "-c".to_owned(), "exit 0".to_owned()][..])
     );
     assert_eq!(o.designs, vec![Design::Classic]);
     assert_eq!(o.workloads, vec![WorkKind::Command]);
-    assert_eq!(o.warmup, DEFAULT_WARMUP);
+    assert_eq!(o.subject.warmup(), DEFAULT_WARMUP);
     // Set from the warm-up by the sweep.
     assert_eq!(o.duration_ns, 0);
 
@@ -213,8 +213,8 @@ fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
     )
     .unwrap();
     let o = SweepOptions::resolve(&flags(), Some((&exp, Path::new("e.toml"))), &[0, 1], 0).unwrap();
-    assert_eq!(o.command.as_ref().map(Vec::len), Some(3));
-    assert_eq!(o.warmup, 3);
+    assert_eq!(o.subject.command().map(<[String]>::len), Some(3));
+    assert_eq!(o.subject.warmup(), 3);
 }
 
 /// Resolves the settings `args` give, without an experiment file.

@@ -67,7 +67,7 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         cpu: spec.opts.cpu,
         // A command runs to completion: no requested duration, and its
         // wall time is the measurement.
-        duration_ns: if spec.opts.command.is_some() {
+        duration_ns: if spec.opts.subject.command().is_some() {
             0
         } else {
             spec.opts.duration_ns

@@ -19,6 +19,7 @@
 
 use results_format::HostLook;
 
+use crate::config::Subject;
 use crate::config::{Design, SweepOptions};
 use crate::plan::phase_schedule;
 
@@ -209,7 +210,7 @@ pub struct Resolvable {
 /// difference of two runs of CV c (the slices' CV, not averaged down: the
 /// host's noise is slow): SE sqrt(2) x c per block, over reps blocks.
 pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> Resolvable {
-    if opts.command.is_some() {
+    if matches!(opts.subject, Subject::Command { .. }) {
         return Resolvable {
             half_width_pp: None,
             basis: "none: a command's loss comes from its whole runs, whose own spread decides"
@@ -268,7 +269,7 @@ pub fn judge(m: &LookMeasure, opts: &SweepOptions) -> HostLook {
     } = resolvable_loss(&look, opts);
     look.resolvable_loss_pct = resolvable;
     look.resolvable_basis = basis;
-    let throughput = opts.command.is_none()
+    let throughput = !matches!(opts.subject, Subject::Command { .. })
         && (opts.designs.contains(&Design::Paired) || opts.designs.contains(&Design::Classic));
     let unresolved = match resolvable {
         Some(x) if x >= 100.0 => Some(format!(

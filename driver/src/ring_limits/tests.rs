@@ -192,7 +192,9 @@ fn meminfo_available_comes_in_bytes() {
 fn a_profiler_sweep_locks_no_rings_of_ours() {
     let mut o = opts(256, "100,500,2000,4000,100000", "10s", "system");
     assert!(!configs(&o).is_empty());
-    o.profiler = Some("perf record -F {freq} -C {cpu} -o /dev/null".into());
+    o.subject = crate::config::Subject::Profiler {
+        template: "perf record -F {freq} -C {cpu} -o /dev/null".into(),
+    };
     // Its runs open no sampler of ours, so nothing is sized or refused for
     // them (the ring-limits check once sized rings for every rate).
     assert!(configs(&o).is_empty());

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 
 use super::prepare::Prepared;
+use crate::config::Subject;
 use crate::exec::{ExecSummary, Interval, execute};
 use crate::hoststate::SweepLock;
 use crate::results::{SettingChange, Status, set_status};
@@ -43,7 +44,7 @@ pub(crate) fn run(p: Prepared) -> anyhow::Result<Ran> {
     dir.write_manifest(&manifest)?;
     // A command's runs last as long as it does; its duration_ns only sizes
     // the rings (twice its longest warm-up run).
-    let length = if opts.command.is_some() {
+    let length = if matches!(opts.subject, Subject::Command { .. }) {
         "the command's length".to_string()
     } else {
         format!("{} ms", opts.duration_ns / 1_000_000)

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
+use crate::config::Subject;
 use crate::config::{ExperimentFile, SweepOptions};
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
@@ -322,7 +323,7 @@ pub(super) fn open_event(
         .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
     let mut warnings = Vec::new();
     if let Some(w) = fallback {
-        if opts.profiler.is_some() {
+        if matches!(opts.subject, Subject::Profiler { .. }) {
             // Our sampler opens nothing in a --profiler sweep.
             tracing::debug!("{w}");
         } else {
@@ -359,9 +360,9 @@ pub(super) fn warm_up_command(
     opts: &mut SweepOptions,
     fresh: bool,
 ) -> anyhow::Result<Option<ExitCode>> {
-    if let Some(argv) = opts.command.clone() {
+    if let Subject::Command { argv, warmup } = opts.subject.clone() {
         let interrupt = interrupt_flag();
-        match crate::user_command::warm_up(&argv, opts.cpu, opts.warmup.max(1), &interrupt) {
+        match crate::user_command::warm_up(&argv, opts.cpu, warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
                 refuse_short_command(&argv, &walls, opts)?;
                 opts.duration_ns = crate::user_command::expected_run_ns(&walls);
@@ -433,7 +434,7 @@ pub(super) fn check_profiler(
     online: &[u32],
 ) -> anyhow::Result<Option<ExitCode>> {
     use crate::backend::profiler_run::{Profiler, SETTLE};
-    let Some(template) = &opts.profiler else {
+    let Subject::Profiler { template } = &opts.subject else {
         return Ok(None);
     };
     let argv =

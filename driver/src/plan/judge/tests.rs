@@ -151,7 +151,10 @@ fn classic_gaps_only_and_command_plans() {
     );
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
     let mut o = opts(&[]);
-    o.command = Some(vec!["true".into()]);
+    o.subject = crate::config::Subject::Command {
+        argv: vec!["true".into()],
+        warmup: 1,
+    };
     assert_eq!(
         resolvable_loss(&look_with(5.0, 5.0), &o).half_width_pp,
         None
