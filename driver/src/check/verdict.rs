@@ -150,10 +150,12 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
     for r in &j.rows {
         let v = analysis::summary::check_verdict(r, args.budget);
         lines.push(format!(
-            "  {} Hz ({} delivered, {} runs): cost per sample {} us, 95% CI [{}, {}], PI [{}, {}]",
+            "  {} Hz ({}, {} runs): cost per sample {} us, 95% CI [{}, {}], PI [{}, {}]",
             r.freq_hz.unwrap_or(0),
-            r.achieved_hz
-                .map_or_else(|| "rate not counted".into(), |h| format!("{h:.1} Hz")),
+            r.achieved_hz.map_or_else(
+                || "rate not counted".into(),
+                |h| format!("{h:.1} Hz delivered")
+            ),
             r.runs.unwrap_or(0),
             us(r.cost_per_sample_ns),
             us(r.cost_per_sample_lo_ns),
