@@ -151,7 +151,7 @@ pub fn budget_answers(
     match &a.profiler {
         Some(t) => crate::recommend::BUDGETS_PCT
             .iter()
-            .map(|&b| (b, crate::profiler::recommend(t, b).rate_words()))
+            .map(|&b| (b, crate::subject::profiler::recommend(t, b).rate_words()))
             .collect(),
         None => at_budgets
             .iter()
@@ -362,7 +362,7 @@ fn host_parts(rs: &ResultSet) -> Vec<String> {
 fn profiler_body(
     rs: &ResultSet,
     a: &Analysis,
-    t: &crate::profiler::ProfilerTable,
+    t: &crate::subject::profiler::ProfilerTable,
 ) -> (Vec<String>, Vec<String>) {
     let inner = WIDTH - 4;
     let mut body = wrap("", &host_parts(rs), inner);
@@ -423,7 +423,7 @@ fn profiler_body(
     // Rates whose extra interruptions lie outside the +-5 % band, and rates
     // where the background hides them (the interval holds the rate but is
     // wider than the band).
-    let band = crate::profiler::TRACKING_TOLERANCE;
+    let band = crate::subject::profiler::TRACKING_TOLERANCE;
     let mut trust: Vec<String> = Vec::new();
     let mut hidden: Vec<String> = Vec::new();
     for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {

@@ -53,7 +53,7 @@ impl Column {
     }
 
     /// The profiler table's row at `f` (a `--profiler` set).
-    fn profiler_row(&self, f: u64) -> Option<&crate::profiler::ProfilerRow> {
+    fn profiler_row(&self, f: u64) -> Option<&crate::subject::profiler::ProfilerRow> {
         let t = self.a.profiler.as_ref()?;
         t.rows.iter().find(|r| r.freq_hz == f)
     }

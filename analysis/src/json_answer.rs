@@ -7,8 +7,8 @@
 use results_format::answer::{ANSWER_VERSION, Answer, AnswerKind};
 use results_format::summary::SummaryRow;
 
-use crate::profiler::{ProfilerRecommendation, ProfilerTable};
 use crate::recommend::{Recommendation, nice_prime_below};
+use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
 /// The shared fields' keys: taken out of a kind's own fields, which keep
 /// the rest. `suggested_hz` was `rate_hz` under another name.

@@ -40,15 +40,14 @@ pub mod load;
 pub mod percost;
 pub mod pipeline;
 pub mod plot;
-pub mod profiler;
 pub mod recommend;
 pub mod reference;
 pub mod report;
 pub mod row_types;
 pub mod stats;
+pub mod subject;
 pub mod summary;
 pub mod tables;
-pub mod user_command;
 pub mod warnings;
 
 pub use error::AnalysisError;

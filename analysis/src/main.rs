@@ -220,7 +220,7 @@ fn run() -> anyhow::Result<ExitCode> {
                 for line in analysis::answer::answer_box(&rs, &a) {
                     eprintln!("{line}");
                 }
-                let rec = analysis::profiler::recommend(t, budget);
+                let rec = analysis::subject::profiler::recommend(t, budget);
                 if json {
                     let answer = analysis::json_answer::profiler(&rec, t, primary_rows(&rs, &a));
                     println!("{}", serde_json::to_string_pretty(&answer)?);

@@ -145,8 +145,8 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     }
     primary.excluded = excluded;
     primary.raw_removed = removed;
-    primary.profiler = crate::profiler::profiler_table(rs)?;
-    primary.command = crate::user_command::command_table(&rs.runs);
+    primary.profiler = crate::subject::profiler::profiler_table(rs)?;
+    primary.command = crate::subject::command::command_table(&rs.runs);
     primary.other_configs = each;
     Ok(primary)
 }

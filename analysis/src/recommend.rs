@@ -183,7 +183,7 @@ pub type Budgeted = (f64, Result<Recommendation, AnalysisError>);
 /// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
 /// worked out once for the answer box, the budget plot and report.md;
 /// none for a `--profiler` set, whose table answers instead
-/// ([`crate::profiler::recommend`]).
+/// ([`crate::subject::profiler::recommend`]).
 pub fn at_report_budgets(a: &Analysis) -> Vec<Budgeted> {
     if a.profiler.is_some() {
         return Vec::new();

@@ -20,8 +20,6 @@ mod host_look;
 pub mod html;
 mod markdown;
 pub mod per_sample;
-pub mod profiler;
-pub mod user_command;
 use crate::load::ResultSet;
 
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
@@ -85,7 +83,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
         crate::report::contents::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
     }
     if let Some(t) = &analysis.profiler {
-        crate::report::profiler::write_csv(&path("profiler.csv"), t)?;
+        crate::subject::profiler::report::write_csv(&path("profiler.csv"), t)?;
     }
     if !analysis.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
@@ -95,7 +93,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     }
     let command = &analysis.command;
     if !command.is_empty() {
-        crate::report::user_command::write_csv(&path("command.csv"), command)?;
+        crate::subject::command::report::write_csv(&path("command.csv"), command)?;
     }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
@@ -109,10 +107,10 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::report::user_command::render(command, rs.command_line().as_deref())
+        crate::subject::command::report::render(command, rs.command_line().as_deref())
     };
     if let Some(t) = &analysis.profiler {
-        command_section.push_str(&crate::report::profiler::render(
+        command_section.push_str(&crate::subject::profiler::report::render(
             t,
             rs.runs.first().map_or(0, |r| r.cpu),
         ));

@@ -312,7 +312,7 @@ fn loop_rows(
 
 /// A profiler recommendation's basis as one word: `profiler_throughput`,
 /// `profiler_gaps` or `none`.
-pub fn profiler_basis_word(r: &crate::profiler::ProfilerRecommendation) -> &'static str {
+pub fn profiler_basis_word(r: &crate::subject::profiler::ProfilerRecommendation) -> &'static str {
     if r.max_hz.is_none() {
         "none"
     } else if r.basis.starts_with("throughput") {
@@ -325,12 +325,12 @@ pub fn profiler_basis_word(r: &crate::profiler::ProfilerRecommendation) -> &'sta
 fn profiler_rows(
     rs: &ResultSet,
     base: &SummaryRow,
-    t: &crate::profiler::ProfilerTable,
+    t: &crate::subject::profiler::ProfilerTable,
 ) -> Vec<SummaryRow> {
     let mut start = base.clone();
     start.config_primary = Some(true);
     for &(pct, stem) in &SUMMARY_BUDGETS {
-        let r = crate::profiler::recommend(t, pct);
+        let r = crate::subject::profiler::recommend(t, pct);
         start.set_budget(
             stem,
             BudgetAnswer {
@@ -375,7 +375,7 @@ fn profiler_rows(
 fn command_rows(
     rs: &ResultSet,
     base: &SummaryRow,
-    table: &[crate::user_command::CommandRow],
+    table: &[crate::subject::command::CommandRow],
 ) -> Vec<SummaryRow> {
     table
         .iter()

@@ -102,11 +102,11 @@ pub struct Analysis {
     /// The raw folders removed on purpose (their tables are skipped).
     pub raw_removed: crate::load::RawRemoved,
     /// A `--profiler` set's table (None for our own sampler's sets).
-    pub profiler: Option<crate::profiler::ProfilerTable>,
+    pub profiler: Option<crate::subject::profiler::ProfilerTable>,
     /// A `--command` set's table, one row per configuration and rate
     /// (empty for the built-in loop's sets): computed here, formatted by
     /// the report and the summary.
-    pub command: Vec<crate::user_command::CommandRow>,
+    pub command: Vec<crate::subject::command::CommandRow>,
     /// The paired runs with phases the controller could not keep (or
     /// phases.csv rows that are nonsense), and the ABBA groups left out
     /// with them; empty when every phase was kept.

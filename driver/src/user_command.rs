@@ -5,7 +5,7 @@
 //!
 //! The loss of a command comes from whole runs (its wall time at F Hz
 //! against 0 Hz, hyperfine-style), not from a loop's count: see
-//! analysis::user_command for the estimator.
+//! analysis::subject::command for the estimator.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;

@@ -135,7 +135,7 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
 fn recommendations(s: &mut String, a: &Analysis, at_budgets: &[Budgeted]) {
     let _ = writeln!(s, "## Recommended sampling rates\n");
     if let Some(t) = &a.profiler {
-        for line in crate::report::profiler::recommendation_lines(t) {
+        for line in crate::subject::profiler::report::recommendation_lines(t) {
             let _ = writeln!(s, "- {line}");
         }
         let _ = writeln!(s, "\nHow they were reached: \"Your profiler\" below.\n");

@@ -76,14 +76,14 @@ pub(super) fn util_table(
 
 /// Table 2, classic design: loss of whole runs against the 0 Hz runs.
 /// A command's runs (`--command`) are compared within blocks, as its own
-/// section does (crate::user_command): the host drifts between its runs.
+/// section does (crate::subject::command): the host drifts between its runs.
 pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64]) -> Vec<LossRow> {
     let mut loss = Vec::new();
     let command = classic
         .values()
         .flatten()
-        .all(|r| crate::user_command::is_command_loss_run(r));
-    let command_baseline = crate::user_command::baseline_by_block(
+        .all(|r| crate::subject::command::is_command_loss_run(r));
+    let command_baseline = crate::subject::command::baseline_by_block(
         classic.get(&0).map(Vec::as_slice).unwrap_or_default(),
     );
     for (&freq_hz, runs) in classic {
@@ -99,7 +99,7 @@ pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64])
         } else if baseline.is_empty() {
             Estimate::point(f64::NAN, rates.len())
         } else if command {
-            crate::user_command::block_paired_loss(runs, &command_baseline)
+            crate::subject::command::block_paired_loss(runs, &command_baseline)
         } else {
             loss_delta(&rates, baseline)
         };

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::common::bin;
-use analysis::profiler::{profiler_table, recommend};
+use analysis::subject::profiler::{profiler_table, recommend};
 use results_format::timeline::TimelineRow;
 
 const WINDOW_NS: u64 = 2_000_000_000;
@@ -119,7 +119,7 @@ fn a_profiler_that_interrupts_more_than_it_samples_is_said() {
     write_set(&dir);
     let rs = analysis::load::load(&dir).unwrap();
     let mut t = profiler_table(&rs).unwrap().unwrap();
-    let set = |t: &mut analysis::profiler::ProfilerTable, v: f64, lo: f64, hi: f64| {
+    let set = |t: &mut analysis::subject::profiler::ProfilerTable, v: f64, lo: f64, hi: f64| {
         let r = &mut t.rows[0];
         (
             r.excess_episodes_per_s.value,

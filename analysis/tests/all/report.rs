@@ -487,7 +487,11 @@ fn the_recommended_rate_never_falls_as_the_budget_grows() {
         if let Some(t) = &a.profiler {
             let rates: Vec<f64> = budgets
                 .iter()
-                .map(|&b| analysis::profiler::recommend(t, b).max_hz.unwrap_or(0.0))
+                .map(|&b| {
+                    analysis::subject::profiler::recommend(t, b)
+                        .max_hz
+                        .unwrap_or(0.0)
+                })
                 .collect();
             assert!(
                 rates.windows(2).all(|w| w[0] <= w[1]),

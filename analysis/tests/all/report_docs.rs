@@ -6,8 +6,9 @@
 use analysis::report::csv_row::Columns as _;
 use analysis::report::{
     LossCsvRow, TracingCsvRow, UtilCsvRow, contents::AfterCsvRow, contents::ContentsCsvRow,
-    per_sample::PerSampleCsvRow, profiler::ProfilerCsvRow, user_command::CommandCsvRow,
+    per_sample::PerSampleCsvRow,
 };
+use analysis::subject::{command::report::CommandCsvRow, profiler::report::ProfilerCsvRow};
 
 use crate::committed;
 

@@ -15,6 +15,8 @@
 //! [`OUTLIER_Z`] among the runs of its configuration (of at least
 //! [`OUTLIER_MIN_RUNS`]). They stay in the estimate; the report names them.
 
+pub mod report;
+
 use std::collections::BTreeMap;
 
 use crate::load::Run;

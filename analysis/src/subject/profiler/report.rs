@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::error::AnalysisError;
 use crate::format::{fmt_est, table_head};
-use crate::profiler::{ProfilerTable, recommend};
 use crate::report::csv_row::{CsvNum, LoHiUnit, csv_row, write_rows};
+use crate::subject::profiler::{ProfilerTable, recommend};
 
 /// One line per budget ([`crate::recommend::BUDGETS_PCT`]): the highest rate
 /// and what it rests on.
@@ -128,7 +128,7 @@ pub struct ProfilerCsvRow {
 }
 
 impl ProfilerCsvRow {
-    fn of(r: &crate::profiler::ProfilerRow) -> Self {
+    fn of(r: &crate::subject::profiler::ProfilerRow) -> Self {
         let n = CsvNum;
         ProfilerCsvRow {
             freq_hz: r.freq_hz,

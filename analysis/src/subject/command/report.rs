@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::AnalysisError;
 use crate::format::{opt_est, table_head};
 use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
-use crate::user_command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
+use crate::subject::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 
 /// The markdown section (empty without command runs).
 pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {

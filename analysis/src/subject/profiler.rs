@@ -18,6 +18,8 @@
 //! blocks cancels. The profiler's own CPU (its whole process tree), memory
 //! and writes come from runs.csv's `profiler_*` columns.
 
+pub mod report;
+
 use std::collections::BTreeMap;
 
 use results_format::read_csv_rows;
@@ -212,7 +214,7 @@ fn row_at(
     }
     cpus.sort_by_key(|c| c.parse::<u32>().unwrap_or(u32::MAX));
     cpus.dedup();
-    let throughput = crate::user_command::loss_from_log_ratios(&d);
+    let throughput = crate::subject::command::loss_from_log_ratios(&d);
     let xe = t_interval(&x);
     ProfilerRow {
         freq_hz: f,
