@@ -33,6 +33,6 @@ pub mod probe;
 pub mod results;
 pub mod ring_limits;
 pub mod sampler;
+pub mod subject;
 pub mod sweep;
 pub mod system;
-pub mod user_command;

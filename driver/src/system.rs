@@ -5,6 +5,7 @@
 //! priority ([`realtime`]). Callers name the part they use.
 
 pub mod clock;
+pub mod process;
 pub mod procstat;
 pub mod quiet;
 pub mod realtime;

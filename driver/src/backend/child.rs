@@ -3,7 +3,6 @@
 //! CPU, watched until it is ready and until its loop ends, killed and
 //! reaped whatever happens.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -13,27 +12,8 @@ use std::time::{Duration, Instant};
 use super::failed;
 use crate::exec::RunError;
 use crate::sampler::Sampler;
+pub(super) use crate::system::process::{read_pipe, spawn_unpinned};
 use workload::clock::monotonic_raw_ns;
-
-/// Spawns `cmd` from a thread allowed on every CPU: the driver's own
-/// threads keep off the measured CPU, but the child inherits the affinity
-/// of the thread that forks it and must be free to pin itself there.
-pub(super) fn spawn_unpinned(cmd: &mut Command, online: &[u32]) -> std::io::Result<Child> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut set = rustix::thread::CpuSet::new();
-            for &c in online {
-                set.set(usize::try_from(c).unwrap_or(0));
-            }
-            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
-                tracing::warn!("cannot widen the spawner's CPU set: {e}");
-            }
-            cmd.spawn()
-        })
-        .join()
-        .unwrap_or_else(|_| Err(std::io::Error::other("spawner thread panicked")))
-    })
-}
 
 /// Kills and reaps the child when dropped (interruption, error).
 pub(super) struct ChildGuard(pub(super) Option<Child>);
@@ -53,19 +33,6 @@ impl Drop for ChildGuard {
             let _ = c.wait();
         }
     }
-}
-
-/// Reads a child's pipe to its end on a thread of its own.
-pub(super) fn read_pipe<R: Read + Send + 'static>(
-    pipe: Option<R>,
-) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    })
 }
 
 /// The longest a workload may take to be set up.

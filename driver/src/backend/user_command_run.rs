@@ -4,7 +4,7 @@
 //! is the command's wall time; `iterations` is 1 (one whole run of it).
 
 use super::*;
-use crate::user_command::{CommandError, run_limit, run_pinned};
+use crate::subject::command::{CommandError, run_limit, run_pinned};
 
 impl RealBackend {
     pub(super) fn run_command(

@@ -4,7 +4,7 @@
 
 use super::user_command::join;
 use super::*;
-use crate::user_command::{find_program, split_command};
+use crate::subject::command::{find_program, split_command};
 
 /// The placeholder for the run's sampling rate, Hz.
 const FREQ_PLACEHOLDER: &str = "{freq}";

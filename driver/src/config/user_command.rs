@@ -2,7 +2,7 @@
 //! settings that do not apply to it (each refused with the reason).
 
 use super::*;
-use crate::user_command::{find_program, split_command};
+use crate::subject::command::{find_program, split_command};
 
 /// Most warm-up runs allowed.
 pub const MAX_WARMUP: i64 = 100;

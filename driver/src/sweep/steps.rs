@@ -362,10 +362,10 @@ pub(super) fn warm_up_command(
 ) -> anyhow::Result<Option<ExitCode>> {
     if let Subject::Command { argv, warmup } = opts.subject.clone() {
         let interrupt = interrupt_flag();
-        match crate::user_command::warm_up(&argv, opts.cpu, warmup.max(1), &interrupt) {
+        match crate::subject::command::warm_up(&argv, opts.cpu, warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
                 refuse_short_command(&argv, &walls, opts)?;
-                opts.duration_ns = crate::user_command::expected_run_ns(&walls);
+                opts.duration_ns = crate::subject::command::expected_run_ns(&walls);
                 // The run length is known only now: the plan's limit.
                 let limit_origin = if opts.max_sweep_ns == crate::config::DEFAULT_MAX_SWEEP_NS {
                     "the default; --max-sweep-time sets it"
@@ -383,7 +383,7 @@ pub(super) fn warm_up_command(
                 .map_err(usage)?;
             }
             Ok(_) => {}
-            Err(crate::user_command::CommandError::Interrupted) => {
+            Err(crate::subject::command::CommandError::Interrupted) => {
                 return Ok(Some(ExitCode::from(130)));
             }
             Err(e) => {
@@ -433,7 +433,7 @@ pub(super) fn check_profiler(
     opts: &SweepOptions,
     online: &[u32],
 ) -> anyhow::Result<Option<ExitCode>> {
-    use crate::backend::profiler_run::{Profiler, SETTLE};
+    use crate::subject::profiler::{Profiler, SETTLE};
     let Subject::Profiler { template } = &opts.subject else {
         return Ok(None);
     };
