@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::config::FlagSettings;
 
+mod preflight;
 mod prepare;
 mod report;
 mod run;

@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 
 use super::SweepFlags;
+use super::preflight;
 use super::steps::{self, Fresh, Leftovers, Look, Opened};
 use crate::backend::RealBackend;
 use crate::config::SweepOptions;
@@ -71,12 +72,12 @@ pub(crate) fn prepare(args: &SweepFlags) -> anyhow::Result<Prepare> {
         lines: leftover_lines,
         back_to_original,
     } = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
-    let ceiling = steps::max_rate_ceiling(&opts, args.raise_max_rate)?;
+    let ceiling = preflight::max_rate_ceiling(&opts, args.raise_max_rate)?;
     let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
-    if let Some(code) = steps::warm_up_command(&mut opts, resumed.is_none())? {
+    if let Some(code) = preflight::warm_up_command(&mut opts, resumed.is_none())? {
         return Ok(Prepare::Stopped(code));
     }
-    if let Some(code) = steps::check_profiler(&opts, &online)? {
+    if let Some(code) = preflight::check_profiler(&opts, &online)? {
         return Ok(Prepare::Stopped(code));
     }
     // The plan, once, on the final options (a resume keeps its own).
@@ -84,7 +85,7 @@ pub(crate) fn prepare(args: &SweepFlags) -> anyhow::Result<Prepare> {
         Some(r) => r.manifest.plan.clone(),
         None => crate::plan::build_plan(&opts),
     };
-    steps::check_budget(&opts, &plan, event, &online)?;
+    preflight::check_budget(&opts, &plan, event, &online)?;
 
     super::pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();
