@@ -45,10 +45,10 @@ pub struct CheckPlan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "--time {given}: too short for a check at {lowest} Hz; it needs {MIN_BLOCKS} blocks of \
-     {runs} runs, each of at least {} ms (10 samples at {lowest} Hz) plus {} ms to start it \
-     (a profiler's start and stop add {} ms a block), and {} s to set up and report; give \
-     --time {shortest} or more",
-    min_run_ns / 1_000_000, overhead_ns / 1_000_000, extra_ns / 1_000_000, FIXED_NS / 1_000_000_000
+     {runs} runs, each of at least {} ms (10 samples at {lowest} Hz) plus {} ms to start it\
+     {}, and {} s to set up and report; give --time {shortest} or more",
+    min_run_ns / 1_000_000, overhead_ns / 1_000_000, profiler_text(*extra_ns),
+    FIXED_NS / 1_000_000_000
 )]
 pub struct TooShort {
     pub given: String,
@@ -58,6 +58,18 @@ pub struct TooShort {
     pub overhead_ns: u64,
     pub extra_ns: u64,
     pub shortest: String,
+}
+
+/// The profiler's share of a block, when there is one.
+fn profiler_text(extra_ns: u64) -> String {
+    if extra_ns == 0 {
+        String::new()
+    } else {
+        format!(
+            " (the profiler's start and stop add {} ms a block)",
+            extra_ns / 1_000_000
+        )
+    }
 }
 
 fn secs(ns: u64) -> String {
