@@ -51,8 +51,8 @@ pub struct CheckPoint {
     /// The highest rate within the budget this check supports.
     pub max_hz: Option<f64>,
     pub within_budget: Option<bool>,
-    pub noisy_runs: Option<i64>,
     pub runs: Option<i64>,
+    pub noisy_runs: Option<i64>,
 }
 
 /// One period's checks.

@@ -165,13 +165,6 @@ fn preflight(args: &CheckArgs) -> Result<CheckPlan, String> {
     plan::plan(args.time, &args.rate.0, args.profiler.is_some()).map_err(|e| e.to_string())
 }
 
-fn hostname() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// The sweep a check runs: its plan, the rates, the passed-through
 /// settings, into `root`.
 fn sweep_flags(args: &CheckArgs, p: CheckPlan, root: PathBuf) -> SweepFlags {
@@ -264,7 +257,7 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let root = args.history.join("checks").join(format!(
         "{}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        hostname()
+        crate::sweep::hostname()
     ));
     let started = std::time::Instant::now();
     tracing::info!(

@@ -113,7 +113,7 @@ fn has_settings(args: &SweepFlags) -> bool {
     args.settings.any() || args.experiment.is_some() || args.out.is_some()
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     rustix::system::uname()
         .nodename()
         .to_string_lossy()

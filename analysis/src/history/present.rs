@@ -105,8 +105,20 @@ fn capital(s: &str) -> String {
         .unwrap_or_default()
 }
 
-fn csv_opt(v: Option<f64>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
+/// Rows as CSV, the header from their fields (an empty field is null).
+fn write_csv<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<(), AnalysisError> {
+    let fail = |e: csv::Error| AnalysisError::Write {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    };
+    let mut w = csv::Writer::from_path(path).map_err(fail)?;
+    for r in rows {
+        w.serialize(r).map_err(fail)?;
+    }
+    w.flush().map_err(|e| AnalysisError::Write {
+        path: path.to_path_buf(),
+        source: e,
+    })
 }
 
 /// Writes the report into `out`; returns history.md's path.
@@ -115,51 +127,8 @@ pub fn write(out: &Path, h: &History) -> Result<PathBuf, AnalysisError> {
         path: out.to_path_buf(),
         source: e,
     })?;
-    let mut checks = String::from(
-        "set,started_at,period,cost_ns,cost_lo_ns,cost_hi_ns,cost_pred_hi_ns,max_hz,within_budget,runs,noisy_runs\n",
-    );
-    for c in &h.checks {
-        let _ = writeln!(
-            checks,
-            "{},{},{},{},{},{},{},{},{},{},{}",
-            c.set,
-            c.started_at,
-            c.period,
-            csv_opt(c.cost_ns),
-            csv_opt(c.cost_lo_ns),
-            csv_opt(c.cost_hi_ns),
-            csv_opt(c.cost_pred_hi_ns),
-            csv_opt(c.max_hz),
-            c.within_budget.map(|b| b.to_string()).unwrap_or_default(),
-            c.runs.map(|v| v.to_string()).unwrap_or_default(),
-            c.noisy_runs.map(|v| v.to_string()).unwrap_or_default(),
-        );
-    }
-    let mut periods = String::from(
-        "period,checks,cost_median_ns,cost_min_ns,cost_max_ns,max_hz,within_budget,moved,ratio_to_median\n",
-    );
-    for p in &h.periods {
-        let _ = writeln!(
-            periods,
-            "{},{},{},{},{},{},{},{},{}",
-            p.period,
-            p.checks,
-            csv_opt(p.cost_median_ns),
-            csv_opt(p.cost_min_ns),
-            csv_opt(p.cost_max_ns),
-            csv_opt(p.max_hz),
-            p.within_budget,
-            p.moved.unwrap_or(""),
-            csv_opt(p.ratio_to_median),
-        );
-    }
-    for (name, text) in [("checks.csv", &checks), ("periods.csv", &periods)] {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| AnalysisError::Write {
-            path: p.clone(),
-            source: e,
-        })?;
-    }
+    write_csv(&out.join("checks.csv"), &h.checks)?;
+    write_csv(&out.join("periods.csv"), &h.periods)?;
     let figure = figure(out, h);
     let md = markdown(h, figure.as_ref().err());
     let p = out.join("history.md");
