@@ -16,9 +16,11 @@ pub const COINCIDENCE_TIMESTAMPS: usize = 200_000;
 /// Replications (independent random phases) per 0 Hz run, at least.
 pub const MIN_REPLICATIONS: usize = 8;
 
-/// The most timestamps one replication lays over a run's window: 1000 s
-/// at 100 kHz, far beyond any run (8 s at 100 kHz is 8e5).
-const MAX_DRAWN_STAMPS: f64 = 1e8;
+/// The most timestamps one replication lays over a run's window: 100 s
+/// at 100 kHz, far beyond any run (8 s at 100 kHz is 8e5). At the 1e8 it
+/// was, a degenerate timeline.csv could ask for 8 replications of 1e8
+/// timestamps per 0 Hz run and rate: 800 MB and seconds each.
+const MAX_DRAWN_STAMPS: f64 = 1e7;
 
 /// Excess per timestamp, each episode's excess capped at `cap_ns` per
 /// timestamp it holds, that a sampler at `rate_hz` would match on one run

@@ -23,9 +23,15 @@
 //!   degenerate values, or none.
 //!
 //! CI runs 256 cases (18 s in a release build on one CPU of the
-//! development VM, each case in a forked child with a time limit); `PROPTEST_CASES=N` overrides the count (proptest reads
-//! it when the config is built from `ProptestConfig::default()`, which
-//! [`config`] does only when it is set).
+//! development VM, each case in a forked child with a time limit) from a
+//! fixed seed, so that a CI run is repeatable. Stop 36's CI, from a random
+//! seed, never finished this test: a case that outlasts the limit is
+//! shrunk with up to 1,024 more cases, each allowed the limit, so one slow
+//! case can hold CI for hours. A failing case now fails within
+//! [`CASE_TIMEOUT_MS`] plus [`SHRINK_MS`]. To explore new cases, set `PROPTEST_CASES=N` (and
+//! optionally `PROPTEST_RNG_SEED`): the config is then built from
+//! `ProptestConfig::default()`, which reads proptest's environment
+//! variables, with a random seed unless one is given.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -45,17 +51,28 @@ const CI_CASES: u32 = 256;
 /// degenerate timeline.csv once asked the coincidence draw for 1e15
 /// timestamps, and plotters's tick search never ends on an axis narrower
 /// than its values' precision), instead of holding CI until its own
-/// timeout.
-const CASE_TIMEOUT_MS: u32 = 60_000;
+/// timeout. The slowest of 10,000 random cases took 6 s.
+const CASE_TIMEOUT_MS: u32 = 30_000;
+
+/// Shrinking a failure stops after this long: the failure is reported
+/// with the smallest case found by then.
+const SHRINK_MS: u32 = 120_000;
+
+/// The seed of CI's cases (see the module doc).
+const CI_SEED: u64 = 33;
 
 fn config() -> ProptestConfig {
     let base = if std::env::var_os("PROPTEST_CASES").is_some() {
         ProptestConfig::default()
     } else {
-        ProptestConfig::with_cases(CI_CASES)
+        ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(CI_SEED),
+            ..ProptestConfig::with_cases(CI_CASES)
+        }
     };
     ProptestConfig {
         timeout: CASE_TIMEOUT_MS,
+        max_shrink_time: SHRINK_MS,
         ..base
     }
 }
