@@ -5,10 +5,10 @@
 //! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
 //! `analysis report` and `analysis recommend`, and at the top of report.md.
 
+use crate::findings::Findings;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::recommend::{Recommendation, under_predicts};
-use crate::tables::Analysis;
 
 /// Columns per line, frame included.
 pub const WIDTH: usize = 100;
@@ -75,7 +75,7 @@ fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
 
 /// The cost of one sample at the lowest rate the model measured, in words,
 /// and the paired loss's cost where the recommendation charged it.
-fn cost_line(a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
+fn cost_line(a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
     let mut v = vec![cost_words(a)];
     v.extend(
         recs.iter()
@@ -87,8 +87,9 @@ fn cost_line(a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
 }
 
 /// The model's cost of one sample at its lowest rate, in words.
-fn cost_words(a: &Analysis) -> String {
+fn cost_words(a: &Findings) -> String {
     let row: Option<&PerSampleRow> = a
+        .gaps
         .per_sample
         .as_ref()
         .and_then(|ps| ps.rows.iter().find(|r| r.total_ns.value.is_finite()));
@@ -101,7 +102,7 @@ fn cost_words(a: &Analysis) -> String {
             hz(r.freq_hz as f64),
             r.runs
         ),
-        None if a.raw_removed.gaps => {
+        None if a.quality.raw_removed.gaps => {
             "cost of one sample: not reported (gaps/ or samples/ removed; see Skipped)".to_string()
         }
         None => "cost of one sample: not measured here (no gaps design with 0 Hz runs)".to_string(),
@@ -110,8 +111,8 @@ fn cost_words(a: &Analysis) -> String {
 
 /// The loss at each measured rate: the model's prediction where it
 /// exists, else the measured throughput loss.
-fn loss_parts(a: &Analysis) -> Vec<String> {
-    if let Some(ps) = a.per_sample.as_ref().filter(|p| !p.rows.is_empty()) {
+fn loss_parts(a: &Findings) -> Vec<String> {
+    if let Some(ps) = a.gaps.per_sample.as_ref().filter(|p| !p.rows.is_empty()) {
         return ps
             .rows
             .iter()
@@ -133,7 +134,8 @@ fn loss_parts(a: &Analysis) -> Vec<String> {
             })
             .collect();
     }
-    a.primary_loss()
+    a.tables
+        .primary_loss()
         .iter()
         .map(|l| format!("{} {}", hz(l.freq_hz as f64), loss_pct(l.trusted().value)))
         .collect()
@@ -142,18 +144,19 @@ fn loss_parts(a: &Analysis) -> Vec<String> {
 /// The highest rate within each report budget, short ("659 Hz",
 /// "<= 113 Hz (bound)"), as the answer box says it: for a `--profiler` set
 /// from its own table, else from the recommendation.
-/// `at_budgets` are the recommendations already worked out
-/// ([`crate::recommend::at_report_budgets`]; unused for a profiler set).
-pub fn budget_answers(
-    a: &Analysis,
-    at_budgets: &[crate::recommend::Budgeted],
-) -> Vec<(f64, String)> {
-    match &a.profiler {
-        Some(t) => crate::recommend::BUDGETS_PCT
+/// The recommendations are those the pipeline worked out
+/// ([`Findings::budgets`]).
+pub fn budget_answers(a: &Findings) -> Vec<(f64, String)> {
+    match &a.subject.profiler {
+        Some(_) => a
+            .budgets
+            .profiler
             .iter()
-            .map(|&b| (b, crate::subject::profiler::recommend(t, b).rate_words()))
+            .map(|r| (r.budget_pct, r.rate_words()))
             .collect(),
-        None => at_budgets
+        None => a
+            .budgets
+            .sampler
             .iter()
             .map(|(b, r)| (*b, budget_words(r.as_ref().ok())))
             .collect(),
@@ -161,8 +164,8 @@ pub fn budget_answers(
 }
 
 /// The box's "highest rate within" parts.
-fn budget_parts(a: &Analysis, at_budgets: &[crate::recommend::Budgeted]) -> Vec<String> {
-    budget_answers(a, at_budgets)
+fn budget_parts(a: &Findings) -> Vec<String> {
+    budget_answers(a)
         .into_iter()
         .map(|(b, words)| format!("{b} %: {words}"))
         .collect()
@@ -203,9 +206,9 @@ fn incomplete_part(rs: &ResultSet) -> Option<String> {
 
 /// The trust verdict's parts: model against throughput, the drift, the
 /// throttle, noisy runs.
-fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) -> Vec<String> {
+fn trust_parts(rs: &ResultSet, a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
     let mut v = Vec::new();
-    if let Some(ps) = &a.per_sample {
+    if let Some(ps) = &a.gaps.per_sample {
         let at = |w: Agreement| -> Vec<String> {
             ps.rows
                 .iter()
@@ -271,7 +274,7 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
-    let removed = a.raw_removed;
+    let removed = a.quality.raw_removed;
     if removed.events {
         v.push("events/ removed: util table skipped".to_string());
     }
@@ -284,9 +287,9 @@ fn trust_parts(rs: &ResultSet, a: &Analysis, recs: &[Option<Recommendation>]) ->
 /// "ABBA groups left out: 31 of 95 at 100 kHz": the paired groups whose
 /// phases the controller could not keep (or were nonsense), per rate; None
 /// when every group was kept.
-fn groups_left_out(a: &Analysis) -> Option<String> {
+fn groups_left_out(a: &Findings) -> Option<String> {
     let mut by_freq: std::collections::BTreeMap<u64, (usize, usize)> = Default::default();
-    for r in &a.phase_faults {
+    for r in &a.quality.phase_faults {
         let e = by_freq.entry(r.freq_hz).or_default();
         e.0 += r.groups_excluded;
         e.1 += r.groups;
@@ -299,27 +302,20 @@ fn groups_left_out(a: &Analysis) -> Option<String> {
     (!parts.is_empty()).then(|| format!("ABBA groups left out: {}", parts.join(", ")))
 }
 
-/// The box, one string per line, frame included.
-pub fn answer_box(rs: &ResultSet, a: &Analysis) -> Vec<String> {
-    answer_box_for(rs, a, &crate::recommend::at_report_budgets(a))
-}
-
-/// [`answer_box`] from the recommendations already worked out
-/// ([`crate::recommend::at_report_budgets`]; none for a profiler set).
-pub fn answer_box_for(
-    rs: &ResultSet,
-    a: &Analysis,
-    at_budgets: &[crate::recommend::Budgeted],
-) -> Vec<String> {
+/// The box, one string per line, frame included, from the
+/// recommendations the pipeline worked out ([`Findings::budgets`]).
+pub fn answer_box(rs: &ResultSet, a: &Findings) -> Vec<String> {
     let title = incomplete_part(rs);
-    if let Some(t) = &a.profiler {
+    if let Some(t) = &a.subject.profiler {
         let (body, trust) = profiler_body(rs, a, t);
         return framed(title, body, trust);
     }
     let inner = WIDTH - 4;
-    let recs: Vec<Option<Recommendation>> = at_budgets
+    let recs: Vec<Option<&Recommendation>> = a
+        .budgets
+        .sampler
         .iter()
-        .map(|(_, r)| r.as_ref().ok().cloned())
+        .map(|(_, r)| r.as_ref().ok())
         .collect();
     let mut host = host_parts(rs);
     // The event of a sampled run: a 0 Hz run opens none.
@@ -333,11 +329,7 @@ pub fn answer_box_for(
     let mut body = wrap("", &host, inner);
     body.extend(wrap("", &cost_line(a, &recs), inner));
     body.extend(wrap("loss: ", &loss_parts(a), inner));
-    body.extend(wrap(
-        "highest rate within ",
-        &budget_parts(a, at_budgets),
-        inner,
-    ));
+    body.extend(wrap("highest rate within ", &budget_parts(a), inner));
     let trust = wrap("trust: ", &trust_parts(rs, a, &recs), inner);
     framed(title, body, trust)
 }
@@ -361,7 +353,7 @@ fn host_parts(rs: &ResultSet) -> Vec<String> {
 /// The body's lines and the trust lines, apart: the frame keeps the trust.
 fn profiler_body(
     rs: &ResultSet,
-    a: &Analysis,
+    a: &Findings,
     t: &crate::subject::profiler::ProfilerTable,
 ) -> (Vec<String>, Vec<String>) {
     let inner = WIDTH - 4;
@@ -407,7 +399,7 @@ fn profiler_body(
         })
         .collect();
     body.extend(wrap("loss: ", &loss, inner));
-    body.extend(wrap("highest rate within ", &budget_parts(a, &[]), inner));
+    body.extend(wrap("highest rate within ", &budget_parts(a), inner));
     let own: Vec<String> = t
         .rows
         .iter()

@@ -6,14 +6,14 @@ use std::path::Path;
 
 use crate::answer::budget_answers;
 use crate::error::AnalysisError;
+use crate::findings::Findings;
 use crate::format::fmt_est;
 use crate::load::load;
 use crate::pipeline::analyse;
-use crate::recommend::{BUDGETS_PCT, at_report_budgets};
+use crate::recommend::BUDGETS_PCT;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::row_types::LossRow;
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 
 /// A comparison table: a header and rows of cells (first cell = quantity).
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ pub struct Comparison {
 struct Column {
     label: String,
     cpu: String,
-    a: Analysis,
+    a: Findings,
 }
 
 impl Column {
@@ -54,23 +54,24 @@ impl Column {
 
     /// The profiler table's row at `f` (a `--profiler` set).
     fn profiler_row(&self, f: u64) -> Option<&crate::subject::profiler::ProfilerRow> {
-        let t = self.a.profiler.as_ref()?;
+        let t = self.a.subject.profiler.as_ref()?;
         t.rows.iter().find(|r| r.freq_hz == f)
     }
 
     /// The per-sample table's row at `f` (the gaps design).
     fn per_sample_row(&self, f: u64) -> Option<&crate::percost::PerSampleRow> {
-        let ps = self.a.per_sample.as_ref()?;
+        let ps = self.a.gaps.per_sample.as_ref()?;
         ps.rows.iter().find(|r| r.freq_hz == f)
     }
 
     /// The throughput loss at `f`: the primary loss row (paired, else whole
     /// runs) with the interval over runs, or a profiler's throughput loss.
     fn throughput_loss_at(&self, f: u64) -> Option<Estimate> {
-        if self.a.profiler.is_some() {
+        if self.a.subject.profiler.is_some() {
             return self.profiler_row(f).map(|r| r.throughput_loss_pct);
         }
         self.a
+            .tables
             .primary_loss()
             .into_iter()
             .find(|r| r.freq_hz == f)
@@ -81,7 +82,7 @@ impl Column {
     /// design's model), or a profiler's excess gap time: what the answer
     /// box shows as the loss where it exists.
     fn predicted_loss_at(&self, f: u64) -> Option<Estimate> {
-        if self.a.profiler.is_some() {
+        if self.a.subject.profiler.is_some() {
             return self.profiler_row(f).map(|r| r.gap_loss_pct);
         }
         self.per_sample_row(f).map(|r| r.predicted_loss_pct)
@@ -90,7 +91,7 @@ impl Column {
     /// What one sample (a profiler's interruption) costs the application
     /// at `f`, ns: the gaps design's total.
     fn cost_at(&self, f: u64) -> Option<Estimate> {
-        if self.a.profiler.is_some() {
+        if self.a.subject.profiler.is_some() {
             return self.profiler_row(f).map(|r| r.cost_per_interruption_ns);
         }
         self.per_sample_row(f).map(|r| r.total_ns)
@@ -98,12 +99,12 @@ impl Column {
 
     /// The frequencies its loss or cost rows have.
     fn freqs(&self) -> BTreeSet<u64> {
-        let mut freqs: BTreeSet<u64> = self.a.util.iter().map(|r| r.freq_hz).collect();
-        freqs.extend(self.a.loss.iter().map(|r| r.freq_hz));
-        if let Some(ps) = &self.a.per_sample {
+        let mut freqs: BTreeSet<u64> = self.a.tables.util.iter().map(|r| r.freq_hz).collect();
+        freqs.extend(self.a.tables.loss.iter().map(|r| r.freq_hz));
+        if let Some(ps) = &self.a.gaps.per_sample {
             freqs.extend(ps.rows.iter().map(|r| r.freq_hz));
         }
-        if let Some(t) = &self.a.profiler {
+        if let Some(t) = &self.a.subject.profiler {
             freqs.extend(t.rows.iter().map(|r| r.freq_hz));
         }
         freqs.retain(|&f| f > 0);
@@ -139,21 +140,21 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
         ),
         row(
             "sampling event".to_string(),
-            cells(&|c| match &c.a.profiler {
+            cells(&|c| match &c.a.subject.profiler {
                 Some(t) => format!("profiler: {}", t.template),
-                None => c.a.events.join(", "),
+                None => c.a.tables.events.join(", "),
             }),
             "cycles (PMU NMI)".to_string(),
         ),
         row(
             "scope".to_string(),
-            cells(&|c| c.a.scopes.join(", ")),
+            cells(&|c| c.a.tables.scopes.join(", ")),
             "system (-a)".to_string(),
         ),
         row(
             "delta util %/kHz (fit through origin)".to_string(),
             cells(&|c| {
-                c.a.fits.util_origin.map_or(String::new(), |f| {
+                c.a.tables.fits.util_origin.map_or(String::new(), |f| {
                     let (lo, hi) = f.slope_ci();
                     format!("{:.4} [{lo:.4}, {hi:.4}]", f.slope)
                 })
@@ -162,27 +163,27 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
         ),
         row(
             "delta, mean of util/kHz (article's estimator)".to_string(),
-            cells(&|c| opt(c.a.fits.delta_mean_ratio, 4)),
+            cells(&|c| opt(c.a.tables.fits.delta_mean_ratio, 4)),
             format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
         ),
         row(
             "handler ns per sample".to_string(),
-            cells(&|c| opt(c.a.fits.cost_per_sample_ns, 0)),
+            cells(&|c| opt(c.a.tables.fits.cost_per_sample_ns, 0)),
             format!("{:.0}", ARTICLE_DELTA_PCT_PER_KHZ * 1e4),
         ),
         row(
             "loss % = a + b f: a (%)".to_string(),
-            cells(&|c| opt(c.a.fits.loss_line.map(|f| f.intercept), 3)),
+            cells(&|c| opt(c.a.tables.fits.loss_line.map(|f| f.intercept), 3)),
             String::new(),
         ),
         row(
             "loss % = a + b f: b (%/kHz)".to_string(),
-            cells(&|c| opt(c.a.fits.loss_line.map(|f| f.slope), 4)),
+            cells(&|c| opt(c.a.tables.fits.loss_line.map(|f| f.slope), 4)),
             String::new(),
         ),
         row(
             "loss slope / util slope".to_string(),
-            cells(&|c| opt(c.a.fits.loss_to_util_slope_ratio, 2)),
+            cells(&|c| opt(c.a.tables.fits.loss_to_util_slope_ratio, 2)),
             String::new(),
         ),
     ]
@@ -191,10 +192,7 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
 /// The answer first: the highest rate within each report budget, as each
 /// set's answer box gives it.
 fn answer_rows(cols: &[Column]) -> Vec<Vec<String>> {
-    let answers: Vec<Vec<(f64, String)>> = cols
-        .iter()
-        .map(|c| budget_answers(&c.a, &at_report_budgets(&c.a)))
-        .collect();
+    let answers: Vec<Vec<(f64, String)>> = cols.iter().map(|c| budget_answers(&c.a)).collect();
     BUDGETS_PCT
         .iter()
         .map(|&b| {
@@ -235,7 +233,8 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
     };
     let util_row = |f: u64| {
         let cells = cols.iter().map(|c| {
-            c.a.util
+            c.a.tables
+                .util
                 .iter()
                 .find(|r| r.freq_hz == f)
                 .map_or(String::new(), |r| fmt_est(&r.util_pct, 4))

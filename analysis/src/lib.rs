@@ -15,7 +15,8 @@
 //! - judge: `warnings` (every warning, with its remedy), `recommend` (the
 //!   safe rate for a budget), `summary` (summary.parquet's rows: the
 //!   answer per configuration and rate);
-//! - `pipeline`: the one entry from a loaded set to judged tables;
+//! - `pipeline`: the one entry from a loaded set to its `findings`
+//!   (judged tables and the answers at the report budgets, in parts);
 //! - present: `format` (how numbers are written), `answer` (the answer
 //!   box), `report` (report.md, report.html, CSVs) with its section
 //!   modules, `plot`, `compare`;
@@ -31,6 +32,7 @@ pub mod answer;
 pub mod compare;
 pub mod contents;
 pub mod error;
+pub mod findings;
 pub mod fit;
 pub mod fleet;
 pub mod format;
@@ -58,7 +60,7 @@ pub use error::AnalysisError;
 pub fn report_dir(dir: &std::path::Path) -> Result<report::Written, AnalysisError> {
     let rs = load::load(dir)?;
     let analysis = pipeline::analyse(&rs)?;
-    for line in analysis.raw_removed.lines() {
+    for line in analysis.quality.raw_removed.lines() {
         tracing::warn!("skipped: {line}");
     }
     let written = report::write(&rs, &analysis)?;
@@ -70,7 +72,7 @@ pub fn report_dir(dir: &std::path::Path) -> Result<report::Written, AnalysisErro
 /// rate ([`summary::summary_rows`]); returns its path.
 pub fn write_summary(
     rs: &load::ResultSet,
-    analysis: &tables::Analysis,
+    analysis: &findings::Findings,
 ) -> Result<std::path::PathBuf, AnalysisError> {
     let path = rs.dir.join(results_format::summary::SUMMARY_PARQUET);
     let rows = summary::summary_rows(rs, analysis);

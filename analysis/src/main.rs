@@ -175,7 +175,7 @@ enum Command {
 /// answer rests on.
 fn primary_rows(
     rs: &load::ResultSet,
-    a: &analysis::tables::Analysis,
+    a: &analysis::findings::Findings,
 ) -> Vec<results_format::summary::SummaryRow> {
     analysis::summary::summary_rows(rs, a)
         .into_iter()
@@ -216,7 +216,7 @@ fn run() -> anyhow::Result<ExitCode> {
             };
             let rs = load::load(&dir)?;
             let a = pipeline::analyse(&rs)?;
-            if let Some(t) = &a.profiler {
+            if let Some(t) = &a.subject.profiler {
                 for line in analysis::answer::answer_box(&rs, &a) {
                     eprintln!("{line}");
                 }

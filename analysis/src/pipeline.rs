@@ -10,9 +10,10 @@ use results_format::{EventKind, RunKind, RunStatus};
 
 use crate::contents::ConfigTables;
 use crate::error::AnalysisError;
+use crate::findings::Findings;
 use crate::load::intervals::{RunIntervals, read_run_intervals};
 use crate::load::{ExcludedRun, RawRemoved, ResultSet, Run};
-use crate::tables::{Analysis, build_tables};
+use crate::tables::build_tables;
 use crate::warnings::{Rule, Warning};
 
 /// The result set with the excluded runs marked `status = excluded` (not
@@ -37,18 +38,20 @@ fn analyse_each(
     names: &[String],
     gaps: &crate::load::gaps::GapsLoad,
     removed: RawRemoved,
-) -> Result<Vec<(String, Analysis)>, AnalysisError> {
+) -> Result<Vec<(String, Findings)>, AnalysisError> {
     let mut each = Vec::with_capacity(names.len());
     for name in names {
         let sub = crate::contents::subset(rs, name);
         let mut a = analyse_one(&sub, gaps, removed)?;
         if each.is_empty() {
-            a.warnings.extend(crate::warnings::contents(rs, names));
+            a.quality
+                .warnings
+                .extend(crate::warnings::contents(rs, names));
         } else {
             // The run-level warnings are the primary's too; what only this
             // configuration's gaps runs showed (samples in no gap, a full
             // gap buffer ...) is kept, with its name.
-            a.warnings = std::mem::take(&mut a.warnings)
+            a.quality.warnings = std::mem::take(&mut a.quality.warnings)
                 .into_iter()
                 .filter(|w| w.rule == Rule::PerSample)
                 .map(|w| w.about(name))
@@ -61,10 +64,10 @@ fn analyse_each(
 
 /// Every contents' excluded runs, once each (0 Hz runs are in each
 /// subset), by run id; each logged as a warning.
-fn all_excluded(each: &[(String, Analysis)]) -> Vec<ExcludedRun> {
+fn all_excluded(each: &[(String, Findings)]) -> Vec<ExcludedRun> {
     let mut excluded: Vec<ExcludedRun> = Vec::new();
     for (_, a) in each {
-        for x in &a.excluded {
+        for x in &a.quality.excluded {
             if !excluded.iter().any(|e| e.run_id == x.run_id) {
                 excluded.push(x.clone());
             }
@@ -97,11 +100,12 @@ fn some_run_left(rs: &ResultSet, excluded: &[ExcludedRun]) -> Result<(), Analysi
 
 /// Build all tables: those of the primary sample contents (with every 0 Hz
 /// run), and the same analysis for each other contents, side by side in
-/// `by_contents`, with the throttle predicted for each. A run whose events,
-/// gaps or samples file cannot be read is left out (listed in
-/// [`Analysis::excluded`], the warnings and on stderr); the analysis fails
-/// only when no ok run is left.
-pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
+/// [`crate::findings::ContentsTables`], with the throttle predicted for
+/// each, then the answers at the report budgets ([`Findings::budgets`]).
+/// A run whose events, gaps or samples file cannot be read is left out
+/// (listed in [`crate::findings::Quality::excluded`], the warnings and on
+/// stderr); the analysis fails only when no ok run is left.
+pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
     use crate::contents;
     let names = contents::contents_of(rs);
     // Which raw folders were removed on purpose, looked at once.
@@ -114,8 +118,8 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
         .iter()
         .map(|(n, a)| ConfigTables {
             name: n,
-            util: &a.util,
-            per_sample: a.per_sample.as_ref(),
+            util: &a.tables.util,
+            per_sample: a.gaps.per_sample.as_ref(),
         })
         .collect();
     let by_contents = contents::rows(rs, &refs);
@@ -131,24 +135,51 @@ pub fn analyse(rs: &ResultSet) -> Result<Analysis, AnalysisError> {
     let others: Vec<Warning> = each
         .iter()
         .skip(1)
-        .flat_map(|(_, a)| a.warnings.iter().cloned())
+        .flat_map(|(_, a)| a.quality.warnings.iter().cloned())
         .collect();
     let mut primary = each.remove(0).1;
-    primary.warnings.extend(others);
-    primary.contents = names;
-    primary.by_contents = by_contents;
-    primary.after_rows = after_rows;
-    primary.throttle = throttle;
+    primary.quality.warnings.extend(others);
+    primary.contents = crate::findings::ContentsTables {
+        names,
+        rows: by_contents,
+        throttle,
+        after_rows,
+    };
     // The primary's warnings name its own excluded runs; add the others'.
-    for x in excluded.iter().filter(|x| !primary.excluded.contains(x)) {
-        primary.warnings.push(crate::warnings::excluded(x));
+    for x in excluded
+        .iter()
+        .filter(|x| !primary.quality.excluded.contains(x))
+    {
+        primary.quality.warnings.push(crate::warnings::excluded(x));
     }
-    primary.excluded = excluded;
-    primary.raw_removed = removed;
-    primary.profiler = crate::subject::profiler::profiler_table(rs)?;
-    primary.command = crate::subject::command::command_table(&rs.runs);
+    primary.quality.excluded = excluded;
+    primary.quality.raw_removed = removed;
+    primary.subject = crate::findings::SubjectTables {
+        profiler: crate::subject::profiler::profiler_table(rs)?,
+        command: crate::subject::command::command_table(&rs.runs),
+    };
+    for (_, other) in &mut each {
+        other.budgets = budgets(other);
+    }
+    primary.budgets = budgets(&primary);
     primary.other_configs = each;
     Ok(primary)
+}
+
+/// The answers at the report budgets of `a`, once its tables, subject
+/// and warnings are complete.
+fn budgets(a: &Findings) -> crate::findings::Budgets {
+    use crate::recommend::{BUDGETS_PCT, at_report_budgets, charged_curve};
+    crate::findings::Budgets {
+        sampler: at_report_budgets(a),
+        profiler: a.subject.profiler.as_ref().map_or_else(Vec::new, |t| {
+            BUDGETS_PCT
+                .iter()
+                .map(|&b| crate::subject::profiler::recommend(t, b))
+                .collect()
+        }),
+        charged: charged_curve(a),
+    }
 }
 
 /// Read every util run's intervals (in parallel over runs) and build all
@@ -157,7 +188,7 @@ pub(crate) fn analyse_one(
     rs: &ResultSet,
     all_gaps: &crate::load::gaps::GapsLoad,
     removed: RawRemoved,
-) -> Result<Analysis, AnalysisError> {
+) -> Result<Findings, AnalysisError> {
     let util_runs: Vec<&Run> = rs
         .runs
         .iter()
@@ -181,20 +212,22 @@ pub(crate) fn analyse_one(
     let mut a = analyse_with(rs, run_intervals);
     // The warnings were built from the marked runs (status `excluded`, not
     // counted as failed): say why each was left out.
-    a.warnings
+    a.quality
+        .warnings
         .extend(excluded.iter().map(crate::warnings::excluded));
-    a.excluded = excluded;
-    a.warnings.extend(
+    a.quality.excluded = excluded;
+    a.quality.warnings.extend(
         gaps.warnings
             .iter()
             .map(|w| Warning::new(Rule::GapsFiles, w.clone())),
     );
     if !gaps.runs.is_empty() {
-        let table = crate::percost::build(&gaps.runs, &a.util, &a.loss);
-        a.warnings
+        let table = crate::percost::build(&gaps.runs, &a.tables.util, &a.tables.loss);
+        a.quality
+            .warnings
             .extend(crate::warnings::per_sample(&gaps.runs, &table));
-        a.per_sample = Some(table);
-        a.recovery = gaps.recovery();
+        a.gaps.per_sample = Some(table);
+        a.gaps.recovery = gaps.recovery();
     }
     Ok(a)
 }
@@ -267,8 +300,9 @@ fn read_all_intervals(
 
 /// The tables of `rs` from already aggregated intervals, judged: every
 /// warning is made here, after the tables (by the `warnings` module).
-pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
-    let mut a = build_tables(rs, run_intervals);
-    a.warnings = crate::warnings::warnings(rs, &a);
+pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Findings {
+    let (tables, phase_faults) = build_tables(rs, run_intervals);
+    let mut a = Findings::of_tables(tables, phase_faults);
+    a.quality.warnings = crate::warnings::warnings(rs, &a);
     a
 }

@@ -6,133 +6,28 @@
 //! resolves; otherwise the measured throughput loss (paired design where
 //! present, else classic) and its fitted line.
 
-use crate::error::AnalysisError;
-use crate::percost::{Agreement, PerSampleRow, predicted_loss_pct};
-use crate::stats::Estimate;
-use crate::tables::Analysis;
+use results_format::summary::SUMMARY_BUDGETS;
 
-mod curve;
+use crate::error::AnalysisError;
+use crate::findings::Findings;
+use crate::percost::{Agreement, PerSampleRow, predicted_loss_pct};
+
+pub mod curve;
 mod fallback;
+pub mod recommendation;
 mod throughput;
 
 pub use curve::{CostCurve, CostPoint, CostSource};
 pub use fallback::{BOUND_BASIS, CONSERVATIVE_BASIS};
 use fallback::{conservative, without_model};
+pub use recommendation::{Budgeted, MEAN_INTERVAL, PREDICTION_INTERVAL, Recommendation};
 use throughput::recommend_throughput;
 
 /// `basis` of a recommendation from the gaps design.
 pub const MODEL_BASIS: &str = "per-sample cost model (gaps design)";
 
-/// `interval` of a recommendation whose costs are per-run predictions.
-pub const PREDICTION_INTERVAL: &str =
-    "95% prediction interval over runs (the next run's cost), upper end";
-/// `interval` of a recommendation from throughput loss intervals.
-pub const MEAN_INTERVAL: &str = "95% interval of the mean loss over runs, upper end";
-
 /// Budget used in the report's summary.
 pub const DEFAULT_BUDGET_PCT: f64 = 1.0;
-
-/// A recommendation and its reasoning.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Recommendation {
-    pub budget_pct: f64,
-    /// Highest frequency (Hz) within budget; None when no measured rate is.
-    pub max_hz: Option<f64>,
-    /// Whether `max_hz` lies between measured frequencies, read off the
-    /// fitted loss line's upper 95 % band.
-    pub interpolated: bool,
-    /// Highest measured frequency within budget.
-    pub measured_hz: Option<u64>,
-    /// Loss upper bound (%) at `measured_hz`.
-    pub measured_upper_pct: Option<f64>,
-    /// A prime just below max_hz (rounded to 2 significant figures).
-    pub suggested_hz: Option<u64>,
-    /// False when the data cannot resolve the budget (interval too wide).
-    pub resolvable: bool,
-    /// The rate recommended (`suggested_hz`), Hz.
-    pub rate_hz: Option<u64>,
-    /// Loss predicted at `rate_hz`, %, with its 95 % interval.
-    pub predicted_loss_pct: Option<f64>,
-    pub predicted_loss_lo_pct: Option<f64>,
-    pub predicted_loss_hi_pct: Option<f64>,
-    /// What the answer rests on: [`MODEL_BASIS`] or the throughput loss.
-    pub basis: String,
-    /// Which interval the answer's bounds are: [`PREDICTION_INTERVAL`] or
-    /// [`MEAN_INTERVAL`].
-    pub interval: String,
-    /// True when the model and the throughput loss disagree and the more
-    /// conservative of the two decided.
-    pub conservative: bool,
-    /// True when nothing resolves and the answer is the range of rates
-    /// within budget from upper bounds alone.
-    pub bound_only: bool,
-    /// The model's cost per sample that governs the rate (prediction
-    /// interval over runs), ns, where a model exists.
-    pub model_cost_ns: Option<Estimate>,
-    /// The cost per sample the paired throughput loss implies (loss /
-    /// achieved rate), ns, where it was charged.
-    pub throughput_cost_ns: Option<Estimate>,
-    /// True when every measured rate is within budget, so the answer is
-    /// the highest measured rate (rates above it were not measured): the
-    /// budget allows at least this much.
-    pub at_highest_measured: bool,
-    /// The rate each basis alone would recommend, Hz.
-    pub model_rate_hz: Option<u64>,
-    pub throughput_rate_hz: Option<u64>,
-    /// The reasoning, one sentence group per line.
-    #[serde(rename = "reasons")]
-    pub reasoning: Vec<String>,
-}
-
-impl Recommendation {
-    /// A recommendation for `budget_pct` on `basis` that recommends nothing
-    /// yet: resolvable, no rate, no prediction, no reasoning.
-    pub(crate) fn nothing_yet(budget_pct: f64, basis: String) -> Self {
-        Self {
-            budget_pct,
-            max_hz: None,
-            interpolated: false,
-            measured_hz: None,
-            measured_upper_pct: None,
-            suggested_hz: None,
-            resolvable: true,
-            rate_hz: None,
-            predicted_loss_pct: None,
-            predicted_loss_lo_pct: None,
-            predicted_loss_hi_pct: None,
-            basis,
-            interval: MEAN_INTERVAL.to_string(),
-            conservative: false,
-            bound_only: false,
-            at_highest_measured: false,
-            model_cost_ns: None,
-            throughput_cost_ns: None,
-            model_rate_hz: None,
-            throughput_rate_hz: None,
-            reasoning: Vec::new(),
-        }
-    }
-
-    /// One-line answer.
-    pub fn headline(&self) -> String {
-        match (self.suggested_hz, self.max_hz) {
-            (Some(s), Some(m)) if self.bound_only => format!(
-                "sample at {s} Hz or less: from the loss upper bounds alone, every rate up to {m:.0} Hz is within budget"
-            ),
-            (Some(s), Some(m)) if self.conservative => format!(
-                "sample at {s} Hz (conservative: model and throughput disagree; highest rate within budget: {m:.0} Hz)"
-            ),
-            (Some(s), Some(m)) => {
-                format!("sample at {s} Hz (highest rate within budget: {m:.0} Hz)")
-            }
-            (None, Some(m)) => format!("highest rate within budget: {m:.0} Hz"),
-            _ if !self.resolvable => {
-                "budget below what the data can resolve; no rate recommended".to_string()
-            }
-            _ => "no measured rate stays within the budget".to_string(),
-        }
-    }
-}
 
 /// Parse `1%`, `1`, `0.5 %` as a budget in percent.
 pub fn parse_budget(s: &str) -> Result<f64, AnalysisError> {
@@ -174,18 +69,21 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
     (2..=nice).rev().find(|&n| is_prime(n))
 }
 
-/// The loss budgets every report answers, %.
-pub const BUDGETS_PCT: [f64; 3] = [0.1, 1.0, 5.0];
-
-/// A budget, %, and its recommendation.
-pub type Budgeted = (f64, Result<Recommendation, AnalysisError>);
+/// The loss budgets every report answers, %: the summary's
+/// ([`SUMMARY_BUDGETS`], whose budget columns the same answers fill).
+pub const BUDGETS_PCT: [f64; 3] = [
+    SUMMARY_BUDGETS[0].0,
+    SUMMARY_BUDGETS[1].0,
+    SUMMARY_BUDGETS[2].0,
+];
 
 /// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
-/// worked out once for the answer box, the budget plot and report.md;
-/// none for a `--profiler` set, whose table answers instead
+/// worked out once by the pipeline ([`Findings::budgets`]) for the answer
+/// box, the budget plot, report.md, the summary and `compare`; none for a
+/// `--profiler` set, whose table answers instead
 /// ([`crate::subject::profiler::recommend`]).
-pub fn at_report_budgets(a: &Analysis) -> Vec<Budgeted> {
-    if a.profiler.is_some() {
+pub fn at_report_budgets(a: &Findings) -> Vec<Budgeted> {
+    if a.subject.profiler.is_some() {
         return Vec::new();
     }
     BUDGETS_PCT.iter().map(|&b| (b, recommend(a, b))).collect()
@@ -201,7 +99,7 @@ pub fn at_report_budgets(a: &Analysis) -> Vec<Budgeted> {
 ///   and never above the throughput basis' own answer; both are shown.
 /// - Without a model, the throughput loss; where that resolves nothing,
 ///   the range certainly within budget from the loss upper bounds.
-pub fn recommend(a: &Analysis, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
+pub fn recommend(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
     let throughput = recommend_throughput(a, budget_pct);
     let rows = match model_rows(a) {
         Ok(rows) => rows,
@@ -237,7 +135,7 @@ fn disagreeing<'a>(rows: &[&'a PerSampleRow]) -> Vec<&'a PerSampleRow> {
 /// ([`CostCurve::at`]): the model's, raised to the cost the paired loss
 /// implies where the model under-predicts it (the conservative branch).
 /// None without a model.
-pub fn charged_curve(a: &Analysis) -> Option<CostCurve> {
+pub fn charged_curve(a: &Findings) -> Option<CostCurve> {
     let rows = model_rows(a).ok()?;
     Some(CostCurve {
         floor: fallback::throughput_floor(a, &disagreeing(&rows)),
@@ -254,8 +152,8 @@ pub fn under_predicts(r: &PerSampleRow) -> bool {
 
 /// The model's rows with a total-cost prediction interval, by frequency,
 /// when the model exists. Err(why) otherwise (None: no gaps design here).
-pub fn model_rows(a: &Analysis) -> Result<Vec<&PerSampleRow>, Option<String>> {
-    let Some(ps) = &a.per_sample else {
+pub fn model_rows(a: &Findings) -> Result<Vec<&PerSampleRow>, Option<String>> {
+    let Some(ps) = &a.gaps.per_sample else {
         return Err(None);
     };
     let rows: Vec<&PerSampleRow> = ps

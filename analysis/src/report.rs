@@ -22,9 +22,9 @@ mod markdown;
 pub mod per_sample;
 use crate::load::ResultSet;
 
+use crate::findings::Findings;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 
 /// The answer box's file in the report directory (what `driver sweep` and
 /// `analysis report` print on stderr).
@@ -50,7 +50,7 @@ pub struct Written {
 /// carries over) and moved into place at the end; an error or a panic on
 /// the way removes the staging folder and leaves the earlier report as it
 /// was.
-pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisError> {
+pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisError> {
     let dir = rs.dir.as_path();
     let reference = Reference::article_2014()?;
     let target = dir.join("report");
@@ -60,7 +60,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     }
     let out = staging.0.clone();
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
-    let kept = keep_report_made_with_raw(&out, analysis.raw_removed)?;
+    let kept = keep_report_made_with_raw(&out, analysis.quality.raw_removed)?;
     // Every table and plot this report writes, so that any left by an
     // earlier report of other data can go (stale_files).
     let mut written: Vec<PathBuf> = Vec::new();
@@ -72,26 +72,29 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     write_util_csv(&path("util.csv"), analysis, &reference)?;
     write_loss_csv(&path("loss.csv"), analysis)?;
     write_tracing_csv(&path("tracing.csv"), analysis)?;
-    if let Some(ps) = &analysis.per_sample {
+    if let Some(ps) = &analysis.gaps.per_sample {
         crate::report::per_sample::write_csv(&path("per_sample.csv"), ps)?;
         crate::report::drift::write_csv(&path("cost_by_run.csv"), ps)?;
     }
-    if !analysis.by_contents.is_empty() {
-        crate::report::contents::write_csv(&path("by_contents.csv"), &analysis.by_contents)?;
+    if !analysis.contents.rows.is_empty() {
+        crate::report::contents::write_csv(&path("by_contents.csv"), &analysis.contents.rows)?;
     }
-    if !analysis.after_rows.is_empty() {
-        crate::report::contents::write_after_csv(&path("after_effect.csv"), &analysis.after_rows)?;
+    if !analysis.contents.after_rows.is_empty() {
+        crate::report::contents::write_after_csv(
+            &path("after_effect.csv"),
+            &analysis.contents.after_rows,
+        )?;
     }
-    if let Some(t) = &analysis.profiler {
+    if let Some(t) = &analysis.subject.profiler {
         crate::subject::profiler::report::write_csv(&path("profiler.csv"), t)?;
     }
-    if !analysis.phase_faults.is_empty() {
+    if !analysis.quality.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
     }
-    if analysis.warnings.iter().any(|w| !w.runs.is_empty()) {
+    if analysis.quality.warnings.iter().any(|w| !w.runs.is_empty()) {
         write_warning_runs_csv(&path(WARNING_RUNS_CSV), analysis)?;
     }
-    let command = &analysis.command;
+    let command = &analysis.subject.command;
     if !command.is_empty() {
         crate::subject::command::report::write_csv(&path("command.csv"), command)?;
     }
@@ -99,9 +102,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
-    // Worked out once: the answer box, the budget plot and report.md.
-    let at_budgets = crate::recommend::at_report_budgets(analysis);
-    let plots = crate::report::figures::write_plots(&out, analysis, &reference, &at_budgets);
+    let plots = crate::report::figures::write_plots(&out, analysis, &reference);
     written.extend(plots.files.iter().cloned());
     remove_stale(&out, &written);
     let mut command_section = if command.is_empty() {
@@ -109,13 +110,14 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
     } else {
         crate::subject::command::report::render(command, rs.command_line().as_deref())
     };
-    if let Some(t) = &analysis.profiler {
+    if let Some(t) = &analysis.subject.profiler {
         command_section.push_str(&crate::subject::profiler::report::render(
             t,
+            &analysis.budgets.profiler,
             rs.runs.first().map_or(0, |r| r.cpu),
         ));
     }
-    let answer = crate::answer::answer_box_for(rs, analysis, &at_budgets);
+    let answer = crate::answer::answer_box(rs, analysis);
     write_file(&out.join(ANSWER_TXT), &(answer.join("\n") + "\n"))?;
     let md = markdown::render(
         rs,
@@ -123,10 +125,7 @@ pub fn write(rs: &ResultSet, analysis: &Analysis) -> Result<Written, AnalysisErr
         &reference,
         &plots,
         &command_section,
-        &markdown::Answer {
-            lines: &answer,
-            at_budgets: &at_budgets,
-        },
+        &answer,
         kept,
     );
     write_file(&out.join("report.md"), &md)?;
@@ -209,8 +208,9 @@ struct ExcludedPhaseCsvRow {
 
 /// excluded_phases.csv: every phase left out, with its run, ABBA group
 /// and reason (`results_format::phase_check::PhaseFault::code`).
-fn write_excluded_phases_csv(path: &Path, analysis: &Analysis) -> Result<(), AnalysisError> {
+fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), AnalysisError> {
     let rows: Vec<ExcludedPhaseCsvRow> = analysis
+        .quality
         .phase_faults
         .iter()
         .flat_map(|r| {
@@ -239,8 +239,9 @@ struct WarningRunCsvRow {
 }
 
 /// warning_runs.csv: the rule (snake_case) and each run it concerns.
-fn write_warning_runs_csv(path: &Path, analysis: &Analysis) -> Result<(), AnalysisError> {
+fn write_warning_runs_csv(path: &Path, analysis: &Findings) -> Result<(), AnalysisError> {
     let rows: Vec<WarningRunCsvRow> = analysis
+        .quality
         .warnings
         .iter()
         .flat_map(|w| {
@@ -378,9 +379,9 @@ pub struct FitDocument<'a> {
 }
 
 /// fit.json of `a`.
-pub fn fit_document(a: &Analysis) -> FitDocument<'_> {
+pub fn fit_document(a: &Findings) -> FitDocument<'_> {
     FitDocument {
-        fits: &a.fits,
+        fits: &a.tables.fits,
         reference_2014: Reference2014 {
             cost_per_sample_ns: ARTICLE_DELTA_PCT_PER_KHZ * 1e4,
             delta_pct_per_khz: ARTICLE_DELTA_PCT_PER_KHZ,
@@ -432,8 +433,13 @@ impl UtilCsvRow {
     }
 }
 
-fn write_util_csv(path: &Path, a: &Analysis, r: &Reference) -> Result<(), AnalysisError> {
-    let rows: Vec<UtilCsvRow> = a.util.iter().map(|row| UtilCsvRow::of(row, r)).collect();
+fn write_util_csv(path: &Path, a: &Findings, r: &Reference) -> Result<(), AnalysisError> {
+    let rows: Vec<UtilCsvRow> = a
+        .tables
+        .util
+        .iter()
+        .map(|row| UtilCsvRow::of(row, r))
+        .collect();
     write_rows(path, &rows, &UtilCsvRow::header(0))
 }
 
@@ -457,9 +463,16 @@ csv_row! {
     }
 }
 
-fn write_loss_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
-    let width = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
+fn write_loss_csv(path: &Path, a: &Findings) -> Result<(), AnalysisError> {
+    let width = a
+        .tables
+        .loss
+        .iter()
+        .map(|r| r.iterations.len())
+        .max()
+        .unwrap_or(0);
     let rows: Vec<LossCsvRow> = a
+        .tables
         .loss
         .iter()
         .map(|row| LossCsvRow {
@@ -491,8 +504,9 @@ csv_row! {
     }
 }
 
-fn write_tracing_csv(path: &Path, a: &Analysis) -> Result<(), AnalysisError> {
+fn write_tracing_csv(path: &Path, a: &Findings) -> Result<(), AnalysisError> {
     let rows: Vec<TracingCsvRow> = a
+        .tables
         .tracing
         .iter()
         .map(|row| TracingCsvRow {
@@ -566,13 +580,13 @@ fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
 }
 
 /// The headline lines (also used by tests and `compare`).
-pub fn key_lines(a: &Analysis) -> Vec<String> {
+pub fn key_lines(a: &Findings) -> Vec<String> {
     let mut v = Vec::new();
-    if let Some(ps) = &a.per_sample {
+    if let Some(ps) = &a.gaps.per_sample {
         v.extend(crate::report::per_sample::key_lines(ps));
         v.extend(ps.drift.as_ref().map(crate::report::drift::key_line));
     }
-    match a.fits.util_origin {
+    match a.tables.fits.util_origin {
         Some(fit) => {
             let (lo, hi) = fit.slope_ci();
             v.push(format!(
@@ -587,8 +601,8 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
         }
         None => v.push("Handler utilisation factor: no util runs with intervals.".to_string()),
     }
-    if let Some(fit) = a.fits.util_origin.filter(|f| f.chi2.is_finite()) {
-        let range = match a.fits.util_factor_up_to_hz {
+    if let Some(fit) = a.tables.fits.util_origin.filter(|f| f.chi2.is_finite()) {
+        let range = match a.tables.fits.util_factor_up_to_hz {
             Some((hz, f)) if f.n < fit.n => format!(
                 "one factor describes the rates up to {hz} Hz only: {:.4} %/kHz ({:.0} ns per sample), lack-of-fit p = {:.3}",
                 f.slope,
@@ -605,7 +619,7 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
             fit.lack_of_fit_p
         ));
     }
-    if let Some(fit) = a.fits.loss_line {
+    if let Some(fit) = a.tables.fits.loss_line {
         v.push(format!(
             "Performance loss = {:.3}% + {:.4} %/kHz x f (fixed cost of perf on + per-sample cost {:.0} ns of lost work per sample).",
             fit.intercept,
@@ -613,7 +627,7 @@ pub fn key_lines(a: &Analysis) -> Vec<String> {
             fit.slope * 1e4
         ));
     }
-    if let Some(r) = a.fits.loss_to_util_slope_ratio {
+    if let Some(r) = a.tables.fits.loss_to_util_slope_ratio {
         v.push(format!(
             "The application loses {r:.2}x the handler's own CPU time per sample (loss slope / utilisation slope)."
         ));

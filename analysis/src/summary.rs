@@ -6,11 +6,11 @@
 
 use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 
+use crate::findings::Findings;
 use crate::load::{ResultSet, Run};
 use crate::percost::{Agreement, PerSampleRow};
 use crate::recommend::{BOUND_BASIS, CONSERVATIVE_BASIS, MODEL_BASIS, Recommendation};
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 
 /// The word for an agreement in the summary (snake case, one per variant).
 pub fn agreement_word(a: Agreement) -> &'static str {
@@ -142,7 +142,7 @@ fn answer(r: &Recommendation) -> BudgetAnswer {
 
 /// Every summary row of `rs` from its analysis `a` (the primary
 /// configuration's, with the others in `a.other_configs`).
-pub fn summary_rows(rs: &ResultSet, a: &Analysis) -> Vec<SummaryRow> {
+pub fn summary_rows(rs: &ResultSet, a: &Findings) -> Vec<SummaryRow> {
     let mut rows = subject_rows(rs, a);
     if let Some(pct) = rs.manifest.options["budget_pct"].as_f64() {
         for row in &mut rows {
@@ -202,16 +202,16 @@ pub fn check_verdict(row: &SummaryRow, budget_pct: f64) -> CheckVerdict {
     }
 }
 
-fn subject_rows(rs: &ResultSet, a: &Analysis) -> Vec<SummaryRow> {
+fn subject_rows(rs: &ResultSet, a: &Findings) -> Vec<SummaryRow> {
     let base = base(rs);
-    if let Some(t) = &a.profiler {
-        return profiler_rows(rs, &base, t);
+    if let Some(t) = &a.subject.profiler {
+        return profiler_rows(rs, &base, t, &a.budgets.profiler);
     }
     if base.command.is_some() {
-        return command_rows(rs, &base, &a.command);
+        return command_rows(rs, &base, &a.subject.command);
     }
     let mut rows = Vec::new();
-    let primary = a.contents.first().cloned().unwrap_or_default();
+    let primary = a.contents.names.first().cloned().unwrap_or_default();
     let configs = std::iter::once((primary.as_str(), a))
         .chain(a.other_configs.iter().map(|(n, other)| (n.as_str(), other)));
     for (i, (name, cfg)) in configs.enumerate() {
@@ -225,13 +225,9 @@ fn loop_rows(
     base: &SummaryRow,
     config: &str,
     primary: bool,
-    a: &Analysis,
+    a: &Findings,
 ) -> Vec<SummaryRow> {
-    let budgets: Vec<(&str, Option<Recommendation>)> = SUMMARY_BUDGETS
-        .iter()
-        .map(|&(pct, stem)| (stem, crate::recommend::recommend(a, pct).ok()))
-        .collect();
-    let drift = a.per_sample.as_ref().and_then(|p| p.drift.as_ref());
+    let drift = a.gaps.per_sample.as_ref().and_then(|p| p.drift.as_ref());
     let mut start = base.clone();
     start.config_primary = Some(primary);
     start.contents = Some(crate::contents::sample_of(config).to_string());
@@ -253,18 +249,21 @@ fn loop_rows(
         }
         start.drift_moved = Some(d.moved());
     }
-    for (stem, r) in &budgets {
-        if let Some(r) = r {
+    // The pipeline's answers at the report budgets, which are the
+    // summary's in the same order (`recommend::BUDGETS_PCT`).
+    for (&(_, stem), (_, r)) in SUMMARY_BUDGETS.iter().zip(&a.budgets.sampler) {
+        if let Ok(r) = r {
             start.set_budget(stem, answer(r));
         }
     }
     // The rates: the gaps design's where it ran, else the loss table's.
     let per_sample: Vec<&PerSampleRow> = a
+        .gaps
         .per_sample
         .as_ref()
         .map(|p| p.rows.iter().collect())
         .unwrap_or_default();
-    let loss = a.primary_loss();
+    let loss = a.tables.primary_loss();
     let mut freqs: Vec<u64> = per_sample.iter().map(|r| r.freq_hz).collect();
     if freqs.is_empty() {
         freqs = loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
@@ -326,11 +325,13 @@ fn profiler_rows(
     rs: &ResultSet,
     base: &SummaryRow,
     t: &crate::subject::profiler::ProfilerTable,
+    recs: &[crate::subject::profiler::ProfilerRecommendation],
 ) -> Vec<SummaryRow> {
     let mut start = base.clone();
     start.config_primary = Some(true);
-    for &(pct, stem) in &SUMMARY_BUDGETS {
-        let r = crate::subject::profiler::recommend(t, pct);
+    // The pipeline's answers, at the summary's budgets in the same order
+    // (`recommend::BUDGETS_PCT`).
+    for (&(_, stem), r) in SUMMARY_BUDGETS.iter().zip(recs) {
         start.set_budget(
             stem,
             BudgetAnswer {
@@ -339,7 +340,7 @@ fn profiler_rows(
                     .max_hz
                     .and_then(crate::recommend::nice_prime_below)
                     .map(|v| v as i64),
-                basis: Some(profiler_basis_word(&r).to_string()),
+                basis: Some(profiler_basis_word(r).to_string()),
                 at_highest_measured: Some(r.at_highest_measured),
                 resolvable: Some(t.rows.iter().any(|x| x.resolved())),
             },

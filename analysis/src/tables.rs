@@ -1,5 +1,5 @@
 //! Results set -> Table 1 (handler utilisation), Table 2 (performance loss),
-//! tracing cost, fitted factors and warnings.
+//! tracepoint cost and fitted factors ([`Tables`]).
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,7 @@ use results_format::{Design, RunKind};
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
 use crate::format::distinct;
 use crate::load::intervals::RunIntervals;
-use crate::load::{ExcludedRun, Phase, ResultSet, Run};
+use crate::load::{Phase, ResultSet, Run};
 use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
 mod rows;
@@ -62,15 +62,14 @@ pub struct PairedRunTrace {
     pub sampling: Vec<bool>,
 }
 
-/// Everything the report, recommendation and comparison need.
+/// Tables 1 (the handler's utilisation) and 2 (the loss), the tracepoint
+/// cost, the fitted factors, and what their figures draw.
 #[derive(Debug, Clone)]
-pub struct Analysis {
+pub struct Tables {
     pub util: Vec<UtilRow>,
     pub loss: Vec<LossRow>,
     pub tracing: Vec<TracepointCostRow>,
     pub fits: Fits,
-    /// Every warning, typed until the report writes its line.
-    pub warnings: Vec<crate::warnings::warning::Warning>,
     pub durations: Vec<DurationGroup>,
     pub paired: Vec<PairedRunTrace>,
     /// Per-run aggregates of util runs, by run_id.
@@ -78,42 +77,6 @@ pub struct Analysis {
     /// Sampling events opened (non-empty, distinct).
     pub events: Vec<String>,
     pub scopes: Vec<String>,
-    /// The gaps design's table "what one sample costs the application"
-    /// (None without gaps runs).
-    pub per_sample: Option<crate::percost::PerSample>,
-    /// The gaps runs' speed-recovery histograms (for the plot).
-    pub recovery: Vec<results_format::timeline::RecoveryRow>,
-    /// The sample contents of the sweep, primary first: every other table
-    /// is computed on the primary's runs (and the 0 Hz runs).
-    pub contents: Vec<String>,
-    /// What a sample costs by contents and rate (every contents).
-    pub by_contents: Vec<crate::contents::ContentsRow>,
-    /// The kernel's throttle predicted per contents (None: the manifest
-    /// lacks the host's limits).
-    pub throttle: Option<(
-        crate::contents::ThrottleLimits,
-        Vec<crate::contents::ThrottlePrediction>,
-    )>,
-    /// Runs whose files could not be read: left out of every table.
-    pub excluded: Vec<ExcludedRun>,
-    /// The after-effect from throughput (paired loss - gaps direct cost),
-    /// by configuration and rate.
-    pub after_rows: Vec<crate::aftereffect::AfterRow>,
-    /// The raw folders removed on purpose (their tables are skipped).
-    pub raw_removed: crate::load::RawRemoved,
-    /// A `--profiler` set's table (None for our own sampler's sets).
-    pub profiler: Option<crate::subject::profiler::ProfilerTable>,
-    /// A `--command` set's table, one row per configuration and rate
-    /// (empty for the built-in loop's sets): computed here, formatted by
-    /// the report and the summary.
-    pub command: Vec<crate::subject::command::CommandRow>,
-    /// The paired runs with phases the controller could not keep (or
-    /// phases.csv rows that are nonsense), and the ABBA groups left out
-    /// with them; empty when every phase was kept.
-    pub phase_faults: Vec<RunPhaseFaults>,
-    /// Each other configuration's own analysis, by name (the summary's
-    /// rows and budget answers per configuration); empty in those.
-    pub other_configs: Vec<(String, Analysis)>,
 }
 
 /// One paired run's phases left out of the paired loss, with their ABBA
@@ -130,7 +93,7 @@ pub struct RunPhaseFaults {
     pub excluded: Vec<results_format::phase_check::ExcludedPhase>,
 }
 
-impl Analysis {
+impl Tables {
     /// The loss row used for fits and the recommendation at a frequency:
     /// the paired design where it exists (drift cancels within ABBA
     /// groups), else the classic one.
@@ -179,9 +142,13 @@ fn baseline_of(classic: &BTreeMap<u64, Vec<&Run>>) -> Vec<f64> {
         .unwrap_or_default()
 }
 
-/// Build the tables from already aggregated intervals (no warnings: the
-/// judge adds them, [`crate::pipeline::analyse_with`]).
-pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Analysis {
+/// Build the tables from already aggregated intervals, with the paired
+/// runs' phases left out (no warnings: the judge adds them,
+/// [`crate::pipeline::analyse_with`]).
+pub fn build_tables(
+    rs: &ResultSet,
+    run_intervals: BTreeMap<u32, RunIntervals>,
+) -> (Tables, Vec<RunPhaseFaults>) {
     let util_runs = by_freq(
         rs.runs
             .iter()
@@ -216,7 +183,7 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
     loss.extend(paired_loss);
     loss.sort_by_key(|a| (a.freq_hz, a.design));
 
-    let mut analysis = Analysis {
+    let mut tables = Tables {
         util,
         loss,
         tracing: Vec::new(),
@@ -230,31 +197,18 @@ pub fn build_tables(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) 
             delta_mean_ratio: None,
             loss_to_util_slope_ratio: None,
         },
-        warnings: Vec::new(),
         durations,
         paired,
         run_intervals,
-        per_sample: None,
-        recovery: Vec::new(),
-        contents: Vec::new(),
-        by_contents: Vec::new(),
-        throttle: None,
-        excluded: Vec::new(),
-        after_rows: Vec::new(),
-        raw_removed: crate::load::RawRemoved::default(),
-        profiler: None,
-        command: Vec::new(),
-        phase_faults,
-        other_configs: Vec::new(),
         events: distinct(rs.runs.iter().map(|r| r.event.clone())),
         scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
     };
 
     // Tracing cost: util runs' loop rates against the loss baseline.
-    analysis.tracing = tracing_rows(&analysis, &util_runs, &tracing_baseline);
+    tables.tracing = tracing_rows(&tables, &util_runs, &tracing_baseline);
 
-    analysis.fits = fit_all(&analysis);
-    analysis
+    tables.fits = fit_all(&tables);
+    (tables, phase_faults)
 }
 
 /// Losses (%) of the kept ABBA groups of one paired run
@@ -286,7 +240,7 @@ fn variances(e: &[Estimate]) -> Vec<f64> {
 }
 
 /// Fit the factors from the tables.
-pub fn fit_all(a: &Analysis) -> Fits {
+pub fn fit_all(a: &Tables) -> Fits {
     let ux: Vec<f64> = a
         .util
         .iter()

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use results_format::{Design, RunKind, RunStatus, Status};
 
+use crate::findings::Findings;
 use crate::format::distinct;
 use crate::load::gaps::GapsRun;
 use crate::load::{ResultSet, Run};
 use crate::percost::PerSample;
-use crate::tables::Analysis;
 use results_format::timeline::UNMATCHED_WARN;
 
 /// Achieved rate below this fraction of the request is a warning.
@@ -41,7 +41,7 @@ fn run_ids(runs: &[&Run]) -> Vec<u32> {
 
 /// Every warning of a report, in the order they are shown: the sweep's
 /// status and the driver's own, then each check over the runs and tables.
-pub(crate) fn warnings(rs: &ResultSet, a: &Analysis) -> Vec<Warning> {
+pub(crate) fn warnings(rs: &ResultSet, a: &Findings) -> Vec<Warning> {
     let mut w: Vec<Warning> = Vec::new();
     w.extend(incomplete(rs));
     w.extend(
@@ -321,8 +321,9 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
 }
 
 /// One warning per frequency whose paired loss differs between runs.
-fn runs_disagree(a: &Analysis) -> Vec<Warning> {
-    a.loss
+fn runs_disagree(a: &Findings) -> Vec<Warning> {
+    a.tables
+        .loss
         .iter()
         .filter(|r| r.runs_disagree())
         .map(|row| {
@@ -371,8 +372,9 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
 }
 
 /// One warning per frequency whose tracepoints cost measurable loss.
-fn tracing(a: &Analysis) -> Vec<Warning> {
-    a.tracing
+fn tracing(a: &Findings) -> Vec<Warning> {
+    a.tables
+        .tracing
         .iter()
         .filter(|r| r.significant())
         .map(|row| {
@@ -394,8 +396,9 @@ fn tracing(a: &Analysis) -> Vec<Warning> {
 }
 
 /// Util runs without handler intervals. No remedy.
-fn no_handler(a: &Analysis) -> Option<Warning> {
+fn no_handler(a: &Findings) -> Option<Warning> {
     let empty: Vec<u32> = a
+        .tables
         .run_intervals
         .iter()
         .filter(|(_, iv)| iv.handler.count == 0)

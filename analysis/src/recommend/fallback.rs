@@ -5,9 +5,9 @@
 
 use super::{CostCurve, CostPoint, MEAN_INTERVAL, Recommendation, recommend_on};
 use crate::error::AnalysisError;
+use crate::findings::Findings;
 use crate::percost::PerSampleRow;
 use crate::row_types::LossRow;
-use crate::tables::Analysis;
 
 /// `basis` of the conservative branch.
 pub const CONSERVATIVE_BASIS: &str =
@@ -20,8 +20,8 @@ pub const BOUND_BASIS: &str = "upper bounds of the throughput loss (nothing reso
 /// the conservative branch charges. Only where the paired loss is the
 /// higher one does it raise the cost; where the model predicts more, the
 /// model is the conservative one.
-pub(super) fn throughput_floor(a: &Analysis, disagree: &[&PerSampleRow]) -> Option<CostPoint> {
-    let primary = a.primary_loss();
+pub(super) fn throughput_floor(a: &Findings, disagree: &[&PerSampleRow]) -> Option<CostPoint> {
+    let primary = a.tables.primary_loss();
     disagree
         .iter()
         .filter(|r| super::under_predicts(r))
@@ -36,7 +36,7 @@ pub(super) fn throughput_floor(a: &Analysis, disagree: &[&PerSampleRow]) -> Opti
 /// throughput loss implies there, never recommend above the throughput
 /// basis' own answer, and say both.
 pub(super) fn conservative(
-    a: &Analysis,
+    a: &Findings,
     model_curve: &CostCurve,
     disagree: &[&PerSampleRow],
     throughput: Option<Recommendation>,
@@ -125,7 +125,7 @@ fn disagreement_sentence(disagree: &[&PerSampleRow]) -> String {
 /// Without a model: the throughput basis; where it gives no rate, the
 /// range within budget from the upper bounds of the loss per sample.
 pub(super) fn without_model(
-    a: &Analysis,
+    a: &Findings,
     budget_pct: f64,
     throughput: Result<Recommendation, AnalysisError>,
     why: Option<String>,
@@ -154,11 +154,12 @@ pub(super) fn without_model(
 /// as the model's costs are (the lowest rate's below it). None when no row
 /// has a finite bound or even 2 Hz exceeds the budget.
 fn from_upper_bounds(
-    a: &Analysis,
+    a: &Findings,
     budget_pct: f64,
     unresolved: &Recommendation,
 ) -> Option<Recommendation> {
     let mut points: Vec<CostPoint> = a
+        .tables
         .primary_loss()
         .into_iter()
         .filter_map(CostPoint::throughput)
@@ -187,7 +188,7 @@ fn from_upper_bounds(
     );
     reasons.append(&mut rec.reasoning);
     if !unresolved.resolvable {
-        reasons.push(what_would_resolve(&a.primary_loss(), budget_pct));
+        reasons.push(what_would_resolve(&a.tables.primary_loss(), budget_pct));
     }
     rec.reasoning = reasons;
     Some(rec)

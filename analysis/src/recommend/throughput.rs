@@ -4,9 +4,9 @@
 
 use super::{Recommendation, nice_prime_below};
 use crate::error::AnalysisError;
+use crate::findings::Findings;
 use crate::row_types::LossRow;
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 
 /// The highest measured loss row within budget below which every measured
 /// one is too (conservative against a noisy dip), and the first row above
@@ -53,10 +53,10 @@ fn none_safe_reasons(lowest: &LossRow, budget_pct: f64) -> Vec<String> {
 /// The throughput basis: the analysis' primary loss rows (paired design
 /// where present) and the fitted loss line.
 pub(super) fn recommend_throughput(
-    a: &Analysis,
+    a: &Findings,
     budget_pct: f64,
 ) -> Result<Recommendation, AnalysisError> {
-    let pts = a.primary_loss();
+    let pts = a.tables.primary_loss();
     let pts: Vec<_> = pts
         .into_iter()
         .filter(|r| r.trusted().hi.is_finite())
@@ -90,7 +90,7 @@ pub(super) fn recommend_throughput(
     };
     rec.measured_hz = Some(safe.freq_hz);
     rec.measured_upper_pct = Some(safe.trusted().hi);
-    let (max_hz, how) = match (next, a.fits.loss_line) {
+    let (max_hz, how) = match (next, a.tables.fits.loss_line) {
         (Some(next), Some(fit)) => budget_on_fit(safe, next, &fit, budget_pct),
         _ => None,
     }
@@ -172,8 +172,8 @@ fn budget_on_fit(
 
 /// The loss at the suggested rate: on the fitted line when it was
 /// interpolated, else the measured loss of the rate within budget.
-fn predicted_loss(rec: &Recommendation, a: &Analysis, safe: &LossRow) -> Estimate {
-    match (rec.suggested_hz, a.fits.loss_line) {
+fn predicted_loss(rec: &Recommendation, a: &Findings, safe: &LossRow) -> Estimate {
+    match (rec.suggested_hz, a.tables.fits.loss_line) {
         (Some(hz), Some(fit)) if rec.interpolated => {
             let x = hz as f64 / 1000.0;
             let (v, h) = (fit.at(x), fit.band_half_width(x));

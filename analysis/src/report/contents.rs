@@ -6,10 +6,10 @@ use std::path::Path;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
 use crate::error::AnalysisError;
+use crate::findings::Findings;
 use crate::format::{fmt_est, opt_est, table_head};
 use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 
 fn num(v: f64, d: usize) -> String {
     if v.is_finite() && v != 0.0 {
@@ -28,16 +28,16 @@ fn ratio_cell(r: &ContentsRow, e: Option<&Estimate>) -> String {
 }
 
 /// The markdown of both sections.
-pub fn render(a: &Analysis) -> String {
+pub fn render(a: &Findings) -> String {
     let mut s = String::new();
-    if a.by_contents.is_empty() {
+    if a.contents.rows.is_empty() {
         return s;
     }
     let _ = writeln!(s, "## What a sample costs, by sample contents\n");
     let _ = writeln!(
         s,
         "Each contents' runs analysed alone (with the shared 0 Hz runs): handler ns per sample from its util runs (t interval over runs), application cost per sample from its gaps runs (direct + after-effect, t interval over runs), the call-chain entries and user-stack bytes its samples carried (mean over runs), and the ratio to {REFERENCE} at the same rate (95% normal interval, delta method on independent estimates). The tables above are those of {}.\n",
-        a.contents.first().map_or("-", String::as_str)
+        a.contents.names.first().map_or("-", String::as_str)
     );
     table_head(
         &mut s,
@@ -45,7 +45,7 @@ pub fn render(a: &Analysis) -> String {
             "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled |"
         ),
     );
-    for r in &a.by_contents {
+    for r in &a.contents.rows {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -63,7 +63,7 @@ pub fn render(a: &Analysis) -> String {
         );
     }
     s.push('\n');
-    if let Some((limits, preds)) = &a.throttle {
+    if let Some((limits, preds)) = &a.contents.throttle {
         s.push_str(&render_throttle(limits, preds));
     }
     s

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
+use crate::findings::Findings;
 use crate::fit::LineFit;
 use crate::plot::{
     Axes, FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
@@ -11,7 +12,6 @@ use crate::plot::{
 };
 use crate::reference::Reference;
 use crate::stats::Estimate;
-use crate::tables::Analysis;
 use results_format::timeline::RecoveryRow;
 
 /// Most paired runs drawn (one per frequency, lowest run id first).
@@ -106,17 +106,11 @@ impl PlotOutcome {
     }
 }
 
-/// Draw every plot that has data into `out`.
-/// `at_budgets`: the report's recommendations
-/// ([`crate::recommend::at_report_budgets`]), marked on the budget plot.
-pub fn write_plots(
-    out: &Path,
-    a: &Analysis,
-    reference: &Reference,
-    at_budgets: &[crate::recommend::Budgeted],
-) -> PlotOutcome {
+/// Draw every plot that has data into `out`; the budget plot marks the
+/// answers at the report budgets ([`Findings::budgets`]).
+pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    budget_plot(&mut files, out, a, reference, at_budgets);
+    budget_plot(&mut files, out, a, reference);
     util_plot(&mut files, out, a, reference);
     loss_plot(&mut files, out, a, reference);
     durations_plot(&mut files, out, a);
@@ -135,14 +129,9 @@ pub fn write_plots(
 /// prediction with the next run's 95 % prediction interval, the paired
 /// throughput loss with its interval), the budgets as lines and each
 /// recommended rate on its budget, log-log, with the 2014 points.
-fn budget_plot(
-    files: &mut PlotOutcome,
-    out: &Path,
-    a: &Analysis,
-    reference: &Reference,
-    at_budgets: &[crate::recommend::Budgeted],
-) {
+fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Reference) {
     let predicted: Vec<(u64, Estimate)> = a
+        .gaps
         .per_sample
         .iter()
         .flat_map(|ps| &ps.rows)
@@ -158,6 +147,7 @@ fn budget_plot(
         })
         .collect();
     let paired: Vec<(u64, Estimate)> = a
+        .tables
         .primary_loss()
         .into_iter()
         .map(|r| (r.freq_hz, r.trusted()))
@@ -165,7 +155,9 @@ fn budget_plot(
     if predicted.is_empty() && paired.is_empty() {
         return;
     }
-    let answers: Vec<(u64, f64)> = at_budgets
+    let answers: Vec<(u64, f64)> = a
+        .budgets
+        .sampler
         .iter()
         .filter_map(|(b, r)| r.as_ref().ok().and_then(|r| r.rate_hz).map(|hz| (hz, *b)))
         .collect();
@@ -249,13 +241,13 @@ fn budget_colour(budget_pct: f64) -> (u8, u8, u8) {
 const PAIRED_DODGE: f64 = 1.07;
 
 /// The predicted loss between and around the measured rates, as the
-/// recommendation charges it ([`crate::recommend::charged_curve`]: at each
+/// recommendation charges it ([`crate::findings::Budgets::charged`]: at each
 /// rate the cost of the measured rate at or below it with the largest
 /// upper bound, raised to the paired loss's cost where the model
 /// under-predicts): the line at the cost, the band over its 95 % interval. From the lowest recommended or measured rate to the highest
 /// measured; None without a model.
-fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLine> {
-    let curve = crate::recommend::charged_curve(a)?;
+fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLine> {
+    let curve = a.budgets.charged.as_ref()?;
     let measured: Vec<f64> = curve.points.iter().map(|p| p.freq_hz as f64).collect();
     let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let lo = measured
@@ -298,13 +290,18 @@ fn model_curve(a: &Analysis, answers: impl Iterator<Item = f64>) -> Option<FitLi
 }
 
 /// Handler utilisation against the rate, log-log, with the 2014 points.
-fn util_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Reference) {
-    if !a.util.is_empty() {
-        let pts: Vec<(u64, Estimate)> = a.util.iter().map(|r| (r.freq_hz, r.util_pct)).collect();
+fn util_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Reference) {
+    if !a.tables.util.is_empty() {
+        let pts: Vec<(u64, Estimate)> = a
+            .tables
+            .util
+            .iter()
+            .map(|r| (r.freq_hz, r.util_pct))
+            .collect();
         let s = series("this host (95% CI)", &pts);
         let (lo, hi) = range(&s.x);
         let mut fits = Vec::new();
-        if let Some(f) = &a.fits.util_origin {
+        if let Some(f) = &a.tables.fits.util_origin {
             fits.push(fit_line(
                 format!("util = {:.4} %/kHz x f", f.slope),
                 f,
@@ -333,19 +330,19 @@ fn util_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Refe
 }
 
 /// Throughput loss against the rate, with the 2014 points and the fit.
-fn loss_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Reference) {
+fn loss_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Reference) {
     let ref_loss: Vec<(u64, f64)> = reference
         .loss
         .iter()
         .map(|r| (r.freq_hz, r.loss_pct))
         .collect();
-    let primary = a.primary_loss();
+    let primary = a.tables.primary_loss();
     if !primary.is_empty() {
         let pts: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
         let s = series("this host (95% CI)", &pts);
         let (lo, hi) = range(&s.x);
         let mut fits = Vec::new();
-        if let Some(f) = &a.fits.loss_line {
+        if let Some(f) = &a.tables.fits.loss_line {
             fits.push(fit_line(
                 format!("loss = {:.3}% + {:.4} %/kHz x f", f.intercept, f.slope),
                 f,
@@ -366,8 +363,9 @@ fn loss_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis, reference: &Refe
 }
 
 /// The handler durations' distribution per rate.
-fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
+fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let groups: Vec<(String, Vec<f64>)> = a
+        .tables
         .durations
         .iter()
         .filter(|g| !g.durations_ns.is_empty())
@@ -388,8 +386,8 @@ fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
 }
 
 /// The gaps design's cost per sample against the rate.
-fn cost_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
-    if let Some(ps) = &a.per_sample {
+fn cost_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
+    if let Some(ps) = &a.gaps.per_sample {
         let pts: Vec<(u64, Estimate)> = ps
             .rows
             .iter()
@@ -412,8 +410,8 @@ fn cost_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
 
 /// Each gaps run's cost per sample against its start in the sweep, one
 /// series per rate: drift shows as a slope or a step shared by the rates.
-fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
-    let Some(ps) = &a.per_sample else {
+fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
+    let Some(ps) = &a.gaps.per_sample else {
         return;
     };
     let costs: Vec<_> = ps
@@ -455,8 +453,8 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
 }
 
 /// The cost per sample by contents (handler and application).
-fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
-    if a.contents.len() > 1 {
+fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Findings) {
+    if a.contents.names.len() > 1 {
         type Pick = fn(&crate::contents::ContentsRow) -> Option<Estimate>;
         let measures: [(&str, &str, Pick); 2] = [
             ("handler", "handler time per sample (ns)", |r| r.handler_ns),
@@ -467,10 +465,12 @@ fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
         for (stem, y_label, pick) in measures {
             let by: Vec<PointSeries> = a
                 .contents
+                .names
                 .iter()
                 .filter_map(|c| {
                     let pts: Vec<(u64, Estimate)> = a
-                        .by_contents
+                        .contents
+                        .rows
                         .iter()
                         .filter(|r| &r.sample == c)
                         .filter_map(|r| pick(r).map(|e| (r.freq_hz, e)))
@@ -495,13 +495,13 @@ fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
 }
 
 /// The loop's speed recovery after a gap.
-fn recovery_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
-    if !a.recovery.is_empty() {
+fn recovery_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
+    if !a.gaps.recovery.is_empty() {
         files.add(plot_vs_freq(
             "Speed recovery after a gap",
             "time since the end of the last gap (ns)",
             "mean excess per chunk (ns)",
-            &recovery_series(&a.recovery),
+            &recovery_series(&a.gaps.recovery),
             &[],
             true,
             &out.join("recovery"),
@@ -510,9 +510,10 @@ fn recovery_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
 }
 
 /// A paired run per rate: the loop rate per phase.
-fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Analysis) {
+fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let mut seen = std::collections::BTreeSet::new();
     let traces: Vec<PairedTrace> = a
+        .tables
         .paired
         .iter()
         .filter(|t| !t.t_s.is_empty() && t.rate.iter().all(|r| r.is_finite()))
@@ -541,15 +542,17 @@ const PRODUCTION_MAX_HZ: u64 = 4000;
 /// by 100 kHz on one linear axis: handler utilisation, the gaps design's
 /// predicted loss and the paired throughput loss, all % of a CPU. None when
 /// no rate that low was measured.
-fn production_rates(a: &Analysis, stem: &Path) -> Option<Result<Vec<PathBuf>, PlotError>> {
+fn production_rates(a: &Findings, stem: &Path) -> Option<Result<Vec<PathBuf>, PlotError>> {
     let low = |f: u64| f > 0 && f <= PRODUCTION_MAX_HZ;
     let util: Vec<(u64, Estimate)> = a
+        .tables
         .util
         .iter()
         .filter(|r| low(r.freq_hz))
         .map(|r| (r.freq_hz, r.util_pct))
         .collect();
     let predicted: Vec<(u64, Estimate)> = a
+        .gaps
         .per_sample
         .iter()
         .flat_map(|ps| &ps.rows)
@@ -557,6 +560,7 @@ fn production_rates(a: &Analysis, stem: &Path) -> Option<Result<Vec<PathBuf>, Pl
         .map(|r| (r.freq_hz, r.predicted_loss_pct))
         .collect();
     let paired: Vec<(u64, Estimate)> = a
+        .tables
         .primary_loss()
         .into_iter()
         .filter(|r| low(r.freq_hz))

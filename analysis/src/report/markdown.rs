@@ -2,35 +2,27 @@
 
 use super::*;
 
-use crate::recommend::Budgeted;
-
-/// The answer: the box's lines and the recommendations behind them.
-pub(super) struct Answer<'a> {
-    pub lines: &'a [String],
-    pub at_budgets: &'a [Budgeted],
-}
 use crate::format::table_head;
 
 /// The whole report; `command` is the section on the user's own program
 /// (empty without one), right after the summary.
 pub(super) fn render(
     rs: &ResultSet,
-    a: &Analysis,
+    a: &Findings,
     r: &Reference,
     plot_outcome: &crate::report::figures::PlotOutcome,
     command: &str,
-    answer: &Answer<'_>,
+    answer: &[String],
     kept_with_raw: bool,
 ) -> String {
-    let at_budgets = answer.at_budgets;
     let mut s = String::new();
-    header(&mut s, rs, a, answer.lines, &plot_outcome.files);
-    recommendations(&mut s, a, at_budgets);
+    header(&mut s, rs, a, answer, &plot_outcome.files);
+    recommendations(&mut s, a);
     warnings(&mut s, a, plot_outcome);
     skipped(&mut s, a, kept_with_raw);
     summary(&mut s, a);
-    if a.profiler.is_none() {
-        reasoning(&mut s, at_budgets);
+    if a.subject.profiler.is_none() {
+        reasoning(&mut s, &a.budgets.sampler);
     }
     s.push_str(&crate::report::host_look::render(
         rs.manifest.host_look.as_ref(),
@@ -59,7 +51,7 @@ fn svg_name(p: &Path) -> Option<String> {
 
 /// Title, the answer box and the budget plot, host, what ran, and the runs
 /// left out.
-fn header(s: &mut String, rs: &ResultSet, a: &Analysis, answer: &[String], plots: &[PathBuf]) {
+fn header(s: &mut String, rs: &ResultSet, a: &Findings, answer: &[String], plots: &[PathBuf]) {
     let m = &rs.manifest;
     let _ = writeln!(s, "# perf sampling overhead on {}\n", m.host_label(&rs.dir));
     let _ = writeln!(s, "```text\n{}\n```\n", answer.join("\n"));
@@ -83,33 +75,33 @@ fn header(s: &mut String, rs: &ResultSet, a: &Analysis, answer: &[String], plots
     let _ = writeln!(
         s,
         "- sampling event(s): {}; scope: {}; sample contents: {}; runs: {} ({} failed, {} excluded)\n",
-        if a.events.is_empty() {
+        if a.tables.events.is_empty() {
             "none".to_string()
         } else {
-            a.events.join(", ")
+            a.tables.events.join(", ")
         },
-        if a.scopes.is_empty() {
+        if a.tables.scopes.is_empty() {
             "n/a".to_string()
         } else {
-            a.scopes.join(", ")
+            a.tables.scopes.join(", ")
         },
-        if a.contents.is_empty() {
+        if a.contents.names.is_empty() {
             "n/a".to_string()
         } else {
-            a.contents.join(", ")
+            a.contents.names.join(", ")
         },
         rs.runs.len(),
         rs.runs.iter().filter(|r| !r.ok()).count(),
-        a.excluded.len()
+        a.quality.excluded.len()
     );
-    if !a.excluded.is_empty() {
+    if !a.quality.excluded.is_empty() {
         let _ = writeln!(s, "## Excluded runs\n");
         let _ = writeln!(
             s,
             "A file of these runs could not be read; they are left out of every table and plot \
              below, which report the other runs.\n"
         );
-        for x in &a.excluded {
+        for x in &a.quality.excluded {
             let _ = writeln!(s, "- {}", x.line());
         }
         s.push('\n');
@@ -117,12 +109,12 @@ fn header(s: &mut String, rs: &ResultSet, a: &Analysis, answer: &[String], plots
 }
 
 /// Everything switched or doubtful, with the plots that failed.
-fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures::PlotOutcome) {
+fn warnings(s: &mut String, a: &Findings, plot_outcome: &crate::report::figures::PlotOutcome) {
     let _ = writeln!(s, "## Warnings\n");
-    if a.warnings.is_empty() && plot_outcome.errors.is_empty() {
+    if a.quality.warnings.is_empty() && plot_outcome.errors.is_empty() {
         let _ = writeln!(s, "None.\n");
     } else {
-        let lines = a.warnings.iter().map(|w| w.line());
+        let lines = a.quality.warnings.iter().map(|w| w.line());
         for w in lines.chain(plot_outcome.errors.iter().cloned()) {
             let _ = writeln!(s, "- {w}");
         }
@@ -132,16 +124,16 @@ fn warnings(s: &mut String, a: &Analysis, plot_outcome: &crate::report::figures:
 
 /// The recommendation for each budget, one line each, before anything
 /// else: how each was reached follows the summary ([`reasoning`]).
-fn recommendations(s: &mut String, a: &Analysis, at_budgets: &[Budgeted]) {
+fn recommendations(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## Recommended sampling rates\n");
-    if let Some(t) = &a.profiler {
-        for line in crate::subject::profiler::report::recommendation_lines(t) {
+    if a.subject.profiler.is_some() {
+        for line in crate::subject::profiler::report::recommendation_lines(&a.budgets.profiler) {
             let _ = writeln!(s, "- {line}");
         }
         let _ = writeln!(s, "\nHow they were reached: \"Your profiler\" below.\n");
         return;
     }
-    for (budget, rec) in at_budgets {
+    for (budget, rec) in &a.budgets.sampler {
         let line = match rec {
             Ok(rec) => rec.headline(),
             Err(e) => e.to_string(),
@@ -155,7 +147,7 @@ fn recommendations(s: &mut String, a: &Analysis, at_budgets: &[Budgeted]) {
 }
 
 /// The key figures.
-fn summary(s: &mut String, a: &Analysis) {
+fn summary(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## Summary\n");
     for line in key_lines(a) {
         let _ = writeln!(s, "- {line}");
@@ -165,7 +157,7 @@ fn summary(s: &mut String, a: &Analysis) {
 
 /// Each recommendation's reasoning: its basis, the cost it used, and what
 /// the other basis would have said.
-fn reasoning(s: &mut String, at_budgets: &[Budgeted]) {
+fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     let _ = writeln!(s, "## How each recommendation was reached\n");
     for (budget, rec) in at_budgets {
         match rec {
@@ -184,17 +176,19 @@ fn reasoning(s: &mut String, at_budgets: &[Budgeted]) {
 }
 
 /// What a sample costs: the gaps design, by contents, the after-effect.
-fn per_sample_sections(s: &mut String, a: &Analysis) {
-    if let Some(ps) = &a.per_sample {
+fn per_sample_sections(s: &mut String, a: &Findings) {
+    if let Some(ps) = &a.gaps.per_sample {
         s.push_str(&crate::report::per_sample::render(ps));
         s.push_str(&crate::report::drift::render(ps));
     }
     s.push_str(&crate::report::contents::render(a));
-    s.push_str(&crate::report::contents::render_after(&a.after_rows));
+    s.push_str(&crate::report::contents::render_after(
+        &a.contents.after_rows,
+    ));
 }
 
 /// Table 1: handler CPU utilisation.
-fn table1(s: &mut String, a: &Analysis, r: &Reference) {
+fn table1(s: &mut String, a: &Findings, r: &Reference) {
     let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
     let _ = writeln!(
         s,
@@ -204,10 +198,10 @@ fn table1(s: &mut String, a: &Analysis, r: &Reference) {
         s,
         "| freq_hz | runs | calls/s | achieved_hz | handler ns per sample [95% CI] | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |",
     );
-    if a.util.is_empty() {
+    if a.tables.util.is_empty() {
         let _ = writeln!(s, "| (no successful util runs) ||||||||||");
     }
-    for row in &a.util {
+    for row in &a.tables.util {
         let _ = writeln!(
             s,
             "| {} | {} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
@@ -229,19 +223,29 @@ fn table1(s: &mut String, a: &Analysis, r: &Reference) {
 }
 
 /// Table 2: performance loss.
-fn table2(s: &mut String, a: &Analysis, r: &Reference) {
+fn table2(s: &mut String, a: &Findings, r: &Reference) {
     let _ = writeln!(s, "## Table 2: performance loss\n");
     let _ = writeln!(
         s,
         "Loop counts per run (rep order), their mean, and loss = 1 - mean rate(F) / mean rate(0). Classic design: 95% interval by the delta method on the ratio of means, t quantile on Welch-Satterthwaite df. Paired design: per ABBA group loss = 1 - mean on-rate / mean off-rate (phases.csv), t interval over groups; the last column is the t interval over runs of each run's mean group loss, which also covers a loss that varies between runs (a warning says when a one-way ANOVA by run finds it does, p < 0.05).\n"
     );
-    if a.loss.iter().any(|r| r.method.starts_with("1 - exp(")) {
+    if a.tables
+        .loss
+        .iter()
+        .any(|r| r.method.starts_with("1 - exp("))
+    {
         let _ = writeln!(
             s,
             "A command's runs (`--command`, one iteration each: a whole run) are compared within blocks instead: loss = 1 - exp(-mean ln(wall F / wall 0)) over the blocks with both runs, t interval over blocks, as in the section on the command.\n"
         );
     }
-    let nmax = a.loss.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
+    let nmax = a
+        .tables
+        .loss
+        .iter()
+        .map(|r| r.iterations.len())
+        .max()
+        .unwrap_or(0);
     let mut header = "| freq_hz | achieved_hz | design |".to_string();
     for i in 1..=nmax {
         let _ = write!(header, " run{i} |");
@@ -250,7 +254,7 @@ fn table2(s: &mut String, a: &Analysis, r: &Reference) {
         " mean | loss_pct [95% CI] | n | 2014 loss_pct | paired: 95% CI over runs (runs) |",
     );
     table_head(s, &header);
-    for row in &a.loss {
+    for row in &a.tables.loss {
         let achieved = if row.achieved_hz.is_finite() {
             format!("{:.0}", row.achieved_hz)
         } else {
@@ -290,7 +294,7 @@ fn table2(s: &mut String, a: &Analysis, r: &Reference) {
 }
 
 /// What the handler tracepoints cost.
-fn tracing_cost(s: &mut String, a: &Analysis) {
+fn tracing_cost(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## Tracing cost\n");
     let _ = writeln!(
         s,
@@ -300,10 +304,10 @@ fn tracing_cost(s: &mut String, a: &Analysis) {
         s,
         "| freq_hz | loss_pct (no tracepoints) | loss_pct (tracepoints on) | tracing cost (pp) |",
     );
-    if a.tracing.is_empty() {
+    if a.tables.tracing.is_empty() {
         let _ = writeln!(s, "| (needs util runs and 0 Hz loss runs) ||||");
     }
-    for row in &a.tracing {
+    for row in &a.tables.tracing {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {:.3} |",
@@ -317,49 +321,49 @@ fn tracing_cost(s: &mut String, a: &Analysis) {
 }
 
 /// The fitted factors.
-fn fits(s: &mut String, a: &Analysis) {
+fn fits(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## Fitted factors\n");
     let _ = writeln!(
         s,
         "Frequencies in kHz; weighted least squares (weights 1 / variance of each point's mean) when every point has a variance, else unweighted.\n"
     );
-    if let Some(fit) = &a.fits.util_origin {
+    if let Some(fit) = &a.tables.fits.util_origin {
         let _ = writeln!(
             s,
             "- util % = delta x f (through the origin, the article's form): {}",
             fmt_fit_line(fit, "%")
         );
     }
-    if let Some(fit) = &a.fits.util_line {
+    if let Some(fit) = &a.tables.fits.util_line {
         let _ = writeln!(s, "- util % = a + b x f: {}", fmt_fit_line(fit, "%"));
     }
-    if let Some(fit) = &a.fits.loss_line {
+    if let Some(fit) = &a.tables.fits.loss_line {
         let _ = writeln!(s, "- loss % = a + b x f: {}", fmt_fit_line(fit, "%"));
     }
     let _ = writeln!(
         s,
         "- handler cost per sample = delta x 10^4 ns: {} ns (from util = a + b f: {} ns); 2014: {:.0} ns",
-        fmt_opt(a.fits.cost_per_sample_ns, 0),
-        fmt_opt(a.fits.cost_per_sample_line_ns, 0),
+        fmt_opt(a.tables.fits.cost_per_sample_ns, 0),
+        fmt_opt(a.tables.fits.cost_per_sample_line_ns, 0),
         ARTICLE_DELTA_PCT_PER_KHZ * 1e4
     );
     let _ = writeln!(
         s,
         "- the article's own estimator (mean of util/f over frequencies): {} %/kHz here, {:.4} %/kHz in 2014",
-        fmt_opt(a.fits.delta_mean_ratio, 4),
+        fmt_opt(a.tables.fits.delta_mean_ratio, 4),
         ARTICLE_DELTA_PCT_PER_KHZ
     );
     let _ = writeln!(
         s,
         "- loss slope / util slope: {}\n",
-        fmt_opt(a.fits.loss_to_util_slope_ratio, 2)
+        fmt_opt(a.tables.fits.loss_to_util_slope_ratio, 2)
     );
 }
 
 /// The parts skipped because raw folders were removed on purpose, and
 /// where the report made while they were present is kept.
-fn skipped(s: &mut String, a: &Analysis, kept_with_raw: bool) {
-    let removed = a.raw_removed;
+fn skipped(s: &mut String, a: &Findings, kept_with_raw: bool) {
+    let removed = a.quality.raw_removed;
     if !removed.any() {
         return;
     }
@@ -379,7 +383,7 @@ fn skipped(s: &mut String, a: &Analysis, kept_with_raw: bool) {
 }
 
 /// The plots and where the tables are.
-fn footer(s: &mut String, a: &Analysis, plots: &[PathBuf]) {
+fn footer(s: &mut String, a: &Findings, plots: &[PathBuf]) {
     if !plots.is_empty() {
         let _ = writeln!(s, "## Plots\n");
         for name in plots.iter().filter_map(|p| svg_name(p)) {
@@ -392,7 +396,7 @@ fn footer(s: &mut String, a: &Analysis, plots: &[PathBuf]) {
     let _ = writeln!(
         s,
         "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. The same report as one page: report.html. Method: docs/methodology.md.",
-        match (a.per_sample.is_some(), a.by_contents.is_empty()) {
+        match (a.gaps.per_sample.is_some(), a.contents.rows.is_empty()) {
             (true, false) => ", per_sample.csv, by_contents.csv",
             (true, true) => ", per_sample.csv",
             (false, false) => ", by_contents.csv",

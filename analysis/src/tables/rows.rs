@@ -235,13 +235,13 @@ pub(super) fn paired_loss(
 
 /// Tracing cost: util runs' loop rates against the loss baseline.
 pub(super) fn tracing_rows(
-    analysis: &Analysis,
+    tables: &Tables,
     util_runs: &BTreeMap<u64, Vec<&Run>>,
     tracing_baseline: &[f64],
 ) -> Vec<TracepointCostRow> {
     let mut rows = Vec::new();
     if !tracing_baseline.is_empty() {
-        let primary: BTreeMap<u64, Estimate> = analysis
+        let primary: BTreeMap<u64, Estimate> = tables
             .primary_loss()
             .into_iter()
             .map(|r| (r.freq_hz, r.trusted()))

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use results_format::phase_check::ExcludedPhase;
 
 use super::{Rule, Warning};
-use crate::tables::{Analysis, RunPhaseFaults};
+use crate::findings::Findings;
+use crate::tables::RunPhaseFaults;
 
 /// How many runs a warning names inline; the rest are counted (every
 /// phase is in report/excluded_phases.csv).
@@ -15,9 +16,9 @@ const RUNS_NAMED: usize = 6;
 
 /// One warning per rate with phases the controller could not keep, and one
 /// for nonsense rows.
-pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
+pub(super) fn phases(a: &Findings) -> Vec<Warning> {
     let mut by_freq: BTreeMap<u64, Vec<&RunPhaseFaults>> = BTreeMap::new();
-    for r in &a.phase_faults {
+    for r in &a.quality.phase_faults {
         by_freq.entry(r.freq_hz).or_default().push(r);
     }
     let mut out = Vec::new();
@@ -75,6 +76,7 @@ pub(super) fn phases(a: &Analysis) -> Vec<Warning> {
         ));
     }
     let bad: Vec<&ExcludedPhase> = a
+        .quality
         .phase_faults
         .iter()
         .flat_map(|r| &r.excluded)
@@ -155,8 +157,8 @@ mod tests {
     use super::*;
     use results_format::phase_check::PhaseFault;
 
-    fn analysis_with(faults: Vec<RunPhaseFaults>) -> Analysis {
-        let mut a = crate::tables::build_tables(
+    fn analysis_with(faults: Vec<RunPhaseFaults>) -> Findings {
+        let (tables, _) = crate::tables::build_tables(
             &crate::load::ResultSet {
                 dir: "x".into(),
                 manifest: crate::load::Manifest::default(),
@@ -166,8 +168,7 @@ mod tests {
             },
             Default::default(),
         );
-        a.phase_faults = faults;
-        a
+        Findings::of_tables(tables, faults)
     }
 
     fn excluded(run_id: u32, phase: u32, fault: PhaseFault) -> ExcludedPhase {

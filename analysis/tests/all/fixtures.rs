@@ -199,7 +199,7 @@ fn recommendation_matches_scipy() {
         unrecorded: Default::default(),
     };
     let a = analyse_with(&rs, BTreeMap::new());
-    let fit = a.fits.loss_line.unwrap();
+    let fit = a.tables.fits.loss_line.unwrap();
     let x = &r["expect"];
     close(
         fit.slope,

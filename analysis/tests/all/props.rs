@@ -78,14 +78,14 @@ proptest! {
             p2.swap(i, j);
         }
         let b = analyse_with(&make(r2, p2), BTreeMap::new());
-        prop_assert_eq!(a.loss.len(), b.loss.len());
-        for (x, y) in a.loss.iter().zip(&b.loss) {
+        prop_assert_eq!(a.tables.loss.len(), b.tables.loss.len());
+        for (x, y) in a.tables.loss.iter().zip(&b.tables.loss) {
             prop_assert_eq!(x.freq_hz, y.freq_hz);
             prop_assert_eq!(&x.iterations, &y.iterations);
             prop_assert_eq!(x.loss_pct.value.to_bits(), y.loss_pct.value.to_bits());
             prop_assert_eq!(x.loss_pct.hi.to_bits(), y.loss_pct.hi.to_bits());
         }
-        let (fa, fb) = (a.fits.loss_line.unwrap(), b.fits.loss_line.unwrap());
+        let (fa, fb) = (a.tables.fits.loss_line.unwrap(), b.tables.fits.loss_line.unwrap());
         prop_assert_eq!(fa.slope.to_bits(), fb.slope.to_bits());
         prop_assert_eq!(fa.r2.to_bits(), fb.r2.to_bits());
     }
@@ -223,7 +223,12 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
         &paired_set([[9.9, 10.1, 10.0], [19.9, 20.1, 20.0]]),
         BTreeMap::new(),
     );
-    let row = a.loss.iter().find(|r| r.design == Design::Paired).unwrap();
+    let row = a
+        .tables
+        .loss
+        .iter()
+        .find(|r| r.design == Design::Paired)
+        .unwrap();
     let by_run = row.loss_by_run_pct.unwrap();
     assert_eq!(by_run.n, 2);
     assert!((by_run.value - 15.0).abs() < 1e-6, "{by_run:?}");
@@ -232,11 +237,14 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
     let (f, p) = row.between_runs.unwrap();
     assert!(f > 100.0 && p < 1e-3, "F {f} p {p}");
     assert!(
-        a.warnings.iter().any(|w| w.rule == Rule::RunsDisagree
-            && w.text
-                .contains("paired loss at 4000 Hz differs between runs")),
+        a.quality
+            .warnings
+            .iter()
+            .any(|w| w.rule == Rule::RunsDisagree
+                && w.text
+                    .contains("paired loss at 4000 Hz differs between runs")),
         "{:?}",
-        a.warnings
+        a.quality.warnings
     );
     // A 30% budget: the groups' upper bound (~21%) would pass; the runs'
     // (~78%) decides, and two runs cannot resolve it.
@@ -252,9 +260,19 @@ fn paired_runs_that_disagree_are_warned_about_and_get_the_wider_interval() {
         &paired_set([[9.8, 10.2, 10.0], [10.1, 9.9, 10.05]]),
         BTreeMap::new(),
     );
-    let row = a.loss.iter().find(|r| r.design == Design::Paired).unwrap();
+    let row = a
+        .tables
+        .loss
+        .iter()
+        .find(|r| r.design == Design::Paired)
+        .unwrap();
     assert!(row.between_runs.unwrap().1 > 0.05);
-    assert!(!a.warnings.iter().any(|w| w.rule == Rule::RunsDisagree));
+    assert!(
+        !a.quality
+            .warnings
+            .iter()
+            .any(|w| w.rule == Rule::RunsDisagree)
+    );
     // One interval rule: the interval over runs decides even when the ANOVA
     // does not reject (no pre-test picks the narrower one).
     assert_eq!(row.trusted(), row.loss_by_run_pct.unwrap());
@@ -335,14 +353,14 @@ fn fits_use_the_rate_the_kernel_delivered() {
         );
     }
     let a = analyse_with(&result_set(runs, Vec::new()), iv);
-    let fit = a.fits.util_origin.unwrap();
+    let fit = a.tables.fits.util_origin.unwrap();
     // On the achieved rate the slope is exact: 0.1 %/kHz = 1000 ns per
     // sample. On the requested one it would be ~0.063.
     assert!((fit.slope - 0.1).abs() < 1e-9, "{fit:?}");
-    assert!((a.fits.cost_per_sample_ns.unwrap() - 1000.0).abs() < 1e-6);
+    assert!((a.tables.fits.cost_per_sample_ns.unwrap() - 1000.0).abs() < 1e-6);
     assert_eq!(analysis::fit::fit_rate_khz(63_000.0, 100_000), 63.0);
     // The handler's cost per sample at each rate, with its interval.
-    for row in &a.util {
+    for row in &a.tables.util {
         assert_eq!(row.per_sample_ns.value, 1000.0);
         assert_eq!(row.per_sample_ns.n, 2);
     }

@@ -179,7 +179,7 @@ fn missing_and_corrupt_files_are_named() {
     let victim = dir.join(format!("events/run-{}.parquet", util_ids[0]));
     let excluded = |dir: &std::path::Path| {
         let rs = analysis::load::load(dir).unwrap();
-        analysis::pipeline::analyse(&rs).unwrap().excluded
+        analysis::pipeline::analyse(&rs).unwrap().quality.excluded
     };
     std::fs::write(&victim, b"not parquet").unwrap();
     let x = excluded(&dir);
@@ -484,7 +484,7 @@ fn the_recommended_rate_never_falls_as_the_budget_grows() {
     for dir in committed::committed_sets() {
         let rs = analysis::load::load(&dir).unwrap();
         let a = analysis::pipeline::analyse(&rs).unwrap();
-        if let Some(t) = &a.profiler {
+        if let Some(t) = &a.subject.profiler {
             let rates: Vec<f64> = budgets
                 .iter()
                 .map(|&b| {

@@ -222,6 +222,6 @@ fn removed_raw_folders_skip_their_sections_only() {
     std::fs::remove_file(&victim).unwrap();
     let rs = analysis::load::load(&h).unwrap();
     let a = analysis::pipeline::analyse(&rs).unwrap();
-    assert_eq!(a.excluded.len(), 1, "{:?}", a.excluded);
-    assert_eq!(a.excluded[0].run_id, 1);
+    assert_eq!(a.quality.excluded.len(), 1, "{:?}", a.quality.excluded);
+    assert_eq!(a.quality.excluded[0].run_id, 1);
 }

@@ -7,19 +7,19 @@ use std::path::Path;
 use crate::error::AnalysisError;
 use crate::format::{fmt_est, table_head};
 use crate::report::csv_row::{CsvNum, LoHiUnit, csv_row, write_rows};
-use crate::subject::profiler::{ProfilerTable, recommend};
+use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
-/// One line per budget ([`crate::recommend::BUDGETS_PCT`]): the highest rate
-/// and what it rests on.
-pub fn recommendation_lines(t: &ProfilerTable) -> Vec<String> {
-    crate::recommend::BUDGETS_PCT
-        .iter()
-        .map(|&b| format!("{b} % loss budget: {}", recommend(t, b).headline()))
+/// One line per budget answered (the pipeline's,
+/// [`crate::findings::Budgets::profiler`]): the highest rate and what it
+/// rests on.
+pub fn recommendation_lines(recs: &[ProfilerRecommendation]) -> Vec<String> {
+    recs.iter()
+        .map(|r| format!("{} % loss budget: {}", r.budget_pct, r.headline()))
         .collect()
 }
 
-/// The section, Markdown.
-pub fn render(t: &ProfilerTable, cpu: u32) -> String {
+/// The section, Markdown, with the answers at the report budgets `recs`.
+pub fn render(t: &ProfilerTable, recs: &[ProfilerRecommendation], cpu: u32) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## Your profiler\n");
     let _ = writeln!(
@@ -95,7 +95,7 @@ pub fn render(t: &ProfilerTable, cpu: u32) -> String {
             }
         );
     }
-    for line in recommendation_lines(t) {
+    for line in recommendation_lines(recs) {
         let _ = writeln!(s, "- {line}");
     }
     for (id, e) in &t.failed {

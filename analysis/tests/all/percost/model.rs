@@ -49,7 +49,7 @@ pub(crate) fn cost_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
     }
 }
 
-fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
+fn with_model(rows: Vec<PerSampleRow>) -> analysis::findings::Findings {
     let rs = analysis::load::ResultSet {
         dir: "/nonexistent".into(),
         manifest: analysis::load::Manifest {
@@ -62,7 +62,7 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::tables::Analysis {
         unrecorded: Default::default(),
     };
     let mut a = analysis::pipeline::analyse_with(&rs, Default::default());
-    a.per_sample = Some(PerSample {
+    a.gaps.per_sample = Some(PerSample {
         rows,
         zero_runs: 3,
         zero_after_per_episode_ns: Estimate::point(0.0, 3),
@@ -122,7 +122,7 @@ fn model_rate_uses_the_largest_cost_bound_at_or_below_it() {
     bad.paired_loss_pct = Some(est(5.0, 0.5 / 1.96));
     bad.predicted_loss_pct = est(1.3, 0.05);
     let mut a = with_model(vec![bad]);
-    a.loss.push(paired_row(1000, est(5.0, 1.0 / 1.96)));
+    a.tables.loss.push(paired_row(1000, est(5.0, 1.0 / 1.96)));
     let rec = recommend(&a, 1.0).unwrap();
     assert!(rec.conservative, "{rec:?}");
     assert_eq!(rec.model_rate_hz, Some(709), "{rec:?}");
@@ -156,7 +156,7 @@ fn a_model_that_predicts_more_than_the_paired_loss_decides_itself() {
     high.predicted_loss_pct = est(1.4, 0.05);
     high.paired_loss_pct = Some(est(0.5, 0.05));
     let mut a = with_model(vec![high.clone()]);
-    a.loss.push(paired_row(1000, est(0.5, 0.05)));
+    a.tables.loss.push(paired_row(1000, est(0.5, 0.05)));
     let rec = recommend(&a, 1.0).unwrap();
     assert!(
         rec.conservative && rec.throughput_cost_ns.is_none(),
@@ -289,7 +289,7 @@ fn a_run_appended_twice_counts_once() {
     write_gaps_results(&dir, 13.9, false);
     let table = |dir: &std::path::Path| {
         let a = analysis::pipeline::analyse(&analysis::load::load(dir).unwrap()).unwrap();
-        (a.per_sample.unwrap(), a.warnings)
+        (a.gaps.per_sample.unwrap(), a.quality.warnings)
     };
     let (before, _) = table(&dir);
     // Append every row again, as a resumed sweep that re-ran the runs would.

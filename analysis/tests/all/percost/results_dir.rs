@@ -11,7 +11,11 @@ fn table_on_a_synthetic_results_directory() {
     write_gaps_results(&dir, 13.9, false);
     let rs = analysis::load::load(&dir).unwrap();
     let a = analysis::pipeline::analyse(&rs).unwrap();
-    let ps = a.per_sample.as_ref().expect("gaps runs give the table");
+    let ps = a
+        .gaps
+        .per_sample
+        .as_ref()
+        .expect("gaps runs give the table");
     assert_eq!(ps.zero_runs, 3);
     assert_eq!(
         ps.rows.iter().map(|r| r.freq_hz).collect::<Vec<_>>(),
@@ -63,18 +67,20 @@ fn table_on_a_synthetic_results_directory() {
     );
     // Gaps runs are no classic loss runs.
     assert!(
-        a.loss
+        a.tables
+            .loss
             .iter()
             .all(|l| l.design == results_format::Design::Paired),
         "{:?}",
-        a.loss
+        a.tables.loss
     );
     assert!(
-        !a.warnings
+        !a.quality
+            .warnings
             .iter()
             .any(|w| w.rule == analysis::warnings::Rule::PerSample),
         "{:?}",
-        a.warnings
+        a.quality.warnings
     );
 
     // One 0 Hz run with a 10x heavier background: b's interval and the
@@ -82,7 +88,7 @@ fn table_on_a_synthetic_results_directory() {
     let heavy = tmp.path().join("heavy");
     write_gaps_results(&heavy, 13.9, true);
     let h = analysis::pipeline::analyse(&analysis::load::load(&heavy).unwrap()).unwrap();
-    let (hr, r) = (&h.per_sample.as_ref().unwrap().rows[0], &ps.rows[0]);
+    let (hr, r) = (&h.gaps.per_sample.as_ref().unwrap().rows[0], &ps.rows[0]);
     let (haa, aa) = (hr.aa_null_ns.unwrap(), r.aa_null_ns.unwrap());
     assert!(
         haa.half_width() > 10.0 * aa.half_width(),
@@ -112,7 +118,7 @@ fn missing_zero_hz_runs_are_said_not_zeroed() {
         .collect();
     std::fs::write(dir.join("runs.csv"), kept.join("\n") + "\n").unwrap();
     let a = analysis::pipeline::analyse(&analysis::load::load(&dir).unwrap()).unwrap();
-    let ps = a.per_sample.as_ref().unwrap();
+    let ps = a.gaps.per_sample.as_ref().unwrap();
     assert_eq!(ps.zero_runs, 0);
     assert!(
         ps.rows
@@ -125,12 +131,13 @@ fn missing_zero_hz_runs_are_said_not_zeroed() {
             .all(|r| r.matched_median_ns > 0.0 && r.aa_null_ns.is_none())
     );
     assert!(
-        a.warnings
+        a.quality
+            .warnings
             .iter()
             .any(|w| w.rule == analysis::warnings::Rule::PerSample
                 && w.text.contains("no usable 0 Hz gaps runs")),
         "{:?}",
-        a.warnings
+        a.quality.warnings
     );
     // The recommendation falls back to the throughput loss and says why.
     let rec = analysis::recommend::recommend(&a, 50.0).unwrap();
