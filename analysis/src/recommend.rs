@@ -54,13 +54,22 @@ fn is_prime(n: u64) -> bool {
     true
 }
 
-/// The largest prime <= `hz` rounded down to two significant figures
-/// (1000 -> 997, 100 -> 97, 4000 -> 3989): profilers use such rates so that
-/// sampling does not fall into lock-step with periodic work.
+/// The highest rate a suggestion starts from, Hz: 100 times the kernel's
+/// default ceiling (perf_event_max_sample_rate, 100 kHz). A cost per
+/// sample near 0 (a degenerate set) puts a budget's rate near 1e19 Hz, and
+/// trial division near there takes seconds per prime: a generated case of
+/// analysis/tests/all/degenerate.rs spent minutes here.
+pub const MAX_SUGGESTED_HZ: f64 = 1e7;
+
+/// The largest prime <= `hz` (at most [`MAX_SUGGESTED_HZ`]) rounded down to
+/// two significant figures (1000 -> 997, 100 -> 97, 4000 -> 3989):
+/// profilers use such rates so that sampling does not fall into lock-step
+/// with periodic work.
 pub fn nice_prime_below(hz: f64) -> Option<u64> {
     if hz.is_nan() || hz < 2.0 {
         return None;
     }
+    let hz = hz.min(MAX_SUGGESTED_HZ);
     // Tolerate bisection round-off just below a round number.
     let h = (hz + 1e-6).floor() as u64;
     let digits = h.to_string().len() as u32;
@@ -319,6 +328,8 @@ mod tests {
         assert_eq!(nice_prime_below(4000.0), Some(3989));
         assert_eq!(nice_prime_below(3456.7), Some(3391));
         assert_eq!(nice_prime_below(1.0), None);
+        assert_eq!(nice_prime_below(1e300), Some(9_999_991));
+        assert_eq!(nice_prime_below(f64::INFINITY), Some(9_999_991));
         assert_eq!(nice_prime_below(7199.999999999893), Some(7193));
     }
 
