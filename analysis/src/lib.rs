@@ -38,6 +38,7 @@ pub mod fleet;
 pub mod format;
 pub mod history;
 pub mod json_answer;
+pub mod latency;
 pub mod load;
 pub mod percost;
 pub mod pipeline;

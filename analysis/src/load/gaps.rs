@@ -43,8 +43,14 @@ pub struct GapsRun {
     pub matched_samples_per_episode: Vec<u32>,
     /// Samples inside an episode of [`LONG_EPISODE_NS`] or more.
     pub samples_in_long: u64,
-    /// Its episodes (kept for 0 Hz runs, for the coincidence draws).
+    /// Its episodes (the coincidence draws on 0 Hz runs; request latency,
+    /// crate::latency, on every run).
     pub episodes: Vec<Episode>,
+    /// Its sample times, CLOCK_MONOTONIC_RAW ns, sorted (empty at 0 Hz).
+    pub sample_times_ns: Vec<u64>,
+    /// runs.csv `raw_keep_every`: its raw files keep every this-many-th
+    /// slice (1: every record).
+    pub keep_every: u64,
     /// When the run started (runs.csv `started_at_ns`, CLOCK_MONOTONIC_RAW)
     /// and its block: its place in the sweep, for the cost over time.
     pub started_at_ns: u64,
@@ -351,6 +357,7 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
             Ok(r) => out.runs.push(GapsRun {
                 started_at_ns: run.started_at_ns,
                 block: run.block,
+                keep_every: run.raw_keep_every.unwrap_or(1).max(1),
                 ..r
             }),
             Err(e) => out.excluded.push(excluded_run(rs, id, e)),
@@ -390,7 +397,7 @@ fn read_run(
         run.episodes = episodes;
         return Ok(run);
     }
-    let (_, ep) = read_samples_parquet(&samples_path(&rs.dir, id))?;
+    let (mut times, ep) = read_samples_parquet(&samples_path(&rs.dir, id))?;
     if let Some(t) = &mut run.thinned {
         t.samples = ep.len() as u64;
     }
@@ -431,5 +438,8 @@ fn read_run(
             run.row.matched_excess_ns
         ));
     }
+    times.sort_unstable();
+    run.sample_times_ns = times;
+    run.episodes = episodes;
     Ok(run)
 }

@@ -1,0 +1,275 @@
+//! Request latency from the gaps design's timeline (issue 28): requests of
+//! W ns of the loop's work, arriving at uniform times, laid over each gaps
+//! run's lost time; the percentiles of their elapsed time, per run.
+//! [`table`] sets each rate against the 0 Hz runs of the same blocks and
+//! [`model`] predicts the same from the per-sample cost and the rate
+//! (docs/methodology.md, "Request latency").
+//!
+//! The loop is a stream of work. Each episode of a run takes its excess
+//! away from the loop, just before the episode's end (the loop resumes at
+//! the end of the chunk that held it). A request that arrives at t holds
+//! W ns of that work and completes once the loop has done it: its elapsed
+//! time is W plus every lost time from t to its completion, including the
+//! rest of an episode it arrived in. W is work at the loop's own speed at
+//! the time; a slower loop outside the gaps (issue 32) is not in it.
+
+pub mod at_rate;
+pub mod budget;
+pub mod model;
+pub mod table;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use results_format::thinning::RAW_SLICE_NS;
+use results_format::timeline::Episode;
+
+use crate::load::gaps::LONG_EPISODE_NS;
+use crate::stats::quantile_sorted;
+
+/// The request sizes every gaps set answers, ns of the loop's work: sizes a
+/// person recognises, from a fast RPC to a page render.
+pub const SIZES_NS: [u64; 4] = [100_000, 1_000_000, 10_000_000, 100_000_000];
+
+/// The percentiles every size is given at.
+pub const PERCENTILES: [f64; 3] = [50.0, 99.0, 99.9];
+
+/// Arrivals laid over one run per size: a grid from a random phase, so
+/// that every stretch of the run is weighted by its length. Prime: a
+/// thinned run's kept slices are alike, and a count that is a multiple of
+/// theirs (50,000 over 500 slices) puts the arrivals at the same offsets in
+/// every slice, so its cut requests at each slice's end were all missed or
+/// all hit (analysis/validate/latency_numpy.py found it).
+pub const ARRIVALS: usize = 49_999;
+
+/// A request size as a person says it: 100 us, 1 ms.
+pub fn size_label(ns: u64) -> String {
+    match ns {
+        n if n >= 1_000_000_000 && n % 1_000_000_000 == 0 => format!("{} s", n / 1_000_000_000),
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{} ms", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{} us", n / 1_000),
+        n => format!("{n} ns"),
+    }
+}
+
+/// A run's lost time: each episode's excess as an interval that ends where
+/// the episode ends, in time order and disjoint.
+#[derive(Debug, Clone, Default)]
+pub struct LostTime {
+    /// Where each interval starts, ns.
+    starts: Vec<u64>,
+    /// Lost time before interval i (`before[i]`), and in all (`before[n]`).
+    before: Vec<u64>,
+    /// The work clock (time minus the lost time before it) where each
+    /// interval starts: never decreasing.
+    work_at: Vec<u64>,
+}
+
+impl LostTime {
+    /// The lost time of `episodes` (any order): an episode's excess is
+    /// clipped to the time since the previous one ended. Episodes of
+    /// [`LONG_EPISODE_NS`] or more (the CPU taken away, not an interrupt)
+    /// are cut out of the timeline, as the per-sample cost leaves them out:
+    /// they belong to neither rate, and one 4 ms descheduling moves a run's
+    /// p99 by more than sampling does.
+    pub fn new(episodes: &[Episode]) -> Self {
+        let mut eps: Vec<&Episode> = episodes
+            .iter()
+            .filter(|e| e.excess_ns < LONG_EPISODE_NS)
+            .collect();
+        eps.sort_by_key(|e| e.end_ns);
+        let mut starts = Vec::with_capacity(eps.len());
+        let mut before = Vec::with_capacity(eps.len() + 1);
+        let mut work_at = Vec::with_capacity(eps.len());
+        let (mut prev_end, mut total) = (0u64, 0u64);
+        before.push(0);
+        for e in eps {
+            let start = e.end_ns.saturating_sub(e.excess_ns).max(prev_end);
+            let len = e.end_ns.saturating_sub(start);
+            if len == 0 {
+                continue;
+            }
+            starts.push(start);
+            work_at.push(start.saturating_sub(total));
+            total = total.saturating_add(len);
+            before.push(total);
+            prev_end = e.end_ns;
+        }
+        LostTime {
+            starts,
+            before,
+            work_at,
+        }
+    }
+
+    fn end(&self, i: usize) -> u64 {
+        self.starts[i].saturating_add(self.before[i + 1] - self.before[i])
+    }
+
+    /// Lost time before `t`, ns.
+    fn lost_before(&self, t: u64) -> u64 {
+        let j = self.starts.partition_point(|&s| s < t);
+        // Intervals 0..j start before t; the last of them may hold t.
+        if j == 0 {
+            return 0;
+        }
+        let i = j - 1;
+        let end = self.end(i);
+        self.before[i] + (t.min(end) - self.starts[i])
+    }
+
+    /// When a request that arrives at `t` with `work_ns` of work completes.
+    pub fn completion(&self, t: u64, work_ns: u64) -> u64 {
+        // The work clock, t minus the lost time before t, is flat inside
+        // an interval. The request completes when it reaches `target`;
+        // every interval that starts before then is lost in full.
+        let target = (t - self.lost_before(t)).saturating_add(work_ns);
+        let k = self.work_at.partition_point(|&w| w < target);
+        target.saturating_add(self.before[k])
+    }
+}
+
+/// Where a run's timeline is whole: its window, or where its raw files
+/// were thinned (`keep_every` > 1), the kept slices inside it.
+pub fn spans((start, end): (u64, u64), keep_every: u64) -> Vec<(u64, u64)> {
+    if end <= start {
+        return Vec::new();
+    }
+    if keep_every <= 1 {
+        return vec![(start, end)];
+    }
+    // The kept slices only, at most a million (10,000 s of kept time: a
+    // degenerate window is not walked slice by slice).
+    let mut out = Vec::new();
+    let mut k = (start / RAW_SLICE_NS)
+        .div_ceil(keep_every)
+        .saturating_mul(keep_every);
+    while k.saturating_mul(RAW_SLICE_NS) < end && out.len() < 1_000_000 {
+        let (s, e) = (k * RAW_SLICE_NS, (k + 1).saturating_mul(RAW_SLICE_NS));
+        let (s, e) = (s.max(start), e.min(end));
+        if e > s {
+            out.push((s, e));
+        }
+        k = k.saturating_add(keep_every);
+    }
+    out
+}
+
+/// One request size on one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeLatency {
+    pub size_ns: u64,
+    /// Requests laid over the run (completed inside its whole timeline).
+    pub requests: usize,
+    /// Requests that would have completed past the end of their span
+    /// (left out: their elapsed time is not known).
+    pub cut: usize,
+    /// Independent requests the run holds: its usable time over the size.
+    pub independent: f64,
+    /// Elapsed time at each of [`PERCENTILES`], ns; NaN where the run
+    /// holds fewer than one independent request beyond it, or where more
+    /// than a tenth of the requests beyond it were cut.
+    pub elapsed_ns: [f64; 3],
+    /// Share of requests with at least one sample inside (NaN without
+    /// samples, at 0 Hz, or with over 1 % of them cut).
+    pub hit_share: f64,
+    /// Every elapsed time, sorted, ns: kept for 0 Hz runs only, for the
+    /// model.
+    pub sorted_ns: Vec<f64>,
+}
+
+impl SizeLatency {
+    /// Whether the run resolves the `p`-th percentile (%): it holds one
+    /// independent request beyond it at least, and the cut requests are a
+    /// tenth of those beyond it at most (a cut request is a slow one).
+    pub fn resolves(&self, p: f64) -> bool {
+        let beyond = 1.0 - p / 100.0;
+        let all = (self.cut + self.requests).max(1) as f64;
+        self.requests > 0
+            && self.independent * beyond >= 1.0
+            && self.cut as f64 / all <= 0.1 * beyond
+    }
+}
+
+/// Requests of `size_ns` laid over a run: `lost` its lost time, `spans`
+/// where its timeline is whole, `samples` its sample times (sorted; empty
+/// at 0 Hz), `seed` the run's random phase.
+pub fn measure(
+    lost: &LostTime,
+    spans: &[(u64, u64)],
+    samples: &[u64],
+    size_ns: u64,
+    seed: u64,
+    keep_sorted: bool,
+) -> SizeLatency {
+    let usable: Vec<(u64, u64)> = spans
+        .iter()
+        .filter(|(s, e)| e - s > size_ns)
+        .map(|&(s, e)| (s, e - size_ns))
+        .collect();
+    let total: u64 = usable.iter().map(|(s, e)| e - s).sum();
+    let mut out = SizeLatency {
+        size_ns,
+        requests: 0,
+        cut: 0,
+        independent: total as f64 / size_ns.max(1) as f64,
+        elapsed_ns: [f64::NAN; 3],
+        hit_share: f64::NAN,
+        sorted_ns: Vec::new(),
+    };
+    if total == 0 || size_ns == 0 {
+        return out;
+    }
+    let step = total as f64 / ARRIVALS as f64;
+    let phase: f64 = ChaCha8Rng::seed_from_u64(seed).random::<f64>() * step;
+    let mut elapsed = Vec::with_capacity(ARRIVALS);
+    let mut hit = 0usize;
+    let (mut span, mut offset) = (0usize, 0u64);
+    for k in 0..ARRIVALS {
+        let u = (phase + k as f64 * step) as u64;
+        while span < usable.len() && u >= offset + (usable[span].1 - usable[span].0) {
+            offset += usable[span].1 - usable[span].0;
+            span += 1;
+        }
+        let Some(&(s, _)) = usable.get(span) else {
+            break;
+        };
+        let t = s + (u - offset);
+        let done = lost.completion(t, size_ns);
+        if done > spans_end(spans, s) {
+            out.cut += 1;
+            continue;
+        }
+        if !samples.is_empty() {
+            let first = samples.partition_point(|&x| x < t);
+            hit += usize::from(samples.get(first).is_some_and(|&x| x < done));
+        }
+        elapsed.push((done - t) as f64);
+    }
+    out.requests = elapsed.len();
+    if elapsed.is_empty() {
+        return out;
+    }
+    elapsed.sort_by(f64::total_cmp);
+    let cut_share = out.cut as f64 / (out.cut + out.requests) as f64;
+    for (i, &p) in PERCENTILES.iter().enumerate() {
+        if out.resolves(p) {
+            out.elapsed_ns[i] = quantile_sorted(&elapsed, p / 100.0);
+        }
+    }
+    if !samples.is_empty() && cut_share <= 0.01 {
+        out.hit_share = hit as f64 / out.requests as f64;
+    }
+    if keep_sorted {
+        out.sorted_ns = elapsed;
+    }
+    out
+}
+
+/// The end of the span that starts at `s`.
+fn spans_end(spans: &[(u64, u64)], s: u64) -> u64 {
+    let i = spans.partition_point(|&(a, _)| a <= s);
+    spans.get(i.wrapping_sub(1)).map_or(u64::MAX, |&(_, e)| e)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,250 @@
+//! The request-latency table: per rate, size and percentile, what sampling
+//! adds to the elapsed time over the 0 Hz runs of the same blocks,
+//! measured and predicted, each with a 95 % t interval over blocks.
+
+use std::collections::BTreeMap;
+
+use super::model::{MODEL_REQUESTS, Timing, predict, thinned};
+use super::{LostTime, PERCENTILES, SIZES_NS, SizeLatency, measure, spans};
+use crate::load::gaps::{GapsRun, LONG_EPISODE_NS};
+use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
+
+/// One gaps run's requests.
+#[derive(Debug, Clone)]
+pub struct RunLatency {
+    pub run_id: u32,
+    pub freq_hz: u64,
+    pub block: u32,
+    /// Achieved sample rate, Hz.
+    pub rate_hz: f64,
+    /// One per size of [`SIZES_NS`].
+    pub sizes: Vec<SizeLatency>,
+    /// What each sample cost: each matched episode under
+    /// [`LONG_EPISODE_NS`] shared among the samples it holds, ns.
+    pub costs_ns: Vec<f64>,
+}
+
+/// The request latency of a set's gaps runs: the table, each run's
+/// requests (report/latency_runs.csv), and the model at any rate and size.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyTable {
+    pub rows: Vec<LatencyRow>,
+    pub runs: Vec<RunRow>,
+    pub model: super::at_rate::Model,
+}
+
+/// One run and request size (a row of report/latency_runs.csv).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub run_id: u32,
+    pub freq_hz: u64,
+    pub block: u32,
+    pub size: SizeLatency,
+}
+
+/// The latency of every gaps run in `runs` (sorted by run).
+pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
+    let measured: Vec<RunLatency> = runs.iter().map(of_run).collect();
+    let rows = build(&measured);
+    let costs = measured
+        .iter()
+        .map(|m| (m.freq_hz, m.block, m.costs_ns.as_slice()));
+    let model = super::at_rate::Model::of(runs, costs);
+    let mut out = Vec::new();
+    for r in measured {
+        for size in r.sizes {
+            out.push(RunRow {
+                run_id: r.run_id,
+                freq_hz: r.freq_hz,
+                block: r.block,
+                size: SizeLatency {
+                    sorted_ns: Vec::new(),
+                    ..size
+                },
+            });
+        }
+    }
+    out.sort_by_key(|r| (r.run_id, r.size.size_ns));
+    LatencyTable {
+        rows,
+        runs: out,
+        model,
+    }
+}
+
+/// The requests of `run` (its episodes, sample times and thinning).
+pub fn of_run(run: &GapsRun) -> RunLatency {
+    let lost = LostTime::new(&run.episodes);
+    let keep_every = run.keep_every;
+    let sp = spans((run.row.loop_start_ns, run.row.loop_end_ns), keep_every);
+    let zero = run.row.freq_hz == 0;
+    let sizes = SIZES_NS
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let seed = (u64::from(run.row.run_id) << 8) | i as u64;
+            measure(&lost, &sp, &run.sample_times_ns, w, seed, zero)
+        })
+        .collect();
+    RunLatency {
+        run_id: run.row.run_id,
+        freq_hz: run.row.freq_hz,
+        block: run.block,
+        rate_hz: run.rate_hz(),
+        sizes,
+        costs_ns: costs_of(run),
+    }
+}
+
+/// What each of `run`'s samples cost: each matched episode under
+/// [`LONG_EPISODE_NS`] shared among the samples it holds, ns.
+pub fn costs_of(run: &GapsRun) -> Vec<f64> {
+    let mut costs_ns = Vec::new();
+    for (i, &e) in run.matched_excess_ns.iter().enumerate() {
+        if e >= LONG_EPISODE_NS {
+            continue;
+        }
+        let k = run
+            .matched_samples_per_episode
+            .get(i)
+            .copied()
+            .unwrap_or(1)
+            .max(1);
+        costs_ns.extend(std::iter::repeat_n(e as f64 / f64::from(k), k as usize));
+    }
+    costs_ns
+}
+
+/// One rate, size and percentile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyRow {
+    pub freq_hz: u64,
+    pub size_ns: u64,
+    pub percentile: f64,
+    /// The 0 Hz runs' elapsed time at the percentile, mean over blocks, ns.
+    pub baseline_ns: f64,
+    /// Added over 0 Hz, measured, ns.
+    pub measured: Estimate,
+    /// Added over 0 Hz, predicted with periodic samples, ns.
+    pub predicted: Estimate,
+    /// The same with Poisson samples, ns.
+    pub poisson: Estimate,
+    /// Measured - predicted (periodic) per block, ns.
+    pub difference: Estimate,
+    /// Share of requests a sample fell in: measured, and predicted.
+    pub hit_share: f64,
+    pub hit_share_predicted: f64,
+}
+
+impl LatencyRow {
+    /// Whether the measured and predicted added latency agree: the
+    /// interval of their difference per block holds 0 (None without one).
+    pub fn agrees(&self) -> Option<bool> {
+        let d = &self.difference;
+        (d.lo.is_finite() && d.hi.is_finite()).then_some(d.lo <= 0.0 && d.hi >= 0.0)
+    }
+}
+
+/// The table from every gaps run's requests: blocks that hold a 0 Hz run
+/// and a run at the rate, the rate runs of a block against its first 0 Hz
+/// run.
+pub fn build(runs: &[RunLatency]) -> Vec<LatencyRow> {
+    let mut zero_by_block: BTreeMap<u32, &RunLatency> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.freq_hz == 0) {
+        zero_by_block.entry(r.block).or_insert(r);
+    }
+    let freqs: std::collections::BTreeSet<u64> =
+        runs.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
+    let mut rows = Vec::new();
+    for f in freqs {
+        let pairs: Vec<(&RunLatency, &RunLatency)> = runs
+            .iter()
+            .filter(|r| r.freq_hz == f)
+            .filter_map(|r| zero_by_block.get(&r.block).map(|z| (*z, r)))
+            .collect();
+        for (si, &size) in SIZES_NS.iter().enumerate() {
+            // One thread per block: the model draws 20,000 requests each.
+            let cells: Vec<Cell> = std::thread::scope(|s| {
+                let handles: Vec<_> = pairs
+                    .iter()
+                    .map(|(z, r)| s.spawn(move || cell(z, r, si)))
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            });
+            for (pi, &p) in PERCENTILES.iter().enumerate() {
+                rows.push(row(f, size, p, pi, &cells));
+            }
+        }
+    }
+    rows
+}
+
+/// One block's pair at one size: the 0 Hz and rate runs' percentiles, the
+/// added times predicted, and the hit shares.
+struct Cell {
+    zero: [f64; 3],
+    rate: [f64; 3],
+    periodic: [f64; 3],
+    poisson: [f64; 3],
+    hit: f64,
+    hit_predicted: f64,
+}
+
+fn cell(zero: &RunLatency, run: &RunLatency, si: usize) -> Cell {
+    let z = &zero.sizes[si];
+    let r = &run.sizes[si];
+    let seed = (u64::from(run.run_id) << 8) | si as u64;
+    let base = thinned(&z.sorted_ns, MODEL_REQUESTS);
+    let (periodic, hit_predicted) =
+        predict(&base, &run.costs_ns, run.rate_hz, Timing::Periodic, seed);
+    // Poisson timing only shows what periodic timing changes: a quarter of
+    // the requests.
+    let few = thinned(&z.sorted_ns, MODEL_REQUESTS / 4);
+    let (poisson, _) = predict(&few, &run.costs_ns, run.rate_hz, Timing::Poisson, seed);
+    // The model's percentiles where the 0 Hz run resolves them.
+    let at = |v: &[f64]| {
+        let mut out = [f64::NAN; 3];
+        for (i, p) in PERCENTILES.iter().enumerate() {
+            if z.elapsed_ns[i].is_finite() && !v.is_empty() {
+                out[i] = quantile_sorted(v, p / 100.0);
+            }
+        }
+        out
+    };
+    // Each prediction against its own 0 Hz requests (the thinned ranks),
+    // so that sampling never lowers a percentile.
+    let minus = |with: [f64; 3], base: [f64; 3]| std::array::from_fn(|i| with[i] - base[i]);
+    Cell {
+        zero: z.elapsed_ns,
+        rate: r.elapsed_ns,
+        periodic: minus(at(&periodic), at(&base)),
+        poisson: minus(at(&poisson), at(&few)),
+        hit: r.hit_share,
+        hit_predicted,
+    }
+}
+
+fn row(freq_hz: u64, size_ns: u64, percentile: f64, pi: usize, cells: &[Cell]) -> LatencyRow {
+    let finite = |v: Vec<f64>| -> Vec<f64> { v.into_iter().filter(|x| x.is_finite()).collect() };
+    let measured = finite(cells.iter().map(|c| c.rate[pi] - c.zero[pi]).collect());
+    let predicted = finite(cells.iter().map(|c| c.periodic[pi]).collect());
+    let poisson = finite(cells.iter().map(|c| c.poisson[pi]).collect());
+    let difference = finite(
+        cells
+            .iter()
+            .map(|c| c.rate[pi] - c.zero[pi] - c.periodic[pi])
+            .collect(),
+    );
+    LatencyRow {
+        freq_hz,
+        size_ns,
+        percentile,
+        baseline_ns: mean(&finite(cells.iter().map(|c| c.zero[pi]).collect())),
+        measured: t_interval(&measured),
+        predicted: t_interval(&predicted),
+        poisson: t_interval(&poisson),
+        difference: t_interval(&difference),
+        hit_share: mean(&finite(cells.iter().map(|c| c.hit).collect())),
+        hit_share_predicted: mean(&cells.iter().map(|c| c.hit_predicted).collect::<Vec<_>>()),
+    }
+}
