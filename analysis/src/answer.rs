@@ -163,6 +163,24 @@ pub fn budget_answers(a: &Findings) -> Vec<(f64, String)> {
     }
 }
 
+/// The box's latency line: what the 1 % budget's rate adds to the p99 of
+/// a 1 ms request, predicted (docs/methodology.md, "Request latency").
+fn latency_line(a: &Findings) -> Option<String> {
+    let l = a.budgets.latency?;
+    let e = l.added;
+    let ci = if e.lo.is_finite() && e.hi.is_finite() {
+        format!(" [{:+.1}, {:+.1}]", e.lo / 1e3, e.hi / 1e3)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "p99 of a 1 ms request: {:+.1} us{ci} at {} (the 1 % rate; {:.0} us at 0 Hz)",
+        e.value / 1e3,
+        hz(l.rate_hz as f64),
+        l.baseline_ns / 1e3
+    ))
+}
+
 /// The box's "highest rate within" parts.
 fn budget_parts(a: &Findings) -> Vec<String> {
     budget_answers(a)
@@ -330,6 +348,7 @@ pub fn answer_box(rs: &ResultSet, a: &Findings) -> Vec<String> {
     body.extend(wrap("", &cost_line(a, &recs), inner));
     body.extend(wrap("loss: ", &loss_parts(a), inner));
     body.extend(wrap("highest rate within ", &budget_parts(a), inner));
+    body.extend(latency_line(a));
     let trust = wrap("trust: ", &trust_parts(rs, a, &recs), inner);
     framed(title, body, trust)
 }

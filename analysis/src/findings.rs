@@ -46,6 +46,8 @@ pub struct GapsCost {
     pub per_sample: Option<PerSample>,
     /// The gaps runs' speed-recovery histograms (for the plot).
     pub recovery: Vec<RecoveryRow>,
+    /// What sampling adds to a request's latency (None without gaps runs).
+    pub latency: Option<crate::latency::table::LatencyTable>,
 }
 
 /// The tables that set the sample contents side by side.
@@ -89,6 +91,9 @@ pub struct Budgets {
     /// ([`crate::recommend::charged_curve`], the budget plot's curve);
     /// None without a model.
     pub charged: Option<CostCurve>,
+    /// What sampling at the 1 % budget's rate adds to the p99 of a 1 ms
+    /// request (None without gaps runs that resolve it).
+    pub latency: Option<crate::latency::at_rate::LatencyLine>,
 }
 
 /// The data's quality: what was left out or doubtful, and why.

@@ -72,3 +72,19 @@ pub fn profiler(rec: &ProfilerRecommendation, t: &ProfilerTable, rows: Vec<Summa
         extra: extras(serde_json::to_value(rec).unwrap_or_default()),
     }
 }
+
+/// `answer` with a latency budget's answer `l`: `rate_hz` becomes the lower
+/// of the two budgets' rates, the loss budget's own stays as
+/// `loss_rate_hz`, and `l` whole goes under `latency`.
+pub fn with_latency(mut answer: Answer, l: &crate::latency::budget::LatencyAnswer) -> Answer {
+    answer
+        .extra
+        .insert("loss_rate_hz".into(), serde_json::json!(answer.rate_hz));
+    answer.extra.insert(
+        "latency".into(),
+        serde_json::to_value(l).unwrap_or_default(),
+    );
+    answer.rate_hz = l.combined(answer.rate_hz);
+    answer.reasons.extend(l.reasons.iter().cloned());
+    answer
+}

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use analysis::latency;
 use analysis::recommend::{parse_budget, recommend};
 use analysis::{compare, load, pipeline};
 use clap::{Parser, Subcommand};
@@ -50,6 +51,12 @@ enum Command {
         /// Loss budget in percent, e.g. `1%` or `0.5`.
         #[arg(long, default_value = "1%")]
         budget: String,
+        /// Latency budget, e.g. `p99:1ms:+5%`: what sampling may add to a
+        /// request's percentile (in % of it at 0 Hz, or a time: +50us),
+        /// predicted from the gaps runs, upper end of the 95% interval. The
+        /// answer is the lower of the two budgets' rates.
+        #[arg(long, value_name = "PCT:SIZE:+LIMIT")]
+        latency_budget: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -206,7 +213,12 @@ fn run() -> anyhow::Result<ExitCode> {
             }
             println!("{}", written.dir.join("report.md").display());
         }
-        Command::Recommend { dir, budget, json } => {
+        Command::Recommend {
+            dir,
+            budget,
+            latency_budget,
+            json,
+        } => {
             let budget = match parse_budget(&budget) {
                 Ok(b) => b,
                 Err(e) => {
@@ -214,8 +226,36 @@ fn run() -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(2));
                 }
             };
+            let lat_budget = match latency_budget
+                .as_deref()
+                .map(latency::budget::parse)
+                .transpose()
+            {
+                Ok(b) => b.zip(latency_budget.clone()),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
             let rs = load::load(&dir)?;
             let a = pipeline::analyse(&rs)?;
+            let lat = match (lat_budget, &a.gaps.latency) {
+                (None, _) => None,
+                (Some(_), None) => {
+                    eprintln!(
+                        "error: --latency-budget needs the gaps design, which times every interruption: {} has no gaps runs of our sampler; run `driver sweep --design gaps` (the default designs include it)",
+                        dir.display()
+                    );
+                    return Ok(ExitCode::from(2));
+                }
+                (Some((b, text)), Some(t)) => match latency::budget::answer(&t.model, &b, &text) {
+                    Ok(x) => Some(x),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                },
+            };
             if let Some(t) = &a.subject.profiler {
                 for line in analysis::answer::answer_box(&rs, &a) {
                     eprintln!("{line}");
@@ -234,12 +274,25 @@ fn run() -> anyhow::Result<ExitCode> {
                 eprintln!("{line}");
             }
             if json {
-                let answer = analysis::json_answer::sampler(&rec, primary_rows(&rs, &a));
+                let mut answer = analysis::json_answer::sampler(&rec, primary_rows(&rs, &a));
+                if let Some(l) = &lat {
+                    answer = analysis::json_answer::with_latency(answer, l);
+                }
                 println!("{}", serde_json::to_string_pretty(&answer)?);
             } else {
                 println!("{}", rec.headline());
                 for line in &rec.reasoning {
                     println!("{line}");
+                }
+                if let Some(l) = &lat {
+                    println!("{}", l.headline());
+                    for line in &l.reasons {
+                        println!("{line}");
+                    }
+                    match l.combined(rec.rate_hz) {
+                        Some(r) => println!("Both budgets: {r} Hz (the lower of the two)."),
+                        None => println!("Both budgets: no rate is within both."),
+                    }
                 }
             }
         }

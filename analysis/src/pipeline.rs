@@ -170,8 +170,15 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
 /// and warnings are complete.
 fn budgets(a: &Findings) -> crate::findings::Budgets {
     use crate::recommend::{BUDGETS_PCT, at_report_budgets, charged_curve};
+    let sampler = at_report_budgets(a);
+    // The answer box's latency line, at the 1 % budget's rate.
+    let latency = a.gaps.latency.as_ref().and_then(|t| {
+        let (_, rec) = sampler.iter().find(|(b, _)| *b == 1.0)?;
+        t.model.line(rec.as_ref().ok()?.rate_hz?)
+    });
     crate::findings::Budgets {
-        sampler: at_report_budgets(a),
+        sampler,
+        latency,
         profiler: a.subject.profiler.as_ref().map_or_else(Vec::new, |t| {
             BUDGETS_PCT
                 .iter()
@@ -228,6 +235,7 @@ pub(crate) fn analyse_one(
             .extend(crate::warnings::per_sample(&gaps.runs, &table));
         a.gaps.per_sample = Some(table);
         a.gaps.recovery = gaps.recovery();
+        a.gaps.latency = Some(crate::latency::table::of_runs(&gaps.runs));
     }
     Ok(a)
 }

@@ -50,6 +50,13 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 0, 0),       // black
 ];
 
+/// The colour the `i`-th series of a plot gets, RGB: a line drawn in it
+/// belongs to that series.
+pub fn series_colour(i: usize) -> (u8, u8, u8) {
+    let c = PALETTE[i % PALETTE.len()];
+    (c.0, c.1, c.2)
+}
+
 // Font sizes as plotters takes them: it draws glyphs at size / 1.24 pixels.
 const TITLE_PX: u32 = 30;
 const SUBTITLE_PX: u32 = 19;

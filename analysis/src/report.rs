@@ -18,6 +18,7 @@ pub mod drift;
 pub(crate) mod figures;
 mod host_look;
 pub mod html;
+pub mod latency;
 mod markdown;
 pub mod per_sample;
 use crate::load::ResultSet;
@@ -75,6 +76,10 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     if let Some(ps) = &analysis.gaps.per_sample {
         crate::report::per_sample::write_csv(&path("per_sample.csv"), ps)?;
         crate::report::drift::write_csv(&path("cost_by_run.csv"), ps)?;
+    }
+    if let Some(t) = &analysis.gaps.latency {
+        let (rows, runs) = (path("latency.csv"), path("latency_runs.csv"));
+        crate::report::latency::write_csvs(&rows, &runs, t)?;
     }
     if !analysis.contents.rows.is_empty() {
         crate::report::contents::write_csv(&path("by_contents.csv"), &analysis.contents.rows)?;

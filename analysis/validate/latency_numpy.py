@@ -36,7 +36,7 @@ clock and on the work clock, so every request is two np.searchsorted calls.
 Compared with report/latency_runs.csv where both sides have a value:
 `independent` (usable time / W: exact, to 1e-9 relative), the cut share
 cut / (requests + cut), each percentile and the hit share. The two sides
-lay different arrival grids (the report 50 000 arrivals from its own
+lay different arrival grids (the report 49 999 arrivals from its own
 random phase), so these differ by the grids' sampling; the tolerances are
 set from it (below, and README.md). Rows where only one side has a
 percentile (the cut share at the rule's limit) are listed, not compared.
@@ -73,7 +73,7 @@ PCOLS = ("p50_ns", "p99_ns", "p999_ns")
 # comes before an earlier arrival's, so each span's cut arrivals are one
 # stretch at its end, and a grid counts a stretch to within one arrival:
 # |ours - report| <= spans x (1 / arrivals + 1 / REPORT_ARRIVALS).
-REPORT_ARRIVALS = 50_000
+REPORT_ARRIVALS = 49_999  # analysis/src/latency.rs ARRIVALS
 # Ours: a prime number of arrivals. A grid whose count is a multiple of a
 # thinned run's slices (50 000 over 500 slices at 10 kHz) puts its arrivals
 # at the same offsets in every slice, so it measures each slice's structure

@@ -11,6 +11,7 @@ use crate::plot::{
     plot_vs_freq_axes,
 };
 use crate::reference::Reference;
+use crate::report::latency;
 use crate::stats::Estimate;
 use results_format::timeline::RecoveryRow;
 
@@ -122,6 +123,9 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
     }
     recovery_plot(&mut files, out, a);
     paired_plot(&mut files, out, a);
+    if let Some(r) = a.gaps.latency.as_ref().and_then(|t| latency::plot(out, t)) {
+        files.add(r);
+    }
     files
 }
 

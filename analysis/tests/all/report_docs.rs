@@ -39,6 +39,14 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
         ("command.csv", CommandCsvRow::header(0)),
         ("profiler.csv", ProfilerCsvRow::header(0)),
         (
+            "latency.csv",
+            analysis::report::latency::LatencyCsvRow::header(0),
+        ),
+        (
+            "latency_runs.csv",
+            analysis::report::latency::LatencyRunCsvRow::header(0),
+        ),
+        (
             "excluded_phases.csv",
             analysis::report::excluded_phases_header(),
         ),

@@ -1,0 +1,355 @@
+//! The report's section "Request latency" and its files,
+//! `report/latency.csv` (per rate, request size and percentile) and
+//! `report/latency_runs.csv` (per run and size).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::AnalysisError;
+use crate::latency::size_label;
+use crate::latency::table::{LatencyRow, LatencyTable, RunRow};
+use crate::report::csv_row::{CsvNum, LoHiSe, csv_row};
+
+csv_row! {
+    /// A row of `report/latency.csv`: one rate, request size and
+    /// percentile; every added time over 0 Hz with `_lo`/`_hi`/`_se`.
+    pub struct LatencyCsvRow {
+        pub freq_hz: u64,
+        pub size_ns: u64,
+        pub percentile: CsvNum,
+        pub blocks: usize,
+        pub baseline_ns: CsvNum,
+        pub added_ns: LoHiSe,
+        pub predicted_ns: LoHiSe,
+        pub poisson_ns: LoHiSe,
+        pub difference_ns: LoHiSe,
+        pub agrees: &'static str,
+        pub hit_share: CsvNum,
+        pub hit_share_predicted: CsvNum,
+    }
+}
+
+impl LatencyCsvRow {
+    fn of(r: &LatencyRow) -> Self {
+        LatencyCsvRow {
+            freq_hz: r.freq_hz,
+            size_ns: r.size_ns,
+            percentile: CsvNum(r.percentile),
+            blocks: r.measured.n.max(r.predicted.n),
+            baseline_ns: CsvNum(r.baseline_ns),
+            added_ns: LoHiSe(r.measured),
+            predicted_ns: LoHiSe(r.predicted),
+            poisson_ns: LoHiSe(r.poisson),
+            difference_ns: LoHiSe(r.difference),
+            agrees: match r.agrees() {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "",
+            },
+            hit_share: CsvNum(r.hit_share),
+            hit_share_predicted: CsvNum(r.hit_share_predicted),
+        }
+    }
+}
+
+csv_row! {
+    /// A row of `report/latency_runs.csv`: one gaps run and request size.
+    pub struct LatencyRunCsvRow {
+        pub run_id: u32,
+        pub freq_hz: u64,
+        pub block: u32,
+        pub size_ns: u64,
+        pub requests: usize,
+        pub cut: usize,
+        pub independent: CsvNum,
+        pub p50_ns: CsvNum,
+        pub p99_ns: CsvNum,
+        pub p999_ns: CsvNum,
+        pub hit_share: CsvNum,
+    }
+}
+
+impl LatencyRunCsvRow {
+    fn of(r: &RunRow) -> Self {
+        let s = &r.size;
+        LatencyRunCsvRow {
+            run_id: r.run_id,
+            freq_hz: r.freq_hz,
+            block: r.block,
+            size_ns: s.size_ns,
+            requests: s.requests,
+            cut: s.cut,
+            independent: CsvNum(s.independent),
+            p50_ns: CsvNum(s.elapsed_ns[0]),
+            p99_ns: CsvNum(s.elapsed_ns[1]),
+            p999_ns: CsvNum(s.elapsed_ns[2]),
+            hit_share: CsvNum(s.hit_share),
+        }
+    }
+}
+
+/// Writes `latency.csv` to `rows_path` and `latency_runs.csv` to
+/// `runs_path`.
+pub fn write_csvs(
+    rows_path: &Path,
+    runs_path: &Path,
+    t: &LatencyTable,
+) -> Result<(), AnalysisError> {
+    let rows: Vec<LatencyCsvRow> = t.rows.iter().map(LatencyCsvRow::of).collect();
+    crate::report::csv_row::write_rows(rows_path, &rows, &LatencyCsvRow::header(0))?;
+    let runs: Vec<LatencyRunCsvRow> = t.runs.iter().map(LatencyRunCsvRow::of).collect();
+    crate::report::csv_row::write_rows(runs_path, &runs, &LatencyRunCsvRow::header(0))
+}
+
+fn hz(f: u64) -> String {
+    format!("{f} Hz")
+}
+
+/// An added time with its interval, us.
+fn us(e: &crate::stats::Estimate) -> String {
+    if !e.value.is_finite() {
+        return "-".into();
+    }
+    if e.lo.is_finite() && e.hi.is_finite() {
+        format!(
+            "{:+.1} [{:+.1}, {:+.1}]",
+            e.value / 1e3,
+            e.lo / 1e3,
+            e.hi / 1e3
+        )
+    } else {
+        format!("{:+.1}", e.value / 1e3)
+    }
+}
+
+/// The section, Markdown; for a set without gaps runs, the sentence that
+/// says how to get it.
+pub fn render(t: Option<&LatencyTable>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "## Request latency\n");
+    let Some(t) = t.filter(|t| !t.rows.is_empty()) else {
+        let _ = writeln!(
+            s,
+            "Request latency needs the gaps design (its timeline times every interruption): `driver sweep --design gaps` (the default designs include it).\n"
+        );
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "Requests of W of the loop's work, arriving at uniform times, laid over each gaps run's timeline: each takes W plus every interruption it meets (stretches of 1 ms or more, the CPU taken away, are cut out, as for the cost per sample). Added = the percentile at the rate minus the same block's 0 Hz run's, 95% t interval over blocks. Predicted: the 0 Hz run's requests with periodic samples at the achieved rate, each costing a sample measured at that rate in the block (Poisson: the same with random arrivals). A percentile needs one independent request beyond it in every run (p99.9 of 10 ms requests needs 10 s of run). Files: report/latency.csv, report/latency_runs.csv.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| rate | request | percentile | at 0 Hz, us | added, measured, us [95% CI] | added, predicted, us [95% CI] | Poisson, us | agree | hit share measured / predicted |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    for r in t
+        .rows
+        .iter()
+        .filter(|r| r.measured.value.is_finite() || r.predicted.value.is_finite())
+    {
+        let _ = writeln!(
+            s,
+            "| {} | {} | p{} | {} | {} | {} | {} | {} | {} |",
+            hz(r.freq_hz),
+            size_label(r.size_ns),
+            r.percentile,
+            if r.baseline_ns.is_finite() {
+                format!("{:.1}", r.baseline_ns / 1e3)
+            } else {
+                "-".into()
+            },
+            us(&r.measured),
+            us(&r.predicted),
+            if r.poisson.value.is_finite() {
+                format!("{:+.1}", r.poisson.value / 1e3)
+            } else {
+                "-".into()
+            },
+            match r.agrees() {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "-",
+            },
+            share(r.hit_share, r.hit_share_predicted),
+        );
+    }
+    s.push('\n');
+    for line in findings(t) {
+        let _ = writeln!(s, "- {line}");
+    }
+    s.push('\n');
+    s
+}
+
+fn share(measured: f64, predicted: f64) -> String {
+    let f = |v: f64| {
+        if v.is_finite() {
+            format!("{:.1}%", v * 100.0)
+        } else {
+            "-".into()
+        }
+    };
+    format!("{} / {}", f(measured), f(predicted))
+}
+
+/// What the table shows, in sentences: where measured and predicted
+/// disagree, what the rates the runs could not resolve lack, and whether
+/// periodic timing matters.
+fn findings(t: &LatencyTable) -> Vec<String> {
+    let mut out = Vec::new();
+    let both: Vec<&LatencyRow> = t.rows.iter().filter(|r| r.agrees().is_some()).collect();
+    let off: Vec<String> = both
+        .iter()
+        .filter(|r| r.agrees() == Some(false))
+        .map(|r| {
+            format!(
+                "{} {} p{} by {:+.1} us [{:+.1}, {:+.1}]",
+                hz(r.freq_hz),
+                size_label(r.size_ns),
+                r.percentile,
+                r.difference.value / 1e3,
+                r.difference.lo / 1e3,
+                r.difference.hi / 1e3
+            )
+        })
+        .collect();
+    if off.is_empty() {
+        out.push(format!(
+            "Measured and predicted agree within their intervals at all {} rates, sizes and percentiles both resolve.",
+            both.len()
+        ));
+    } else {
+        out.push(format!(
+            "Measured and predicted agree at {} of {}; measured - predicted where they do not: {}.",
+            both.len() - off.len(),
+            both.len(),
+            off.join("; ")
+        ));
+    }
+    let unresolved: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| {
+            r.percentile == 50.0 && !r.measured.value.is_finite() && r.predicted.value.is_finite()
+        })
+        .map(|r| format!("{} {}", hz(r.freq_hz), size_label(r.size_ns)))
+        .collect();
+    if !unresolved.is_empty() {
+        out.push(format!(
+            "Measured nowhere, predicted only: {} (the runs hold too few such requests, or their raw files were thinned to 10 ms slices that these requests outlast).",
+            unresolved.join(", ")
+        ));
+    }
+    // Periodic against Poisson: the largest difference in the added p99.
+    let gap = t
+        .rows
+        .iter()
+        .filter(|r| {
+            r.percentile == 99.0
+                && r.measured.value.is_finite()
+                && r.predicted.value.is_finite()
+                && r.poisson.value.is_finite()
+        })
+        .max_by(|a, b| {
+            (a.poisson.value - a.predicted.value)
+                .abs()
+                .total_cmp(&(b.poisson.value - b.predicted.value).abs())
+        });
+    if let Some(r) = gap {
+        out.push(format!(
+            "Periodic or Poisson timing: the samples are periodic (a per-CPU timer); timed as Poisson arrivals instead, the added p99 would differ by up to {:+.1} us where it is measured ({} {} requests: {:+.1} against {:+.1} us): a periodic timer puts W x rate samples in a request, give or take one, where Poisson arrivals vary by their square root.",
+            (r.poisson.value - r.predicted.value) / 1e3,
+            hz(r.freq_hz),
+            size_label(r.size_ns),
+            r.poisson.value / 1e3,
+            r.predicted.value / 1e3
+        ));
+    }
+    out
+}
+
+/// The latency plot: the added p99 against the rate, one series per
+/// request size (measured, with its interval), the model's prediction as
+/// each size's line, and the budget of 5 % of a 1 ms request's p99 at 0 Hz
+/// as a horizontal line. Log-log: points at or below 0 are left out, with
+/// a note under the title. `latency.svg` and `latency.png` in `out`.
+pub fn plot(
+    out: &Path,
+    t: &LatencyTable,
+) -> Option<Result<Vec<std::path::PathBuf>, crate::plot::PlotError>> {
+    use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq_axes};
+    let p99: Vec<&LatencyRow> = t.rows.iter().filter(|r| r.percentile == 99.0).collect();
+    let mut sizes: Vec<u64> = p99.iter().map(|r| r.size_ns).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut series = Vec::new();
+    let mut lines = Vec::new();
+    for &size in &sizes {
+        let at: Vec<&&LatencyRow> = p99
+            .iter()
+            .filter(|r| r.size_ns == size && r.measured.value.is_finite())
+            .collect();
+        if !at.is_empty() {
+            series.push(PointSeries {
+                label: format!("{} requests, measured", size_label(size)),
+                x: at.iter().map(|r| r.freq_hz as f64).collect(),
+                y: at.iter().map(|r| r.measured.value / 1e3).collect(),
+                y_lo: at.iter().map(|r| r.measured.lo / 1e3).collect(),
+                y_hi: at.iter().map(|r| r.measured.hi / 1e3).collect(),
+            });
+        }
+        let curve: Vec<(f64, f64)> = p99
+            .iter()
+            .filter(|r| r.size_ns == size && r.predicted.value > 0.0)
+            .map(|r| (r.freq_hz as f64, r.predicted.value / 1e3))
+            .collect();
+        if curve.len() >= 2 {
+            // The measured series' colour, or the next free one.
+            let colour = if at.is_empty() {
+                crate::plot::series_colour(sizes.len() + lines.len())
+            } else {
+                crate::plot::series_colour(series.len() - 1)
+            };
+            lines.push(FitLine {
+                label: format!("{} predicted", size_label(size)),
+                curve,
+                colour: Some(colour),
+                ..FitLine::default()
+            });
+        }
+    }
+    if series.is_empty() && lines.is_empty() {
+        return None;
+    }
+    let budget_us = p99
+        .iter()
+        .find(|r| r.size_ns == crate::latency::at_rate::LINE_SIZE_NS)
+        .map(|r| r.baseline_ns * 0.05 / 1e3)
+        .filter(|b| b.is_finite() && *b > 0.0);
+    if let (Some(b), Some(lo), Some(hi)) = (
+        budget_us,
+        t.rows.iter().map(|r| r.freq_hz).min(),
+        t.rows.iter().map(|r| r.freq_hz).max(),
+    ) {
+        lines.push(FitLine {
+            label: "budget: +5 % of a 1 ms request's p99".into(),
+            curve: vec![(lo as f64, b), (hi as f64, b)],
+            label_at_end: true,
+            colour: Some((230, 159, 0)),
+            ..FitLine::default()
+        });
+    }
+    Some(plot_vs_freq_axes(
+        "What sampling adds to a request's p99",
+        ("sampling rate (Hz)", "added p99 over 0 Hz (us)"),
+        &series,
+        &lines,
+        Axes {
+            log_x: true,
+            log_y: true,
+            y_include: None,
+        },
+        &out.join("latency"),
+    ))
+}
