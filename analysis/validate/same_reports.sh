@@ -9,10 +9,33 @@
 # One binary, each set as committed against a copy whose raw files
 # `ANALYSIS compact` rewrote: re-encoding must not change a byte of any
 # report (sets already compact compare equal trivially).
+#   usage: analysis/validate/same_reports.sh --except-latency OLD NEW
+# OLD from before the request-latency section (issue 28): each report must
+# be the same once NEW's additions are taken out (the "Request latency"
+# section, its plot's line, the answer box's "p99 of a 1 ms request" line,
+# report/latency*); report.html is left out (it embeds report.md).
 set -u
 compact=0
+except_latency=0
 if [ "${1:-}" = "--compact" ]; then compact=1; shift; set -- "$1" "$1"; fi
-[ $# -eq 2 ] || { echo "usage: $0 OLD_ANALYSIS NEW_ANALYSIS | --compact ANALYSIS" >&2; exit 2; }
+if [ "${1:-}" = "--except-latency" ]; then except_latency=1; shift; fi
+[ $# -eq 2 ] || { echo "usage: $0 OLD_ANALYSIS NEW_ANALYSIS | --compact ANALYSIS | --except-latency OLD NEW" >&2; exit 2; }
+# NEW's report without the latency additions, in place.
+strip_latency() {
+  local r=$1
+  rm -f "$r"/latency.csv "$r"/latency_runs.csv "$r"/latency.svg "$r"/latency.png "$r"/report.html
+  python3 - "$r/report.md" "$r/answer.txt" <<'PY'
+import re, sys
+md, box = sys.argv[1], sys.argv[2]
+s = open(md).read()
+s = re.sub(r"## Request latency\n.*?(?=^## )", "", s, flags=re.S | re.M)
+s = "".join(l for l in s.splitlines(True)
+            if "p99 of a 1 ms request" not in l and l != "![latency.svg](latency.svg)\n")
+open(md, "w").write(s)
+b = open(box).read()
+open(box, "w").write("".join(l for l in b.splitlines(True) if "p99 of a 1 ms request" not in l))
+PY
+}
 old=$(realpath "$1"); new=$(realpath "$2")
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -33,6 +56,10 @@ for d in "$root"/results/*/; do
     (cd "$work/$which" && "$bin" report "results/$name" >/dev/null 2>"$work/$which.err") \
       || { echo "FAILED ($which): $name"; tail -3 "$work/$which.err"; rc=1; }
   done
+  if [ $except_latency = 1 ]; then
+    strip_latency "$work/new/results/$name/report"
+    rm -f "$work/old/results/$name/report/report.html"
+  fi
   if diff -r "$work/old/results/$name/report" "$work/new/results/$name/report" >/dev/null; then
     echo "same: $name"
     rm -rf "$work/old/results/$name" "$work/new/results/$name"
