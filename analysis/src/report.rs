@@ -469,13 +469,7 @@ csv_row! {
 }
 
 fn write_loss_csv(path: &Path, a: &Findings) -> Result<(), AnalysisError> {
-    let width = a
-        .tables
-        .loss
-        .iter()
-        .map(|r| r.iterations.len())
-        .max()
-        .unwrap_or(0);
+    let width = a.tables.most_loss_runs();
     let rows: Vec<LossCsvRow> = a
         .tables
         .loss

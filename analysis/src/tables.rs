@@ -94,6 +94,16 @@ pub struct RunPhaseFaults {
 }
 
 impl Tables {
+    /// The most runs any loss row holds (loss.csv's and the loss table's
+    /// per-run columns).
+    pub fn most_loss_runs(&self) -> usize {
+        self.loss
+            .iter()
+            .map(|r| r.iterations.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The loss row used for fits and the recommendation at a frequency:
     /// the paired design where it exists (drift cancels within ABBA
     /// groups), else the classic one.

@@ -242,13 +242,7 @@ fn table2(s: &mut String, a: &Findings, r: &Reference) {
             "A command's runs (`--command`, one iteration each: a whole run) are compared within blocks instead: loss = 1 - exp(-mean ln(wall F / wall 0)) over the blocks with both runs, t interval over blocks, as in the section on the command.\n"
         );
     }
-    let nmax = a
-        .tables
-        .loss
-        .iter()
-        .map(|r| r.iterations.len())
-        .max()
-        .unwrap_or(0);
+    let nmax = a.tables.most_loss_runs();
     let mut header = "| freq_hz | achieved_hz | design |".to_string();
     for i in 1..=nmax {
         let _ = write!(header, " run{i} |");
