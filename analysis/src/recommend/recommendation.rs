@@ -34,7 +34,8 @@ pub struct Recommendation {
     pub predicted_loss_pct: Option<f64>,
     pub predicted_loss_lo_pct: Option<f64>,
     pub predicted_loss_hi_pct: Option<f64>,
-    /// What the answer rests on: [`MODEL_BASIS`] or the throughput loss.
+    /// What the answer rests on: [`crate::recommend::MODEL_BASIS`] or the
+    /// throughput loss.
     pub basis: String,
     /// Which interval the answer's bounds are: [`PREDICTION_INTERVAL`] or
     /// [`MEAN_INTERVAL`].
