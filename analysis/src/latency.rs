@@ -20,7 +20,7 @@ pub mod table;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use results_format::thinning::RAW_SLICE_NS;
+use results_format::thinning::Thinning;
 use results_format::timeline::Episode;
 
 use crate::load::gaps::LONG_EPISODE_NS;
@@ -129,29 +129,14 @@ impl LostTime {
 }
 
 /// Where a run's timeline is whole: its window, or where its raw files
-/// were thinned (`keep_every` > 1), the kept slices inside it.
+/// were thinned (`keep_every` > 1), the kept slices inside it
+/// ([`Thinning::kept_spans`]), at most a million (10,000 s of kept time: a
+/// degenerate window is not walked slice by slice).
 pub fn spans((start, end): (u64, u64), keep_every: u64) -> Vec<(u64, u64)> {
-    if end <= start {
-        return Vec::new();
+    Thinning {
+        every: keep_every.max(1),
     }
-    if keep_every <= 1 {
-        return vec![(start, end)];
-    }
-    // The kept slices only, at most a million (10,000 s of kept time: a
-    // degenerate window is not walked slice by slice).
-    let mut out = Vec::new();
-    let mut k = (start / RAW_SLICE_NS)
-        .div_ceil(keep_every)
-        .saturating_mul(keep_every);
-    while k.saturating_mul(RAW_SLICE_NS) < end && out.len() < 1_000_000 {
-        let (s, e) = (k * RAW_SLICE_NS, (k + 1).saturating_mul(RAW_SLICE_NS));
-        let (s, e) = (s.max(start), e.min(end));
-        if e > s {
-            out.push((s, e));
-        }
-        k = k.saturating_add(keep_every);
-    }
-    out
+    .kept_spans(start, end, 1_000_000)
 }
 
 /// One request size on one run.
@@ -201,12 +186,13 @@ pub fn measure(
     seed: u64,
     keep_sorted: bool,
 ) -> SizeLatency {
-    let usable: Vec<(u64, u64)> = spans
+    // Each span's arrivals [s, e - W) and its end.
+    let usable: Vec<(u64, u64, u64)> = spans
         .iter()
         .filter(|(s, e)| e - s > size_ns)
-        .map(|&(s, e)| (s, e - size_ns))
+        .map(|&(s, e)| (s, e - size_ns, e))
         .collect();
-    let total: u64 = usable.iter().map(|(s, e)| e - s).sum();
+    let total: u64 = usable.iter().map(|(s, last, _)| last - s).sum();
     let mut out = SizeLatency {
         size_ns,
         requests: 0,
@@ -230,12 +216,12 @@ pub fn measure(
             offset += usable[span].1 - usable[span].0;
             span += 1;
         }
-        let Some(&(s, _)) = usable.get(span) else {
+        let Some(&(s, _, end)) = usable.get(span) else {
             break;
         };
         let t = s + (u - offset);
         let done = lost.completion(t, size_ns);
-        if done > spans_end(spans, s) {
+        if done > end {
             out.cut += 1;
             continue;
         }
@@ -263,12 +249,6 @@ pub fn measure(
         out.sorted_ns = elapsed;
     }
     out
-}
-
-/// The end of the span that starts at `s`.
-fn spans_end(spans: &[(u64, u64)], s: u64) -> u64 {
-    let i = spans.partition_point(|&(a, _)| a <= s);
-    spans.get(i.wrapping_sub(1)).map_or(u64::MAX, |&(_, e)| e)
 }
 
 #[cfg(test)]

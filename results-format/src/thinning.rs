@@ -55,17 +55,35 @@ impl Thinning {
         if self.is_all() {
             return to_ns - from_ns;
         }
-        let mut kept = 0;
-        let mut k = from_ns / RAW_SLICE_NS;
-        while k * RAW_SLICE_NS < to_ns {
-            if k.is_multiple_of(self.every) {
-                let lo = (k * RAW_SLICE_NS).max(from_ns);
-                let hi = ((k + 1) * RAW_SLICE_NS).min(to_ns);
-                kept += hi - lo;
-            }
-            k += 1;
+        self.kept_spans(from_ns, to_ns, usize::MAX)
+            .iter()
+            .map(|(lo, hi)| hi - lo)
+            .sum()
+    }
+
+    /// The kept stretches of `[from_ns, to_ns)`, in order, at most `max` of
+    /// them: the whole range when every record is kept, else each kept
+    /// slice cut to the range.
+    pub fn kept_spans(&self, from_ns: u64, to_ns: u64, max: usize) -> Vec<(u64, u64)> {
+        if to_ns <= from_ns || max == 0 {
+            return Vec::new();
         }
-        kept
+        if self.is_all() {
+            return vec![(from_ns, to_ns)];
+        }
+        let mut out = Vec::new();
+        let mut k = (from_ns / RAW_SLICE_NS)
+            .div_ceil(self.every)
+            .saturating_mul(self.every);
+        while k.saturating_mul(RAW_SLICE_NS) < to_ns && out.len() < max {
+            let lo = (k * RAW_SLICE_NS).max(from_ns);
+            let hi = (k + 1).saturating_mul(RAW_SLICE_NS).min(to_ns);
+            if hi > lo {
+                out.push((lo, hi));
+            }
+            k = k.saturating_add(self.every);
+        }
+        out
     }
 }
 

@@ -30,20 +30,17 @@ pub struct LatencyBudget {
     pub limit: Limit,
 }
 
-/// A time with its unit, ns: `1ms`, `100us`, `2.5s`, `800ns`.
+/// A time with its unit, ns (`1ms`, `100us`, `2.5s`), through the
+/// workspace's one duration parser; a bare number is refused here (a
+/// request size or a limit says its unit).
 fn time_ns(s: &str) -> Option<f64> {
     let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic() || c == 'µ')?;
-    let (num, unit) = s.split_at(split);
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    v.is_finite().then_some(v * scale)
+    if !s.ends_with(|c: char| c.is_ascii_alphabetic() || c == 'µ') {
+        return None;
+    }
+    workload::duration::parse_duration(s)
+        .ok()
+        .map(|d| d.as_nanos() as f64)
 }
 
 /// Parses `p99:1ms:+5%`; the error names the part that is wrong and the

@@ -1,4 +1,5 @@
 use proptest::prelude::*;
+use results_format::thinning::RAW_SLICE_NS;
 use results_format::timeline::Episode;
 
 use super::*;
