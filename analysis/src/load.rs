@@ -69,11 +69,22 @@ impl ResultSet {
         ))
     }
 
-    /// The `--profiler` template the set measured, if it measured one.
+    /// The `--profiler` template the set measured, if it measured one
+    /// (on the built-in loop or on the `--command`).
     pub fn profiler_template(&self) -> Option<String> {
         self.manifest.options["profiler"]
             .as_str()
             .map(str::to_owned)
+    }
+
+    /// The `--profiler` template when it sampled the built-in loop, whose
+    /// gaps runs time each of its interruptions (None on a `--command`,
+    /// whose runs are whole runs of the command).
+    pub fn loop_profiler_template(&self) -> Option<String> {
+        self.command_line()
+            .is_none()
+            .then(|| self.profiler_template())
+            .flatten()
     }
 
     /// Path of a run's interval file.

@@ -113,7 +113,11 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     let mut command_section = if command.is_empty() {
         String::new()
     } else {
-        crate::subject::command::report::render(command, rs.command_line().as_deref())
+        crate::subject::command::report::render(
+            command,
+            rs.command_line().as_deref(),
+            rs.profiler_template().as_deref(),
+        )
     };
     if let Some(t) = &analysis.subject.profiler {
         command_section.push_str(&crate::subject::profiler::report::render(

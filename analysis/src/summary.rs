@@ -66,12 +66,12 @@ fn base(rs: &ResultSet) -> SummaryRow {
         tool_version: Some(m.tool_version.clone()),
         started_at: started_at_us(&m.started_at),
         subject: Some(
-            if rs.profiler_template().is_some() {
-                "profiler"
-            } else if command.is_none() {
-                "loop"
-            } else {
+            if command.is_some() {
                 "command"
+            } else if rs.profiler_template().is_some() {
+                "profiler"
+            } else {
+                "loop"
             }
             .to_string(),
         ),

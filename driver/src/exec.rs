@@ -69,6 +69,9 @@ pub struct RunSpec<'a> {
     pub phases: Vec<bool>,
     /// Paired design: time from the loop's start to the first phase.
     pub settle_ns: u64,
+    /// `--command`: the folder the command may write its own files into
+    /// (`command/run-N/` in the set, named by `PERF_OVERHEAD_RUN_DIR`).
+    pub command_dir: Option<std::path::PathBuf>,
 }
 
 /// What a run measured.
@@ -250,7 +253,10 @@ pub fn execute(
             run.freq_hz
         ));
         let schedule = paired_schedule(run, &opts);
-        let spec = RunSpec::new(run, &opts, &event, schedule.as_ref());
+        let mut spec = RunSpec::new(run, &opts, &event, schedule.as_ref());
+        if opts.subject.command().is_some() {
+            spec.command_dir = Some(results_format::command_dir(dir.root(), run.run_id));
+        }
         let made = make_run(backend, &spec, interrupt);
         if let Some(w) = lowered_limit_warning(run, &made.limits_before, &made.limits_after) {
             tracing::warn!("{w}");
@@ -314,6 +320,7 @@ impl<'a> RunSpec<'a> {
             event,
             phases: schedule.map(|s| s.on.clone()).unwrap_or_default(),
             settle_ns: schedule.map_or(0, |s| s.settle_ns),
+            command_dir: None,
         }
     }
 }

@@ -33,11 +33,12 @@ pub use results_format::RunKind;
 
 /// Whether a planned run opens a sampler of ours: every run above 0 Hz,
 /// and the paired design's null control (a sampler that never fires);
-/// none in a `--profiler` sweep, whose profiler samples instead. Here, in
+/// none in a `--profiler` sweep (loop or command), whose profiler samples
+/// instead. Here, in
 /// the plan, so that the executor and the pre-run checks ask it without
 /// importing the runtime backend.
 pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
-    !matches!(opts.subject, crate::config::Subject::Profiler { .. })
+    !opts.subject.has_profiler()
         && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
 }
 

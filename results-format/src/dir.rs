@@ -21,6 +21,17 @@ pub fn workload_path(root: &Path, run_id: u32) -> PathBuf {
     root.join("workload").join(format!("run-{run_id}.json"))
 }
 
+/// The folder a `--command` run may write its own files into, in the
+/// results directory `root` (the command finds it in the environment
+/// variable [`COMMAND_DIR_VAR`]).
+pub fn command_dir(root: &Path, run_id: u32) -> PathBuf {
+    root.join("command").join(format!("run-{run_id}"))
+}
+
+/// The environment variable that names a `--command` run's own folder
+/// ([`command_dir`]; a temporary one for its warm-up runs).
+pub const COMMAND_DIR_VAR: &str = "PERF_OVERHEAD_RUN_DIR";
+
 /// An open results directory, being written.
 #[derive(Debug)]
 pub struct ResultsDir {

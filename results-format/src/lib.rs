@@ -37,7 +37,7 @@ pub mod thinning;
 pub mod timeline;
 mod vocab;
 
-pub use dir::{ResultsDir, events_path, workload_path};
+pub use dir::{COMMAND_DIR_VAR, ResultsDir, command_dir, events_path, workload_path};
 pub use error::{FormatError, message_chain, panic_message};
 pub use manifest::{
     HostLook, MANIFEST_JSON, Manifest, SettingChange, read_manifest, write_atomic, write_manifest,

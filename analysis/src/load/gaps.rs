@@ -319,7 +319,7 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
     let mut out = GapsLoad::default();
     // A --profiler set's runs have no samples of ours to match: its gaps
     // are read by the profiler table (crate::subject::profiler) instead.
-    if ok.is_empty() || gaps_removed || rs.profiler_template().is_some() {
+    if ok.is_empty() || gaps_removed || rs.loop_profiler_template().is_some() {
         return Ok(out);
     }
     let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;

@@ -104,7 +104,7 @@ fn per_second(run: &Run, tl: &TimelineRow) -> Option<PerSecond> {
 
 /// The profiler's table of `rs`; None when `rs` measured no profiler.
 pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisError> {
-    let Some(template) = rs.profiler_template() else {
+    let Some(template) = rs.loop_profiler_template() else {
         return Ok(None);
     };
     let timeline: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;

@@ -1,10 +1,14 @@
 //! A run of the user's own program (`--command`): the sampler is opened
-//! and switched on, the command runs once pinned to the measured CPU, and
-//! the sampler is switched off as soon as it exits. The run's measurement
-//! is the command's wall time; `iterations` is 1 (one whole run of it).
+//! and switched on (or, with `--profiler`, the profiler started and
+//! settled), the command runs once pinned to the measured CPU, and the
+//! sampler is switched off (the profiler stopped) as soon as it exits. The
+//! run's measurement is the command's wall time; `iterations` is 1 (one
+//! whole run of it). The command may write its own files into its run's
+//! folder, named by `PERF_OVERHEAD_RUN_DIR`.
 
 use super::*;
 use crate::subject::command::{CommandError, run_limit, run_pinned};
+use crate::subject::profiler::{Profiler, SETTLE, last_lines};
 
 impl RealBackend {
     pub(super) fn run_command(
@@ -14,21 +18,58 @@ impl RealBackend {
         interrupt: &AtomicBool,
     ) -> Result<RunOutcome, RunError> {
         let opts = spec.opts;
-        let sampler = if spec.run.freq_hz > 0 {
+        let sampler = if opens_sampler(spec.run, opts) {
             let cfg = self.sampler_config(spec, 0);
             Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
         } else {
             None
         };
+        let mut profiler = match opts.subject.profiler() {
+            Some(template) if spec.run.freq_hz > 0 => {
+                let p_argv = crate::config::profiler_argv(template, spec.run.freq_hz, opts.cpu)
+                    .map_err(|e| failed(format!("the profiler's command: {e}")))?;
+                let mut p = Profiler::start(&p_argv, &self.online_cpus)?;
+                p.settle(SETTLE, interrupt)?;
+                p.window_starts();
+                Some(p)
+            }
+            _ => None,
+        };
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         if let Some(s) = &sampler {
             s.enable().map_err(failed)?;
         }
-        let result = run_pinned(argv, opts.cpu, run_limit(opts.duration_ns), interrupt);
+        let result = run_pinned(
+            argv,
+            opts.cpu,
+            run_limit(opts.duration_ns),
+            interrupt,
+            spec.command_dir.as_deref(),
+        );
         if let Some(s) = &sampler {
             let _ = s.disable();
         }
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let profiler_usage = match profiler.as_mut() {
+            Some(p) => {
+                let usage = p.window_ends();
+                let alive = p.check_alive("while the command ran");
+                Some((usage, alive))
+            }
+            None => None,
+        };
+        if let Some(p) = profiler {
+            let stopped = p.stop();
+            if !stopped.clean() {
+                tracing::warn!(
+                    "run {}: the profiler needed {} to stop and exited {}: {}",
+                    spec.run.run_id,
+                    stopped.by,
+                    stopped.status,
+                    last_lines(&stopped.stderr)
+                );
+            }
+        }
         let run = match result {
             Ok(r) => r,
             Err(CommandError::Interrupted) => return Err(RunError::Interrupted),
@@ -47,6 +88,10 @@ impl RealBackend {
             ended_at_ns: run.ended_at_ns,
             ..RunOutcome::default()
         };
+        if let Some((usage, alive)) = profiler_usage {
+            alive?;
+            o.profiler = Some(usage);
+        }
         if let Some(s) = sampler {
             let s = s.finish().map_err(|e| failed(format!("sampler: {e}")))?;
             with_sampler_outcome(&mut o, &s);

@@ -56,48 +56,39 @@ pub(super) fn resolve_profiler(
     Ok(Some(text))
 }
 
-/// Refuses what has no meaning with a profiler: it is not combined with
-/// `--command` (the built-in loop's timeline is what sees its interrupts),
-/// and only the gaps design measures it (the paired design switches our
-/// own sampler on and off, which an external profiler cannot be).
+/// Refuses what has no meaning with a profiler: on the loop only the gaps
+/// design measures it (the paired design switches our own sampler on and
+/// off, which an external profiler cannot be); on a `--command` only whole
+/// runs (the classic design, the command's default) do.
 pub(super) fn refuse_with_profiler(
     flags: &FlagSettings,
     exp: &ExperimentFile,
     key: &dyn Fn(&'static str) -> Origin,
     has_command: bool,
 ) -> Result<(), ConfigError> {
-    let origin = if flags.profiler.is_some() {
-        Origin::Flag("--profiler")
-    } else {
-        key("profiler")
-    };
-    if has_command {
-        return Err(invalid(
-            flags
-                .profiler
-                .clone()
-                .or_else(|| exp.profiler.clone())
-                .unwrap_or_default(),
-            &origin,
-            "a profiler is measured on the built-in loop, whose timeline sees each of its interrupts; --command runs your program instead",
-            "drop --command (the loop stands in for your application), or drop --profiler",
-        ));
-    }
     let flag_design = flags.design.as_ref().map(|FlagList(d)| join(d));
     let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
     let given = flag_design
         .map(|v| (v, Origin::Flag("--design")))
         .or_else(|| file_design.map(|v| (v, key("design"))));
-    if let Some((v, o)) = given
-        && v.split(',')
-            .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Gaps))
-    {
-        return Err(invalid(
-            v,
-            &o,
+    let (allowed, why, fix) = if has_command {
+        (
+            Design::Classic,
+            "a profiler on --command is measured by whole runs of the command (the classic design); the other designs switch our own sampler on and off or time the built-in loop",
+            "drop the design (classic is used) or give --design classic",
+        )
+    } else {
+        (
+            Design::Gaps,
             "a profiler is measured by the gaps design only (the paired design switches our own sampler on and off in phases, which an external profiler cannot be)",
             "drop the design (gaps is used) or give --design gaps",
-        ));
+        )
+    };
+    if let Some((v, o)) = given
+        && v.split(',')
+            .any(|d| parse_design(d.trim(), &o).ok() != Some(allowed))
+    {
+        return Err(invalid(v, &o, why, fix));
     }
     Ok(())
 }

@@ -317,7 +317,7 @@ impl SweepOptions {
             src.check_run_length(&freqs_hz, duration_ns)?;
         }
         let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
-        let designs = if profiler.is_some() {
+        let designs = if profiler.is_some() && !has_command {
             vec![Design::Gaps]
         } else {
             src.designs(has_command)?
@@ -327,7 +327,11 @@ impl SweepOptions {
         let warmup = resolve_warmup(flags, exp, &key, has_command)?;
         let util = profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true);
         let subject = match (command, profiler) {
-            (Some(argv), _) => Subject::Command { argv, warmup },
+            (Some(argv), profiler) => Subject::Command {
+                argv,
+                warmup,
+                profiler,
+            },
             (None, Some(template)) => Subject::Profiler { template },
             (None, None) => Subject::Loop,
         };

@@ -1,6 +1,6 @@
 //! What a sweep measures: the built-in loop sampled by our sampler, the
-//! user's own program (`--command`), or the loop sampled by a real
-//! profiler (`--profiler`). One enum where there were two `Option`s; the
+//! user's own program (`--command`, sampled by our sampler or by a real
+//! profiler), or the loop sampled by a real profiler (`--profiler`). One enum where there were two `Option`s; the
 //! manifest keeps its keys (`command`, `warmup`, `profiler`), so every
 //! set and `--resume` reads as before.
 
@@ -13,8 +13,13 @@ pub enum Subject {
     #[default]
     Loop,
     /// The user's program in place of the loop (`--command`), as argv,
-    /// with its unmeasured warm-up runs.
-    Command { argv: Vec<String>, warmup: u32 },
+    /// with its unmeasured warm-up runs, sampled by our sampler or, with
+    /// `--profiler`, by that profiler (its template).
+    Command {
+        argv: Vec<String>,
+        warmup: u32,
+        profiler: Option<String>,
+    },
     /// A real profiler in place of our sampler (`--profiler`), as its
     /// template with `{freq}` and `{cpu}`.
     Profiler { template: String },
@@ -29,12 +34,19 @@ impl Subject {
         }
     }
 
-    /// The profiler's template (`--profiler`), if that is what samples.
+    /// The profiler's template (`--profiler`), if that is what samples
+    /// (the loop or the command).
     pub fn profiler(&self) -> Option<&str> {
         match self {
             Subject::Profiler { template } => Some(template),
-            _ => None,
+            Subject::Command { profiler, .. } => profiler.as_deref(),
+            Subject::Loop => None,
         }
+    }
+
+    /// Whether a real profiler samples in place of our sampler.
+    pub fn has_profiler(&self) -> bool {
+        self.profiler().is_some()
     }
 
     /// The command's warm-up runs (0 without a command).
@@ -75,9 +87,10 @@ impl<'de> Deserialize<'de> for Subject {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let k = SubjectKeys::deserialize(d)?;
         Ok(match (k.command, k.profiler) {
-            (Some(argv), _) => Subject::Command {
+            (Some(argv), profiler) => Subject::Command {
                 argv,
                 warmup: k.warmup,
+                profiler,
             },
             (None, Some(template)) => Subject::Profiler { template },
             (None, None) => Subject::Loop,
@@ -107,8 +120,17 @@ mod tests {
                 Subject::Command {
                     argv: vec!["gzip".into(), "-9".into()],
                     warmup: 2,
+                    profiler: None,
                 },
                 r#"{"command":["gzip","-9"],"warmup":2,"profiler":null}"#,
+            ),
+            (
+                Subject::Command {
+                    argv: vec!["gzip".into()],
+                    warmup: 1,
+                    profiler: Some("perf record -F {freq}".into()),
+                },
+                r#"{"command":["gzip"],"warmup":1,"profiler":"perf record -F {freq}"}"#,
             ),
             (
                 Subject::Profiler {

@@ -415,3 +415,44 @@ fn a_phase_for_a_plan_without_the_paired_design_is_refused() {
     assert!(resolve_args(&["--design=classic,paired", "--phase=200ms"]).is_ok());
     assert!(resolve_args(&["--design=classic"]).is_ok());
 }
+
+#[test]
+fn a_profiler_samples_a_command_in_whole_runs_only() {
+    let o = resolve_args(&[
+        "--command",
+        "sh -c 'exit 0'",
+        "--profiler",
+        "perf record -F {freq} -C {cpu} -o /dev/null",
+    ])
+    .unwrap();
+    assert_eq!(o.subject.command().map(<[String]>::len), Some(3));
+    assert_eq!(
+        o.subject.profiler(),
+        Some("perf record -F {freq} -C {cpu} -o /dev/null")
+    );
+    // Whole runs of the command, as without a profiler; no util runs (the
+    // profiler's handler is not ours to trace).
+    assert_eq!(o.designs, vec![Design::Classic]);
+    assert!(!o.util);
+    // The paired or gaps design has no meaning there: refused, naming the
+    // value, the flag and the fix.
+    for design in ["paired", "gaps", "classic,gaps"] {
+        let e = resolve_args(&[
+            "--command",
+            "sh -c 'exit 0'",
+            "--profiler",
+            "perf record -F {freq}",
+            "--design",
+            design,
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(design) && e.contains("--design"), "{e}");
+        assert!(e.contains("give --design classic"), "{e}");
+    }
+    // On the loop, gaps only, as before.
+    let e = resolve_args(&["--profiler", "perf record -F {freq}", "--design", "classic"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("give --design gaps"), "{e}");
+}

@@ -135,15 +135,24 @@ struct Usage {
 /// the affinity), stdin and stdout on /dev/null, stderr kept for the
 /// error. Stops it (its whole process group) on `interrupt` or after
 /// `limit`. A sampler switched on before the call and off after it covers
-/// the command's whole life.
+/// the command's whole life. `run_dir`, created here, is named to the
+/// command by `PERF_OVERHEAD_RUN_DIR`: the folder for its own files.
 pub fn run_pinned(
     argv: &[String],
     cpu: u32,
     limit: Duration,
     interrupt: &AtomicBool,
+    run_dir: Option<&Path>,
 ) -> Result<CommandRun, CommandError> {
     let program = argv.first().cloned().unwrap_or_default();
     let mut cmd = Command::new(&program);
+    if let Some(d) = run_dir {
+        std::fs::create_dir_all(d).map_err(|e| CommandError::Spawn {
+            program: program.clone(),
+            message: format!("cannot create its folder {}: {e}", d.display()),
+        })?;
+        cmd.env(results_format::COMMAND_DIR_VAR, d);
+    }
     cmd.args(argv.iter().skip(1))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -303,7 +312,12 @@ pub fn warm_up(
 ) -> Result<Vec<u64>, CommandError> {
     let mut walls = Vec::new();
     for i in 0..n {
-        let r = run_pinned(argv, cpu, WARMUP_LIMIT, interrupt)?;
+        // A warm-up run's own files go to a folder removed after it.
+        let dir = tempfile::tempdir().map_err(|e| CommandError::Spawn {
+            program: argv.first().cloned().unwrap_or_default(),
+            message: format!("cannot create a temporary folder for its warm-up run: {e}"),
+        })?;
+        let r = run_pinned(argv, cpu, WARMUP_LIMIT, interrupt, Some(dir.path()))?;
         tracing::info!(
             "warm-up run {}/{n} of the command: {:.3} s",
             i + 1,
@@ -466,7 +480,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let e = run_pinned(&argv, 0, Duration::from_secs(30), &never).unwrap_err();
+        let e = run_pinned(&argv, 0, Duration::from_secs(30), &never, None).unwrap_err();
         match e {
             CommandError::Exit { status, stderr } => {
                 assert_eq!(status, "exited with status 3");
@@ -480,6 +494,7 @@ mod tests {
             0,
             Duration::from_secs(30),
             &never,
+            None,
         )
         .unwrap();
         assert!((200_000_000..1_000_000_000).contains(&ok.wall_ns), "{ok:?}");
@@ -497,6 +512,7 @@ mod tests {
             0,
             Duration::from_secs(30),
             &never,
+            None,
         )
         .unwrap();
         assert!(spun.user_ns + spun.sys_ns >= 50_000_000, "{spun:?}");
@@ -505,6 +521,7 @@ mod tests {
             0,
             Duration::from_secs(30),
             &never,
+            None,
         )
         .unwrap_err();
         assert!(matches!(missing, CommandError::Spawn { .. }), "{missing:?}");
@@ -523,6 +540,7 @@ mod tests {
             0,
             Duration::from_millis(300),
             &never,
+            None,
         )
         .unwrap_err();
         assert!(matches!(e, CommandError::TimedOut { .. }), "{e:?}");

@@ -23,7 +23,7 @@ pub(super) fn warm_up_command(
     opts: &mut SweepOptions,
     fresh: bool,
 ) -> anyhow::Result<Option<ExitCode>> {
-    if let Subject::Command { argv, warmup } = opts.subject.clone() {
+    if let Subject::Command { argv, warmup, .. } = opts.subject.clone() {
         let interrupt = interrupt_flag();
         match crate::subject::command::warm_up(&argv, opts.cpu, warmup.max(1), &interrupt) {
             Ok(walls) if fresh => {
@@ -97,7 +97,7 @@ pub(super) fn check_profiler(
     online: &[u32],
 ) -> anyhow::Result<Option<ExitCode>> {
     use crate::subject::profiler::{Profiler, SETTLE};
-    let Subject::Profiler { template } = &opts.subject else {
+    let Some(template) = opts.subject.profiler() else {
         return Ok(None);
     };
     let argv =

@@ -10,7 +10,6 @@ use anyhow::Context;
 
 use super::preflight::Ceiling;
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
-use crate::config::Subject;
 use crate::config::{ExperimentFile, SweepOptions};
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
@@ -321,7 +320,7 @@ pub(super) fn open_event(
         .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
     let mut warnings = Vec::new();
     if let Some(w) = fallback {
-        if matches!(opts.subject, Subject::Profiler { .. }) {
+        if opts.subject.has_profiler() {
             // Our sampler opens nothing in a --profiler sweep.
             tracing::debug!("{w}");
         } else {

@@ -10,7 +10,7 @@ use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 use crate::subject::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 
 /// The markdown section (empty without command runs).
-pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {
+pub fn render(rows: &[CommandRow], command: Option<&str>, profiler: Option<&str>) -> String {
     let mut s = String::new();
     if rows.is_empty() {
         return s;
@@ -20,6 +20,12 @@ pub fn render(rows: &[CommandRow], command: Option<&str>) -> String {
         let _ = writeln!(
             s,
             "Command: `{c}`, pinned to the measured CPU, stdout discarded.\n"
+        );
+    }
+    if let Some(p) = profiler {
+        let _ = writeln!(
+            s,
+            "Sampled by your profiler `{p}` (`{{freq}}` each rate, `{{cpu}}` the measured CPU), started 1 s before each run above 0 Hz and stopped after it, not by our sampler: we do not see its samples, so the samples and cost columns are empty and the loss is what the profiler costs the command. Its own CPU time and peak RSS are in runs.csv (`profiler_*`).\n"
         );
     }
     let _ = writeln!(

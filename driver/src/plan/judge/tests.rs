@@ -154,6 +154,7 @@ fn classic_gaps_only_and_command_plans() {
     o.subject = crate::config::Subject::Command {
         argv: vec!["true".into()],
         warmup: 1,
+        profiler: None,
     };
     assert_eq!(
         resolvable_loss(&look_with(5.0, 5.0), &o).half_width_pp,
