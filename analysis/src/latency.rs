@@ -16,6 +16,7 @@
 pub mod at_rate;
 pub mod budget;
 pub mod model;
+pub mod predict;
 pub mod table;
 
 use rand::{Rng, SeedableRng};

@@ -61,6 +61,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Predict what sampling adds to a request's latency: for requests of
+    /// --size of work, the added p50, p99 and p99.9 (or --percentiles) at
+    /// each of --rates, from the set's gaps runs (the model of the report's
+    /// "Request latency" section: each block's 0 Hz run with periodic
+    /// samples costing what that block's runs measured at the nearest
+    /// rate), with 95% intervals over blocks. Markdown, or --json.
+    Latency {
+        /// Results directory written by `driver sweep` (with gaps runs).
+        dir: PathBuf,
+        /// The request's work, e.g. 1ms, 250us, 1.8ms.
+        #[arg(long)]
+        size: String,
+        /// Sampling rates, Hz, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "99,999,3999")]
+        rates: Vec<f64>,
+        /// Percentiles, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "50,99,99.9")]
+        percentiles: Vec<f64>,
+        /// Print JSON instead of Markdown.
+        #[arg(long)]
+        json: bool,
+    },
     /// Rewrite a results directory's raw Parquet files (events/, gaps/,
     /// samples/) from the earlier form (LZ4, absolute times) into the
     /// current one (zstd, times as steps): about a third of the size. Each
@@ -176,6 +198,54 @@ enum Command {
         #[arg(long, requires = "into")]
         host: Option<String>,
     },
+}
+
+/// `analysis latency`: the model's prediction for one request size.
+fn predict_latency(
+    dir: &std::path::Path,
+    size: &str,
+    rates: &[f64],
+    percentiles: &[f64],
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let bad = |e: String| {
+        eprintln!("error: {e}");
+        Ok(ExitCode::from(2))
+    };
+    let Some(size_ns) = latency::budget::time_ns(size).filter(|&x| x >= 1.0) else {
+        return bad(format!(
+            "--size `{size}`: expected a time above 0 with its unit, e.g. --size 1ms or 250us"
+        ));
+    };
+    if let Some(r) = rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+        return bad(format!(
+            "--rates {r}: expected rates in Hz above 0, e.g. --rates 99,999,3999"
+        ));
+    }
+    if let Some(p) = percentiles.iter().find(|p| !(1.0..=99.99).contains(*p)) {
+        return bad(format!(
+            "--percentiles {p}: expected percentiles from 1 to 99.99, e.g. --percentiles 50,99,99.9"
+        ));
+    }
+    let rs = load::load(dir)?;
+    let a = pipeline::analyse(&rs)?;
+    let Some(t) = &a.gaps.latency else {
+        return bad(format!(
+            "{} has no gaps runs of our sampler, which the latency model needs; run `driver sweep --design gaps` (the default designs include it)",
+            dir.display()
+        ));
+    };
+    let size_ns = size_ns.round() as u64;
+    if let Err(e) = latency::predict::check_size(&t.model, size_ns, &format!("--size {size}")) {
+        return bad(e);
+    }
+    let rows = latency::predict::predict(&t.model, size_ns, rates, percentiles);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", latency::predict::markdown(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The set's summary rows of its primary configuration: what a `--json`
@@ -297,6 +367,13 @@ fn run() -> anyhow::Result<ExitCode> {
             }
         }
         Command::Compact { dir } => return compact(&dir),
+        Command::Latency {
+            dir,
+            size,
+            rates,
+            percentiles,
+            json,
+        } => return predict_latency(&dir, &size, &rates, &percentiles, json),
         Command::Fleet {
             root,
             by,

@@ -33,7 +33,7 @@ pub struct LatencyBudget {
 /// A time with its unit, ns (`1ms`, `100us`, `2.5s`), through the
 /// workspace's one duration parser; a bare number is refused here (a
 /// request size or a limit says its unit).
-fn time_ns(s: &str) -> Option<f64> {
+pub fn time_ns(s: &str) -> Option<f64> {
     let s = s.trim();
     if !s.ends_with(|c: char| c.is_ascii_alphabetic() || c == 'µ') {
         return None;
@@ -117,20 +117,7 @@ pub struct LatencyAnswer {
 /// The highest rate within `b` on `model`; Err (bad input, exit 2) where
 /// the size cannot be a request of these runs.
 pub fn answer(model: &Model, b: &LatencyBudget, text: &str) -> Result<LatencyAnswer, String> {
-    let w = b.size_ns as f64;
-    if w < model.stamp_ns {
-        return Err(format!(
-            "--latency-budget `{text}`: a {w:.0} ns request is shorter than the loop's stamp period ({:.0} ns), the finest time its timeline resolves; use a size of {:.0} ns or more",
-            model.stamp_ns, model.stamp_ns
-        ));
-    }
-    if model.window_ns > 0 && b.size_ns >= model.window_ns {
-        return Err(format!(
-            "--latency-budget `{text}`: a {:.3} s request is longer than the runs ({:.3} s); use a smaller size, or longer runs (driver sweep --duration)",
-            w * 1e-9,
-            model.window_ns as f64 * 1e-9
-        ));
-    }
+    super::predict::check_size(model, b.size_ns, &format!("--latency-budget `{text}`"))?;
     let at = model.at_size(b.size_ns, b.percentile);
     let baseline_ns = at.baseline_ns();
     let limit_ns = match b.limit {

@@ -9,6 +9,7 @@ mod corrupt;
 mod degenerate;
 mod fixtures;
 mod fleet;
+mod latency_cli;
 mod percost;
 mod plot;
 mod profiler;

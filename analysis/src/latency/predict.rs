@@ -1,0 +1,99 @@
+//! `analysis latency`: what sampling at the rates asked adds to the
+//! percentiles of a request of one size, predicted by the model of a set's
+//! gaps runs ([`Model::added`]). For a request size that no table of the
+//! report shows, such as a real server's measured service time.
+
+use serde::Serialize;
+
+use super::at_rate::Model;
+use crate::stats::Estimate;
+
+/// One rate and percentile of the prediction.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    /// The rate asked, Hz.
+    pub rate_hz: f64,
+    /// The percentile, %.
+    pub percentile: f64,
+    /// The request's work, ns.
+    pub size_ns: u64,
+    /// The percentile at 0 Hz, mean over the blocks that resolve it, ns
+    /// (None where none does).
+    pub baseline_ns: Option<f64>,
+    /// What sampling at the rate adds to it, ns, with its 95 % interval
+    /// over blocks (None where not resolved).
+    pub added_ns: Option<Estimate>,
+    /// The measured rate whose per-sample costs stand for the rate asked.
+    pub basis_hz: Option<u64>,
+}
+
+/// Refuses a size the runs cannot hold (exit 2): shorter than the loop's
+/// stamp period or as long as the runs. `what` names the input in the
+/// message.
+pub fn check_size(model: &Model, size_ns: u64, what: &str) -> Result<(), String> {
+    let w = size_ns as f64;
+    if w < model.stamp_ns {
+        return Err(format!(
+            "{what}: a {w:.0} ns request is shorter than the loop's stamp period ({:.0} ns), the finest time its timeline resolves; use a size of {:.0} ns or more",
+            model.stamp_ns, model.stamp_ns
+        ));
+    }
+    if model.window_ns > 0 && size_ns >= model.window_ns {
+        return Err(format!(
+            "{what}: a {:.3} s request is longer than the runs ({:.3} s); use a smaller size, or longer runs (driver sweep --duration)",
+            w * 1e-9,
+            model.window_ns as f64 * 1e-9
+        ));
+    }
+    Ok(())
+}
+
+/// The prediction at each of `rates_hz` and `percentiles` for requests of
+/// `size_ns` (checked with [`check_size`] first).
+pub fn predict(
+    model: &Model,
+    size_ns: u64,
+    rates_hz: &[f64],
+    percentiles: &[f64],
+) -> Vec<Prediction> {
+    let mut out = Vec::new();
+    for &p in percentiles {
+        let at = model.at_size(size_ns, p);
+        for &rate_hz in rates_hz {
+            out.push(Prediction {
+                rate_hz,
+                percentile: p,
+                size_ns,
+                baseline_ns: at.is_resolved().then(|| at.baseline_ns()),
+                added_ns: at.added(rate_hz),
+                basis_hz: model.basis_hz(rate_hz),
+            });
+        }
+    }
+    out
+}
+
+/// The predictions as a Markdown table.
+pub fn markdown(rows: &[Prediction]) -> String {
+    let mut s = String::from(
+        "| rate Hz | percentile | size us | at 0 Hz us | added us [95% CI] | costs measured at Hz |\n|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let us = |x: f64| format!("{:.1}", x / 1e3);
+        s.push_str(&format!(
+            "| {} | p{} | {} | {} | {} | {} |\n",
+            r.rate_hz,
+            r.percentile,
+            us(r.size_ns as f64),
+            r.baseline_ns.map_or("-".into(), us),
+            r.added_ns.map_or("not resolved".into(), |e| format!(
+                "{:+.1} [{:+.1}, {:+.1}]",
+                e.value / 1e3,
+                e.lo / 1e3,
+                e.hi / 1e3
+            )),
+            r.basis_hz.map_or("-".into(), |b| b.to_string()),
+        ));
+    }
+    s
+}
