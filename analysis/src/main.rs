@@ -212,21 +212,10 @@ fn predict_latency(
         eprintln!("error: {e}");
         Ok(ExitCode::from(2))
     };
-    let Some(size_ns) = latency::budget::time_ns(size).filter(|&x| x >= 1.0) else {
-        return bad(format!(
-            "--size `{size}`: expected a time above 0 with its unit, e.g. --size 1ms or 250us"
-        ));
+    let size_ns = match latency::predict::parse_request(size, rates, percentiles) {
+        Ok(ns) => ns,
+        Err(e) => return bad(e),
     };
-    if let Some(r) = rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-        return bad(format!(
-            "--rates {r}: expected rates in Hz above 0, e.g. --rates 99,999,3999"
-        ));
-    }
-    if let Some(p) = percentiles.iter().find(|p| !(1.0..=99.99).contains(*p)) {
-        return bad(format!(
-            "--percentiles {p}: expected percentiles from 1 to 99.99, e.g. --percentiles 50,99,99.9"
-        ));
-    }
     let rs = load::load(dir)?;
     let a = pipeline::analyse(&rs)?;
     let Some(t) = &a.gaps.latency else {
@@ -235,7 +224,6 @@ fn predict_latency(
             dir.display()
         ));
     };
-    let size_ns = size_ns.round() as u64;
     if let Err(e) = latency::predict::check_size(&t.model, size_ns, &format!("--size {size}")) {
         return bad(e);
     }

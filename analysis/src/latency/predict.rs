@@ -27,6 +27,27 @@ pub struct Prediction {
     pub basis_hz: Option<u64>,
 }
 
+/// `analysis latency`'s flags: the size in ns, or the one-line error
+/// (exit 2) naming the value and the form.
+pub fn parse_request(size: &str, rates: &[f64], percentiles: &[f64]) -> Result<u64, String> {
+    let Some(size_ns) = super::budget::time_ns(size).filter(|&x| x >= 1.0) else {
+        return Err(format!(
+            "--size `{size}`: expected a time above 0 with its unit, e.g. --size 1ms or 250us"
+        ));
+    };
+    if let Some(r) = rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+        return Err(format!(
+            "--rates {r}: expected rates in Hz above 0, e.g. --rates 99,999,3999"
+        ));
+    }
+    if let Some(p) = percentiles.iter().find(|p| !(1.0..=99.99).contains(*p)) {
+        return Err(format!(
+            "--percentiles {p}: expected percentiles from 1 to 99.99, e.g. --percentiles 50,99,99.9"
+        ));
+    }
+    Ok(size_ns.round() as u64)
+}
+
 /// Refuses a size the runs cannot hold (exit 2): shorter than the loop's
 /// stamp period or as long as the runs. `what` names the input in the
 /// message.
