@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::{RealBackend, RunFiles, Sampled, failed, wait_end, workload_outcome};
 use crate::exec::{RunError, RunOutcome, RunSpec};
-use crate::subject::profiler::{Profiler, SETTLE, last_lines};
+use crate::subject::profiler::{Profiler, SETTLE};
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
 
@@ -40,16 +40,7 @@ impl RealBackend {
         let usage = profiler.window_ends();
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         profiler.check_alive("while the loop ran")?;
-        let stopped = profiler.stop();
-        if !stopped.clean() {
-            tracing::warn!(
-                "run {}: the profiler needed {} to stop and exited {}: {}",
-                spec.run.run_id,
-                stopped.by,
-                stopped.status,
-                last_lines(&stopped.stderr)
-            );
-        }
+        profiler.stop_after_run(spec.run.run_id);
         let sampled = Sampled {
             status,
             sampler: None,

@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::subject::command::{CommandError, run_limit, run_pinned};
-use crate::subject::profiler::{Profiler, SETTLE, last_lines};
+use crate::subject::profiler::{Profiler, SETTLE};
 
 impl RealBackend {
     pub(super) fn run_command(
@@ -59,16 +59,7 @@ impl RealBackend {
             None => None,
         };
         if let Some(p) = profiler {
-            let stopped = p.stop();
-            if !stopped.clean() {
-                tracing::warn!(
-                    "run {}: the profiler needed {} to stop and exited {}: {}",
-                    spec.run.run_id,
-                    stopped.by,
-                    stopped.status,
-                    last_lines(&stopped.stderr)
-                );
-            }
+            p.stop_after_run(spec.run.run_id);
         }
         let run = match result {
             Ok(r) => r,

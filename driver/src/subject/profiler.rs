@@ -271,6 +271,20 @@ impl Profiler {
         self.stop_within(STOP_GRACE)
     }
 
+    /// [`Profiler::stop`] after run `run_id`, with a warning when it did
+    /// not stop on SIGINT or exited non-zero.
+    pub(crate) fn stop_after_run(self, run_id: u32) {
+        let stopped = self.stop();
+        if !stopped.clean() {
+            tracing::warn!(
+                "run {run_id}: the profiler needed {} to stop and exited {}: {}",
+                stopped.by,
+                stopped.status,
+                last_lines(&stopped.stderr)
+            );
+        }
+    }
+
     /// [`Profiler::stop`] with the given grace after SIGINT and SIGTERM.
     fn stop_within(mut self, grace: [Duration; 2]) -> Stopped {
         let mut child = self.child.take();
