@@ -224,7 +224,7 @@ fn predict_latency(
             dir.display()
         ));
     };
-    if let Err(e) = latency::predict::check_size(&t.model, size_ns, &format!("--size {size}")) {
+    if let Err(e) = t.model.check_size(size_ns, &format!("--size {size}")) {
         return bad(e);
     }
     let rows = latency::predict::predict(&t.model, size_ns, rates, percentiles);

@@ -116,6 +116,27 @@ impl Model {
         }
     }
 
+    /// Refuses a size the runs cannot hold (exit 2): shorter than the loop's
+    /// stamp period or as long as the runs. `what` names the input in the
+    /// message.
+    pub fn check_size(&self, size_ns: u64, what: &str) -> Result<(), String> {
+        let w = size_ns as f64;
+        if w < self.stamp_ns {
+            return Err(format!(
+                "{what}: a {w:.0} ns request is shorter than the loop's stamp period ({:.0} ns), the finest time its timeline resolves; use a size of {:.0} ns or more",
+                self.stamp_ns, self.stamp_ns
+            ));
+        }
+        if self.window_ns > 0 && size_ns >= self.window_ns {
+            return Err(format!(
+                "{what}: a {:.3} s request is longer than the runs ({:.3} s); use a smaller size, or longer runs (driver sweep --duration)",
+                w * 1e-9,
+                self.window_ns as f64 * 1e-9
+            ));
+        }
+        Ok(())
+    }
+
     /// The highest measured rate, Hz.
     pub fn highest_hz(&self) -> Option<u64> {
         self.rates.keys().next_back().copied()

@@ -117,7 +117,7 @@ pub struct LatencyAnswer {
 /// The highest rate within `b` on `model`; Err (bad input, exit 2) where
 /// the size cannot be a request of these runs.
 pub fn answer(model: &Model, b: &LatencyBudget, text: &str) -> Result<LatencyAnswer, String> {
-    super::predict::check_size(model, b.size_ns, &format!("--latency-budget `{text}`"))?;
+    model.check_size(b.size_ns, &format!("--latency-budget `{text}`"))?;
     let at = model.at_size(b.size_ns, b.percentile);
     let baseline_ns = at.baseline_ns();
     let limit_ns = match b.limit {

@@ -48,29 +48,8 @@ pub fn parse_request(size: &str, rates: &[f64], percentiles: &[f64]) -> Result<u
     Ok(size_ns.round() as u64)
 }
 
-/// Refuses a size the runs cannot hold (exit 2): shorter than the loop's
-/// stamp period or as long as the runs. `what` names the input in the
-/// message.
-pub fn check_size(model: &Model, size_ns: u64, what: &str) -> Result<(), String> {
-    let w = size_ns as f64;
-    if w < model.stamp_ns {
-        return Err(format!(
-            "{what}: a {w:.0} ns request is shorter than the loop's stamp period ({:.0} ns), the finest time its timeline resolves; use a size of {:.0} ns or more",
-            model.stamp_ns, model.stamp_ns
-        ));
-    }
-    if model.window_ns > 0 && size_ns >= model.window_ns {
-        return Err(format!(
-            "{what}: a {:.3} s request is longer than the runs ({:.3} s); use a smaller size, or longer runs (driver sweep --duration)",
-            w * 1e-9,
-            model.window_ns as f64 * 1e-9
-        ));
-    }
-    Ok(())
-}
-
 /// The prediction at each of `rates_hz` and `percentiles` for requests of
-/// `size_ns` (checked with [`check_size`] first).
+/// `size_ns` (checked with [`Model::check_size`] first).
 pub fn predict(
     model: &Model,
     size_ns: u64,
