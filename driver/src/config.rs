@@ -204,9 +204,9 @@ pub struct ExperimentFile {
     pub event: Option<String>,
     /// Scope: cpu, system or task.
     pub scope: Option<String>,
-    /// Design(s): "classic", "paired" or a list of both.
+    /// Design(s): "classic", "paired", "gaps", "split" or a list.
     pub design: Option<OneOrMany<String>>,
-    /// Phase length of the paired design, e.g. "250ms".
+    /// Phase length of the paired and split designs, e.g. "250ms".
     pub phase: Option<String>,
     /// Seed of the randomised order.
     pub seed: Option<u64>,
@@ -297,8 +297,9 @@ pub struct FlagSettings {
     /// Designs, comma-separated: gaps (every interruption of the loop timed
     /// on its own timeline; a sample's cost is the gap that holds it),
     /// paired (sampling switched on and off in ABBA phases within a run),
-    /// classic (whole runs per frequency, the article's). Default
-    /// paired,gaps.
+    /// classic (whole runs per frequency, the article's), split (paired
+    /// phases in a run that stamps its timeline: the loss split into what
+    /// the gaps hold and what lies outside them). Default paired,gaps.
     #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = design_flag)]
     pub design: Option<FlagList<Design>>,
     /// Phase length of the paired design. Default 100ms (measured to give

@@ -12,7 +12,7 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::config::{Design, SweepOptions};
+use crate::config::SweepOptions;
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow};
 use crate::sampler::ContentsStats;
@@ -301,7 +301,7 @@ pub fn execute(
 
 /// The paired design's phase schedule of a loss run (None for other runs).
 fn paired_schedule(run: &PlannedRun, opts: &SweepOptions) -> Option<PhaseSchedule> {
-    (run.design == Design::Paired && run.kind == RunKind::Loss)
+    (run.design.has_phases() && run.kind == RunKind::Loss)
         .then(|| phase_schedule(opts.duration_ns, opts.phase_ns, opts.seed, run.run_id))
 }
 

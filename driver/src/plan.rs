@@ -39,7 +39,7 @@ pub use results_format::RunKind;
 /// importing the runtime backend.
 pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
     !opts.subject.has_profiler()
-        && (run.freq_hz > 0 || (run.design == Design::Paired && run.kind == RunKind::Loss))
+        && (run.freq_hz > 0 || (run.design.has_phases() && run.kind == RunKind::Loss))
 }
 
 /// The sampler a planned run opens: the backend's at run time, and the

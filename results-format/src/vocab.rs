@@ -38,9 +38,26 @@ pub enum Design {
     /// Whole runs with the workload's timeline on: every interruption of
     /// the loop is a gap, and each sample's cost is the gap that holds it.
     Gaps,
+    /// The paired design's phases in a run whose loop stamps its timeline:
+    /// the same run gives the paired loss and the gap time and loop speed
+    /// outside the gaps, sampling on against off, so the loss splits into
+    /// what the gaps hold and what lies outside them (issue 32).
+    Split,
 }
 
-names!(Design { Classic => "classic", Paired => "paired", Gaps => "gaps" });
+names!(Design { Classic => "classic", Paired => "paired", Gaps => "gaps", Split => "split" });
+
+impl Design {
+    /// Whether its loss runs switch sampling in ABBA phases (paired, split).
+    pub fn has_phases(self) -> bool {
+        matches!(self, Design::Paired | Design::Split)
+    }
+
+    /// Whether its loss runs stamp the loop's timeline (gaps, split).
+    pub fn stamps(self) -> bool {
+        matches!(self, Design::Gaps | Design::Split)
+    }
+}
 
 /// What a run measures (runs.csv `kind`, the plan).
 #[derive(

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::Design;
 use crate::exec::RunSpec;
 
 /// Removes its file when dropped.
@@ -84,7 +83,7 @@ impl RunFiles {
     pub(super) fn new(spec: &RunSpec<'_>) -> RunFiles {
         Self::named(
             &format!("run-{}", spec.run.run_id),
-            spec.run.design == Design::Gaps,
+            spec.run.design.stamps(),
         )
     }
 

@@ -155,9 +155,11 @@ impl Sources<'_> {
     fn phase_ns(
         &self,
         designs: &[Design],
+        freqs_hz: &[u64],
         duration_ns: u64,
         profiler: bool,
     ) -> Result<u64, ConfigError> {
+        let phased = designs.iter().any(|d| d.has_phases());
         let (phase_ns, origin) = if let Some(ns) = self.flags.phase_ns {
             (ns, Origin::Flag("--phase"))
         } else if let Some(text) = &self.exp.phase {
@@ -169,14 +171,14 @@ impl Sources<'_> {
         // A --phase for a plan without the paired design would be ignored:
         // refused, not silently dropped. (A file's phase stays valid when a
         // flag replaces the file's designs: it belongs to the file's plan.)
-        if self.flags.phase_ns.is_some() && !designs.contains(&Design::Paired) {
+        if self.flags.phase_ns.is_some() && !phased {
             let names: Vec<&str> = designs.iter().map(|d| d.as_str()).collect();
             return Err(invalid(
                 shown_duration(phase_ns),
                 &origin,
                 format!(
-                    "the phase length is the paired design's, and this plan has no paired design \
-                     (designs: {})",
+                    "the phase length is the paired and split designs', and this plan has \
+                     neither (designs: {})",
                     names.join(", ")
                 ),
                 if profiler {
@@ -186,7 +188,7 @@ impl Sources<'_> {
                 },
             ));
         }
-        if designs.contains(&Design::Paired) && phase_ns.saturating_mul(4) > duration_ns {
+        if phased && phase_ns.saturating_mul(4) > duration_ns {
             return Err(invalid(
                 shown_duration(phase_ns),
                 &origin,
@@ -195,6 +197,27 @@ impl Sources<'_> {
                     shown_duration(duration_ns)
                 ),
                 "give a shorter --phase or a longer --duration",
+            ));
+        }
+        // The split design compares each phase's gaps and samples: a phase
+        // must hold at least one sample period at the lowest rate.
+        let lowest = freqs_hz.iter().copied().filter(|&f| f > 0).min();
+        if let Some(f) = lowest
+            && designs.contains(&Design::Split)
+            && u128::from(phase_ns) * u128::from(f) < 1_000_000_000
+        {
+            let shortest = 1_000_000_000u64.div_ceil(f).div_ceil(1000) * 1000;
+            return Err(invalid(
+                shown_duration(phase_ns),
+                &origin,
+                format!(
+                    "a split phase must hold a sample at the lowest rate, {f} Hz (one every {})",
+                    shown_duration(shortest)
+                ),
+                format!(
+                    "give --phase {} or longer, or drop {f} Hz from the split design's rates",
+                    shown_duration(shortest)
+                ),
             ));
         }
         Ok(phase_ns)
@@ -322,7 +345,7 @@ impl SweepOptions {
         } else {
             src.designs(has_command)?
         };
-        let phase_ns = src.phase_ns(&designs, duration_ns, profiler.is_some())?;
+        let phase_ns = src.phase_ns(&designs, &freqs_hz, duration_ns, profiler.is_some())?;
         let (max_sweep_ns, limit_origin) = src.max_sweep()?;
         let warmup = resolve_warmup(flags, exp, &key, has_command)?;
         let util = profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true);

@@ -409,7 +409,8 @@ fn a_phase_for_a_plan_without_the_paired_design_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("\"200ms\" for --phase") && e.contains("no paired design (designs: classic)"),
+        e.contains("\"200ms\" for --phase")
+            && e.contains("this plan has neither (designs: classic)"),
         "{e}"
     );
     assert!(resolve_args(&["--design=classic,paired", "--phase=200ms"]).is_ok());
@@ -455,4 +456,26 @@ fn a_profiler_samples_a_command_in_whole_runs_only() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("give --design gaps"), "{e}");
+}
+
+#[test]
+fn the_split_design_has_phases_that_hold_a_sample() {
+    let o = resolve_args(&["--design=split", "--freqs=500,4000", "--phase=100ms"]).unwrap();
+    assert_eq!(o.designs, vec![Design::Split]);
+    assert!(Design::Split.has_phases() && Design::Split.stamps());
+    // A --phase is the split design's too.
+    assert!(resolve_args(&["--design=split", "--phase=200ms"]).is_ok());
+    // 19 Hz samples every 52.632 ms: a 25 ms phase may hold none. Refused,
+    // with the shortest phase that works.
+    let e = resolve_args(&["--design=split", "--freqs=19,99", "--phase=25ms"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("25ms") && e.contains("--phase"), "{e}");
+    assert!(
+        e.contains("19 Hz") && e.contains("give --phase 52.632ms or longer"),
+        "{e}"
+    );
+    assert!(resolve_args(&["--design=split", "--freqs=19,99", "--phase=60ms"]).is_ok());
+    // The paired design alone keeps its rule (it counts loop work only).
+    assert!(resolve_args(&["--design=paired", "--freqs=19,99", "--phase=25ms"]).is_ok());
 }

@@ -94,11 +94,12 @@ pub(super) fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigErr
         "classic" => Ok(Design::Classic),
         "paired" => Ok(Design::Paired),
         "gaps" => Ok(Design::Gaps),
+        "split" => Ok(Design::Split),
         _ => Err(invalid(
             s,
             origin,
             "unknown design",
-            "use classic, paired or gaps (or several, comma-separated)",
+            "use classic, paired, gaps or split (or several, comma-separated)",
         )),
     }
 }

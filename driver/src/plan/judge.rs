@@ -218,7 +218,7 @@ pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> Resolvable {
             reps_for_1pp: None,
         };
     }
-    if opts.designs.contains(&Design::Paired) {
+    if opts.designs.iter().any(|d| d.has_phases()) {
         let groups = (phase_schedule(opts.duration_ns, opts.phase_ns, 0, 0)
             .on
             .len()
@@ -270,7 +270,10 @@ pub fn judge(m: &LookMeasure, opts: &SweepOptions) -> HostLook {
     look.resolvable_loss_pct = resolvable;
     look.resolvable_basis = basis;
     let throughput = !matches!(opts.subject, Subject::Command { .. })
-        && (opts.designs.contains(&Design::Paired) || opts.designs.contains(&Design::Classic));
+        && opts
+            .designs
+            .iter()
+            .any(|d| d.has_phases() || *d == Design::Classic);
     let unresolved = match resolvable {
         Some(x) if x >= 100.0 => Some(format!(
             "cannot resolve any loss here (the 95 % interval would be +-{x:.0} pp)"

@@ -16,6 +16,7 @@ mod perf_kernel;
 mod perf_record;
 mod probe_cli;
 mod profiler_real;
+mod split_real;
 mod sweep_binary_replaced;
 mod sweep_cli;
 mod sweep_command;
