@@ -48,6 +48,9 @@ pub struct GapsCost {
     pub recovery: Vec<RecoveryRow>,
     /// What sampling adds to a request's latency (None without gaps runs).
     pub latency: Option<crate::latency::table::LatencyTable>,
+    /// The split design's loss in the gaps and outside them (empty
+    /// without split runs).
+    pub split: crate::split::SplitTable,
 }
 
 /// The tables that set the sample contents side by side.

@@ -47,6 +47,7 @@ pub mod recommend;
 pub mod reference;
 pub mod report;
 pub mod row_types;
+pub mod split;
 pub mod stats;
 pub mod subject;
 pub mod summary;

@@ -237,6 +237,9 @@ pub(crate) fn analyse_one(
         a.gaps.recovery = gaps.recovery();
         a.gaps.latency = Some(crate::latency::table::of_runs(&gaps.runs));
     }
+    if !removed.gaps {
+        a.gaps.split = crate::split::split_table(rs)?;
+    }
     Ok(a)
 }
 

@@ -21,6 +21,7 @@ pub mod html;
 pub mod latency;
 mod markdown;
 pub mod per_sample;
+pub mod split;
 use crate::load::ResultSet;
 
 use crate::findings::Findings;
@@ -80,6 +81,10 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     if let Some(t) = &analysis.gaps.latency {
         let (rows, runs) = (path("latency.csv"), path("latency_runs.csv"));
         crate::report::latency::write_csvs(&rows, &runs, t)?;
+    }
+    if !analysis.gaps.split.rows.is_empty() {
+        let (rows, phases) = (path("split.csv"), path("split_phases.csv"));
+        crate::report::split::write_csvs(&rows, &phases, &analysis.gaps.split)?;
     }
     if !analysis.contents.rows.is_empty() {
         crate::report::contents::write_csv(&path("by_contents.csv"), &analysis.contents.rows)?;

@@ -106,7 +106,8 @@ impl Tables {
 
     /// The loss row used for fits and the recommendation at a frequency:
     /// the paired design where it exists (drift cancels within ABBA
-    /// groups), else the classic one.
+    /// groups), else the split design's total (the same estimator on the
+    /// same phases), else the classic one.
     pub fn primary_loss(&self) -> Vec<&LossRow> {
         let mut by_freq: BTreeMap<u64, &LossRow> = BTreeMap::new();
         for row in &self.loss {
@@ -189,8 +190,14 @@ pub fn build_tables(
     let mut loss = classic_loss(&classic, &baseline);
 
     // Table 2, paired design.
-    let (paired_loss, paired, phase_faults) = paired_loss(rs);
-    loss.extend(paired_loss);
+    let (paired_rows, mut paired, mut phase_faults) = paired_loss(rs, Design::Paired);
+    loss.extend(paired_rows);
+    // The split design's total is a paired loss too (its own rows: the
+    // loop stamps its timeline there).
+    let (split_loss, split_traces, split_faults) = paired_loss(rs, Design::Split);
+    loss.extend(split_loss);
+    paired.extend(split_traces);
+    phase_faults.extend(split_faults);
     loss.sort_by_key(|a| (a.freq_hz, a.design));
 
     let mut tables = Tables {

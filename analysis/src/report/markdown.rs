@@ -184,6 +184,7 @@ fn per_sample_sections(s: &mut String, a: &Findings) {
     if a.subject.profiler.is_none() && a.subject.command.is_empty() {
         s.push_str(&crate::report::latency::render(a.gaps.latency.as_ref()));
     }
+    s.push_str(&crate::report::split::render(&a.gaps.split));
     s.push_str(&crate::report::contents::render(a));
     s.push_str(&crate::report::contents::render_after(
         &a.contents.after_rows,

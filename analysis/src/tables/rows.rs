@@ -133,18 +133,20 @@ pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64])
     loss
 }
 
-/// Table 2, paired design: the ABBA-group losses per frequency from the
+/// Table 2, paired design (or split: the same phases in runs that stamp
+/// their timeline, `design`): the ABBA-group losses per frequency from the
 /// groups whose phases the controller kept, each run's phase trace for the
 /// plot, and the runs with phases left out.
 pub(super) fn paired_loss(
     rs: &ResultSet,
+    design: Design,
 ) -> (Vec<LossRow>, Vec<PairedRunTrace>, Vec<RunPhaseFaults>) {
     let mut loss = Vec::new();
     let mut faults = Vec::new();
     let paired_runs = by_freq(
         rs.runs
             .iter()
-            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Paired),
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == design),
     );
     let mut phases_by_run: BTreeMap<u32, Vec<&Phase>> = BTreeMap::new();
     for p in &rs.phases {
@@ -220,7 +222,7 @@ pub(super) fn paired_loss(
                 f64::NAN
             },
             between_runs: one_way_anova(&by_run),
-            design: Design::Paired,
+            design,
             method: format!(
                 "mean of ABBA-group losses 1 - on/off rate ({} groups); t interval",
                 pair_losses.len()

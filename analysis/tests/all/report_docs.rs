@@ -46,6 +46,11 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
             "latency_runs.csv",
             analysis::report::latency::LatencyRunCsvRow::header(0),
         ),
+        ("split.csv", analysis::report::split::SplitCsvRow::header(0)),
+        (
+            "split_phases.csv",
+            analysis::report::split::SplitPhaseCsvRow::header(0),
+        ),
         (
             "excluded_phases.csv",
             analysis::report::excluded_phases_header(),
