@@ -286,6 +286,9 @@ fn trust_parts(rs: &ResultSet, a: &Findings, recs: &[Option<&Recommendation>]) -
     if let Some(part) = groups_left_out(a) {
         v.push(part);
     }
+    if let Some(part) = outside_the_gaps(&a.gaps.split) {
+        v.push(part);
+    }
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
         v.push(format!("{} throttled", runs(throttled)));
@@ -318,6 +321,19 @@ fn groups_left_out(a: &Findings) -> Option<String> {
         .map(|(&f, (left, of))| format!("{left} of {of} at {}", hz(f as f64)))
         .collect();
     (!parts.is_empty()).then(|| format!("ABBA groups left out: {}", parts.join(", ")))
+}
+
+/// "loss OUTSIDE the gaps 0.82 % at 4 kHz (split)": the split design's
+/// outside part wherever its interval lies above 0 (a loop slowed between
+/// interrupts, which the per-sample cost does not hold); None elsewhere.
+fn outside_the_gaps(t: &crate::split::SplitTable) -> Option<String> {
+    let parts: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.freq_hz > 0 && r.outside.lo > 0.0)
+        .map(|r| format!("{:.2} % at {}", r.outside.value, hz(r.freq_hz as f64)))
+        .collect();
+    (!parts.is_empty()).then(|| format!("loss OUTSIDE the gaps {} (split)", parts.join(", ")))
 }
 
 /// The box, one string per line, frame included, from the
@@ -514,5 +530,34 @@ mod tests {
         assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
         assert!(lines[0].starts_with("lead: part number 0 | part number 1"));
         assert!(lines[1].starts_with("      part number"), "{lines:?}");
+    }
+
+    /// The trust line names the outside part only where it resolves
+    /// above 0, never at 0 Hz.
+    #[test]
+    fn the_outside_part_is_named_where_it_resolves() {
+        use crate::split::SplitRow;
+        use crate::stats::t_interval;
+        let row = |freq_hz: u64, outside: &[f64]| SplitRow {
+            freq_hz,
+            runs: outside.len(),
+            groups: 24 * outside.len(),
+            total: t_interval(outside),
+            in_gaps: t_interval(&[1.2, 1.2, 1.3]),
+            outside: t_interval(outside),
+            closure_pp: 0.0,
+            achieved_hz: freq_hz as f64,
+        };
+        let mut t = crate::split::SplitTable::default();
+        assert_eq!(outside_the_gaps(&t), None);
+        t.rows = vec![
+            row(0, &[0.9, 0.8, 1.0]),
+            row(500, &[0.3, -0.2, 0.1]),
+            row(4000, &[0.7, 0.9, 0.85]),
+        ];
+        assert_eq!(
+            outside_the_gaps(&t).as_deref(),
+            Some("loss OUTSIDE the gaps 0.82 % at 4 kHz (split)")
+        );
     }
 }
