@@ -87,6 +87,18 @@ impl ResultSet {
             .flatten()
     }
 
+    /// Each run's phases (phases.csv), in phase order.
+    pub fn phases_by_run(&self) -> std::collections::BTreeMap<u32, Vec<&Phase>> {
+        let mut by_run: std::collections::BTreeMap<u32, Vec<&Phase>> = Default::default();
+        for p in &self.phases {
+            by_run.entry(p.run_id).or_default().push(p);
+        }
+        for v in by_run.values_mut() {
+            v.sort_by_key(|p| p.phase);
+        }
+        by_run
+    }
+
     /// Path of a run's interval file.
     pub fn events_path(&self, run_id: u32) -> PathBuf {
         results_format::events_path(&self.dir, run_id)

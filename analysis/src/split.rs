@@ -163,10 +163,7 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
         return Ok(SplitTable::default());
     }
     let phase_ns = rs.manifest.options["phase_ns"].as_u64().unwrap_or(0);
-    let mut by_run: BTreeMap<u32, Vec<&Phase>> = BTreeMap::new();
-    for p in &rs.phases {
-        by_run.entry(p.run_id).or_default().push(p);
-    }
+    let by_run = rs.phases_by_run();
     let mut table = SplitTable::default();
     // Per rate: each run's group means of (total, in, out), its groups,
     // and the sampling-on samples and time.

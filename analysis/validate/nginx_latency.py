@@ -46,7 +46,6 @@ import csv
 import gzip
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -55,7 +54,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+
+from validate_common import stop_group, t_interval
 
 RATES = [99, 999, 3999]
 # The control in place of perf record: wakes on the measured CPU at the
@@ -117,18 +117,8 @@ def start_nginx(conf_dir, cpu, port):
             if proc.poll() is not None:
                 sys.exit(f"nginx exited with {proc.returncode}; see {conf_dir}/error.log")
             time.sleep(0.1)
-    stop_nginx(proc)
+    stop_group(proc)
     sys.exit(f"nginx did not listen on 127.0.0.1:{port} within 10 s; see {conf_dir}/error.log")
-
-
-def stop_nginx(proc):
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def read_log(path):
@@ -165,16 +155,6 @@ def size_request(base, load_cpu, target_us, tmp):
             break
         n = max(1000, round(n * target_us / p50))
     return n
-
-
-def t_est(x):
-    x = np.asarray(x, dtype=float)
-    m = float(np.mean(x))
-    if len(x) < 2:
-        return m, float("nan"), float("nan"), float("nan")
-    se = float(np.std(x, ddof=1) / np.sqrt(len(x)))
-    h = float(stats.t.ppf(0.975, len(x) - 1)) * se
-    return m, m - h, m + h, se
 
 
 def schedule_check(log):
@@ -225,7 +205,7 @@ def main():
                                 "--cpu", str(a.cpu), "--reps", str(a.reps), "--out", str(out / name)]
                                + control, env=env, check=True)
         finally:
-            stop_nginx(nginx)
+            stop_group(nginx)
     model = a.model or out / "model"
     if not a.analyse_only and a.model is None:
         subprocess.run([a.driver, "sweep", "--design", "gaps", "--freqs", ",".join(map(str, RATES)),
@@ -287,8 +267,8 @@ def compare(out, model, analysis):
         for i, p in enumerate(PERCENTILES):
             d = added(per, f, i)
             c = added(cper, f, i)
-            m, lo, hi, se_m = t_est(d)
-            cm, clo, chi, se_c = t_est(c)
+            m, lo, hi, se_m = t_interval(d)
+            cm, clo, chi, se_c = t_interval(c)
             net, se_net = m - cm, float(np.hypot(se_m, se_c))
             q = pred.get((f, p), {})
             e = q.get("added_ns")

@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+
+from validate_common import stop_group, t_interval
 
 POLL_S = 0.002
 CHUNK = 4 << 20
@@ -87,26 +88,9 @@ def start_companion(args, duty, forced, log=None):
     return subprocess.Popen(["taskset", "-c", str(args.companion_cpu)] + cmd, start_new_session=True)
 
 
-def stop_companion(p):
-    if p is not None and p.poll() is None:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-
-
 def sweep(args, out, extra):
     subprocess.run([args.driver, "sweep", "--cpu", str(args.cpu), "--work", "memory:64M",
                     "--scope", "cpu", "--no-util", "--no-host-look", "--out", str(out)] + extra, check=True)
-
-
-def t_est(x):
-    x = np.asarray(x, float)
-    m, se = x.mean(), stats.sem(x)
-    h = stats.t.ppf(0.975, len(x) - 1) * se
-    return m, m - h, m + h
 
 
 def size(args, duty):
@@ -128,10 +112,10 @@ def size(args, duty):
                                         "memory:64M", "--timeline", str(Path(tmp) / "gaps")],
                                        check=True, capture_output=True, text=True).stdout.split()[-1]
             finally:
-                stop_companion(p)
+                stop_group(p)
             rates[forced] = int(n) / args.size_seconds
         losses.append(100 * (1 - rates[True] / rates[False]))
-    return t_est(losses)
+    return t_interval(losses)[:3]
 
 
 def coverage(d, log, freq):
@@ -206,7 +190,7 @@ def main():
         try:
             sweep(a, a.out / f"inject-d{duty}", split)
         finally:
-            stop_companion(p)
+            stop_group(p)
         on_cover, off_cover = coverage(a.out / f"inject-d{duty}", log, a.freq)
         cover_lines.append(f"duty {duty:g}: the companion streamed {100 * on_cover:.1f} % of the on phases' time "
                            f"and {100 * off_cover:.1f} % of the off phases' at {a.freq} Hz; sized x (on - off) = "

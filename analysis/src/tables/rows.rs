@@ -148,13 +148,7 @@ pub(super) fn paired_loss(
             .iter()
             .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == design),
     );
-    let mut phases_by_run: BTreeMap<u32, Vec<&Phase>> = BTreeMap::new();
-    for p in &rs.phases {
-        phases_by_run.entry(p.run_id).or_default().push(p);
-    }
-    for v in phases_by_run.values_mut() {
-        v.sort_by_key(|p| p.phase);
-    }
+    let phases_by_run = rs.phases_by_run();
     // The planned phase length (0 in a manifest without it: then only the
     // faults that need no length count).
     let phase_ns = rs.manifest.options["phase_ns"].as_u64().unwrap_or(0);

@@ -5,9 +5,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use super::{RealBackend, RunFiles, Sampled, failed, wait_end, workload_outcome};
+use super::{RealBackend, RunFiles, Sampled, wait_end, workload_outcome};
 use crate::exec::{RunError, RunOutcome, RunSpec};
-use crate::subject::profiler::{Profiler, SETTLE};
+use crate::subject::profiler::Profiler;
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
 
@@ -23,14 +23,17 @@ impl RealBackend {
         interrupt: &AtomicBool,
     ) -> Result<RunOutcome, RunError> {
         let opts = spec.opts;
-        let argv = crate::config::profiler_argv(template, spec.run.freq_hz, opts.cpu)
-            .map_err(|e| failed(format!("the profiler's command: {e}")))?;
         let files = RunFiles::new(spec);
         let w = self.ready_workload(spec, &files, interrupt)?;
         let (mut guard, reader) = (w.guard, w.reader);
         let (stdout, stderr) = (w.stdout, w.stderr);
-        let mut profiler = Profiler::start(&argv, &self.online_cpus)?;
-        profiler.settle(SETTLE, interrupt)?;
+        let mut profiler = Profiler::start_settled(
+            template,
+            spec.run.freq_hz,
+            opts.cpu,
+            &self.online_cpus,
+            interrupt,
+        )?;
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         profiler.window_starts();
         let started_at_ns = monotonic_raw_ns();

@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::subject::command::{CommandError, run_limit, run_pinned};
-use crate::subject::profiler::{Profiler, SETTLE};
+use crate::subject::profiler::Profiler;
 
 impl RealBackend {
     pub(super) fn run_command(
@@ -26,10 +26,13 @@ impl RealBackend {
         };
         let mut profiler = match opts.subject.profiler() {
             Some(template) if spec.run.freq_hz > 0 => {
-                let p_argv = crate::config::profiler_argv(template, spec.run.freq_hz, opts.cpu)
-                    .map_err(|e| failed(format!("the profiler's command: {e}")))?;
-                let mut p = Profiler::start(&p_argv, &self.online_cpus)?;
-                p.settle(SETTLE, interrupt)?;
+                let mut p = Profiler::start_settled(
+                    template,
+                    spec.run.freq_hz,
+                    opts.cpu,
+                    &self.online_cpus,
+                    interrupt,
+                )?;
                 p.window_starts();
                 Some(p)
             }

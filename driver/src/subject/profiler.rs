@@ -199,6 +199,23 @@ impl Profiler {
         })
     }
 
+    /// The profiler of `template` at `freq_hz` on `cpu` started (as
+    /// [`Profiler::start`]) and settled for [`SETTLE`]: ready for its
+    /// window. The loop's runs and the command's start it so.
+    pub(crate) fn start_settled(
+        template: &str,
+        freq_hz: u64,
+        cpu: u32,
+        online: &[u32],
+        interrupt: &std::sync::atomic::AtomicBool,
+    ) -> Result<Self, RunError> {
+        let argv = crate::config::profiler_argv(template, freq_hz, cpu)
+            .map_err(|e| failed(format!("the profiler's command: {e}")))?;
+        let mut p = Self::start(&argv, online)?;
+        p.settle(SETTLE, interrupt)?;
+        Ok(p)
+    }
+
     fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }
