@@ -245,7 +245,11 @@ def compare(out, model, analysis):
     size_us = float(np.mean(zero[:, 0]))
     asked = [analysis, "latency", str(model), "--size", f"{size_us:.0f}us",
              "--rates", ",".join(map(str, RATES)), "--percentiles", ",".join(map(str, PERCENTILES)), "--json"]
-    got = subprocess.run(asked, capture_output=True, text=True)
+    try:
+        got = subprocess.run(asked, capture_output=True, text=True)
+    except FileNotFoundError:
+        # No analysis binary there (--analysis, or CARGO_TARGET_DIR).
+        got = subprocess.CompletedProcess(asked, 127, "", f"{analysis} not found")
     saved = out / "prediction.json"
     if got.returncode == 0:
         pred = json.loads(got.stdout)
