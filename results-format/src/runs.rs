@@ -203,6 +203,12 @@ pub struct PhaseRow {
     pub group: u32,
     pub order: String,
     pub settle_ns: u64,
+    /// The driver's read of the counter halfway through the phase: its
+    /// time (the same clock as `start_ns`) and the iterations from the
+    /// phase's start to it, so that a speed change inside the phase shows
+    /// (0 in sets written before it existed).
+    pub mid_ns: u64,
+    pub mid_iterations: u64,
     /// Set by the reader, never written: why this row could not be read
     /// (its `run_id` and `phase` are those of the cells that did parse).
     /// The row's group is left out of the analysis, and named.

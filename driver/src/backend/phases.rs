@@ -96,6 +96,12 @@ pub(super) fn run_phases(
         // the same deadline.
         let deadline = (t0 + opts.phase_ns * (u64::try_from(i).unwrap_or(0) + 1))
             .max(boundary + opts.phase_ns);
+        // Halfway: one read of the counter, so that a change of the
+        // loop's speed inside the phase shows (the split design counts
+        // them). The controller runs on another CPU; this wakes it once
+        // more per phase and touches nothing the loop uses.
+        sleep_until_monotonic(boundary + deadline.saturating_sub(boundary) / 2);
+        let mid = (monotonic_raw_ns(), reader.iterations());
         sleep_until_monotonic(deadline);
         boundary = monotonic_ns();
         let t_now = monotonic_raw_ns();
@@ -123,6 +129,8 @@ pub(super) fn run_phases(
             iterations: it_now.saturating_sub(prev.1),
             task_ns: sched_now.0.saturating_sub(prev_sched.0),
             wait_ns: sched_now.1.saturating_sub(prev_sched.1),
+            mid_ns: mid.0,
+            mid_iterations: mid.1.saturating_sub(prev.1),
             ..PhaseRow::default()
         });
         prev = (t_now, it_now);
