@@ -286,9 +286,7 @@ fn trust_parts(rs: &ResultSet, a: &Findings, recs: &[Option<&Recommendation>]) -
     if let Some(part) = groups_left_out(a) {
         v.push(part);
     }
-    if let Some(part) = outside_the_gaps(&a.gaps.split) {
-        v.push(part);
-    }
+    v.extend(outside_the_gaps(&a.gaps.split));
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
         v.push(format!("{} throttled", runs(throttled)));
@@ -325,15 +323,49 @@ fn groups_left_out(a: &Findings) -> Option<String> {
 
 /// "loss OUTSIDE the gaps 0.82 % at 4 kHz (split)": the split design's
 /// outside part wherever its interval lies above 0 (a loop slowed between
-/// interrupts, which the per-sample cost does not hold); None elsewhere.
-fn outside_the_gaps(t: &crate::split::SplitTable) -> Option<String> {
+/// interrupts, which the per-sample cost does not hold), against the 0 Hz
+/// runs where it outlasts the phase
+/// ([`crate::split::SplitRow::resolved_outside`]); and the phases that
+/// changed speed mode inside: one part per rate, so that the box wraps
+/// between them. Empty where neither is there.
+fn outside_the_gaps(t: &crate::split::SplitTable) -> Vec<String> {
     let parts: Vec<String> = t
         .rows
         .iter()
-        .filter(|r| r.freq_hz > 0 && r.outside.lo > 0.0)
-        .map(|r| format!("{:.2} % at {}", r.outside.value, hz(r.freq_hz as f64)))
+        .filter(|r| r.freq_hz > 0)
+        .filter_map(|r| {
+            let (e, basis) = r.resolved_outside()?;
+            Some(format!(
+                "{:.2} % at {} ({})",
+                e.value,
+                hz(r.freq_hz as f64),
+                basis.words()
+            ))
+        })
         .collect();
-    (!parts.is_empty()).then(|| format!("loss OUTSIDE the gaps {} (split)", parts.join(", ")))
+    let changed: usize = t
+        .rows
+        .iter()
+        .map(|r| r.mode_changes_on + r.mode_changes_off)
+        .sum();
+    let halved: usize = t.rows.iter().map(|r| r.halved).sum();
+    let mut v: Vec<String> = parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i == 0 {
+                format!("loss OUTSIDE the gaps {p}")
+            } else {
+                p
+            }
+        })
+        .collect();
+    if changed > 0 {
+        v.push(format!(
+            "speed mode changed inside {changed} of {halved} phases"
+        ));
+    }
+    v
 }
 
 /// The box, one string per line, frame included, from the
@@ -547,17 +579,36 @@ mod tests {
             outside: t_interval(outside),
             closure_pp: 0.0,
             achieved_hz: freq_hz as f64,
+            halved: 96 * outside.len(),
+            mode_changes_on: 0,
+            mode_changes_off: 0,
+            carryover: t_interval(&[]),
+            outside_vs_zero: t_interval(&[]),
         };
         let mut t = crate::split::SplitTable::default();
-        assert_eq!(outside_the_gaps(&t), None);
+        assert!(outside_the_gaps(&t).is_empty());
         t.rows = vec![
             row(0, &[0.9, 0.8, 1.0]),
             row(500, &[0.3, -0.2, 0.1]),
             row(4000, &[0.7, 0.9, 0.85]),
         ];
         assert_eq!(
-            outside_the_gaps(&t).as_deref(),
-            Some("loss OUTSIDE the gaps 0.82 % at 4 kHz (split)")
+            outside_the_gaps(&t),
+            ["loss OUTSIDE the gaps 0.82 % at 4 kHz (split)"]
+        );
+        // A slowdown that outlasts the phase: the off phases slower than
+        // the 0 Hz runs too, so the part against those runs is named; and
+        // the phases that changed mode inside.
+        t.rows[1].carryover = t_interval(&[20.0, 30.0, 25.0]);
+        t.rows[1].outside_vs_zero = t_interval(&[21.0, 31.0, 26.0]);
+        t.rows[2].mode_changes_off = 3;
+        assert_eq!(
+            outside_the_gaps(&t),
+            [
+                "loss OUTSIDE the gaps 26.00 % at 500 Hz (split, vs 0 Hz runs: outlasts a phase)",
+                "0.82 % at 4 kHz (split)",
+                "speed mode changed inside 3 of 864 phases"
+            ]
         );
     }
 }

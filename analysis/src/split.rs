@@ -12,6 +12,20 @@
 //! - **the total**: the paired loss of the same groups,
 //!   1 - mean(r_on) / mean(r_off) ([`crate::tables::abba_losses`]).
 //!
+//! Two checks of what a within-run comparison cannot see:
+//!
+//! - **a speed-mode change inside a phase**: the driver reads the counter
+//!   halfway through each phase (phases.csv `mid_ns`); a phase whose two
+//!   halves' speeds outside the gaps differ by [`MODE_CHANGE_RATIO`] or
+//!   more is counted as such ([`SplitPhase::mode_change`]), kept, and
+//!   shown;
+//! - **a slowdown that outlasts the phase** (a slow mode that sampling
+//!   starts and the off phases inherit): per block, the off phases' speed
+//!   outside the gaps against the same block's 0 Hz split runs
+//!   ([`SplitRow::carryover`]), and the on phases' against them
+//!   ([`SplitRow::outside_vs_zero`]). Between runs, so the run-to-run
+//!   noise is back in these two, with a t interval over blocks.
+//!
 //! Since r = s (1 - g) in every phase, (1 - in)(1 - out) is the total
 //! up to the covariance of s and g across a group's two phases:
 //! [`SplitRow::closure_pp`] shows how far. Each part is the mean of the
@@ -27,6 +41,13 @@ use serde::Serialize;
 use crate::error::AnalysisError;
 use crate::load::{Phase, ResultSet};
 use crate::stats::{Estimate, mean, t_interval};
+
+/// A phase whose two halves' speeds outside the gaps differ by this
+/// factor or more changed speed mode inside it. The modes seen differ by
+/// 2x or more (the development VM's speed steps, the Xeon guest's 0.4
+/// against 1-2.4 iterations/ns); two halves of an ordinary phase differ by
+/// about 1 %.
+pub const MODE_CHANGE_RATIO: f64 = 1.5;
 
 /// One kept phase of a split run.
 #[derive(Debug, Clone, Serialize)]
@@ -50,6 +71,12 @@ pub struct SplitPhase {
     pub kept_ns: u64,
     /// Iterations per ns outside the gaps.
     pub speed_outside: f64,
+    /// The same in the phase's first and second halves (NaN where the
+    /// driver did not read the counter halfway: older sets).
+    pub speed_first: f64,
+    pub speed_second: f64,
+    /// The halves' speeds differ by [`MODE_CHANGE_RATIO`] or more.
+    pub mode_change: bool,
 }
 
 /// One rate's split: each part in % of the loop's work, over runs.
@@ -66,6 +93,55 @@ pub struct SplitRow {
     pub closure_pp: f64,
     /// Samples per second of sampling-on time.
     pub achieved_hz: f64,
+    /// Kept phases whose halves were read, and those of them that changed
+    /// speed mode inside, with sampling on and off.
+    pub halved: usize,
+    pub mode_changes_on: usize,
+    pub mode_changes_off: usize,
+    /// Per block, 1 - s_off / s_0Hz, %: the off phases' speed outside the
+    /// gaps against the same block's 0 Hz split runs; above 0 where a
+    /// slowdown outlasts the phase. NaN without 0 Hz split runs (and at
+    /// 0 Hz).
+    pub carryover: Estimate,
+    /// Per block, 1 - s_on / s_0Hz, %: the loss outside the gaps against
+    /// the 0 Hz runs, the part that outlasts the phase included.
+    pub outside_vs_zero: Estimate,
+}
+
+impl SplitRow {
+    /// The loss outside the gaps that resolves above 0, % with its
+    /// interval, and how it was measured: against the 0 Hz runs where the
+    /// carry-over resolves (the within-run part misses what outlasts the
+    /// phase), else within runs. None where neither resolves.
+    pub fn resolved_outside(&self) -> Option<(Estimate, OutsideBasis)> {
+        if self.carryover.lo > 0.0 && self.outside_vs_zero.lo > 0.0 {
+            Some((self.outside_vs_zero, OutsideBasis::AgainstZeroHz))
+        } else if self.outside.lo > 0.0 {
+            Some((self.outside, OutsideBasis::WithinRuns))
+        } else {
+            None
+        }
+    }
+}
+
+/// How a loss outside the gaps was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutsideBasis {
+    /// On phases against off phases of the same runs.
+    WithinRuns,
+    /// On phases against the same blocks' 0 Hz runs.
+    AgainstZeroHz,
+}
+
+impl OutsideBasis {
+    /// How the answer box and the recommendation name it.
+    pub fn words(self) -> &'static str {
+        match self {
+            OutsideBasis::WithinRuns => "split",
+            OutsideBasis::AgainstZeroHz => "split, vs 0 Hz runs: outlasts a phase",
+        }
+    }
 }
 
 /// The split design's table and its phases; empty without split runs, or
@@ -100,6 +176,48 @@ fn group_parts(g: &[&SplitPhase]) -> Option<(f64, f64, f64)> {
         .then_some((total, in_gaps, outside))
 }
 
+/// The gaps that start in [lo, hi) within the `kept` stretches: (their
+/// summed excess, their count, the kept time of [lo, hi)), pushing their
+/// episodes onto `episodes`.
+fn gaps_within(
+    (lo, hi): (u64, u64),
+    gaps: &[results_format::timeline::Gap],
+    kept: &[(u64, u64)],
+    episodes: &mut Vec<u32>,
+) -> (u64, u64, u64) {
+    let (mut gap_ns, mut n, mut kept_ns) = (0u64, 0u64, 0u64);
+    let first = kept.partition_point(|&(_, h)| h <= lo);
+    for &(a, b) in kept[first..].iter().take_while(|&&(a, _)| a < hi) {
+        let (a, b) = (a.max(lo), b.min(hi));
+        kept_ns += b.saturating_sub(a);
+        let from = gaps.partition_point(|g| g.start_ns < a);
+        let to = gaps.partition_point(|g| g.start_ns < b);
+        for g in &gaps[from..to] {
+            gap_ns += g.excess_ns;
+            n += 1;
+            episodes.push(g.episode);
+        }
+    }
+    (gap_ns, n, kept_ns)
+}
+
+/// Iterations per ns outside the gaps of a stretch `duration_ns` long
+/// whose kept part of `kept_ns` holds `gap_ns` of gaps: the gap share of
+/// the kept time stands for the stretch's. NaN where nothing is left.
+fn speed_outside(iterations: u64, duration_ns: u64, gap_ns: u64, kept_ns: u64) -> f64 {
+    let share = if kept_ns > 0 {
+        gap_ns as f64 / kept_ns as f64
+    } else {
+        f64::NAN
+    };
+    let outside_ns = duration_ns as f64 * (1.0 - share);
+    if outside_ns > 0.0 {
+        iterations as f64 / outside_ns
+    } else {
+        f64::NAN
+    }
+}
+
 /// A kept phase with its gaps (sorted by start) in `kept`, the run's
 /// stretches whose gaps its raw files hold (sorted; the whole run unless
 /// thinned).
@@ -108,29 +226,25 @@ fn split_phase(
     gaps: &[results_format::timeline::Gap],
     kept: &[(u64, u64)],
 ) -> SplitPhase {
-    let (mut gap_ns, mut n, mut kept_ns) = (0u64, 0u64, 0u64);
     let mut episodes: Vec<u32> = Vec::new();
-    let first = kept.partition_point(|&(_, hi)| hi <= p.start_ns);
-    for &(lo, hi) in kept[first..].iter().take_while(|&&(lo, _)| lo < p.end_ns) {
-        let (lo, hi) = (lo.max(p.start_ns), hi.min(p.end_ns));
-        kept_ns += hi.saturating_sub(lo);
-        let from = gaps.partition_point(|g| g.start_ns < lo);
-        let to = gaps.partition_point(|g| g.start_ns < hi);
-        for g in &gaps[from..to] {
-            gap_ns += g.excess_ns;
-            n += 1;
-            episodes.push(g.episode);
-        }
-    }
+    let (gap_ns, n, kept_ns) = gaps_within((p.start_ns, p.end_ns), gaps, kept, &mut episodes);
     episodes.dedup();
     let duration_ns = p.end_ns.saturating_sub(p.start_ns);
-    // The gap share of the kept time stands for the phase's.
-    let gap_share = if kept_ns > 0 {
-        gap_ns as f64 / kept_ns as f64
-    } else {
-        f64::NAN
-    };
-    let outside_ns = duration_ns as f64 * (1.0 - gap_share);
+    // Each half's speed, where the driver read the counter halfway.
+    let (speed_first, speed_second) =
+        if p.mid_ns > p.start_ns && p.mid_ns < p.end_ns && p.mid_iterations <= p.iterations {
+            let half = |(lo, hi): (u64, u64), it: u64| {
+                let (g, _, k) = gaps_within((lo, hi), gaps, kept, &mut Vec::new());
+                speed_outside(it, hi - lo, g, k)
+            };
+            (
+                half((p.start_ns, p.mid_ns), p.mid_iterations),
+                half((p.mid_ns, p.end_ns), p.iterations - p.mid_iterations),
+            )
+        } else {
+            (f64::NAN, f64::NAN)
+        };
+    let ratio = speed_first.max(speed_second) / speed_first.min(speed_second);
     SplitPhase {
         run_id: p.run_id,
         freq_hz: p.freq_hz,
@@ -144,12 +258,47 @@ fn split_phase(
         episodes: episodes.len() as u64,
         gap_ns,
         kept_ns,
-        speed_outside: if outside_ns > 0.0 {
-            p.iterations as f64 / outside_ns
-        } else {
-            f64::NAN
-        },
+        speed_outside: speed_outside(p.iterations, duration_ns, gap_ns, kept_ns),
+        speed_first,
+        speed_second,
+        // A half without work (speed 0) gives an infinite ratio: a change.
+        mode_change: speed_first.is_finite()
+            && speed_second.is_finite()
+            && ratio >= MODE_CHANGE_RATIO,
     }
+}
+
+/// Per block, 100 (1 - s / s0) of each rate's runs against the same
+/// block's 0 Hz runs, s the mean speed outside the gaps of the phases that
+/// `pick` keeps (s0: of every phase of the 0 Hz runs), with a t interval
+/// over blocks. NaN at 0 Hz and where no block has both.
+fn against_zero_hz(
+    phases: &[SplitPhase],
+    block_of: &BTreeMap<u32, u32>,
+    freq_hz: u64,
+    pick: fn(&SplitPhase) -> bool,
+) -> Estimate {
+    let speeds = |f: u64, pick: &dyn Fn(&SplitPhase) -> bool| -> BTreeMap<u32, Vec<f64>> {
+        let mut by_block: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for p in phases.iter().filter(|p| p.freq_hz == f && pick(p)) {
+            if let Some(&b) = block_of.get(&p.run_id)
+                && p.speed_outside.is_finite()
+            {
+                by_block.entry(b).or_default().push(p.speed_outside);
+            }
+        }
+        by_block
+    };
+    if freq_hz == 0 {
+        return t_interval(&[]);
+    }
+    let zero = speeds(0, &|_| true);
+    let losses: Vec<f64> = speeds(freq_hz, &pick)
+        .iter()
+        .filter_map(|(b, s)| Some(100.0 * (1.0 - mean(s) / mean(zero.get(b)?))))
+        .filter(|x| x.is_finite())
+        .collect();
+    t_interval(&losses)
 }
 
 /// The split design's table of `rs`.
@@ -164,6 +313,7 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
     }
     let phase_ns = rs.manifest.options["phase_ns"].as_u64().unwrap_or(0);
     let by_run = rs.phases_by_run();
+    let block_of: BTreeMap<u32, u32> = runs.iter().map(|r| (r.run_id, r.block)).collect();
     let mut table = SplitTable::default();
     // Per rate: each run's group means of (total, in, out), its groups,
     // and the sampling-on samples and time.
@@ -215,6 +365,17 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
             .flatten()
             .map(|(t, i, o)| t - 100.0 * (1.0 - (1.0 - i / 100.0) * (1.0 - o / 100.0)))
             .collect();
+        let halved: Vec<&SplitPhase> = table
+            .phases
+            .iter()
+            .filter(|p| p.freq_hz == freq_hz && p.speed_first.is_finite())
+            .collect();
+        let changes = |on: bool| {
+            halved
+                .iter()
+                .filter(|p| p.mode_change && p.sampling == on)
+                .count()
+        };
         table.rows.push(SplitRow {
             freq_hz,
             runs: runs.len(),
@@ -228,6 +389,11 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
             } else {
                 f64::NAN
             },
+            halved: halved.len(),
+            mode_changes_on: changes(true),
+            mode_changes_off: changes(false),
+            carryover: against_zero_hz(&table.phases, &block_of, freq_hz, |p| !p.sampling),
+            outside_vs_zero: against_zero_hz(&table.phases, &block_of, freq_hz, |p| p.sampling),
         });
     }
     Ok(table)
@@ -254,6 +420,9 @@ mod tests {
             gap_ns,
             kept_ns: duration_ns,
             speed_outside: speed,
+            speed_first: speed,
+            speed_second: speed,
+            mode_change: false,
         }
     }
 
@@ -348,5 +517,71 @@ mod tests {
         assert_eq!((s.gaps, s.kept_ns, s.gap_ns), (5, 50 * ms, 500_000));
         // 1 % of the time in gaps: 99 ms outside, 1 iteration per ns.
         assert!((s.speed_outside - 1.0).abs() < 1e-12, "{}", s.speed_outside);
+    }
+
+    /// The driver's read halfway: a phase whose second half ran at 0.4
+    /// of the first's changed mode; one with halves 1 % apart did not.
+    /// Without the read (older sets) neither half has a speed.
+    #[test]
+    fn a_phase_whose_halves_differ_changed_mode() {
+        let p = |mid_iterations: u64, iterations: u64| Phase {
+            sampling: false,
+            start_ns: 0,
+            end_ns: 100_000_000,
+            mid_ns: 50_000_000,
+            mid_iterations,
+            iterations,
+            ..Phase::default()
+        };
+        let s = split_phase(&p(100_000_000, 140_000_000), &[], &[(0, 100_000_000)]);
+        assert!((s.speed_first - 2.0).abs() < 1e-12 && (s.speed_second - 0.8).abs() < 1e-12);
+        assert!(s.mode_change);
+        let s = split_phase(&p(100_000_000, 199_000_000), &[], &[(0, 100_000_000)]);
+        assert!(!s.mode_change, "{} {}", s.speed_first, s.speed_second);
+        let old = Phase {
+            mid_ns: 0,
+            mid_iterations: 0,
+            ..p(0, 140_000_000)
+        };
+        let s = split_phase(&old, &[], &[(0, 100_000_000)]);
+        assert!(s.speed_first.is_nan() && !s.mode_change);
+    }
+
+    /// Per block, the off phases' speed against the same block's 0 Hz
+    /// run: 20 % and 30 % slower in blocks 0 and 1 give 25 % with a t
+    /// interval over the two blocks; a block without a 0 Hz run counts
+    /// for nothing; at 0 Hz there is nothing to compare.
+    #[test]
+    fn the_carryover_compares_off_phases_with_the_blocks_0hz_runs() {
+        let at = |run_id: u32, freq_hz: u64, sampling: bool, speed: f64| SplitPhase {
+            run_id,
+            freq_hz,
+            ..phase(sampling, 0, speed)
+        };
+        let phases = [
+            at(0, 0, false, 1.0),
+            at(0, 0, true, 1.0),
+            at(1, 4000, false, 0.8),
+            at(1, 4000, true, 0.75),
+            at(2, 0, true, 2.0),
+            at(2, 0, false, 2.0),
+            at(3, 4000, false, 1.4),
+            at(3, 4000, true, 1.3),
+            at(4, 4000, false, 0.1),
+        ];
+        let block_of: BTreeMap<u32, u32> = [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2)].into();
+        let c = against_zero_hz(&phases, &block_of, 4000, |p| !p.sampling);
+        assert_eq!(c.n, 2);
+        assert!((c.value - 25.0).abs() < 1e-9, "{c:?}");
+        // sd of (20, 30) is 7.07, its standard error 5.
+        let hw = crate::stats::t_crit95(1.0) * 5.0;
+        assert!((c.hi - c.value - hw).abs() < 1e-9, "{c:?} {hw}");
+        let on = against_zero_hz(&phases, &block_of, 4000, |p| p.sampling);
+        assert!((on.value - 30.0).abs() < 1e-9, "{on:?}");
+        assert!(
+            against_zero_hz(&phases, &block_of, 0, |p| !p.sampling)
+                .value
+                .is_nan()
+        );
     }
 }

@@ -58,6 +58,14 @@ fn split_runs_switch_sampling_inside_a_stamped_run() {
             r.run_id
         );
     }
+    // The driver read the counter halfway through every phase: inside
+    // it, and with part of the phase's work before it.
+    for p in &phases {
+        assert!(
+            p.start_ns < p.mid_ns && p.mid_ns < p.end_ns && p.mid_iterations <= p.iterations,
+            "{p:?}"
+        );
+    }
     // Off phases hold no sample; the on phases at 1 kHz hold some.
     let mut rdr = csv::Reader::from_path(out.join("report").join("split_phases.csv")).unwrap();
     let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
@@ -81,4 +89,7 @@ fn split_runs_switch_sampling_inside_a_stamped_run() {
     );
     let report = std::fs::read_to_string(out.join("report").join("report.md")).unwrap();
     assert!(report.contains("## The loss split: in the gaps and outside them"));
+    // The halves' check ran: every kept phase was read halfway.
+    assert!(report.contains("What outlasts a phase"), "{report}");
+    assert!(h.iter().any(|c| c == "mode_change"));
 }
