@@ -14,6 +14,7 @@ use crate::percost::{Agreement, PerSampleRow, predicted_loss_pct};
 
 pub mod curve;
 mod fallback;
+pub mod outside;
 pub mod recommendation;
 mod throughput;
 
@@ -109,6 +110,15 @@ pub fn at_report_budgets(a: &Findings) -> Vec<Budgeted> {
 /// - Without a model, the throughput loss; where that resolves nothing,
 ///   the range certainly within budget from the loss upper bounds.
 pub fn recommend(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
+    Ok(outside::charge(
+        a,
+        recommend_on_bases(a, budget_pct)?,
+        budget_pct,
+    ))
+}
+
+/// [`recommend`] before the loss outside the gaps is charged.
+fn recommend_on_bases(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
     let throughput = recommend_throughput(a, budget_pct);
     let rows = match model_rows(a) {
         Ok(rows) => rows,
@@ -142,12 +152,21 @@ fn disagreeing<'a>(rows: &[&'a PerSampleRow]) -> Vec<&'a PerSampleRow> {
 
 /// The cost per sample the recommendation charges at each rate
 /// ([`CostCurve::at`]): the model's, raised to the cost the paired loss
-/// implies where the model under-predicts it (the conservative branch).
+/// implies where the model under-predicts it (the conservative branch) or
+/// to the split design's where its loss outside the gaps resolves
+/// ([`outside`]).
 /// None without a model.
 pub fn charged_curve(a: &Findings) -> Option<CostCurve> {
     let rows = model_rows(a).ok()?;
+    let floor = [
+        fallback::throughput_floor(a, &disagreeing(&rows)),
+        outside::outside_floor(a).map(|f| f.0),
+    ]
+    .into_iter()
+    .flatten()
+    .max_by(|x, y| x.cost_ns.hi.total_cmp(&y.cost_ns.hi));
     Some(CostCurve {
-        floor: fallback::throughput_floor(a, &disagreeing(&rows)),
+        floor,
         ..CostCurve::model(&rows)
     })
 }
@@ -211,6 +230,9 @@ fn prediction_sentence(curve: &CostCurve, rate: u64, max_hz: f64, budget_pct: f6
         }
         CostSource::Throughput => {
             "cost per sample implied by the measured throughput loss (loss / achieved rate, 95% interval over runs)"
+        }
+        CostSource::Split => {
+            "cost per sample implied by the split design's loss in and outside the gaps (loss / achieved rate, the two parts' 95% intervals over runs added)"
         }
     };
     let mut first = format!(

@@ -17,6 +17,10 @@ pub enum CostSource {
     /// The throughput loss (paired design where measured) over the
     /// achieved rate.
     Throughput,
+    /// The split design's loss in and outside the gaps over the achieved
+    /// rate, where its outside part resolves above 0
+    /// ([`super::outside`]).
+    Split,
 }
 
 /// One measured cost per sample, ns.

@@ -309,3 +309,92 @@ fn a_run_appended_twice_counts_once() {
         "{warnings:?}"
     );
 }
+
+/// The split design's loss outside the gaps, where it resolves above 0, is
+/// charged at every rate on top of the model: (in the gaps + outside) /
+/// rate, the bounds added. Within runs where only that resolves; against
+/// the 0 Hz runs where a slowdown outlasts the phase (the carry-over
+/// resolves too). Where it does not resolve, the model answers alone.
+#[test]
+fn the_loss_outside_the_gaps_is_charged_where_it_resolves() {
+    use analysis::recommend::outside::OUTSIDE_BASIS;
+    use analysis::recommend::{MODEL_BASIS, recommend};
+    use analysis::split::SplitRow;
+    let e = |value: f64, lo: f64, hi: f64| Estimate {
+        value,
+        lo,
+        hi,
+        se: (hi - lo) / 4.0,
+        n: 5,
+    };
+    let none = Estimate::point(f64::NAN, 0);
+    let split = |outside: Estimate, carryover: Estimate, outside_vs_zero: Estimate| SplitRow {
+        freq_hz: 4000,
+        runs: 5,
+        groups: 120,
+        total: e(4.2, 3.8, 4.6),
+        in_gaps: e(1.2, 1.1, 1.3),
+        outside,
+        closure_pp: 0.0,
+        achieved_hz: 4000.0,
+        halved: 480,
+        mode_changes_on: 0,
+        mode_changes_off: 0,
+        carryover,
+        outside_vs_zero,
+    };
+    // The model alone: 2.2 us at 4 kHz at most, every measured rate within
+    // 1 %: 3989 Hz.
+    let model = || with_model(vec![cost_row(4000, 2000.0, 2200.0)]);
+    let mut a = model();
+    a.gaps.split.rows = vec![split(e(0.1, -0.5, 0.7), none, none)];
+    let rec = recommend(&a, 1.0).unwrap();
+    assert_eq!((rec.rate_hz, rec.basis.as_str()), (Some(3989), MODEL_BASIS));
+    // Outside resolves within runs, 3.0 % [2.7, 3.3]: (1.3 + 3.3) % at
+    // 4 kHz is 11 500 ns a sample, so 1 % allows 869.6 Hz: 859 Hz.
+    let mut a = model();
+    a.gaps.split.rows = vec![split(e(3.0, 2.7, 3.3), none, none)];
+    let rec = recommend(&a, 1.0).unwrap();
+    assert_eq!(
+        (rec.rate_hz, rec.basis.as_str()),
+        (Some(859), OUTSIDE_BASIS),
+        "{rec:?}"
+    );
+    assert_eq!(rec.model_rate_hz, Some(3989));
+    assert!(
+        (rec.max_hz.unwrap() - 1e7 / 11_500.0).abs() < 1e-6,
+        "{rec:?}"
+    );
+    assert!(rec.reasoning[0].contains("(split)"), "{:?}", rec.reasoning);
+    assert_eq!(analysis::summary::basis_word(&rec), "outside");
+    // A budget the charge does not bind: said, and the rate stands.
+    let rec = recommend(&a, 50.0).unwrap();
+    assert_eq!(rec.basis, MODEL_BASIS);
+    assert!(
+        rec.reasoning
+            .iter()
+            .any(|l| l.contains("does not lower the rate")),
+        "{:?}",
+        rec.reasoning
+    );
+    // Null within runs, but the off phases ran 20 % slower than the 0 Hz
+    // runs: the part against those runs, 20.5 % [10.5, 30.5], is charged:
+    // (1.3 + 30.5) % at 4 kHz, 79 500 ns; 1 % allows 125.8 Hz: 113 Hz.
+    let mut a = model();
+    a.gaps.split.rows = vec![split(
+        e(0.1, -0.5, 0.7),
+        e(20.0, 10.0, 30.0),
+        e(20.5, 10.5, 30.5),
+    )];
+    let rec = recommend(&a, 1.0).unwrap();
+    assert_eq!(
+        (rec.rate_hz, rec.basis.as_str()),
+        (Some(113), OUTSIDE_BASIS),
+        "{rec:?}"
+    );
+    assert!(
+        rec.reasoning[0].contains("vs 0 Hz runs"),
+        "{:?}",
+        rec.reasoning
+    );
+}
