@@ -2,6 +2,7 @@
 that is known, lies outside every gap, and switches with sampling.
 
     python3 analysis/validate/split_injector.py OUT [--cpu 1] [--companion-cpu 0]
+    python3 analysis/validate/split_injector.py OUT --analyse-only
 
 The injector (a test fixture, not in the measured path) is a companion on
 another CPU that streams memory while sampling is on: it reads the measured
@@ -12,17 +13,30 @@ slows a memory-bound loop on the measured CPU (--work memory:64M)
 between the interrupts, not in them. --duty sets the share of each 2 ms
 poll it streams for: two duties, two injection sizes.
 
-1. Sizing, without sampling: 1 s runs of the workload binary (the same
-   loop in timeline mode, memory:64M, on the measured CPU, no sampler) with the companion
-   forced on (streaming at the duty all the time) and off, in blocks of
-   both in alternating order: the slowdown = 1 - on-rate / off-rate per
-   block, t interval over blocks (scipy).
-2. The split design at 4 kHz (cpu scope, 100 ms phases) with the companion
-   keyed to sampling, at each duty, and with no companion (the control):
-   split.csv's outside part against the sized slowdown, and the in-gap
-   part against the control's.
+The companion's slowdown of the other vCPU moves with the host's memory
+traffic (2.4 to 5.7 % between sizings minutes apart), so the sizing is
+done inside the same blocks as the runs it is compared with. Each of
+--reps blocks (the duties' order alternating) holds:
 
-Writes OUT/injector.md and prints it. About 12 minutes.
+1. the control: a split sweep (one run at --freq and one at 0 Hz, cpu
+   scope, 100 ms phases) with no companion;
+2. per duty, the sizing, without sampling: --size-blocks pairs of 1 s
+   runs of the workload binary (the same loop in timeline mode,
+   memory:64M, on the measured CPU, no sampler) with the companion forced
+   on (streaming at the duty all the time) and off, in alternating order,
+   slowdown = 1 - on-rate / off-rate; then the same split sweep with the
+   companion keyed to sampling.
+
+Per block and duty: expected = sized x (the share of on-phase time it
+streamed - that of off-phase time) / duty; recovered = outside - the
+control's outside (sampling's own after-effect on this memory-bound loop
+lies outside the gaps too). Over blocks, a t interval (scipy) of each and
+of recovered - expected, which holds 0 where the slowdown is recovered;
+the in-gap part's change against the control; and the 0 Hz runs (the
+companion never on): null in every part.
+
+Writes OUT/injector.md and prints it; --analyse-only recomputes it from
+OUT's folders and sizing.csv. About 12 minutes.
 """
 import argparse
 import csv
@@ -93,10 +107,23 @@ def sweep(args, out, extra):
                     "--scope", "cpu", "--no-util", "--no-host-look", "--out", str(out)] + extra, check=True)
 
 
-def size(args, duty):
-    """The slowdown the companion causes at `duty` without sampling:
-    blocks of a workload run with it off and one with it forced on."""
+def size(args, duty, sampled=False):
+    """The slowdown the companion causes at `duty` without sampling (with
+    `sampled`, under perf record at --freq on the measured CPU): pairs of
+    a workload run with it off and one with it forced on."""
     workload = str(Path(args.driver).with_name("workload"))
+    losses = []
+    perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(args.freq), "-C", str(args.cpu),
+                             "-o", "/dev/null"], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if sampled else None
+    try:
+        losses = size_pairs(args, duty, workload)
+    finally:
+        stop_group(perf)
+    return losses
+
+
+def size_pairs(args, duty, workload):
     losses = []
     for b in range(args.size_blocks):
         rates = {}
@@ -115,12 +142,15 @@ def size(args, duty):
                 stop_group(p)
             rates[forced] = int(n) / args.size_seconds
         losses.append(100 * (1 - rates[True] / rates[False]))
-    return t_interval(losses)[:3]
+    return losses
 
 
 def coverage(d, log, freq):
     """The share of the on and of the off phases' time (kept phases at
     `freq`) the companion streamed in."""
+    if not log.exists():
+        # A committed set keeps the log gzipped.
+        log = log.with_name(log.name + ".gz")
     bursts = np.loadtxt(log, dtype=np.int64, ndmin=2)
     phases = [r for r in csv.DictReader(open(d / "report" / "split_phases.csv")) if int(r["freq_hz"]) == freq]
     raw = {(int(r["run_id"]), int(r["phase"])): (int(r["start_ns"]), int(r["end_ns"]))
@@ -138,8 +168,117 @@ def coverage(d, log, freq):
 def split_row(d, freq):
     for r in csv.DictReader(open(d / "report" / "split.csv")):
         if int(r["freq_hz"]) == freq:
-            return {k: float(r[k]) for k in r if k != "freq_hz"}
+            return {k: float(r[k]) if r[k] else float("nan") for k in r if k != "freq_hz"}
     raise SystemExit(f"{d}: no split row at {freq} Hz")
+
+
+def measure(a, duties):
+    """The blocks: control, then per duty sizing and the keyed sweep."""
+    split = ["--design", "split", "--freqs", str(a.freq), "--duration", "10s", "--phase", "100ms", "--reps", "1"]
+    with open(a.out / "sizing.csv", "w") as f:
+        f.write("block,duty,pair,slowdown_pct\n")
+    for b in range(a.reps):
+        sweep(a, a.out / f"block-{b}" / "control", split)
+        for duty in (duties if b % 2 == 0 else duties[::-1]):
+            for pair, loss in enumerate(size(a, duty)):
+                with open(a.out / "sizing.csv", "a") as f:
+                    f.write(f"{b},{duty:g},{pair},{loss!r}\n")
+            log = a.out / f"block-{b}" / f"companion-d{duty:g}.txt"
+            p = start_companion(a, duty, False, log)
+            try:
+                sweep(a, a.out / f"block-{b}" / f"inject-d{duty:g}", split)
+            finally:
+                stop_group(p)
+
+
+def sizing_check(a, duties):
+    """The sizing without and with sampling, in alternating blocks: does
+    the companion slow a sampled loop as much as an unsampled one?"""
+    rows = []
+    for b in range(a.reps):
+        for duty in duties:
+            for sampled in ([False, True] if b % 2 == 0 else [True, False]):
+                rows += [(b, duty, sampled, x) for x in size(a, duty, sampled)]
+    with open(a.out / "sizing-check.csv", "w") as f:
+        f.write("block,duty,sampled,slowdown_pct\n")
+        f.writelines(f"{b},{d:g},{str(s).lower()},{x!r}\n" for b, d, s, x in rows)
+    fmt = lambda e: f"{e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}]"
+    lines = [f"The companion's slowdown of the memory:64M timeline loop, forced on against off, {a.size_blocks} "
+             f"pairs of 1 s runs per block and state, {a.reps} blocks; sampled = under perf record -e cpu-clock "
+             f"-F {a.freq} -C {a.cpu}. %, mean [95 % t interval over blocks].", "",
+             "| duty | without sampling | with sampling | with - without |", "|---|---|---|---|"]
+    for d in duties:
+        per = {s: [np.mean([x for b2, d2, s2, x in rows if b2 == b and d2 == d and s2 == s]) for b in range(a.reps)]
+               for s in (False, True)}
+        diff = [y - x for x, y in zip(per[False], per[True])]
+        lines.append(f"| {d:g} | {fmt(t_interval(per[False])[:3])} | {fmt(t_interval(per[True])[:3])} | "
+                     f"{fmt(t_interval(diff)[:3])} |")
+    text = "\n".join(lines) + "\n"
+    (a.out / "sizing-check.md").write_text(text)
+    print(text)
+
+
+def analyse(a, duties):
+    fmt = lambda e: f"{e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}]"
+    sizing = list(csv.DictReader(open(a.out / "sizing.csv")))
+    blocks = sorted({int(r["block"]) for r in sizing})
+    per = {d: {k: [] for k in ("sized", "cover_on", "cover_off", "expected", "recovered", "diff", "in_change",
+                                "outside", "in_gaps", "total", "aa_outside", "aa_in", "aa_total")} for d in duties}
+    control = {k: [] for k in ("outside", "in_gaps", "total", "aa_outside", "aa_in", "aa_total")}
+    for b in blocks:
+        c = split_row(a.out / f"block-{b}" / "control", a.freq)
+        z = split_row(a.out / f"block-{b}" / "control", 0)
+        for k, v in (("outside", c["outside_pct"]), ("in_gaps", c["in_gaps_pct"]), ("total", c["total_pct"]),
+                     ("aa_outside", z["outside_pct"]), ("aa_in", z["in_gaps_pct"]), ("aa_total", z["total_pct"])):
+            control[k].append(v)
+        for d in duties:
+            x = a.out / f"block-{b}" / f"inject-d{d:g}"
+            sized = float(np.mean([float(r["slowdown_pct"]) for r in sizing
+                                   if int(r["block"]) == b and float(r["duty"]) == d]))
+            on, off = coverage(x, a.out / f"block-{b}" / f"companion-d{d:g}.txt", a.freq)
+            r, z = split_row(x, a.freq), split_row(x, 0)
+            e = per[d]
+            e["sized"].append(sized)
+            e["cover_on"].append(100 * on)
+            e["cover_off"].append(100 * off)
+            e["expected"].append(sized * (on - off) / d)
+            e["recovered"].append(r["outside_pct"] - c["outside_pct"])
+            e["diff"].append(e["recovered"][-1] - e["expected"][-1])
+            e["in_change"].append(r["in_gaps_pct"] - c["in_gaps_pct"])
+            for k, v in (("outside", r["outside_pct"]), ("in_gaps", r["in_gaps_pct"]), ("total", r["total_pct"]),
+                         ("aa_outside", z["outside_pct"]), ("aa_in", z["in_gaps_pct"]), ("aa_total", z["total_pct"])):
+                e[k].append(v)
+    ti = lambda x: t_interval(x)[:3]
+    lines = [f"split design at {a.freq} Hz, cpu scope, workload memory:64M; {len(blocks)} blocks, each a control "
+             f"sweep and, per duty, the sizing ({a.size_blocks} on/off pairs of 1 s runs, no sampling) then the "
+             f"keyed sweep; companion on CPU {a.companion_cpu} streaming while CPU {a.cpu}'s LOC rate > "
+             f"{a.on_hz:.0f}/s. Figures in %, mean [95 % t interval over blocks].", "",
+             "| injection | outside | in the gaps | total | 0 Hz outside | 0 Hz in the gaps | 0 Hz total |",
+             "|---|---|---|---|---|---|---|",
+             f"| none (control) | {fmt(ti(control['outside']))} | {fmt(ti(control['in_gaps']))} | "
+             f"{fmt(ti(control['total']))} | {fmt(ti(control['aa_outside']))} | {fmt(ti(control['aa_in']))} | "
+             f"{fmt(ti(control['aa_total']))} |"]
+    for d in duties:
+        e = per[d]
+        lines.append(f"| duty {d:g} | {fmt(ti(e['outside']))} | {fmt(ti(e['in_gaps']))} | {fmt(ti(e['total']))} | "
+                     f"{fmt(ti(e['aa_outside']))} | {fmt(ti(e['aa_in']))} | {fmt(ti(e['aa_total']))} |")
+    lines += ["", "The injection against its sizing, block by block (recovered = outside - the block's control "
+              "outside; expected = sized x (on - off coverage) / duty):", "",
+              "| duty | sized, no sampling | coverage on / off | expected | recovered | recovered - expected | "
+              "in the gaps - control |", "|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for d in duties:
+        e = per[d]
+        diff = ti(e["diff"])
+        lines.append(f"| {d:g} | {fmt(ti(e['sized']))} | {np.mean(e['cover_on']):.1f} / {np.mean(e['cover_off']):.1f} | "
+                     f"{fmt(ti(e['expected']))} | {fmt(ti(e['recovered']))} | {fmt(diff)} | {fmt(ti(e['in_change']))} |")
+        held = diff[1] <= 0 <= diff[2]
+        verdicts.append(f"duty {d:g}: recovered - expected {fmt(diff)}: "
+                        + ("holds 0, the injected slowdown is recovered" if held else "excludes 0, NOT recovered"))
+    lines += [""] + verdicts
+    text = "\n".join(lines) + "\n"
+    (a.out / "injector.md").write_text(text)
+    print(text)
 
 
 def main():
@@ -151,10 +290,13 @@ def main():
     ap.add_argument("--duty", type=float, default=1.0)
     ap.add_argument("--duties", default="1.0,0.5")
     ap.add_argument("--freq", type=int, default=4000)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--size-blocks", type=int, default=30)
+    ap.add_argument("--reps", type=int, default=6, help="blocks")
+    ap.add_argument("--size-blocks", type=int, default=8, help="on/off sizing pairs per block and duty")
     ap.add_argument("--size-seconds", type=float, default=1.0,
-                    help="each sizing run; short, so that the host's slow drift differs little within a block")
+                    help="each sizing run; short, so that the host's slow drift differs little within a pair")
+    ap.add_argument("--analyse-only", action="store_true", help="recompute OUT/injector.md from OUT")
+    ap.add_argument("--sizing-check", action="store_true",
+                    help="only the sizing, without and with sampling (perf record), into OUT/sizing-check.md")
     ap.add_argument("--companion", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--forced", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--log", type=Path, help=argparse.SUPPRESS)
@@ -164,49 +306,18 @@ def main():
     if a.companion:
         companion(a.cpu, a.on_hz, a.duty, a.forced, a.log)
         return 0
-    if a.out is None or a.out.exists():
-        sys.exit("give a new folder OUT (nothing measured is overwritten)")
-    a.out.mkdir(parents=True)
-    split = ["--design", "split", "--freqs", str(a.freq), "--duration", "10s", "--phase", "100ms",
-             "--reps", str(a.reps)]
-    lines = [f"split design at {a.freq} Hz, cpu scope, workload memory:64M, {a.reps} runs; "
-             f"companion on CPU {a.companion_cpu} streaming while CPU {a.cpu}'s LOC rate > {a.on_hz:.0f}/s", "",
-             "| injection | sized slowdown % (no sampling) | outside % | in the gaps % | total % |",
-             "|---|---|---|---|---|"]
-    # Total minus the control's total is the injection's whole effect on
-    # the paired loss; the outside part should hold it.
-    fmt = lambda m, lo, hi: f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
-    cover_lines = []
-    sweep(a, a.out / "control", split)
-    c = split_row(a.out / "control", a.freq)
-    part = lambda r, k: fmt(r[k], r[k.replace("_pct", "_lo_pct")], r[k.replace("_pct", "_hi_pct")])
-    lines.append(f"| none (control) | - | {part(c, 'outside_pct')} | {part(c, 'in_gaps_pct')} | {part(c, 'total_pct')} |")
-    z = split_row(a.out / "control", 0)
-    lines.append(f"| none, 0 Hz (A/A) | - | {part(z, 'outside_pct')} | {part(z, 'in_gaps_pct')} | {part(z, 'total_pct')} |")
-    for duty in [float(x) for x in a.duties.split(",")]:
-        sized = size(a, duty)
-        log = a.out / f"companion-d{duty}.txt"
-        p = start_companion(a, duty, False, log)
-        try:
-            sweep(a, a.out / f"inject-d{duty}", split)
-        finally:
-            stop_group(p)
-        on_cover, off_cover = coverage(a.out / f"inject-d{duty}", log, a.freq)
-        cover_lines.append(f"duty {duty:g}: the companion streamed {100 * on_cover:.1f} % of the on phases' time "
-                           f"and {100 * off_cover:.1f} % of the off phases' at {a.freq} Hz; sized x (on - off) = "
-                           f"{sized[0] * (on_cover - off_cover) / duty:.3f} % expected outside")
-        r = split_row(a.out / f"inject-d{duty}", a.freq)
-        lines.append(f"| duty {duty:g} | {fmt(*sized)} | {part(r, 'outside_pct')} | {part(r, 'in_gaps_pct')} | "
-                     f"{part(r, 'total_pct')} |")
-        z = split_row(a.out / f"inject-d{duty}", 0)
-        lines.append(f"| duty {duty:g}, 0 Hz (never on) | - | {part(z, 'outside_pct')} | {part(z, 'in_gaps_pct')} | "
-                     f"{part(z, 'total_pct')} |")
-    lines += [""] + cover_lines
-    lines += ["", "Injected = outside - the control's outside at the same rate (sampling's own after-effect on "
-              "this memory-bound loop lies outside the gaps too); it must hold the sized slowdown."]
-    text = "\n".join(lines) + "\n"
-    (a.out / "injector.md").write_text(text)
-    print(text)
+    duties = [float(x) for x in a.duties.split(",")]
+    if a.out is None:
+        sys.exit("give a folder OUT")
+    if not a.analyse_only:
+        if a.out.exists():
+            sys.exit(f"{a.out} exists: give a new folder OUT (nothing measured is overwritten), or --analyse-only")
+        a.out.mkdir(parents=True)
+        if a.sizing_check:
+            sizing_check(a, duties)
+            return 0
+        measure(a, duties)
+    analyse(a, duties)
     return 0
 
 

@@ -11,6 +11,13 @@ mean(1 - g_off), outside 1 - mean(s_on) / mean(s_off), total 1 -
 mean(r_on) / mean(r_off); per run the mean over its groups; per rate the
 mean over runs with scipy's t interval. Every figure must match split.csv
 to 1e-9 (relative).
+
+What outlasts a phase: per block (runs.csv), 1 - the mean speed outside
+the gaps of a rate's off (on) phases / that of all the block's 0 Hz
+phases, the carry-over (outside against 0 Hz), with scipy's t interval
+over blocks. Speed-mode changes: each phase's halves (phases.csv
+`mid_ns`, `mid_iterations`) recomputed from the raw gaps, a change where
+they differ by 1.5x or more; the counts per rate must match split.csv's.
 """
 import sys
 from pathlib import Path
@@ -40,19 +47,91 @@ def gap_check(root, phases, runs):
     return bad
 
 
+def half_speeds(root, phr, runs):
+    """Each phase's speed outside the gaps in its two halves, from the raw
+    gaps files (NaN where the driver did not read halfway)."""
+    first, second = [], []
+    for run_id, ph in phr.groupby("run_id", sort=False):
+        k = runs.loc[run_id, "raw_keep_every"] if "raw_keep_every" in runs else 1
+        keep = 1 if pd.isna(k) else int(k)
+        g = pd.read_parquet(root / "gaps" / f"run-{run_id}.parquet")
+        start = np.cumsum(g["start_step_ns"].to_numpy(dtype=np.int64))
+        excess = g["excess_ns"].to_numpy()
+        kept = (start // SLICE_NS) % keep == 0
+
+        def speed(lo, hi, it):
+            # The kept time of [lo, hi): the 10 ms slices k (absolute
+            # time) with k % keep == 0, as in gap_check.
+            kept_ns = sum(min((k + 1) * SLICE_NS, hi) - max(k * SLICE_NS, lo)
+                          for k in range(lo // SLICE_NS, (hi - 1) // SLICE_NS + 1) if k % keep == 0)
+            gap = int(excess[(start >= lo) & (start < hi) & kept].sum())
+            out = (hi - lo) * (1 - gap / kept_ns) if kept_ns else float("nan")
+            return it / out if out > 0 else float("nan")
+
+        for idx, p in ph.iterrows():
+            mid = p.get("mid_ns", 0)
+            if not (p["start_ns"] < mid < p["end_ns"]):
+                first.append((idx, float("nan")))
+                second.append((idx, float("nan")))
+                continue
+            first.append((idx, speed(p["start_ns"], mid, p["mid_iterations"])))
+            second.append((idx, speed(mid, p["end_ns"], p["iterations"] - p["mid_iterations"])))
+    return pd.Series(dict(first)), pd.Series(dict(second))
+
+
+def outlasting(ph, runs, want):
+    """Carry-over and outside against 0 Hz, per block, t over blocks."""
+    ok = True
+    ph = ph.join(runs["block"], on="run_id")
+    zero = ph[ph["freq_hz"] == 0].groupby("block")["speed_outside"].mean()
+    for f, fp in ph[ph["freq_hz"] > 0].groupby("freq_hz"):
+        for name, on in (("carryover_pct", False), ("outside_vs_zero_pct", True)):
+            s = fp[fp["sampling"] == on].groupby("block")["speed_outside"].mean()
+            x = (100 * (1 - s / zero)).dropna().to_numpy()
+            if len(x) < 2:
+                continue
+            m, h = x.mean(), stats.t.ppf(0.975, len(x) - 1) * stats.sem(x)
+            if name not in want:
+                print(f"{f} Hz {name}: scipy {m:.6f} [{m - h:.6f}, {m + h:.6f}] over {len(x)} blocks "
+                      "(split.csv has no such column: a report from before it existed)")
+                continue
+            got = want.loc[f, [name, name.replace("_pct", "_lo_pct"), name.replace("_pct", "_hi_pct")]]
+            close = np.allclose([m, m - h, m + h], got.to_numpy(dtype=float), rtol=1e-9, atol=1e-12)
+            ok &= bool(close)
+            print(f"{f} Hz {name}: scipy {m:.6f} [{m - h:.6f}, {m + h:.6f}] vs split.csv "
+                  f"{got.iloc[0]:.6f} [{got.iloc[1]:.6f}, {got.iloc[2]:.6f}]: {'same' if close else 'DIFFERENT'}")
+    return ok
+
+
 def main(root):
     root = Path(root)
     ph = pd.read_csv(root / "report" / "split_phases.csv")
     want = pd.read_csv(root / "report" / "split.csv").set_index("freq_hz")
     runs = pd.read_csv(root / "runs.csv").set_index("run_id")
-    raw = pd.read_csv(root / "phases.csv")[["run_id", "phase", "start_ns", "end_ns"]]
-    phr = ph.merge(raw, on=["run_id", "phase"])
+    raw = pd.read_csv(root / "phases.csv")
+    cols = [c for c in ["run_id", "phase", "start_ns", "end_ns", "mid_ns", "mid_iterations"] if c in raw]
+    phr = ph.merge(raw[cols], on=["run_id", "phase"])
+    ok = True
     if (root / "gaps").is_dir():
         bad = gap_check(root, phr, runs)
         print(f"gap time per phase from the raw gaps files: {len(phr) - bad} of {len(phr)} equal")
+        ok &= bad == 0
+        if "mid_ns" in phr and "mode_changes_on" in want:
+            a, b = half_speeds(root, phr, runs)
+            ratio = np.maximum(a, b) / np.minimum(a, b)
+            phr["change"] = (ratio >= 1.5).to_numpy()
+            phr["halved"] = (a.notna() & b.notna()).to_numpy()
+            for f, fp in phr[phr["freq_hz"] > 0].groupby("freq_hz"):
+                mine = (int(fp["halved"].sum()), int((fp["change"] & fp["sampling"]).sum()),
+                        int((fp["change"] & ~fp["sampling"]).sum()))
+                got = tuple(int(want.loc[f, c]) for c in ("halved", "mode_changes_on", "mode_changes_off"))
+                ok &= mine == got
+                print(f"{f} Hz phases read halfway, mode changes on / off: from the raw gaps {mine}, "
+                      f"split.csv {got}: {'same' if mine == got else 'DIFFERENT'}; halves differ by "
+                      f"{100 * (np.nanmedian(ratio[fp.index]) - 1):.2f} % at the median, {np.nanmax(ratio[fp.index]):.3f}x at most")
+    ok &= outlasting(ph, runs, want)
     ph["rate"] = ph["iterations"] / ph["duration_ns"]
     ph["out_share"] = 1 - ph["gap_ns"] / ph["kept_ns"]
-    ok = True
     for f, fp in ph.groupby("freq_hz"):
         per_run = []
         for _, rp in fp.groupby("run_id"):
