@@ -107,6 +107,32 @@ impl Sources<'_> {
         Ok(designs)
     }
 
+    /// The default designs without split where its phase cannot hold a
+    /// sample at the lowest rate (a given split design is refused there
+    /// instead, by [`Self::phase_ns`]): said, with the fix.
+    fn split_where_it_fits(&self, mut designs: Vec<Design>, freqs: &[u64]) -> Vec<Design> {
+        let defaulted = self.flags.design.is_none() && self.exp.design.is_none();
+        let phase_ns = match (&self.flags.phase_ns, &self.exp.phase) {
+            (Some(ns), _) => Some(*ns),
+            (None, Some(text)) => parse_duration(text, &self.key("phase")).ok(),
+            (None, None) => Some(DEFAULT_PHASE_NS),
+        };
+        let lowest = freqs.iter().copied().filter(|&f| f > 0).min();
+        if let (true, Some(phase_ns), Some(f)) = (defaulted, phase_ns, lowest)
+            && designs.contains(&Design::Split)
+            && u128::from(phase_ns) * u128::from(f) < 1_000_000_000
+        {
+            designs.retain(|&d| d != Design::Split);
+            let shortest = 1_000_000_000u64.div_ceil(f).div_ceil(1000) * 1000;
+            tracing::warn!(
+                "the split design (the loss outside the gaps) is left out of this sweep: its                  {} phases cannot hold a sample at the lowest rate, {f} Hz; give --phase {}                  to run it",
+                shown_duration(phase_ns),
+                shown_duration(shortest)
+            );
+        }
+        designs
+    }
+
     /// Refuses runs too short to measure anything: under [`MIN_RUN_NS`], or
     /// holding fewer than [`MIN_SAMPLES_PER_RUN`] samples at the lowest
     /// sampling rate. Checked before the phase, which would otherwise be
@@ -343,7 +369,7 @@ impl SweepOptions {
         let designs = if profiler.is_some() && !has_command {
             vec![Design::Gaps]
         } else {
-            src.designs(has_command)?
+            src.split_where_it_fits(src.designs(has_command)?, &freqs_hz)
         };
         let phase_ns = src.phase_ns(&designs, &freqs_hz, duration_ns, profiler.is_some())?;
         let (max_sweep_ns, limit_origin) = src.max_sweep()?;

@@ -13,7 +13,7 @@ fn defaults_are_the_article_frequencies_with_the_designs_that_resolve() {
     assert_eq!(o.cpu, 1);
     assert_eq!(o.event, EventKind::Cycles);
     assert_eq!(o.scope, ScopeName::System);
-    assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
+    assert_eq!(o.designs, vec![Design::Paired, Design::Gaps, Design::Split]);
     assert_eq!(o.seed, 7);
     assert!(o.util);
 }
@@ -318,37 +318,37 @@ fn flag_value_parsers_give_the_problem_and_the_fix() {
 
 #[test]
 fn a_plan_over_the_time_limit_is_refused_and_the_flag_lifts_it() {
-    // Default plan: 5 blocks of 2 designs x 6 frequencies + 5 util runs =
-    // 85 runs; of 10 h each, 850 h.
+    // Default plan: 5 blocks of 3 designs x 6 frequencies + 5 util runs =
+    // 115 runs; of 10 h each, 1150 h.
     let f = FlagSettings::from_args(&["--duration", "10h"]).unwrap();
     let e = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap_err();
     assert!(matches!(e, ConfigError::TooLong { .. }), "{e:?}");
     let e = e.to_string();
     for needle in [
-        "at least 850 h",
-        "85 runs of 10 h (--duration)",
-        "5 blocks (default; --reps) of 17",
-        "2 designs (--design) x 6 frequencies with 0 Hz (--freqs) + 5 util runs",
+        "at least 1150 h",
+        "115 runs of 10 h (--duration)",
+        "5 blocks (default; --reps) of 23",
+        "3 designs (--design) x 6 frequencies with 0 Hz (--freqs) + 5 util runs",
         "limit of 24 h",
-        "--max-sweep-time 850h",
+        "--max-sweep-time 1150h",
     ] {
         assert!(e.contains(needle), "lacks {needle:?}: {e}");
     }
     // The limit lifted to exactly the plan: accepted; an hour short: not.
-    let ok = FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "850h"]).unwrap();
+    let ok = FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "1150h"]).unwrap();
     assert_eq!(
         SweepOptions::resolve(&ok, None, &[0, 1], 0)
             .unwrap()
             .max_sweep_ns,
-        850 * 3_600_000_000_000
+        1150 * 3_600_000_000_000
     );
     let short =
-        FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "849h"]).unwrap();
+        FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "1149h"]).unwrap();
     let e = SweepOptions::resolve(&short, None, &[0, 1], 0)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("limit of 849 h (--max-sweep-time)"), "{e}");
-    // The default plan (85 runs of 8 s) is far inside the default.
+    assert!(e.contains("limit of 1149 h (--max-sweep-time)"), "{e}");
+    // The default plan (115 runs of 8 s) is far inside the default.
     let o = SweepOptions::resolve(&flags(), None, &[0, 1], 0).unwrap();
     assert_eq!(o.max_sweep_ns, DEFAULT_MAX_SWEEP_NS);
 }
@@ -478,4 +478,13 @@ fn the_split_design_has_phases_that_hold_a_sample() {
     assert!(resolve_args(&["--design=split", "--freqs=19,99", "--phase=60ms"]).is_ok());
     // The paired design alone keeps its rule (it counts loop work only).
     assert!(resolve_args(&["--design=paired", "--freqs=19,99", "--phase=25ms"]).is_ok());
+    // The default designs hold split where it fits and leave it out (with
+    // a warning) where it does not: a default never refuses a sweep that
+    // the designs it stands for can run.
+    let o = resolve_args(&["--freqs=19,99"]).unwrap();
+    assert_eq!(o.designs, vec![Design::Paired, Design::Gaps, Design::Split]);
+    let o = resolve_args(&["--freqs=19,99", "--phase=25ms"]).unwrap();
+    assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
+    let o = resolve_args(&["--freqs=5,99"]).unwrap();
+    assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
 }

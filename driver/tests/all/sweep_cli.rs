@@ -115,14 +115,14 @@ fn experiment_file_unknown_key_is_named() {
 #[test]
 fn a_plan_over_the_time_limit_is_refused_before_anything_is_created() {
     let _serial = common::one_at_a_time();
-    // The default plan (85 runs) at 1000000 h a run: 85 million hours,
+    // The default plan (115 runs) at 1000000 h a run: 115 million hours,
     // more than any --max-sweep-time can say.
     check_rejected(
         &["--duration", "1000000h"],
         &[
-            "at least 85000000 h",
-            "85 runs of 1000000 h (--duration)",
-            "5 blocks (default; --reps) of 17",
+            "at least 115000000 h",
+            "115 runs of 1000000 h (--duration)",
+            "5 blocks (default; --reps) of 23",
             "limit of 24 h (the default; --max-sweep-time sets it)",
             "no --max-sweep-time can lift it",
         ],
@@ -131,9 +131,9 @@ fn a_plan_over_the_time_limit_is_refused_before_anything_is_created() {
     check_rejected(
         &["--duration", "2h", "--reps", "3", "--freqs", "100"],
         &[
-            "at least 30 h",
-            "15 runs of 2 h (--duration): 3 blocks (--reps) of 5",
-            "--max-sweep-time 30h",
+            "at least 42 h",
+            "21 runs of 2 h (--duration): 3 blocks (--reps) of 7",
+            "--max-sweep-time 42h",
         ],
     );
 }
