@@ -40,6 +40,8 @@ OUT's folders and sizing.csv. About 12 minutes.
 """
 import argparse
 import csv
+import gzip
+import json
 import os
 import signal
 import subprocess
@@ -152,9 +154,9 @@ def coverage(d, log, freq):
         # A committed set keeps the log gzipped.
         log = log.with_name(log.name + ".gz")
     bursts = np.loadtxt(log, dtype=np.int64, ndmin=2)
-    phases = [r for r in csv.DictReader(open(d / "report" / "split_phases.csv")) if int(r["freq_hz"]) == freq]
+    phases = [r for r in csv.DictReader(opened(d / "report" / "split_phases.csv")) if int(r["freq_hz"]) == freq]
     raw = {(int(r["run_id"]), int(r["phase"])): (int(r["start_ns"]), int(r["end_ns"]))
-           for r in csv.DictReader(open(d / "phases.csv"))}
+           for r in csv.DictReader(opened(d / "phases.csv"))}
     cover = {True: [0, 0], False: [0, 0]}
     for r in phases:
         lo, hi = raw[(int(r["run_id"]), int(r["phase"]))]
@@ -165,8 +167,15 @@ def coverage(d, log, freq):
     return cover[True][0] / cover[True][1], cover[False][0] / cover[False][1]
 
 
+def opened(path):
+    """`path`, or `path`.gz where a committed set keeps it gzipped."""
+    if path.exists():
+        return open(path)
+    return gzip.open(path.with_name(path.name + ".gz"), "rt")
+
+
 def split_row(d, freq):
-    for r in csv.DictReader(open(d / "report" / "split.csv")):
+    for r in csv.DictReader(opened(d / "report" / "split.csv")):
         if int(r["freq_hz"]) == freq:
             return {k: float(r[k]) if r[k] else float("nan") for k in r if k != "freq_hz"}
     raise SystemExit(f"{d}: no split row at {freq} Hz")
@@ -174,7 +183,7 @@ def split_row(d, freq):
 
 def measure(a, duties):
     """The blocks: control, then per duty sizing and the keyed sweep."""
-    split = ["--design", "split", "--freqs", str(a.freq), "--duration", "10s", "--phase", "100ms", "--reps", "1"]
+    split = ["--design", "split", "--freqs", str(a.freq), "--duration", a.duration, "--phase", a.phase, "--reps", "1"]
     with open(a.out / "sizing.csv", "w") as f:
         f.write("block,duty,pair,slowdown_pct\n")
     for b in range(a.reps):
@@ -249,7 +258,11 @@ def analyse(a, duties):
                          ("aa_outside", z["outside_pct"]), ("aa_in", z["in_gaps_pct"]), ("aa_total", z["total_pct"])):
                 e[k].append(v)
     ti = lambda x: t_interval(x)[:3]
-    lines = [f"split design at {a.freq} Hz, cpu scope, workload memory:64M; {len(blocks)} blocks, each a control "
+    manifest = json.load(open(a.out / f"block-{blocks[0]}" / "control" / "manifest.json"))
+    phase_ms = manifest["options"]["phase_ns"] / 1e6
+    run_s = manifest["options"]["duration_ns"] / 1e9
+    lines = [f"split design at {a.freq} Hz, cpu scope, {phase_ms:g} ms phases in {run_s:g} s runs, workload "
+             f"memory:64M; {len(blocks)} blocks, each a control "
              f"sweep and, per duty, the sizing ({a.size_blocks} on/off pairs of 1 s runs, no sampling) then the "
              f"keyed sweep; companion on CPU {a.companion_cpu} streaming while CPU {a.cpu}'s LOC rate > "
              f"{a.on_hz:.0f}/s. Figures in %, mean [95 % t interval over blocks].", "",
@@ -276,6 +289,24 @@ def analyse(a, duties):
         verdicts.append(f"duty {d:g}: recovered - expected {fmt(diff)}: "
                         + ("holds 0, the injected slowdown is recovered" if held else "excludes 0, NOT recovered"))
     lines += [""] + verdicts
+    lines += ["", "Within the phases (the driver's read halfway): the second half's speed outside the gaps over the "
+              "first's, %, in phases that follow one of the other state; mean [95 % t interval over blocks]. Above 0 "
+              "in off phases: the slowdown outlasts the on phase before it; below 0 in on phases: it builds up.", "",
+              "| injection | on phases | off phases |", "|---|---|---|"]
+    for name in ["control"] + [f"inject-d{d:g}" for d in duties]:
+        halves = {True: [], False: []}
+        for b in blocks:
+            ph = list(csv.DictReader(opened(a.out / f"block-{b}" / name / "report" / "split_phases.csv")))
+            ph = [r for r in ph if int(r["freq_hz"]) == a.freq and r.get("speed_first")]
+            ph.sort(key=lambda r: (int(r["run_id"]), int(r["phase"])))
+            for on in (True, False):
+                x = [100 * (float(r["speed_second"]) / float(r["speed_first"]) - 1)
+                     for prev, r in zip(ph, ph[1:]) if r["sampling"] == str(on).lower() != prev["sampling"]
+                     and prev["run_id"] == r["run_id"]]
+                if x:
+                    halves[on].append(np.mean(x))
+        if all(len(v) > 1 for v in halves.values()):
+            lines.append(f"| {name} | {fmt(ti(halves[True]))} | {fmt(ti(halves[False]))} |")
     text = "\n".join(lines) + "\n"
     (a.out / "injector.md").write_text(text)
     print(text)
@@ -294,6 +325,8 @@ def main():
     ap.add_argument("--size-blocks", type=int, default=8, help="on/off sizing pairs per block and duty")
     ap.add_argument("--size-seconds", type=float, default=1.0,
                     help="each sizing run; short, so that the host's slow drift differs little within a pair")
+    ap.add_argument("--phase", default="100ms", help="the split runs' phase length")
+    ap.add_argument("--duration", default="10s", help="the split runs' length")
     ap.add_argument("--analyse-only", action="store_true", help="recompute OUT/injector.md from OUT")
     ap.add_argument("--sizing-check", action="store_true",
                     help="only the sizing, without and with sampling (perf record), into OUT/sizing-check.md")
