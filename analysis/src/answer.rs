@@ -584,6 +584,7 @@ mod tests {
             mode_changes_off: 0,
             carryover: t_interval(&[]),
             outside_vs_zero: t_interval(&[]),
+            off_recovery: t_interval(&[]),
         };
         let mut t = crate::split::SplitTable::default();
         assert!(outside_the_gaps(&t).is_empty());

@@ -106,6 +106,12 @@ pub struct SplitRow {
     /// Per block, 1 - s_on / s_0Hz, %: the loss outside the gaps against
     /// the 0 Hz runs, the part that outlasts the phase included.
     pub outside_vs_zero: Estimate,
+    /// In the off phases that follow an on phase, 100 (s_second /
+    /// s_first - 1), mean per run, t interval over runs: above 0 where the loop
+    /// recovers inside the off phase, a slowdown that outlasts the on
+    /// phase by part of a phase, which the within-run outside part
+    /// undercounts (a longer `--phase` holds more of it).
+    pub off_recovery: Estimate,
 }
 
 impl SplitRow {
@@ -301,6 +307,27 @@ fn against_zero_hz(
     t_interval(&losses)
 }
 
+/// Per run, the mean of 100 (s_second / s_first - 1) over the off
+/// phases at `freq_hz` that follow an on phase of the same run; a t
+/// interval over runs ([`SplitRow::off_recovery`]).
+fn off_recovery(phases: &[SplitPhase], freq_hz: u64) -> Estimate {
+    let mut by_run: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let at: Vec<&SplitPhase> = phases.iter().filter(|p| p.freq_hz == freq_hz).collect();
+    for w in at.windows(2) {
+        let (prev, p) = (w[0], w[1]);
+        let x = 100.0 * (p.speed_second / p.speed_first - 1.0);
+        if prev.run_id == p.run_id
+            && prev.phase + 1 == p.phase
+            && prev.sampling
+            && !p.sampling
+            && x.is_finite()
+        {
+            by_run.entry(p.run_id).or_default().push(x);
+        }
+    }
+    t_interval(&by_run.values().map(|v| mean(v)).collect::<Vec<_>>())
+}
+
 /// The split design's table of `rs`.
 pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
     let runs: Vec<_> = rs
@@ -394,6 +421,7 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
             mode_changes_off: changes(false),
             carryover: against_zero_hz(&table.phases, &block_of, freq_hz, |p| !p.sampling),
             outside_vs_zero: against_zero_hz(&table.phases, &block_of, freq_hz, |p| p.sampling),
+            off_recovery: off_recovery(&table.phases, freq_hz),
         });
     }
     Ok(table)
@@ -545,6 +573,36 @@ mod tests {
         };
         let s = split_phase(&old, &[], &[(0, 100_000_000)]);
         assert!(s.speed_first.is_nan() && !s.mode_change);
+    }
+
+    /// An off phase right after an on phase whose second half ran 4 %
+    /// faster counts; one after an off phase, or after a phase of
+    /// another run, does not.
+    #[test]
+    fn off_phases_that_recover_inside_are_measured() {
+        let at = |run_id: u32, phase: u32, sampling: bool, second: f64| SplitPhase {
+            run_id,
+            phase,
+            speed_first: 1.0,
+            speed_second: second,
+            ..phase_of(sampling)
+        };
+        let phases = [
+            at(0, 0, true, 1.0),
+            at(0, 1, false, 1.04),
+            at(0, 2, false, 1.5),
+            at(0, 3, true, 1.0),
+            at(1, 0, true, 1.0),
+            at(1, 1, false, 1.02),
+            at(2, 0, false, 1.9),
+        ];
+        let e = off_recovery(&phases, 1000);
+        assert_eq!(e.n, 2);
+        assert!((e.value - 3.0).abs() < 1e-9, "{e:?}");
+    }
+
+    fn phase_of(sampling: bool) -> SplitPhase {
+        phase(sampling, 0, 1.0)
     }
 
     /// Per block, the off phases' speed against the same block's 0 Hz

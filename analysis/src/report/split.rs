@@ -26,6 +26,7 @@ csv_row! {
         pub halved: usize,
         pub mode_changes_on: usize,
         pub mode_changes_off: usize,
+        pub off_recovery_pct: LoHiSe,
     }
 }
 
@@ -45,6 +46,7 @@ impl SplitCsvRow {
             halved: r.halved,
             mode_changes_on: r.mode_changes_on,
             mode_changes_off: r.mode_changes_off,
+            off_recovery_pct: LoHiSe(r.off_recovery),
         }
     }
 }
@@ -164,14 +166,14 @@ fn outlasting(t: &SplitTable) -> String {
     }
     let _ = writeln!(
         s,
-        "What outlasts a phase. A slow mode that sampling starts and that lasts longer than a phase slows the off phases too, and the within-run comparison above cannot see it. So, per block, the off phases' speed outside the gaps is compared with the same block's 0 Hz split runs (carry-over, above 0 where a slowdown outlasts the phase), and the on phases' (outside against 0 Hz); between runs, so with the run-to-run noise, a 95 % t interval over blocks. A phase whose two halves' speeds outside the gaps (the driver reads the counter halfway) differ by {}x or more changed speed mode inside it: counted here, kept in every figure above, marked in `report/split_phases.csv` (`mode_change`).\n",
+        "What outlasts a phase. A slow mode that sampling starts and that lasts longer than a phase slows the off phases too, and the within-run comparison above cannot see it. So, per block, the off phases' speed outside the gaps is compared with the same block's 0 Hz split runs (carry-over, above 0 where a slowdown outlasts the phase), and the on phases' (outside against 0 Hz); between runs, so with the run-to-run noise, a 95 % t interval over blocks. A phase whose two halves' speeds outside the gaps (the driver reads the counter halfway) differ by {}x or more changed speed mode inside it: counted here, kept in every figure above, marked in `report/split_phases.csv` (`mode_change`). The halves also show a slowdown that outlasts the on phase by part of a phase: an off phase that follows an on phase and runs faster in its second half (mean per run, t interval over runs).\n",
         crate::split::MODE_CHANGE_RATIO
     );
     let _ = writeln!(
         s,
-        "| rate | carry-over % (off against 0 Hz) | outside against 0 Hz % | mode changes inside a phase: on / off (of phases read halfway) |"
+        "| rate | carry-over % (off against 0 Hz) | outside against 0 Hz % | off phases after an on phase: 2nd half over 1st % | mode changes inside a phase: on / off (of phases read halfway) |"
     );
-    let _ = writeln!(s, "|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|");
     for r in &rows {
         let changes = if r.halved == 0 {
             "- (not recorded: an older set)".to_string()
@@ -183,14 +185,22 @@ fn outlasting(t: &SplitTable) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} Hz | {} | {} | {changes} |",
+            "| {} Hz | {} | {} | {} | {changes} |",
             r.freq_hz,
             pct(&r.carryover),
-            pct(&r.outside_vs_zero)
+            pct(&r.outside_vs_zero),
+            pct(&r.off_recovery)
         );
     }
     s.push('\n');
     for r in &rows {
+        if r.off_recovery.lo > 0.0 {
+            let _ = writeln!(
+                s,
+                "**At {} Hz the loop recovers inside the off phases**: after an on phase, an off phase's second half ran {:.2} % [{:.2}, {:.2}] faster outside the gaps than its first. A slowdown outlasts the on phase by part of a phase, so the outside part above undercounts it; a longer `--phase` holds more of it.\n",
+                r.freq_hz, r.off_recovery.value, r.off_recovery.lo, r.off_recovery.hi
+            );
+        }
         if r.carryover.lo > 0.0 {
             let _ = writeln!(
                 s,
