@@ -378,10 +378,12 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn phase(sampling: bool, gap_ns: u64, speed: f64) -> SplitPhase {
+    /// A 100 ms phase at 1 kHz with `gap_ns` of gaps, at `speed` outside
+    /// them in both halves (the split modules' tests build on it).
+    pub(crate) fn phase(sampling: bool, gap_ns: u64, speed: f64) -> SplitPhase {
         let duration_ns = 100_000_000;
         SplitPhase {
             run_id: 0,

@@ -114,15 +114,13 @@ def size(args, duty, sampled=False):
     `sampled`, under perf record at --freq on the measured CPU): pairs of
     a workload run with it off and one with it forced on."""
     workload = str(Path(args.driver).with_name("workload"))
-    losses = []
     perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(args.freq), "-C", str(args.cpu),
                              "-o", "/dev/null"], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if sampled else None
     try:
-        losses = size_pairs(args, duty, workload)
+        return size_pairs(args, duty, workload)
     finally:
         stop_group(perf)
-    return losses
 
 
 def size_pairs(args, duty, workload):

@@ -7,7 +7,7 @@
 //! after-effect it measures; a slower speed mode between interrupts lies
 //! in neither.
 
-use super::{CostPoint, CostSource, MEAN_INTERVAL, Recommendation, nice_prime_below};
+use super::{CostCurve, CostPoint, CostSource, MEAN_INTERVAL, Recommendation};
 use crate::findings::Findings;
 use crate::percost::predicted_loss_pct;
 use crate::split::{OutsideBasis, SplitRow};
@@ -94,10 +94,11 @@ pub fn charge(a: &Findings, rec: Recommendation, budget_pct: f64) -> Recommendat
         ));
         return rec;
     };
-    let mut suggested = nice_prime_below(cap_hz);
-    while let Some(p) = suggested.filter(|&p| predicted_loss_pct(p as f64, c.hi) > budget_pct) {
-        suggested = nice_prime_below((p - 1) as f64);
-    }
+    let alone = CostCurve {
+        points: vec![point],
+        floor: None,
+    };
+    let suggested = super::suggestion(&alone, budget_pct, cap_hz);
     let loss = |cost: f64, r: u64| predicted_loss_pct(r as f64, cost);
     let mut reasons = vec![format!(
         "{said} It lowers the rate: the other bases alone gave {rate} Hz ({}); with this cost the {budget_pct}% budget holds up to {cap_hz:.0} Hz.",

@@ -109,16 +109,9 @@ pub fn write_csvs(
     crate::report::csv_row::write_rows(phases_path, &phases, &SplitPhaseCsvRow::header(0))
 }
 
-/// A part with its interval, %.
+/// A part with its interval, %: `-` where it has no value.
 fn pct(e: &crate::stats::Estimate) -> String {
-    if !e.value.is_finite() {
-        return "-".into();
-    }
-    if e.lo.is_finite() && e.hi.is_finite() {
-        format!("{:.3} [{:.3}, {:.3}]", e.value, e.lo, e.hi)
-    } else {
-        format!("{:.3}", e.value)
-    }
+    crate::format::opt_est(Some(e), 3)
 }
 
 /// The section; empty without split runs.

@@ -67,27 +67,7 @@ pub(super) fn off_recovery(phases: &[SplitPhase], freq_hz: u64) -> Estimate {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn at_speed(sampling: bool, speed: f64) -> SplitPhase {
-        SplitPhase {
-            run_id: 0,
-            freq_hz: 1000,
-            phase: 0,
-            group: 0,
-            sampling,
-            duration_ns: 100_000_000,
-            iterations: 0,
-            samples: 0,
-            gaps: 0,
-            episodes: 0,
-            gap_ns: 0,
-            kept_ns: 100_000_000,
-            speed_outside: speed,
-            speed_first: speed,
-            speed_second: speed,
-            mode_change: false,
-        }
-    }
+    use crate::split::tests::phase as at_speed;
 
     /// An off phase right after an on phase whose second half ran 4 %
     /// faster counts; one after an off phase, or after a phase of
@@ -99,7 +79,7 @@ mod tests {
             phase,
             speed_first: 1.0,
             speed_second: second,
-            ..at_speed(sampling, 1.0)
+            ..at_speed(sampling, 0, 1.0)
         };
         let phases = [
             at(0, 0, true, 1.0),
@@ -124,7 +104,7 @@ mod tests {
         let at = |run_id: u32, freq_hz: u64, sampling: bool, speed: f64| SplitPhase {
             run_id,
             freq_hz,
-            ..at_speed(sampling, speed)
+            ..at_speed(sampling, 0, speed)
         };
         let phases = [
             at(0, 0, false, 1.0),

@@ -112,25 +112,34 @@ impl Sources<'_> {
     /// instead, by [`Self::phase_ns`]): said, with the fix.
     fn split_where_it_fits(&self, mut designs: Vec<Design>, freqs: &[u64]) -> Vec<Design> {
         let defaulted = self.flags.design.is_none() && self.exp.design.is_none();
-        let phase_ns = match (&self.flags.phase_ns, &self.exp.phase) {
-            (Some(ns), _) => Some(*ns),
-            (None, Some(text)) => parse_duration(text, &self.key("phase")).ok(),
-            (None, None) => Some(DEFAULT_PHASE_NS),
-        };
-        let lowest = freqs.iter().copied().filter(|&f| f > 0).min();
-        if let (true, Some(phase_ns), Some(f)) = (defaulted, phase_ns, lowest)
+        // A phase that does not parse is refused later, by phase_ns.
+        if let (true, Ok((phase_ns, _))) = (defaulted, self.given_phase())
             && designs.contains(&Design::Split)
-            && u128::from(phase_ns) * u128::from(f) < 1_000_000_000
+            && let Some((f, shortest)) = split_phase_short(phase_ns, freqs)
         {
             designs.retain(|&d| d != Design::Split);
-            let shortest = 1_000_000_000u64.div_ceil(f).div_ceil(1000) * 1000;
             tracing::warn!(
-                "the split design (the loss outside the gaps) is left out of this sweep: its                  {} phases cannot hold a sample at the lowest rate, {f} Hz; give --phase {}                  to run it",
+                "the split design (the loss outside the gaps) is left out of this sweep: its \
+                 {} phases cannot hold a sample at the lowest rate, {f} Hz; give --phase {} \
+                 to run it",
                 shown_duration(phase_ns),
                 shown_duration(shortest)
             );
         }
         designs
+    }
+
+    /// The phase length: the flag, the file's, or the default; with where
+    /// it came from.
+    fn given_phase(&self) -> Result<(u64, Origin), ConfigError> {
+        Ok(if let Some(ns) = self.flags.phase_ns {
+            (ns, Origin::Flag("--phase"))
+        } else if let Some(text) = &self.exp.phase {
+            let o = self.key("phase");
+            (parse_duration(text, &o)?, o)
+        } else {
+            (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
+        })
     }
 
     /// Refuses runs too short to measure anything: under [`MIN_RUN_NS`], or
@@ -186,14 +195,7 @@ impl Sources<'_> {
         profiler: bool,
     ) -> Result<u64, ConfigError> {
         let phased = designs.iter().any(|d| d.has_phases());
-        let (phase_ns, origin) = if let Some(ns) = self.flags.phase_ns {
-            (ns, Origin::Flag("--phase"))
-        } else if let Some(text) = &self.exp.phase {
-            let o = self.key("phase");
-            (parse_duration(text, &o)?, o)
-        } else {
-            (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
-        };
+        let (phase_ns, origin) = self.given_phase()?;
         // A --phase for a plan without the paired design would be ignored:
         // refused, not silently dropped. (A file's phase stays valid when a
         // flag replaces the file's designs: it belongs to the file's plan.)
@@ -225,14 +227,9 @@ impl Sources<'_> {
                 "give a shorter --phase or a longer --duration",
             ));
         }
-        // The split design compares each phase's gaps and samples: a phase
-        // must hold at least one sample period at the lowest rate.
-        let lowest = freqs_hz.iter().copied().filter(|&f| f > 0).min();
-        if let Some(f) = lowest
-            && designs.contains(&Design::Split)
-            && u128::from(phase_ns) * u128::from(f) < 1_000_000_000
+        if designs.contains(&Design::Split)
+            && let Some((f, shortest)) = split_phase_short(phase_ns, freqs_hz)
         {
-            let shortest = 1_000_000_000u64.div_ceil(f).div_ceil(1000) * 1000;
             return Err(invalid(
                 shown_duration(phase_ns),
                 &origin,
@@ -333,6 +330,16 @@ impl Sources<'_> {
             kinds.unwrap_or_else(|| vec![WorkKind::Loop]),
         ))
     }
+}
+
+/// The split design compares each phase's gaps and samples, so a phase
+/// must hold at least one sample period at the lowest rate: where a phase
+/// of `phase_ns` cannot, that rate and the shortest phase (whole us) that
+/// would.
+fn split_phase_short(phase_ns: u64, freqs: &[u64]) -> Option<(u64, u64)> {
+    let f = freqs.iter().copied().filter(|&f| f > 0).min()?;
+    (u128::from(phase_ns) * u128::from(f) < 1_000_000_000)
+        .then(|| (f, 1_000_000_000u64.div_ceil(f).div_ceil(1000) * 1000))
 }
 
 impl SweepOptions {
