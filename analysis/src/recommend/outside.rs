@@ -125,6 +125,7 @@ pub fn charge(a: &Findings, rec: Recommendation, budget_pct: f64) -> Recommendat
         predicted_loss_lo_pct: suggested.map(|s| loss(c.lo, s)),
         predicted_loss_hi_pct: suggested.map(|s| loss(c.hi, s)),
         basis: OUTSIDE_BASIS.to_string(),
+        outside_ns: Some(c),
         // The split parts' intervals are over runs, of the mean.
         interval: MEAN_INTERVAL.to_string(),
         conservative: false,

@@ -52,6 +52,9 @@ pub struct Recommendation {
     /// The cost per sample the paired throughput loss implies (loss /
     /// achieved rate), ns, where it was charged.
     pub throughput_cost_ns: Option<Estimate>,
+    /// The loss outside the gaps charged at every rate, as a cost per
+    /// sample, ns; None where none is charged.
+    pub outside_ns: Option<Estimate>,
     /// True when every measured rate is within budget, so the answer is
     /// the highest measured rate (rates above it were not measured): the
     /// budget allows at least this much.
@@ -87,6 +90,7 @@ impl Recommendation {
             at_highest_measured: false,
             model_cost_ns: None,
             throughput_cost_ns: None,
+            outside_ns: None,
             model_rate_hz: None,
             throughput_rate_hz: None,
             reasoning: Vec::new(),
