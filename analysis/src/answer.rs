@@ -8,7 +8,7 @@
 use crate::findings::Findings;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
-use crate::recommend::{Recommendation, under_predicts};
+use crate::recommend::Recommendation;
 
 /// Columns per line, frame included.
 pub const WIDTH: usize = 100;
@@ -74,15 +74,17 @@ fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
 }
 
 /// The cost of one sample at the lowest rate the model measured, in words,
-/// and the paired loss's cost where the recommendation charged it.
+/// and the loss model's outside term where the recommendation charged it.
 fn cost_line(a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
     let mut v = vec![cost_words(a)];
-    v.extend(
-        recs.iter()
-            .flatten()
-            .find_map(|r| r.throughput_cost_ns)
-            .map(|c| format!("the paired loss implies {:.1} us", c.value / 1e3)),
-    );
+    v.extend(recs.iter().flatten().find_map(|r| r.outside_ns).map(|c| {
+        format!(
+            "+ {:.1} us [{:.1}, {:.1}] outside the gaps",
+            c.value / 1e3,
+            c.lo / 1e3,
+            c.hi / 1e3
+        )
+    }));
     v
 }
 
@@ -224,7 +226,7 @@ fn incomplete_part(rs: &ResultSet) -> Option<String> {
 
 /// The trust verdict's parts: model against throughput, the drift, the
 /// throttle, noisy runs.
-fn trust_parts(rs: &ResultSet, a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
+fn trust_parts(rs: &ResultSet, a: &Findings) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(ps) = &a.gaps.per_sample {
         let at = |w: Agreement| -> Vec<String> {
@@ -276,17 +278,11 @@ fn trust_parts(rs: &ResultSet, a: &Findings, recs: &[Option<&Recommendation>]) -
             ));
         }
     }
-    if recs
-        .iter()
-        .flatten()
-        .any(|r| r.throughput_cost_ns.is_some())
-    {
-        v.push("rates from the paired loss's cost".to_string());
-    }
     if let Some(part) = groups_left_out(a) {
         v.push(part);
     }
-    v.extend(outside_the_gaps(&a.gaps.split));
+    v.extend(a.budgets.model.as_ref().and_then(outside_term));
+    v.extend(mode_changes(&a.gaps.split));
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
         v.push(format!("{} throttled", runs(throttled)));
@@ -321,51 +317,54 @@ fn groups_left_out(a: &Findings) -> Option<String> {
     (!parts.is_empty()).then(|| format!("ABBA groups left out: {}", parts.join(", ")))
 }
 
-/// "loss OUTSIDE the gaps 0.82 % at 4 kHz (split)": the split design's
-/// outside part wherever its interval lies above 0 (a loop slowed between
-/// interrupts, which the per-sample cost does not hold), against the 0 Hz
-/// runs where it outlasts the phase
-/// ([`crate::split::SplitRow::resolved_outside`]); and the phases that
-/// changed speed mode inside: one part per rate, so that the box wraps
-/// between them. Empty where neither is there.
-fn outside_the_gaps(t: &crate::split::SplitTable) -> Vec<String> {
-    let parts: Vec<String> = t
-        .rows
+/// The loss model's outside term in a few words: "loss OUTSIDE the
+/// gaps grows with the rate (within runs, p 0.003)" where it is charged,
+/// "outside the gaps: no growth with the rate (p 0.41, 0.62)" where some
+/// design measured it and none resolves; "HETEROGENEITY" where the
+/// classes disagree. None where no design measured it.
+fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
+    if m.fits.is_empty() {
+        return None;
+    }
+    let ps: Vec<String> = m
+        .fits
         .iter()
-        .filter(|r| r.freq_hz > 0)
-        .filter_map(|r| {
-            let (e, basis) = r.resolved_outside()?;
-            Some(format!(
-                "{:.2} % at {} ({})",
-                e.value,
-                hz(r.freq_hz as f64),
-                basis.words()
-            ))
-        })
+        .map(|f| format!("{} p {:.3}", f.class.words(), f.p_holm))
         .collect();
+    let het = if m.heterogeneous() {
+        "; HETEROGENEITY: within and between runs disagree"
+    } else {
+        ""
+    };
+    Some(match m.outside {
+        Some(_) => format!(
+            "loss OUTSIDE the gaps grows with the rate ({}){het}",
+            ps.join(", ")
+        ),
+        None => format!(
+            "outside the gaps: no growth with the rate ({}){het}",
+            ps.join(", ")
+        ),
+    })
+}
+
+/// "speed mode changed inside 3 of 40 phases": the split phases whose two
+/// halves ran at different speed modes; None where none did.
+fn mode_changes(t: &crate::split::SplitTable) -> Option<String> {
     let changed: usize = t
         .rows
         .iter()
         .map(|r| r.mode_changes_on + r.mode_changes_off)
         .sum();
     let halved: usize = t.rows.iter().map(|r| r.halved).sum();
-    let mut v: Vec<String> = parts
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            if i == 0 {
-                format!("loss OUTSIDE the gaps {p}")
-            } else {
-                p
-            }
-        })
-        .collect();
-    if changed > 0 {
-        v.push(format!(
-            "speed mode changed inside {changed} of {halved} phases"
-        ));
-    }
-    v
+    (changed > 0).then(|| format!("speed mode changed inside {changed} of {halved} phases"))
+}
+
+/// Whether the paired loss lies above the gaps term's prediction (the
+/// model under-predicts there).
+fn under_predicts(r: &PerSampleRow) -> bool {
+    r.paired_loss_pct
+        .is_some_and(|p| p.value > r.predicted_loss_pct.value)
 }
 
 /// The box, one string per line, frame included, from the
@@ -397,7 +396,7 @@ pub fn answer_box(rs: &ResultSet, a: &Findings) -> Vec<String> {
     body.extend(wrap("loss: ", &loss_parts(a), inner));
     body.extend(wrap("highest rate within ", &budget_parts(a), inner));
     body.extend(latency_line(a));
-    let trust = wrap("trust: ", &trust_parts(rs, a, &recs), inner);
+    let trust = wrap("trust: ", &trust_parts(rs, a), inner);
     framed(title, body, trust)
 }
 
@@ -564,52 +563,36 @@ mod tests {
         assert!(lines[1].starts_with("      part number"), "{lines:?}");
     }
 
-    /// The trust line names the outside part only where it resolves
-    /// above 0, never at 0 Hz.
+    /// The trust line counts the phases that changed speed mode inside,
+    /// and says nothing where none did.
     #[test]
-    fn the_outside_part_is_named_where_it_resolves() {
+    fn mode_changes_are_counted_where_there_are_some() {
         use crate::split::SplitRow;
         use crate::stats::t_interval;
-        let row = |freq_hz: u64, outside: &[f64]| SplitRow {
+        let row = |freq_hz: u64, off: usize| SplitRow {
             freq_hz,
-            runs: outside.len(),
-            groups: 24 * outside.len(),
-            total: t_interval(outside),
+            runs: 3,
+            groups: 72,
+            total: t_interval(&[0.1, 0.2, 0.3]),
             in_gaps: t_interval(&[1.2, 1.2, 1.3]),
-            outside: t_interval(outside),
+            outside: t_interval(&[0.1, 0.2, 0.3]),
             closure_pp: 0.0,
             achieved_hz: freq_hz as f64,
-            halved: 96 * outside.len(),
+            halved: 288,
             mode_changes_on: 0,
-            mode_changes_off: 0,
+            mode_changes_off: off,
             carryover: t_interval(&[]),
             outside_vs_zero: t_interval(&[]),
             off_recovery: t_interval(&[]),
         };
         let mut t = crate::split::SplitTable::default();
-        assert!(outside_the_gaps(&t).is_empty());
-        t.rows = vec![
-            row(0, &[0.9, 0.8, 1.0]),
-            row(500, &[0.3, -0.2, 0.1]),
-            row(4000, &[0.7, 0.9, 0.85]),
-        ];
+        assert_eq!(mode_changes(&t), None);
+        t.rows = vec![row(500, 0), row(4000, 0)];
+        assert_eq!(mode_changes(&t), None);
+        t.rows[1].mode_changes_off = 3;
         assert_eq!(
-            outside_the_gaps(&t),
-            ["loss OUTSIDE the gaps 0.82 % at 4 kHz (split)"]
-        );
-        // A slowdown that outlasts the phase: the off phases slower than
-        // the 0 Hz runs too, so the part against those runs is named; and
-        // the phases that changed mode inside.
-        t.rows[1].carryover = t_interval(&[20.0, 30.0, 25.0]);
-        t.rows[1].outside_vs_zero = t_interval(&[21.0, 31.0, 26.0]);
-        t.rows[2].mode_changes_off = 3;
-        assert_eq!(
-            outside_the_gaps(&t),
-            [
-                "loss OUTSIDE the gaps 26.00 % at 500 Hz (split, vs 0 Hz runs: outlasts a phase)",
-                "0.82 % at 4 kHz (split)",
-                "speed mode changed inside 3 of 864 phases"
-            ]
+            mode_changes(&t).as_deref(),
+            Some("speed mode changed inside 3 of 576 phases")
         );
     }
 }

@@ -9,7 +9,7 @@ use crate::aftereffect::AfterRow;
 use crate::contents::{ContentsRow, ThrottleLimits, ThrottlePrediction};
 use crate::load::{ExcludedRun, RawRemoved};
 use crate::percost::PerSample;
-use crate::recommend::curve::CostCurve;
+use crate::recommend::CostCurve;
 use crate::recommend::recommendation::Budgeted;
 use crate::subject::command::CommandRow;
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
@@ -94,6 +94,9 @@ pub struct Budgets {
     /// ([`crate::recommend::charged_curve`], the budget plot's curve);
     /// None without a model.
     pub charged: Option<CostCurve>,
+    /// The loss model the sampler's answers rest on (None without a gaps
+    /// term): the answer box and report.md say its outside term.
+    pub model: Option<crate::recommend::LossModel>,
     /// What sampling at the 1 % budget's rate adds to the p99 of a 1 ms
     /// request (None without gaps runs that resolve it).
     pub latency: Option<crate::latency::at_rate::LatencyLine>,

@@ -108,6 +108,12 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     if !command.is_empty() {
         crate::subject::command::report::write_csv(&path("command.csv"), command)?;
     }
+    if let Some(m) = &analysis.budgets.model {
+        let p = path("loss_model.json");
+        let json = serde_json::to_string_pretty(m)
+            .map_err(|e| AnalysisError::write(&p, std::io::Error::other(e)))?;
+        write_file(&p, &json)?;
+    }
     let fit_path = out.join("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;

@@ -117,42 +117,6 @@ pub struct SplitRow {
     pub off_recovery: Estimate,
 }
 
-impl SplitRow {
-    /// The loss outside the gaps that resolves above 0, % with its
-    /// interval, and how it was measured: against the 0 Hz runs where the
-    /// carry-over resolves (the within-run part misses what outlasts the
-    /// phase), else within runs. None where neither resolves.
-    pub fn resolved_outside(&self) -> Option<(Estimate, OutsideBasis)> {
-        if self.carryover.lo > 0.0 && self.outside_vs_zero.lo > 0.0 {
-            Some((self.outside_vs_zero, OutsideBasis::AgainstZeroHz))
-        } else if self.outside.lo > 0.0 {
-            Some((self.outside, OutsideBasis::WithinRuns))
-        } else {
-            None
-        }
-    }
-}
-
-/// How a loss outside the gaps was measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutsideBasis {
-    /// On phases against off phases of the same runs.
-    WithinRuns,
-    /// On phases against the same blocks' 0 Hz runs.
-    AgainstZeroHz,
-}
-
-impl OutsideBasis {
-    /// How the answer box and the recommendation name it.
-    pub fn words(self) -> &'static str {
-        match self {
-            OutsideBasis::WithinRuns => "split",
-            OutsideBasis::AgainstZeroHz => "split, vs 0 Hz runs: outlasts a phase",
-        }
-    }
-}
-
 /// The split design's table and its phases; empty without split runs, or
 /// where the gaps files were removed (`gaps_removed`).
 #[derive(Debug, Clone, Default)]

@@ -9,8 +9,7 @@ use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 use crate::findings::Findings;
 use crate::load::{ResultSet, Run};
 use crate::percost::{Agreement, PerSampleRow};
-use crate::recommend::outside::OUTSIDE_BASIS;
-use crate::recommend::{BOUND_BASIS, CONSERVATIVE_BASIS, MODEL_BASIS, Recommendation};
+use crate::recommend::{BOUND_BASIS, MODEL_BASIS, Recommendation};
 use crate::stats::Estimate;
 
 /// The word for an agreement in the summary (snake case, one per variant).
@@ -23,20 +22,17 @@ pub fn agreement_word(a: Agreement) -> &'static str {
     }
 }
 
-/// What a recommendation rests on, in one word: `model`, `conservative`
-/// (model and throughput disagreed, the larger cost decided), `bounds`
-/// (upper bounds only), `outside` (the split design's loss outside the
-/// gaps lowered the rate), `throughput_paired` or `throughput_classic`, or
-/// `none` (nothing within the budget or nothing resolves).
+/// What a recommendation rests on, in one word: `model` (the loss model:
+/// the gaps term and, where it grows with the rate, the outside term;
+/// the reasons and `--json` say what was charged), `bounds` (upper bounds only), `throughput_paired` or
+/// `throughput_classic` (no gaps design), or `none` (nothing within the
+/// budget or nothing resolves). Summaries written before the one model
+/// also hold `conservative` and `outside`.
 pub fn basis_word(r: &Recommendation) -> &'static str {
     if r.max_hz.is_none() {
         "none"
     } else if r.bound_only || r.basis == BOUND_BASIS {
         "bounds"
-    } else if r.basis == OUTSIDE_BASIS {
-        "outside"
-    } else if r.conservative || r.basis == CONSERVATIVE_BASIS {
-        "conservative"
     } else if r.basis == MODEL_BASIS {
         "model"
     } else if r.basis.contains("paired") {

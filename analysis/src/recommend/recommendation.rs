@@ -34,34 +34,32 @@ pub struct Recommendation {
     pub predicted_loss_pct: Option<f64>,
     pub predicted_loss_lo_pct: Option<f64>,
     pub predicted_loss_hi_pct: Option<f64>,
-    /// What the answer rests on: [`crate::recommend::MODEL_BASIS`] or the
-    /// throughput loss.
+    /// What the answer rests on: [`crate::recommend::MODEL_BASIS`], the
+    /// throughput loss or its bounds.
     pub basis: String,
     /// Which interval the answer's bounds are: [`PREDICTION_INTERVAL`] or
     /// [`MEAN_INTERVAL`].
     pub interval: String,
-    /// True when the model and the throughput loss disagree and the more
-    /// conservative of the two decided.
-    pub conservative: bool,
     /// True when nothing resolves and the answer is the range of rates
     /// within budget from upper bounds alone.
     pub bound_only: bool,
-    /// The model's cost per sample that governs the rate (prediction
-    /// interval over runs), ns, where a model exists.
+    /// The gaps term's cost per sample at the rate (prediction interval
+    /// over runs), ns, where the loss model answered.
     pub model_cost_ns: Option<Estimate>,
-    /// The cost per sample the paired throughput loss implies (loss /
-    /// achieved rate), ns, where it was charged.
-    pub throughput_cost_ns: Option<Estimate>,
-    /// The loss outside the gaps charged at every rate, as a cost per
+    /// The loss model's outside term charged at every rate, as a cost per
     /// sample, ns; None where none is charged.
     pub outside_ns: Option<Estimate>,
+    /// The loss model's within-run and between-run estimates of the
+    /// outside term disagree beyond their joint uncertainty.
+    pub heterogeneity: bool,
+    /// Each instrument's part in the answer and its weight.
+    pub contributions: Vec<crate::recommend::Contribution>,
     /// True when every measured rate is within budget, so the answer is
     /// the highest measured rate (rates above it were not measured): the
     /// budget allows at least this much.
     pub at_highest_measured: bool,
-    /// The rate each basis alone would recommend, Hz.
+    /// The rate the gaps term alone would recommend, Hz.
     pub model_rate_hz: Option<u64>,
-    pub throughput_rate_hz: Option<u64>,
     /// The reasoning, one sentence group per line.
     #[serde(rename = "reasons")]
     pub reasoning: Vec<String>,
@@ -85,14 +83,13 @@ impl Recommendation {
             predicted_loss_hi_pct: None,
             basis,
             interval: MEAN_INTERVAL.to_string(),
-            conservative: false,
             bound_only: false,
             at_highest_measured: false,
             model_cost_ns: None,
-            throughput_cost_ns: None,
             outside_ns: None,
+            heterogeneity: false,
+            contributions: Vec::new(),
             model_rate_hz: None,
-            throughput_rate_hz: None,
             reasoning: Vec::new(),
         }
     }
@@ -102,9 +99,6 @@ impl Recommendation {
         match (self.suggested_hz, self.max_hz) {
             (Some(s), Some(m)) if self.bound_only => format!(
                 "sample at {s} Hz or less: from the loss upper bounds alone, every rate up to {m:.0} Hz is within budget"
-            ),
-            (Some(s), Some(m)) if self.conservative => format!(
-                "sample at {s} Hz (conservative: model and throughput disagree; highest rate within budget: {m:.0} Hz)"
             ),
             (Some(s), Some(m)) => {
                 format!("sample at {s} Hz (highest rate within budget: {m:.0} Hz)")

@@ -1,12 +1,18 @@
-//! The throughput basis of a recommendation: the measured throughput loss
-//! (paired design where present, else classic) against the budget, read
-//! between measured rates off the fitted loss line's upper 95 % band.
+//! A set with no gaps design (old sets, `--command`): its measured
+//! throughput loss (paired design where present, else classic) is the
+//! model's only term, against the budget, read between measured rates off
+//! the fitted loss line's upper 95 % band; where that resolves no rate,
+//! the range certainly within budget from the upper bounds alone.
 
-use super::{Recommendation, nice_prime_below};
+use super::search::{CostCurve, CostPoint, nice_prime_below, search};
+use super::{MEAN_INTERVAL, Recommendation};
 use crate::error::AnalysisError;
 use crate::findings::Findings;
 use crate::row_types::LossRow;
 use crate::stats::Estimate;
+
+/// `basis` of an answer from upper bounds alone.
+pub const BOUND_BASIS: &str = "upper bounds of the throughput loss (nothing resolves)";
 
 /// The highest measured loss row within budget below which every measured
 /// one is too (conservative against a noisy dip), and the first row above
@@ -52,10 +58,7 @@ fn none_safe_reasons(lowest: &LossRow, budget_pct: f64) -> Vec<String> {
 
 /// The throughput basis: the analysis' primary loss rows (paired design
 /// where present) and the fitted loss line.
-pub(super) fn recommend_throughput(
-    a: &Findings,
-    budget_pct: f64,
-) -> Result<Recommendation, AnalysisError> {
+fn recommend_throughput(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
     let pts = a.tables.primary_loss();
     let pts: Vec<_> = pts
         .into_iter()
@@ -239,4 +242,91 @@ fn reasoning(
         None => format!("Loss from the {} design ({method}).", safe.design),
     };
     vec![first, second]
+}
+
+/// Without a gaps term (`why` says why, where there is a gaps design):
+/// the throughput basis; where it gives no rate, the range within budget
+/// from the upper bounds of the loss per sample.
+pub(super) fn recommend(
+    a: &Findings,
+    budget_pct: f64,
+    why: Option<String>,
+) -> Result<Recommendation, AnalysisError> {
+    let mut rec = match recommend_throughput(a, budget_pct) {
+        Ok(rec) => rec,
+        Err(AnalysisError::Insufficient(e)) => {
+            return Err(AnalysisError::Insufficient(match why {
+                Some(w) => format!("{e}. {w}"),
+                None => e,
+            }));
+        }
+        Err(e) => return Err(e),
+    };
+    if rec.rate_hz.is_none()
+        && let Some(b) = from_upper_bounds(a, budget_pct, &rec)
+    {
+        rec = b;
+    }
+    rec.reasoning.extend(why);
+    Ok(rec)
+}
+
+/// The rates within budget from upper bounds alone: each loss row's upper
+/// bound over its rate is a bound on the cost per sample there, charged
+/// as the model's costs are (the lowest rate's below it). None when no row
+/// has a finite bound or even 2 Hz exceeds the budget.
+fn from_upper_bounds(
+    a: &Findings,
+    budget_pct: f64,
+    unresolved: &Recommendation,
+) -> Option<Recommendation> {
+    let mut points: Vec<CostPoint> = a
+        .tables
+        .primary_loss()
+        .into_iter()
+        .filter_map(CostPoint::throughput)
+        .filter(|p| p.cost_ns.hi.is_finite())
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    // Only the upper bound matters here, and a bound below 0 says nothing.
+    for p in &mut points {
+        p.cost_ns.hi = p.cost_ns.hi.max(0.0);
+    }
+    let curve = CostCurve { points };
+    let mut rec = search(&curve, budget_pct, BOUND_BASIS);
+    rec.rate_hz?;
+    rec.bound_only = true;
+    rec.resolvable = unresolved.resolvable;
+    rec.interval = MEAN_INTERVAL.to_string();
+    let mut reasons = unresolved.reasoning.clone();
+    reasons.push(
+        "From the upper bounds alone: the loss at a rate r is at most r x the largest upper bound of the loss per sample among the measured rates at or below r (the lowest rate's below it), assuming a sample costs no more below the lowest measured rate than at it:"
+            .to_string(),
+    );
+    reasons.append(&mut rec.reasoning);
+    if !unresolved.resolvable {
+        reasons.push(what_would_resolve(&a.tables.primary_loss(), budget_pct));
+    }
+    rec.reasoning = reasons;
+    Some(rec)
+}
+
+/// What would resolve the budget at the lowest measured rate: how many
+/// times more runs its interval needs.
+pub fn what_would_resolve(rows: &[&LossRow], budget_pct: f64) -> String {
+    let Some(low) = rows.first() else {
+        return "Measure loss runs at 0 Hz and at the rates of interest.".to_string();
+    };
+    let e = low.trusted();
+    let hw = e.half_width();
+    let factor = (hw / (0.5 * budget_pct)).powi(2).ceil();
+    format!(
+        "To resolve a {budget_pct}% budget the interval at {} Hz (+-{:.2} pp over {} runs) must shrink to about +-{:.2} pp: about {factor:.0} times the runs (--reps) or runs that long, or a quieter CPU (--cpu: the host look before the sweep says how steady each is).",
+        low.freq_hz,
+        hw,
+        e.n,
+        0.5 * budget_pct
+    )
 }

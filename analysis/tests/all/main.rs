@@ -10,6 +10,7 @@ mod degenerate;
 mod fixtures;
 mod fleet;
 mod latency_cli;
+mod loss_model;
 mod percost;
 mod plot;
 mod profiler;

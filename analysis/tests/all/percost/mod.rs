@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod formulas;
-mod model;
+pub(crate) mod model;
 mod results_dir;
 mod tail;
 mod thinning;

@@ -49,7 +49,7 @@ pub(crate) fn cost_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
     }
 }
 
-fn with_model(rows: Vec<PerSampleRow>) -> analysis::findings::Findings {
+pub(crate) fn with_model(rows: Vec<PerSampleRow>) -> analysis::findings::Findings {
     let rs = analysis::load::ResultSet {
         dir: "/nonexistent".into(),
         manifest: analysis::load::Manifest {
@@ -76,108 +76,8 @@ fn with_model(rows: Vec<PerSampleRow>) -> analysis::findings::Findings {
     a
 }
 
-#[test]
-fn model_rate_uses_the_largest_cost_bound_at_or_below_it() {
-    use analysis::recommend::{model_max_rate, recommend};
-    // Costs fall with the rate; the 100 Hz bound (16 000 ns) governs all.
-    let rows = [
-        cost_row(100, 15_000.0, 16_000.0),
-        cost_row(1000, 13_000.0, 14_000.0),
-        cost_row(10_000, 12_000.0, 12_500.0),
-    ];
-    let refs: Vec<&PerSampleRow> = rows.iter().collect();
-    for (budget, want) in [(1.0, 625.0), (0.1, 62.5), (10.0, 6250.0), (50.0, 10_000.0)] {
-        let got = model_max_rate(&refs, budget);
-        assert!(
-            (got - want).abs() < 1e-6,
-            "budget {budget}: {got} vs {want}"
-        );
-    }
-    // Costs rise at 1 kHz: up to 1 kHz the 100 Hz cost holds (1.5 % at
-    // 1500 Hz), from 1 kHz on 20 000 ns (2 % at 1 kHz): the answer is the
-    // step, and the prime below it is checked against the lower cost.
-    let rows = vec![
-        cost_row(100, 9_000.0, 10_000.0),
-        cost_row(1000, 19_000.0, 20_000.0),
-    ];
-    let refs: Vec<&PerSampleRow> = rows.iter().collect();
-    assert_eq!(model_max_rate(&refs, 1.5), 1000.0);
-    let rec = recommend(&with_model(rows), 1.5).unwrap();
-    assert_eq!(rec.rate_hz, Some(997));
-    assert_eq!(rec.basis, analysis::recommend::MODEL_BASIS);
-    assert!(
-        (rec.predicted_loss_hi_pct.unwrap() - 0.997).abs() < 1e-9,
-        "{rec:?}"
-    );
-    assert!(
-        (rec.predicted_loss_pct.unwrap() - 0.8973).abs() < 1e-9,
-        "{rec:?}"
-    );
-    // A model that disagrees with the paired loss takes the conservative
-    // branch: the cost the paired loss implies (5 % at 1 kHz = 50 000 ns,
-    // upper bound 60 000 ns) is charged at every rate, so 1 % allows
-    // 1e7 / 60 000 = 166.7 Hz where the model alone allowed 714 Hz.
-    let mut bad = cost_row(1000, 13_000.0, 14_000.0);
-    bad.agreement = Some(Agreement::Disagree);
-    bad.paired_loss_pct = Some(est(5.0, 0.5 / 1.96));
-    bad.predicted_loss_pct = est(1.3, 0.05);
-    let mut a = with_model(vec![bad]);
-    a.tables.loss.push(paired_row(1000, est(5.0, 1.0 / 1.96)));
-    let rec = recommend(&a, 1.0).unwrap();
-    assert!(rec.conservative, "{rec:?}");
-    assert_eq!(rec.model_rate_hz, Some(709), "{rec:?}");
-    assert!(
-        (rec.max_hz.unwrap() - 1e7 / 60_000.0).abs() < 1e-6,
-        "{rec:?}"
-    );
-    assert_eq!(rec.rate_hz, Some(157), "{rec:?}");
-    let thr = rec.throughput_cost_ns.unwrap();
-    assert!((thr.hi - 60_000.0).abs() < 1e-6, "{thr:?}");
-    assert!(
-        rec.headline().contains("conservative"),
-        "{}",
-        rec.headline()
-    );
-    assert!(
-        rec.reasoning.iter().any(|l| l.contains("disagree")),
-        "{:?}",
-        rec.reasoning
-    );
-}
-
-#[test]
-fn a_model_that_predicts_more_than_the_paired_loss_decides_itself() {
-    use analysis::recommend::recommend;
-    // The model predicts 1.4 % at 1 kHz (14 000 ns), the paired design
-    // measured 0.5 % [0.4, 0.6]: they disagree, and the model is the more
-    // conservative: its own answer stands, no throughput cost is charged.
-    let mut high = cost_row(1000, 14_000.0, 15_000.0);
-    high.agreement = Some(Agreement::Disagree);
-    high.predicted_loss_pct = est(1.4, 0.05);
-    high.paired_loss_pct = Some(est(0.5, 0.05));
-    let mut a = with_model(vec![high.clone()]);
-    a.tables.loss.push(paired_row(1000, est(0.5, 0.05)));
-    let rec = recommend(&a, 1.0).unwrap();
-    assert!(
-        rec.conservative && rec.throughput_cost_ns.is_none(),
-        "{rec:?}"
-    );
-    assert_eq!(rec.rate_hz, rec.model_rate_hz, "{rec:?}");
-    assert!(
-        (rec.max_hz.unwrap() - 1e7 / 15_000.0).abs() < 1e-6,
-        "{rec:?}"
-    );
-    assert!(
-        rec.reasoning
-            .iter()
-            .any(|l| l.contains("the model is the more conservative")),
-        "{:?}",
-        rec.reasoning
-    );
-}
-
 /// A paired loss row at `freq_hz` whose interval over runs is `e`.
-fn paired_row(freq_hz: u64, e: Estimate) -> analysis::row_types::LossRow {
+pub(crate) fn paired_row(freq_hz: u64, e: Estimate) -> analysis::row_types::LossRow {
     analysis::row_types::LossRow {
         freq_hz,
         design: results_format::Design::Paired,
@@ -307,95 +207,5 @@ fn a_run_appended_twice_counts_once() {
             .any(|w| w.rule == analysis::warnings::Rule::GapsFiles
                 && w.text.contains("holds 18 rows for 9 runs")),
         "{warnings:?}"
-    );
-}
-
-/// The split design's loss outside the gaps, where it resolves above 0, is
-/// charged at every rate on top of the model: (in the gaps + outside) /
-/// rate, the bounds added. Within runs where only that resolves; against
-/// the 0 Hz runs where a slowdown outlasts the phase (the carry-over
-/// resolves too). Where it does not resolve, the model answers alone.
-#[test]
-fn the_loss_outside_the_gaps_is_charged_where_it_resolves() {
-    use analysis::recommend::outside::OUTSIDE_BASIS;
-    use analysis::recommend::{MODEL_BASIS, recommend};
-    use analysis::split::SplitRow;
-    let e = |value: f64, lo: f64, hi: f64| Estimate {
-        value,
-        lo,
-        hi,
-        se: (hi - lo) / 4.0,
-        n: 5,
-    };
-    let none = Estimate::point(f64::NAN, 0);
-    let split = |outside: Estimate, carryover: Estimate, outside_vs_zero: Estimate| SplitRow {
-        freq_hz: 4000,
-        runs: 5,
-        groups: 120,
-        total: e(4.2, 3.8, 4.6),
-        in_gaps: e(1.2, 1.1, 1.3),
-        outside,
-        closure_pp: 0.0,
-        achieved_hz: 4000.0,
-        halved: 480,
-        mode_changes_on: 0,
-        mode_changes_off: 0,
-        carryover,
-        outside_vs_zero,
-        off_recovery: none,
-    };
-    // The model alone: 2.2 us at 4 kHz at most, every measured rate within
-    // 1 %: 3989 Hz.
-    let model = || with_model(vec![cost_row(4000, 2000.0, 2200.0)]);
-    let mut a = model();
-    a.gaps.split.rows = vec![split(e(0.1, -0.5, 0.7), none, none)];
-    let rec = recommend(&a, 1.0).unwrap();
-    assert_eq!((rec.rate_hz, rec.basis.as_str()), (Some(3989), MODEL_BASIS));
-    // Outside resolves within runs, 3.0 % [2.7, 3.3]: (1.3 + 3.3) % at
-    // 4 kHz is 11 500 ns a sample, so 1 % allows 869.6 Hz: 859 Hz.
-    let mut a = model();
-    a.gaps.split.rows = vec![split(e(3.0, 2.7, 3.3), none, none)];
-    let rec = recommend(&a, 1.0).unwrap();
-    assert_eq!(
-        (rec.rate_hz, rec.basis.as_str()),
-        (Some(859), OUTSIDE_BASIS),
-        "{rec:?}"
-    );
-    assert_eq!(rec.model_rate_hz, Some(3989));
-    assert!(
-        (rec.max_hz.unwrap() - 1e7 / 11_500.0).abs() < 1e-6,
-        "{rec:?}"
-    );
-    assert!(rec.reasoning[0].contains("(split)"), "{:?}", rec.reasoning);
-    assert_eq!(analysis::summary::basis_word(&rec), "outside");
-    // A budget the charge does not bind: said, and the rate stands.
-    let rec = recommend(&a, 50.0).unwrap();
-    assert_eq!(rec.basis, MODEL_BASIS);
-    assert!(
-        rec.reasoning
-            .iter()
-            .any(|l| l.contains("does not lower the rate")),
-        "{:?}",
-        rec.reasoning
-    );
-    // Null within runs, but the off phases ran 20 % slower than the 0 Hz
-    // runs: the part against those runs, 20.5 % [10.5, 30.5], is charged:
-    // (1.3 + 30.5) % at 4 kHz, 79 500 ns; 1 % allows 125.8 Hz: 113 Hz.
-    let mut a = model();
-    a.gaps.split.rows = vec![split(
-        e(0.1, -0.5, 0.7),
-        e(20.0, 10.0, 30.0),
-        e(20.5, 10.5, 30.5),
-    )];
-    let rec = recommend(&a, 1.0).unwrap();
-    assert_eq!(
-        (rec.rate_hz, rec.basis.as_str()),
-        (Some(113), OUTSIDE_BASIS),
-        "{rec:?}"
-    );
-    assert!(
-        rec.reasoning[0].contains("vs 0 Hz runs"),
-        "{:?}",
-        rec.reasoning
     );
 }

@@ -1,0 +1,207 @@
+//! What each design measured of the loss beyond the gaps term, as points
+//! of one kind ([`Evidence`]): the loss model ([`super::model`]) fits its
+//! outside term through them.
+//!
+//! - **paired**: the paired design's total loss minus the gaps term at the
+//!   paired runs' achieved rate (within runs: sampling on against off).
+//! - **split**: the split design's loss outside the gaps, on phases against
+//!   off phases of the same runs (within runs), less the gaps term's
+//!   after-effect at that rate.
+//! - **split vs 0 Hz**: the split design's on phases outside the gaps
+//!   against the same block's 0 Hz split run (between runs: what outlasts
+//!   a phase, and what a hog that slows whole runs inflates), less the
+//!   after-effect alike.
+//!
+//! The after-effect (the loop's slow recovery just after a gap) lies
+//! outside the gaps in time but inside the gaps term (its total per sample
+//! is direct + after-effect): the split points take it off so that no
+//! point counts it twice. A point is left out where its total loss is
+//! above [`LINEAR_LOSS_MAX_PCT`]: there the loop has lost most of its
+//! time and the loss no longer grows in proportion to the rate.
+
+use results_format::Design;
+
+use crate::findings::Findings;
+use crate::percost::{PerSampleRow, predicted_loss_pct};
+use crate::stats::{Estimate, t_crit95};
+
+/// Above this total loss, % of the loop's work, a rate's point is left out
+/// of the outside term's fit: the loss is proportional to the rate only
+/// while the loop keeps most of its time (budgets are at most 5 %; the
+/// densest rates lose 95 % and more).
+pub const LINEAR_LOSS_MAX_PCT: f64 = 50.0;
+
+/// How a point compares: within runs (sampling on against off in the same
+/// run) or between runs (against other runs, which whole-run noise such
+/// as a hog inflates). Each class keeps its own variance in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    WithinRuns,
+    BetweenRuns,
+}
+
+impl Class {
+    pub fn words(self) -> &'static str {
+        match self {
+            Class::WithinRuns => "within runs",
+            Class::BetweenRuns => "between runs",
+        }
+    }
+}
+
+/// Which measurement a point comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Paired total loss minus the gaps term.
+    Paired,
+    /// Split design, outside the gaps, on against off phases.
+    Split,
+    /// Split design, outside the gaps, on phases against the block's 0 Hz
+    /// split run.
+    SplitVsZero,
+}
+
+impl Source {
+    pub fn class(self) -> Class {
+        match self {
+            Source::Paired | Source::Split => Class::WithinRuns,
+            Source::SplitVsZero => Class::BetweenRuns,
+        }
+    }
+
+    pub fn words(self) -> &'static str {
+        match self {
+            Source::Paired => "paired total minus the gaps term",
+            Source::Split => "split, outside the gaps, within runs",
+            Source::SplitVsZero => "split, outside the gaps, against 0 Hz runs",
+        }
+    }
+}
+
+/// One rate's measurement of the loss beyond the gaps term.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Evidence {
+    pub source: Source,
+    pub freq_hz: u64,
+    /// The rate the kernel delivered, Hz: the dose.
+    pub achieved_hz: f64,
+    /// The loss beyond the gaps term, % of the loop's work.
+    pub excess_pct: f64,
+    /// Its standard error, percentage points.
+    pub se_pct: f64,
+    /// Runs or blocks behind it.
+    pub n: usize,
+}
+
+impl Evidence {
+    pub fn class(&self) -> Class {
+        self.source.class()
+    }
+}
+
+/// The standard error behind a 95 % t interval: its half-width over the t
+/// quantile of its n - 1 degrees of freedom (the interval is what each
+/// table reports; `se` is not always filled).
+pub fn se_of(e: &Estimate) -> f64 {
+    let hw = e.half_width();
+    if e.n >= 2 && hw.is_finite() {
+        hw / t_crit95((e.n - 1) as f64)
+    } else {
+        e.se
+    }
+}
+
+fn usable(e: &Evidence) -> bool {
+    e.excess_pct.is_finite() && e.se_pct.is_finite() && e.se_pct > 0.0 && e.achieved_hz > 0.0
+}
+
+/// The paired point at one of the gaps term's rates: paired loss minus
+/// achieved rate x the gaps' mean total per sample.
+fn paired(a: &Findings, r: &PerSampleRow) -> Option<Evidence> {
+    let l = a
+        .tables
+        .loss
+        .iter()
+        .find(|l| l.design == Design::Paired && l.freq_hz == r.freq_hz)?;
+    let p = l.trusted();
+    let rate = if l.achieved_hz > 0.0 {
+        l.achieved_hz
+    } else {
+        r.achieved_hz
+    };
+    if !(p.value <= LINEAR_LOSS_MAX_PCT) || !r.total_ns.value.is_finite() {
+        return None;
+    }
+    let model = predicted_loss_pct(rate, r.total_ns.value);
+    let model_se = predicted_loss_pct(rate, se_of(&r.total_ns));
+    Some(Evidence {
+        source: Source::Paired,
+        freq_hz: r.freq_hz,
+        achieved_hz: rate,
+        excess_pct: p.value - model,
+        se_pct: se_of(&p).hypot(model_se),
+        n: p.n,
+    })
+}
+
+/// The gaps term's after-effect per sample at one rate and its standard
+/// error, ns: the bound charged where it could not be measured (no
+/// error then).
+fn after_effect(r: &PerSampleRow) -> Option<(f64, f64)> {
+    match r.after_effect_bound_ns {
+        Some(b) => Some((b, 0.0)),
+        None => {
+            let e = r.after_effect_ns;
+            e.value.is_finite().then(|| (e.value, se_of(&e).max(0.0)))
+        }
+    }
+}
+
+/// Every point the set holds, by source then rate; only those with a
+/// finite value, a positive standard error and a loss in the linear range.
+pub fn collect(a: &Findings) -> Vec<Evidence> {
+    let mut v: Vec<Evidence> = Vec::new();
+    if let Some(ps) = &a.gaps.per_sample {
+        v.extend(ps.rows.iter().filter_map(|r| paired(a, r)));
+    }
+    let rows: &[PerSampleRow] = a.gaps.per_sample.as_ref().map_or(&[], |ps| &ps.rows);
+    for r in a.gaps.split.rows.iter().filter(|r| r.freq_hz > 0) {
+        if !(r.total.value <= LINEAR_LOSS_MAX_PCT) {
+            continue;
+        }
+        let Some(after) = rows
+            .iter()
+            .find(|p| p.freq_hz == r.freq_hz)
+            .and_then(after_effect)
+        else {
+            continue;
+        };
+        let rate = if r.achieved_hz > 0.0 {
+            r.achieved_hz
+        } else {
+            r.freq_hz as f64
+        };
+        let (after_pct, after_se) = (
+            predicted_loss_pct(rate, after.0),
+            predicted_loss_pct(rate, after.1),
+        );
+        for (source, e) in [
+            (Source::Split, r.outside),
+            (Source::SplitVsZero, r.outside_vs_zero),
+        ] {
+            v.push(Evidence {
+                source,
+                freq_hz: r.freq_hz,
+                achieved_hz: rate,
+                excess_pct: e.value - after_pct,
+                se_pct: se_of(&e).hypot(after_se),
+                n: e.n,
+            });
+        }
+    }
+    v.retain(usable);
+    v.sort_by_key(|e| (e.source as u8, e.freq_hz));
+    v
+}

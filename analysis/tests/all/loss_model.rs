@@ -1,0 +1,274 @@
+//! The loss model behind every recommendation (analysis/src/recommend/):
+//! the gaps term alone, an outside term that grows with the rate, one that
+//! does not, one rate only, the two classes disagreeing and agreeing; and
+//! its properties (proptest): the rate never falls as the budget grows,
+//! never rises when a cost grows.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use analysis::findings::Findings;
+use analysis::percost::PerSampleRow;
+use analysis::recommend::model::Reading;
+use analysis::recommend::{LossModel, MODEL_BASIS, model_max_rate, recommend};
+use analysis::split::SplitRow;
+use analysis::stats::Estimate;
+use proptest::prelude::*;
+
+use crate::percost::model::{cost_row, paired_row, with_model};
+
+/// An estimate with a 95 % interval of +-1.96 se (n large).
+fn est(value: f64, se: f64) -> Estimate {
+    Estimate {
+        value,
+        lo: value - 1.96 * se,
+        hi: value + 1.96 * se,
+        se,
+        n: 100_000,
+    }
+}
+
+/// A gaps row with an after-effect of 0 (so split points count whole).
+fn gaps_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
+    let mut r = cost_row(freq_hz, total, hi);
+    r.after_effect_ns = est(0.0, 0.0);
+    r
+}
+
+fn split_row(freq_hz: u64, outside: Estimate, vs_zero: Estimate) -> SplitRow {
+    SplitRow {
+        freq_hz,
+        runs: 5,
+        groups: 120,
+        total: est(1.0, 0.1),
+        in_gaps: est(1.0, 0.1),
+        outside,
+        closure_pp: 0.0,
+        achieved_hz: freq_hz as f64,
+        halved: 480,
+        mode_changes_on: 0,
+        mode_changes_off: 0,
+        carryover: est(f64::NAN, f64::NAN),
+        outside_vs_zero: vs_zero,
+        off_recovery: est(f64::NAN, f64::NAN),
+    }
+}
+
+const RATES: [u64; 3] = [500, 2000, 4000];
+
+/// 2 us per sample at every rate, upper prediction bound 2.2 us.
+fn gaps_2us() -> Findings {
+    with_model(RATES.iter().map(|&f| gaps_row(f, 2000.0, 2200.0)).collect())
+}
+
+/// The loss % an outside cost of `ns` per sample adds at `freq_hz`.
+fn pct(freq_hz: u64, ns: f64) -> f64 {
+    freq_hz as f64 * ns * 1e-7
+}
+
+#[test]
+fn the_gaps_term_alone_takes_the_largest_cost_bound_at_or_below_a_rate() {
+    // Costs fall with the rate; the 100 Hz bound (16 000 ns) governs all.
+    let a = with_model(vec![
+        gaps_row(100, 15_000.0, 16_000.0),
+        gaps_row(1000, 13_000.0, 14_000.0),
+        gaps_row(10_000, 12_000.0, 12_500.0),
+    ]);
+    for (budget, want) in [(1.0, 625.0), (0.1, 62.5), (10.0, 6250.0), (50.0, 10_000.0)] {
+        let got = model_max_rate(&a, budget).unwrap();
+        assert!((got - want).abs() < 1e-6, "budget {budget}: {got}");
+    }
+    // Costs rise at 1 kHz: the answer is the step, and the prime below it
+    // is checked against the lower cost.
+    let a = with_model(vec![
+        gaps_row(100, 9_000.0, 10_000.0),
+        gaps_row(1000, 19_000.0, 20_000.0),
+    ]);
+    assert_eq!(model_max_rate(&a, 1.5), Some(1000.0));
+    let rec = recommend(&a, 1.5).unwrap();
+    assert_eq!((rec.rate_hz, rec.basis.as_str()), (Some(997), MODEL_BASIS));
+    assert!((rec.predicted_loss_hi_pct.unwrap() - 0.997).abs() < 1e-9);
+    assert!((rec.predicted_loss_pct.unwrap() - 0.8973).abs() < 1e-9);
+    assert!(rec.outside_ns.is_none() && rec.contributions.len() == 1);
+    assert_eq!(analysis::summary::basis_word(&rec), "model");
+}
+
+#[test]
+fn an_outside_cost_that_grows_with_the_rate_is_charged() {
+    // 4 us per sample outside the gaps, within runs, at three rates.
+    let mut a = gaps_2us();
+    a.gaps.split.rows = RATES
+        .iter()
+        .map(|&f| split_row(f, est(pct(f, 4000.0), 0.02), est(f64::NAN, f64::NAN)))
+        .collect();
+    let m = LossModel::fit(&a).unwrap();
+    let o = m.outside.expect("charged");
+    assert!((o.cost_ns.value - 4000.0).abs() < 1.0, "{o:?}");
+    assert_eq!(o.reading, Reading::Pooled);
+    let rec = recommend(&a, 1.0).unwrap();
+    // The charge: 2000 + 4000 + the two half-widths in quadrature.
+    let hi = 2000.0 + o.cost_ns.value + 200f64.hypot(o.cost_ns.half_width());
+    assert!((rec.max_hz.unwrap() - 1e7 / hi).abs() < 1e-6, "{rec:?}");
+    assert_eq!(rec.model_rate_hz, Some(3989));
+    assert!(rec.rate_hz.unwrap() < 1700, "{rec:?}");
+    assert_eq!(rec.basis, MODEL_BASIS);
+    assert!(rec.outside_ns.is_some());
+    let split = rec
+        .contributions
+        .iter()
+        .find(|c| c.instrument == "split")
+        .unwrap();
+    assert!((split.weight - 1.0).abs() < 1e-9, "{split:?}");
+    assert!(
+        rec.reasoning
+            .iter()
+            .any(|l| l.contains("grows with the rate")),
+        "{:?}",
+        rec.reasoning
+    );
+}
+
+/// The busy host's pattern: one between-run interval excludes 0 among
+/// rates that show no growth, and the within-run part is null. Nothing
+/// is charged: the answer is the gaps term's.
+#[test]
+fn one_interval_without_growth_is_not_charged() {
+    let mut a = with_model(
+        [100, 500, 2000, 4000]
+            .iter()
+            .map(|&f| gaps_row(f, 20_600.0, 37_300.0))
+            .collect(),
+    );
+    let vs_zero = [(-0.96, 2.0), (6.22, 2.28), (2.0, 3.0), (2.24, 2.0)];
+    a.gaps.split.rows = [100, 500, 2000, 4000]
+        .iter()
+        .zip(vs_zero)
+        .map(|(&f, (v, se))| split_row(f, est(0.0, 0.1), est(v, se)))
+        .collect();
+    let m = LossModel::fit(&a).unwrap();
+    assert!(m.outside.is_none(), "{m:?}");
+    let rec = recommend(&a, 1.0).unwrap();
+    assert_eq!(rec.rate_hz, rec.model_rate_hz);
+    assert_eq!(rec.rate_hz, Some(257));
+    assert!(rec.reasoning.iter().any(|l| l.contains("Not charged")));
+}
+
+/// One rate: the slope is its contrast against 0 Hz (two doses), and
+/// where that resolves it is charged; a null one is not.
+#[test]
+fn one_rate_is_its_contrast_against_zero_hz() {
+    let mut a = gaps_2us();
+    a.gaps.split.rows = vec![split_row(4000, est(3.0, 0.1), est(f64::NAN, f64::NAN))];
+    let rec = recommend(&a, 1.0).unwrap();
+    let o = rec.outside_ns.unwrap();
+    assert!((o.value - 7500.0).abs() < 1e-6, "{o:?}");
+    assert!(
+        rec.reasoning.iter().any(|l| l.contains("one rate")),
+        "{:?}",
+        rec.reasoning
+    );
+    a.gaps.split.rows = vec![split_row(4000, est(0.1, 0.1), est(f64::NAN, f64::NAN))];
+    let rec = recommend(&a, 1.0).unwrap();
+    assert!(rec.outside_ns.is_none());
+    assert_eq!(rec.rate_hz, Some(3989));
+}
+
+/// What outlasts a phase: null within runs, 20 us per sample against the
+/// 0 Hz runs. The classes disagree: named, and the larger is charged.
+#[test]
+fn disagreeing_classes_take_the_larger_resolved_one() {
+    let mut a = gaps_2us();
+    a.gaps.split.rows = RATES
+        .iter()
+        .map(|&f| split_row(f, est(0.0, 0.05), est(pct(f, 20_000.0), 0.3)))
+        .collect();
+    let m = LossModel::fit(&a).unwrap();
+    assert!(m.heterogeneous(), "{m:?}");
+    let o = m.outside.unwrap();
+    assert_eq!(o.reading, Reading::Conservative);
+    assert!((o.cost_ns.value - 20_000.0).abs() < 100.0, "{o:?}");
+    let rec = recommend(&a, 1.0).unwrap();
+    assert!(rec.heterogeneity);
+    assert!(rec.rate_hz.unwrap() < 1e7 as u64 / 22_000, "{rec:?}");
+    assert!(rec.reasoning.iter().any(|l| l.contains("HETEROGENEITY")));
+}
+
+/// The paired design's excess over the gaps term feeds the within-run
+/// class too; where it and the split's agree, they are pooled.
+#[test]
+fn agreeing_classes_are_pooled() {
+    let mut a = gaps_2us();
+    for r in &mut a.gaps.per_sample.as_mut().unwrap().rows {
+        r.total_ns = est(2000.0, 10.0);
+    }
+    for &f in &RATES {
+        a.tables
+            .loss
+            .push(paired_row(f, est(pct(f, 2000.0) + pct(f, 5000.0), 0.05)));
+    }
+    a.gaps.split.rows = RATES
+        .iter()
+        .map(|&f| split_row(f, est(pct(f, 5000.0), 0.05), est(pct(f, 5000.0), 0.2)))
+        .collect();
+    let m = LossModel::fit(&a).unwrap();
+    assert!(!m.heterogeneous(), "{m:?}");
+    let o = m.outside.unwrap();
+    assert_eq!(o.reading, Reading::Pooled);
+    assert!((o.cost_ns.value - 5000.0).abs() < 50.0, "{o:?}");
+    let rec = recommend(&a, 1.0).unwrap();
+    let w: f64 = rec.contributions.iter().skip(1).map(|c| c.weight).sum();
+    assert!((w - 1.0).abs() < 1e-9, "{:?}", rec.contributions);
+    assert_eq!(rec.contributions.len(), 4, "{:?}", rec.contributions);
+}
+
+/// A set: gaps costs at three rates, and within- and between-run points.
+fn arbitrary_set() -> impl Strategy<Value = (Vec<(f64, f64)>, Vec<(f64, f64, f64, f64)>)> {
+    (
+        prop::collection::vec((500.0..40_000.0f64, 0.0..20_000.0f64), 3),
+        prop::collection::vec((-2.0..6.0f64, 0.01..2.0f64, -2.0..6.0f64, 0.01..3.0f64), 3),
+    )
+}
+
+fn build(costs: &[(f64, f64)], pts: &[(f64, f64, f64, f64)], scale: f64, dose: f64) -> Findings {
+    let mut a = with_model(
+        RATES
+            .iter()
+            .zip(costs)
+            .map(|(&f, &(c, w))| gaps_row(f, c * scale, (c + w) * scale))
+            .collect(),
+    );
+    a.gaps.split.rows = RATES
+        .iter()
+        .zip(pts)
+        .map(|(&f, &(y, s, z, t))| split_row(f, est(y + pct(f, dose), s), est(z + pct(f, dose), t)))
+        .collect();
+    a
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_rate_never_falls_as_the_budget_grows(
+        (costs, pts) in arbitrary_set(),
+        b in 0.05..10.0f64,
+        more in 1.0..5.0f64,
+    ) {
+        let a = build(&costs, &pts, 1.0, 0.0);
+        let lo = recommend(&a, b).unwrap().rate_hz.unwrap_or(0);
+        let hi = recommend(&a, (b * more).min(99.0)).unwrap().rate_hz.unwrap_or(0);
+        prop_assert!(lo <= hi, "{lo} Hz at {b} %, {hi} Hz at {} %", b * more);
+    }
+
+    #[test]
+    fn the_rate_never_rises_when_a_cost_grows(
+        (costs, pts) in arbitrary_set(),
+        b in 0.05..10.0f64,
+        scale in 1.0..3.0f64,
+        dose in 0.0..20_000.0f64,
+    ) {
+        let base = recommend(&build(&costs, &pts, 1.0, 0.0), b).unwrap().rate_hz.unwrap_or(0);
+        let gaps = recommend(&build(&costs, &pts, scale, 0.0), b).unwrap().rate_hz.unwrap_or(0);
+        let outside = recommend(&build(&costs, &pts, 1.0, dose), b).unwrap().rate_hz.unwrap_or(0);
+        prop_assert!(gaps <= base, "gaps x{scale}: {gaps} Hz > {base} Hz");
+        prop_assert!(outside <= base, "outside +{dose} ns: {outside} Hz > {base} Hz");
+    }
+}
