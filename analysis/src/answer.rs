@@ -329,10 +329,16 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
     let ps: Vec<String> = m
         .fits
         .iter()
-        .map(|f| format!("{} p {:.3}", f.class.words(), f.p_holm))
+        .map(|f| {
+            let class = match f.class {
+                crate::recommend::evidence::Class::WithinRuns => "within",
+                crate::recommend::evidence::Class::BetweenRuns => "between",
+            };
+            format!("{class} p {:.2}", f.p_holm)
+        })
         .collect();
     let het = if m.heterogeneous() {
-        "; HETEROGENEITY: within and between runs disagree"
+        "; HETEROGENEITY: within/between disagree"
     } else {
         ""
     };
@@ -342,7 +348,7 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
             ps.join(", ")
         ),
         None => format!(
-            "outside the gaps: no growth with the rate ({}){het}",
+            "outside the gaps: no growth with rate ({}){het}",
             ps.join(", ")
         ),
     })

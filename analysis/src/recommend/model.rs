@@ -448,16 +448,24 @@ impl LossModel {
         }
         let k = self.fits.len();
         for f in &self.fits {
+            let mut rates: Vec<u64> = self
+                .evidence
+                .iter()
+                .filter(|e| e.class() == f.class)
+                .map(|e| e.freq_hz)
+                .collect();
+            rates.sort_unstable();
+            rates.dedup();
             v.push(format!(
                 "Loss outside the gaps term, {}: {:.0} ns per sample [{:.0}, {:.0}] as {} (between-rate scatter tau^2 {:.3} pp^2, {:.1} degrees of freedom), one-sided p {:.3}, Holm-adjusted over {k} test{} {:.3}: {}.",
                 f.class.words(),
                 f.cost_ns.value,
                 f.cost_ns.lo,
                 f.cost_ns.hi,
-                if f.points == 1 {
-                    "its one rate's contrast against 0 Hz (one rate: the scatter between rates cannot be estimated)".to_string()
-                } else {
-                    format!("a slope through {} rates", f.points)
+                match (f.points, rates.len()) {
+                    (1, _) => "its one rate's contrast against 0 Hz (one rate: the scatter between rates cannot be estimated)".to_string(),
+                    (p, r) if p == r => format!("a slope through {r} rates"),
+                    (p, r) => format!("a slope through {p} points at {r} rates"),
                 },
                 f.tau2,
                 f.df,

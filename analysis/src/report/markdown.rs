@@ -156,20 +156,39 @@ fn summary(s: &mut String, a: &Findings) {
 }
 
 /// Each recommendation's reasoning: its basis, the cost it used, and what
-/// the other basis would have said.
+/// the other basis would have said. Lines every budget shares (the loss
+/// model's terms and tests) are written once, after them.
 fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     let _ = writeln!(s, "## How each recommendation was reached\n");
+    let oks: Vec<&crate::recommend::Recommendation> = at_budgets
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .collect();
+    let shared: Vec<&String> = match oks.split_first() {
+        Some((first, rest)) if !rest.is_empty() => first
+            .reasoning
+            .iter()
+            .filter(|l| rest.iter().all(|r| r.reasoning.contains(l)))
+            .collect(),
+        _ => Vec::new(),
+    };
     for (budget, rec) in at_budgets {
         match rec {
             Ok(rec) => {
                 let _ = writeln!(s, "- {budget} % budget: {}", rec.headline());
-                for line in &rec.reasoning {
+                for line in rec.reasoning.iter().filter(|l| !shared.contains(l)) {
                     let _ = writeln!(s, "  {line}");
                 }
             }
             Err(e) => {
                 let _ = writeln!(s, "- {budget} % budget: {e}");
             }
+        }
+    }
+    if !shared.is_empty() {
+        let _ = writeln!(s, "- Every budget:");
+        for line in shared {
+            let _ = writeln!(s, "  {line}");
         }
     }
     s.push('\n');
