@@ -9,10 +9,12 @@ Each DIR is a results directory whose report/ holds loss_model.json
 sample). For each:
 
 1. the evidence points are rebuilt from report/per_sample.csv,
-   report/loss.csv and report/split.csv (docs/methodology.md,
+   report/cost_by_run.csv, report/loss.csv and report/split.csv
+   (docs/methodology.md,
    "Recommendation: one model of the loss"): paired total minus the gaps
-   term; split outside the gaps within runs, and against the 0 Hz runs,
-   less the after-effect; rates above 50 % total loss left out;
+   term; the long episodes' extra time over the 0 Hz runs; split outside
+   the gaps within runs, and against the 0 Hz runs, less the after-effect;
+   rates above 50 % total loss left out;
 2. each class's slope through the origin is refitted: DerSimonian-Laird
    tau^2 from a fixed-effect statsmodels WLS, the random-effects WLS, the
    Knapp-Hartung factor (statsmodels' WLS scale), Satterthwaite degrees of
@@ -66,6 +68,7 @@ def evidence(report, model):
     """The points, rebuilt from the CSVs; n where no CSV holds it from the
     JSON (split's blocks)."""
     ps = pd.read_csv(report / "per_sample.csv")
+    runs = pd.read_csv(report / "cost_by_run.csv")
     json_n = {(e["source"], e["freq_hz"]): e["n"] for e in model["evidence"]}
     pts = []
     loss = pd.read_csv(report / "loss.csv") if (report / "loss.csv").exists() else None
@@ -85,11 +88,25 @@ def evidence(report, model):
         if not value <= LINEAR_LOSS_MAX_PCT:
             continue
         rate = p.achieved_hz if p.achieved_hz > 0 else r.achieved_hz
-        model_pct = rate * r.total_ns * 1e-7
-        model_se = rate * est(r, "total_ns", int(r.runs))[1] * 1e-7
+        # The gaps term: each run's total less its long episodes where the
+        # table charged them (cost_by_run.csv), mean and t standard error.
+        tot = runs[runs.freq_hz == r.freq_hz]
+        tot = (tot.total_ns - (tot.long_ns if r.long_charged else 0.0)).to_numpy()
+        g_mean = float(tot.mean())
+        g_se = float(tot.std(ddof=1) / math.sqrt(len(tot))) if len(tot) >= 2 else float("nan")
+        model_pct = rate * g_mean * 1e-7
+        model_se = rate * g_se * 1e-7
         pts.append(dict(source="paired", freq_hz=int(r.freq_hz), achieved_hz=rate,
                         excess_pct=value - model_pct,
                         se_pct=math.hypot(se_of(value, lo, hi, n, float("nan")), model_se), n=n))
+    for _, r in ps.iterrows():
+        if not (math.isfinite(part(r, "total_pred_ns", "lo")) and math.isfinite(part(r, "total_pred_ns", "hi"))):
+            continue
+        if not math.isfinite(r.long_ns) or not r.predicted_loss_pct <= LINEAR_LOSS_MAX_PCT:
+            continue
+        v, s = est(r, "long_ns", int(r.runs))
+        pts.append(dict(source="long_episodes", freq_hz=int(r.freq_hz), achieved_hz=r.achieved_hz,
+                        excess_pct=r.achieved_hz * v * 1e-7, se_pct=r.achieved_hz * s * 1e-7, n=int(r.runs)))
     split_csv = report / "split.csv"
     if split_csv.exists():
         sp = pd.read_csv(split_csv)
@@ -196,7 +213,7 @@ def check(d):
         for e in js:
             for k in ("achieved_hz", "excess_pct", "se_pct"):
                 close(mine[key(e)][k], e[k], f"{key(e)} {k}", errs)
-    classes = {"within_runs": ("paired", "split"), "between_runs": ("split_vs_zero",)}
+    classes = {"within_runs": ("paired", "split"), "between_runs": ("split_vs_zero", "long_episodes")}
     fits = {c: fit_class([p for p in js if p["source"] in s]) for c, s in classes.items()
             if any(p["source"] in s for p in js)}
     for f in fits.values():
@@ -233,7 +250,8 @@ def check(d):
             w = np.array([1 / fits[c]["se"] ** 2 for c in names])
             val = float(np.sum(w * np.array([fits[c]["value"] for c in names])) / w.sum())
             se = math.sqrt(1 / w.sum())
-            df = min(fits[c]["df"] for c in names)
+            parts = [((1 / fits[c]["se"] ** 2) / w.sum()) ** 2 * fits[c]["se"] ** 2 for c in names]
+            df = sum(parts) ** 2 / sum(p ** 2 / fits[c]["df"] for p, c in zip(parts, names))
             term = (val, stats.t.ppf(0.975, df) * se)
     jo = model["outside"]
     if (term is None) != (jo is None):

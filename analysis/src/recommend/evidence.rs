@@ -7,6 +7,9 @@
 //! - **split**: the split design's loss outside the gaps, on phases against
 //!   off phases of the same runs (within runs), less the gaps term's
 //!   after-effect at that rate.
+//! - **long episodes**: the gaps design's episodes of 1 ms or more (the
+//!   CPU taken away), their extra time at the rate over the 0 Hz runs'
+//!   (between runs: a hog inflates it most);
 //! - **split vs 0 Hz**: the split design's on phases outside the gaps
 //!   against the same block's 0 Hz split run (between runs: what outlasts
 //!   a phase, and what a hog that slows whole runs inflates), less the
@@ -61,13 +64,16 @@ pub enum Source {
     /// Split design, outside the gaps, on phases against the block's 0 Hz
     /// split run.
     SplitVsZero,
+    /// Gaps design: the long episodes' (1 ms or more) extra time at the
+    /// rate over the 0 Hz runs'.
+    LongEpisodes,
 }
 
 impl Source {
     pub fn class(self) -> Class {
         match self {
             Source::Paired | Source::Split => Class::WithinRuns,
-            Source::SplitVsZero => Class::BetweenRuns,
+            Source::SplitVsZero | Source::LongEpisodes => Class::BetweenRuns,
         }
     }
 
@@ -76,6 +82,7 @@ impl Source {
             Source::Paired => "paired total minus the gaps term",
             Source::Split => "split, outside the gaps, within runs",
             Source::SplitVsZero => "split, outside the gaps, against 0 Hz runs",
+            Source::LongEpisodes => "gaps, long episodes' extra time against 0 Hz runs",
         }
     }
 }
@@ -118,8 +125,8 @@ fn usable(e: &Evidence) -> bool {
 }
 
 /// The paired point at one of the gaps term's rates: paired loss minus
-/// achieved rate x the gaps' mean total per sample.
-fn paired(a: &Findings, r: &PerSampleRow) -> Option<Evidence> {
+/// achieved rate x the gaps term's mean per sample (`gaps_mean`).
+fn paired(a: &Findings, r: &PerSampleRow, gaps_mean: &Estimate) -> Option<Evidence> {
     let l = a
         .tables
         .loss
@@ -131,11 +138,11 @@ fn paired(a: &Findings, r: &PerSampleRow) -> Option<Evidence> {
     } else {
         r.achieved_hz
     };
-    if !(p.value <= LINEAR_LOSS_MAX_PCT) || !r.total_ns.value.is_finite() {
+    if !(p.value <= LINEAR_LOSS_MAX_PCT) || !gaps_mean.value.is_finite() {
         return None;
     }
-    let model = predicted_loss_pct(rate, r.total_ns.value);
-    let model_se = predicted_loss_pct(rate, se_of(&r.total_ns));
+    let model = predicted_loss_pct(rate, gaps_mean.value);
+    let model_se = predicted_loss_pct(rate, se_of(gaps_mean));
     Some(Evidence {
         source: Source::Paired,
         freq_hz: r.freq_hz,
@@ -159,12 +166,34 @@ fn after_effect(r: &PerSampleRow) -> Option<(f64, f64)> {
     }
 }
 
+/// The long episodes' point at one rate: their extra time per sample over
+/// the 0 Hz runs' (a t interval over runs), as a loss at the achieved rate.
+fn long_episodes(r: &PerSampleRow) -> Option<Evidence> {
+    let e = r.long_ns;
+    if !e.value.is_finite() || !(r.predicted_loss_pct.value <= LINEAR_LOSS_MAX_PCT) {
+        return None;
+    }
+    Some(Evidence {
+        source: Source::LongEpisodes,
+        freq_hz: r.freq_hz,
+        achieved_hz: r.achieved_hz,
+        excess_pct: predicted_loss_pct(r.achieved_hz, e.value),
+        se_pct: predicted_loss_pct(r.achieved_hz, se_of(&e)),
+        n: e.n,
+    })
+}
+
 /// Every point the set holds, by source then rate; only those with a
 /// finite value, a positive standard error and a loss in the linear range.
-pub fn collect(a: &Findings) -> Vec<Evidence> {
+/// `gaps_mean`: the gaps term's mean per sample at each of its rates.
+pub fn collect(a: &Findings, gaps_mean: &[(u64, Estimate)]) -> Vec<Evidence> {
     let mut v: Vec<Evidence> = Vec::new();
     if let Some(ps) = &a.gaps.per_sample {
-        v.extend(ps.rows.iter().filter_map(|r| paired(a, r)));
+        v.extend(ps.rows.iter().filter_map(|r| {
+            let (_, m) = gaps_mean.iter().find(|(f, _)| *f == r.freq_hz)?;
+            paired(a, r, m)
+        }));
+        v.extend(ps.rows.iter().filter_map(long_episodes));
     }
     let rows: &[PerSampleRow] = a.gaps.per_sample.as_ref().map_or(&[], |ps| &ps.rows);
     for r in a.gaps.split.rows.iter().filter(|r| r.freq_hz > 0) {

@@ -3,10 +3,12 @@
 //!
 //! loss(f) = f x (c(f) + o) x 1e-7 %, with
 //!
-//! - **c(f)**, the gaps term: the gaps design's total cost per sample at
-//!   the measured rates (direct + after-effect), its 95 % prediction
-//!   interval over runs, charged as [`CostCurve::at`] says (the largest
-//!   bound at or below a rate);
+//! - **c(f)**, the gaps term: the gaps design's cost per sample at the
+//!   measured rates (direct + after-effect + the part above the cap where
+//!   charged), its 95 % prediction interval over runs, charged as
+//!   [`CostCurve::at`] says (the largest bound at or below a rate). The
+//!   long episodes' extra time is a comparison against the 0 Hz runs: it
+//!   is a between-run point of the outside term, not part of c;
 //! - **o**, the outside term: a cost per sample that no gap holds, fitted
 //!   as a slope through the origin of the [`Evidence`] points (loss beyond
 //!   the gaps term against the achieved rate). Sampling's cost grows with
@@ -23,7 +25,8 @@
 //! at 5 % with Holm's step-down. The term is charged only where a class
 //! resolves: the classes pooled (inverse variance) where they agree, and,
 //! where they disagree beyond their joint uncertainty (heterogeneity, a
-//! two-sided t test of their difference at 5 %), the resolved one with the
+//! two-sided t test of their difference at 5 %; pooled on Satterthwaite's
+//! degrees of freedom), the resolved one with the
 //! larger upper bound: the conservative reading, one rule for every set.
 //!
 //! The cost charged at a rate is the upper end of the model's 95 %
@@ -36,7 +39,7 @@ use super::evidence::{self, Class, Evidence, Source};
 use super::search::{CostCurve, CostPoint, CostSource};
 use crate::findings::Findings;
 use crate::percost::PerSampleRow;
-use crate::stats::{Estimate, t_crit95};
+use crate::stats::{Estimate, t_crit95, t_interval, t_prediction};
 
 /// The family-wise error rate of the outside term's tests.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -86,7 +89,7 @@ pub struct OutsideTerm {
 /// An instrument's part in the answer: what it measured, and its weight.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Contribution {
-    /// `gaps`, `paired`, `split` or `split_vs_zero`.
+    /// `gaps`, `paired`, `split`, `split_vs_zero` or `long_episodes`.
     pub instrument: String,
     /// What its points say, in words.
     pub what: String,
@@ -100,8 +103,10 @@ pub struct Contribution {
 /// The model fitted on one set (report/loss_model.json).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LossModel {
-    /// The gaps term, by rate.
+    /// The gaps term, by rate: the prediction interval over runs.
     pub gaps: Vec<CostPoint>,
+    /// The same, the interval of the mean over runs.
+    pub gaps_mean: Vec<Estimate>,
     pub evidence: Vec<Evidence>,
     /// Each class with two or more rates.
     pub fits: Vec<ClassFit>,
@@ -131,6 +136,33 @@ pub fn gaps_rows(a: &Findings) -> Result<Vec<&PerSampleRow>, Option<String>> {
         ));
     }
     Ok(rows)
+}
+
+/// The gaps term at one rate: each run's total cost per sample, less the
+/// long episodes' extra time where the table charged it (a between-run
+/// comparison against the 0 Hz runs, which the model takes as evidence of
+/// its outside term instead: [`evidence`]), with the prediction interval
+/// over runs and the interval of the mean. The row's own where its runs'
+/// costs are not there.
+fn gaps_point(r: &PerSampleRow, runs: &[crate::percost::RunCost]) -> (CostPoint, Estimate) {
+    let totals: Vec<f64> = runs
+        .iter()
+        .filter(|c| c.freq_hz == r.freq_hz)
+        .map(|c| c.total_ns - if r.long_charged { c.long_ns } else { 0.0 })
+        .collect();
+    let (pred, mean) = if totals.len() >= 2 {
+        (t_prediction(&totals), t_interval(&totals))
+    } else {
+        (r.total_pred_ns, r.total_ns)
+    };
+    (
+        CostPoint {
+            freq_hz: r.freq_hz,
+            cost_ns: pred,
+            source: CostSource::Model,
+        },
+        mean,
+    )
 }
 
 fn t_sf(t: f64, df: f64) -> f64 {
@@ -260,7 +292,16 @@ fn outside_term(fits: &[ClassFit], heterogeneous: bool) -> Option<OutsideTerm> {
         .sum::<f64>()
         / wsum;
     let se = (1.0 / wsum).sqrt();
-    let df = fits.iter().map(|f| f.df).fold(f64::INFINITY, f64::min);
+    // Satterthwaite over the classes: a class that carries no weight
+    // brings none of its degrees of freedom either.
+    let parts: Vec<(f64, f64)> = fits
+        .iter()
+        .map(|f| ((1.0 / (f.cost_ns.se * f.cost_ns.se)) / wsum, f))
+        .map(|(c, f)| (c * c * f.cost_ns.se * f.cost_ns.se, f.df))
+        .collect();
+    let num = parts.iter().map(|p| p.0).sum::<f64>().powi(2);
+    let den: f64 = parts.iter().map(|(v, d)| v * v / d).sum();
+    let df = num / den;
     let h = t_crit95(df) * se;
     Some(OutsideTerm {
         cost_ns: Estimate {
@@ -279,15 +320,16 @@ impl LossModel {
     /// (None: no gaps design at all).
     pub fn fit(a: &Findings) -> Result<Self, Option<String>> {
         let rows = gaps_rows(a)?;
-        let gaps: Vec<CostPoint> = rows
+        let runs: &[crate::percost::RunCost] =
+            a.gaps.per_sample.as_ref().map_or(&[], |p| &p.run_costs);
+        let (gaps, gaps_mean): (Vec<CostPoint>, Vec<Estimate>) =
+            rows.iter().map(|r| gaps_point(r, runs)).unzip();
+        let means: Vec<(u64, Estimate)> = gaps
             .iter()
-            .map(|r| CostPoint {
-                freq_hz: r.freq_hz,
-                cost_ns: r.total_pred_ns,
-                source: CostSource::Model,
-            })
+            .zip(&gaps_mean)
+            .map(|(p, m)| (p.freq_hz, *m))
             .collect();
-        let evidence = evidence::collect(a);
+        let evidence = evidence::collect(a, &means);
         let mut fits: Vec<ClassFit> = [Class::WithinRuns, Class::BetweenRuns]
             .into_iter()
             .filter_map(|class| {
@@ -304,6 +346,7 @@ impl LossModel {
         let outside = outside_term(&fits, heterogeneity_p.is_some_and(|p| p < FAMILY_ALPHA));
         Ok(Self {
             gaps,
+            gaps_mean,
             evidence,
             fits,
             heterogeneity_p,
@@ -385,7 +428,12 @@ impl LossModel {
                 }
             }
         };
-        for source in [Source::Paired, Source::Split, Source::SplitVsZero] {
+        for source in [
+            Source::Paired,
+            Source::Split,
+            Source::SplitVsZero,
+            Source::LongEpisodes,
+        ] {
             let pts: Vec<&Evidence> = self
                 .evidence
                 .iter()
@@ -413,6 +461,7 @@ impl LossModel {
                     Source::Paired => "paired",
                     Source::Split => "split",
                     Source::SplitVsZero => "split_vs_zero",
+                    Source::LongEpisodes => "long_episodes",
                 }
                 .to_string(),
                 what: format!(

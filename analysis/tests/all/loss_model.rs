@@ -272,3 +272,51 @@ proptest! {
         prop_assert!(outside <= base, "outside +{dose} ns: {outside} Hz > {base} Hz");
     }
 }
+
+/// One number wherever the answer is read: the answer box, `recommend
+/// --json`, summary.parquet and the fleet's per-host answer, on a set
+/// whose outside term is charged (paired 30 % at 10 kHz against a gaps
+/// term of ~14 %).
+#[test]
+fn the_box_json_summary_and_fleet_give_one_answer() {
+    use crate::common::{bin, recommend_json, write_gaps_results};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("fleet");
+    let dir = root.join("host=h").join("date=2026-11-28").join("set");
+    write_gaps_results(&dir, 30.0, false);
+    bin().args(["report", dir.to_str().unwrap()]).assert().success();
+    let rows = results_format::summary::read_summary(&dir.join("summary.parquet")).unwrap();
+    let row = rows.iter().find(|r| r.config_primary == Some(true)).unwrap();
+    let box_text = std::fs::read_to_string(dir.join("report/answer.txt")).unwrap();
+    for (budget, key) in [("0.1", 0), ("1", 1), ("5", 2)] {
+        let j = recommend_json(&dir, &format!("{budget}%"));
+        let rate = j["rate_hz"].as_u64().unwrap();
+        let max = j["max_hz"].as_f64().unwrap();
+        assert!(j["outside_ns"]["value"].as_f64().unwrap() > 0.0, "{j}");
+        assert!(
+            box_text.contains(&format!("{budget} %: {rate} Hz")),
+            "{budget} %: {rate} Hz not in {box_text}"
+        );
+        let (s_rate, s_max) = match key {
+            0 => (row.budget_0p1_rate_hz, row.budget_0p1_max_hz),
+            1 => (row.budget_1_rate_hz, row.budget_1_max_hz),
+            _ => (row.budget_5_rate_hz, row.budget_5_max_hz),
+        };
+        assert_eq!(s_rate, Some(rate as i64));
+        assert_eq!(s_max, Some(max));
+    }
+    let out = bin()
+        .arg("fleet")
+        .arg(&root)
+        .args(["--json", "--no-make"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let one = &f["classes"][0]["budgets"][1];
+    assert_eq!(
+        one["every_host_max_hz"].as_f64(),
+        row.budget_1_max_hz,
+        "{f}"
+    );
+}
