@@ -440,10 +440,7 @@ impl Sweep<'_> {
             quiet: !noisy,
             noisy,
             noise_reasons: if noisy {
-                format!(
-                    "run-queue wait {:.2}% of wall (other tasks on its CPU)",
-                    hog_ns as f64 / DURATION_NS as f64 * 100.0
-                )
+                "run-queue wait over 1% of wall (other tasks on its CPU)".to_string()
             } else {
                 String::new()
             },
