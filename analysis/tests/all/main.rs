@@ -18,3 +18,4 @@ mod props;
 mod report;
 mod report_docs;
 mod report_html;
+mod simulate;
