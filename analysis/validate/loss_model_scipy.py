@@ -84,7 +84,9 @@ def evidence(report, model):
         by_run = math.isfinite(num(p.loss_lo_by_run_pct)) and math.isfinite(num(p.loss_hi_by_run_pct))
         lo, hi, n = ((p.loss_lo_by_run_pct, p.loss_hi_by_run_pct, int(p.n_runs)) if by_run
                      else (p.loss_lo_pct, p.loss_hi_pct, int(p.n)))
-        value = p.loss_pct
+        # The interval over runs is a t interval around the mean of the
+        # runs' losses (its midpoint), which loss.csv does not list apart.
+        value = 0.5 * (lo + hi) if by_run else p.loss_pct
         if not value <= LINEAR_LOSS_MAX_PCT:
             continue
         rate = p.achieved_hz if p.achieved_hz > 0 else r.achieved_hz
