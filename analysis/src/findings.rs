@@ -9,8 +9,9 @@ use crate::aftereffect::AfterRow;
 use crate::contents::{ContentsRow, ThrottleLimits, ThrottlePrediction};
 use crate::load::{ExcludedRun, RawRemoved};
 use crate::percost::PerSample;
-use crate::recommend::CostCurve;
+use crate::recommend::model::LossModel;
 use crate::recommend::recommendation::Budgeted;
+use crate::recommend::search::CostCurve;
 use crate::subject::command::CommandRow;
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 use crate::tables::{RunPhaseFaults, Tables};
@@ -96,7 +97,7 @@ pub struct Budgets {
     pub charged: Option<CostCurve>,
     /// The loss model the sampler's answers rest on (None without a gaps
     /// term): the answer box and report.md say its outside term.
-    pub model: Option<crate::recommend::LossModel>,
+    pub model: Option<LossModel>,
     /// What sampling at the 1 % budget's rate adds to the p99 of a 1 ms
     /// request (None without gaps runs that resolve it).
     pub latency: Option<crate::latency::at_rate::LatencyLine>,

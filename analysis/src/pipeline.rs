@@ -186,7 +186,7 @@ fn budgets(a: &Findings) -> crate::findings::Budgets {
                 .collect()
         }),
         charged: charged_curve(a),
-        model: crate::recommend::LossModel::fit(a).ok(),
+        model: crate::recommend::loss_model(a).ok(),
     }
 }
 

@@ -7,7 +7,7 @@
 //! what the paired and split designs measured beyond it, charged only
 //! where it grows with the rate. One search ([`search`]) reads it. A set
 //! with no gaps design answers from its throughput loss
-//! ([`throughput`]).
+//! (`throughput.rs`).
 
 use results_format::summary::SUMMARY_BUDGETS;
 
@@ -67,10 +67,20 @@ pub fn at_report_budgets(a: &Findings) -> Vec<Budgeted> {
 /// outside term's tests beside it; without a gaps term, the throughput
 /// loss.
 pub fn recommend(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
-    match LossModel::fit(a) {
+    match loss_model(a) {
         Ok(m) => Ok(on_model(&m, budget_pct)),
         Err(why) => throughput::recommend(a, budget_pct, why),
     }
+}
+
+/// The loss model of a set's findings ([`LossModel::fit`] on its tables);
+/// Err(why) without a gaps term (None: no gaps design at all).
+pub fn loss_model(a: &Findings) -> Result<LossModel, Option<String>> {
+    LossModel::fit(
+        a.gaps.per_sample.as_ref(),
+        &a.tables.loss,
+        &a.gaps.split.rows,
+    )
 }
 
 fn on_model(m: &LossModel, budget_pct: f64) -> Recommendation {
@@ -118,13 +128,13 @@ fn basis_sentence(parts: &[Contribution], charged: bool) -> String {
 /// The cost per sample the recommendation charges at each rate: the loss
 /// model's curve ([`LossModel::curve`]); None without a gaps term.
 pub fn charged_curve(a: &Findings) -> Option<CostCurve> {
-    LossModel::fit(a).ok().map(|m| m.curve())
+    loss_model(a).ok().map(|m| m.curve())
 }
 
 /// The highest rate within `budget_pct` on the gaps term alone (upper
 /// ends of its prediction intervals); see [`CostCurve::max_rate`].
 pub fn model_max_rate(a: &Findings, budget_pct: f64) -> Option<f64> {
-    LossModel::fit(a)
+    loss_model(a)
         .ok()
         .map(|m| m.gaps_curve().max_rate(budget_pct))
 }

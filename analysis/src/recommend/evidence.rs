@@ -24,8 +24,9 @@
 
 use results_format::Design;
 
-use crate::findings::Findings;
-use crate::percost::{PerSampleRow, predicted_loss_pct};
+use crate::percost::{PerSample, PerSampleRow, predicted_loss_pct};
+use crate::row_types::LossRow;
+use crate::split::SplitRow;
 use crate::stats::{Estimate, t_crit95};
 
 /// Above this total loss, % of the loop's work, a rate's point is left out
@@ -33,6 +34,11 @@ use crate::stats::{Estimate, t_crit95};
 /// while the loop keeps most of its time (budgets are at most 5 %; the
 /// densest rates lose 95 % and more).
 pub const LINEAR_LOSS_MAX_PCT: f64 = 50.0;
+
+/// A loss, %, at or below [`LINEAR_LOSS_MAX_PCT`] (false for NaN).
+fn in_linear_range(loss_pct: f64) -> bool {
+    loss_pct <= LINEAR_LOSS_MAX_PCT
+}
 
 /// How a point compares: within runs (sampling on against off in the same
 /// run) or between runs (against other runs, which whole-run noise such
@@ -126,10 +132,8 @@ fn usable(e: &Evidence) -> bool {
 
 /// The paired point at one of the gaps term's rates: paired loss minus
 /// achieved rate x the gaps term's mean per sample (`gaps_mean`).
-fn paired(a: &Findings, r: &PerSampleRow, gaps_mean: &Estimate) -> Option<Evidence> {
-    let l = a
-        .tables
-        .loss
+fn paired(loss: &[LossRow], r: &PerSampleRow, gaps_mean: &Estimate) -> Option<Evidence> {
+    let l = loss
         .iter()
         .find(|l| l.design == Design::Paired && l.freq_hz == r.freq_hz)?;
     let p = l.trusted();
@@ -138,7 +142,7 @@ fn paired(a: &Findings, r: &PerSampleRow, gaps_mean: &Estimate) -> Option<Eviden
     } else {
         r.achieved_hz
     };
-    if !(p.value <= LINEAR_LOSS_MAX_PCT) || !gaps_mean.value.is_finite() {
+    if !in_linear_range(p.value) || !gaps_mean.value.is_finite() {
         return None;
     }
     let model = predicted_loss_pct(rate, gaps_mean.value);
@@ -170,7 +174,7 @@ fn after_effect(r: &PerSampleRow) -> Option<(f64, f64)> {
 /// the 0 Hz runs' (a t interval over runs), as a loss at the achieved rate.
 fn long_episodes(r: &PerSampleRow) -> Option<Evidence> {
     let e = r.long_ns;
-    if !e.value.is_finite() || !(r.predicted_loss_pct.value <= LINEAR_LOSS_MAX_PCT) {
+    if !e.value.is_finite() || !in_linear_range(r.predicted_loss_pct.value) {
         return None;
     }
     Some(Evidence {
@@ -185,19 +189,25 @@ fn long_episodes(r: &PerSampleRow) -> Option<Evidence> {
 
 /// Every point the set holds, by source then rate; only those with a
 /// finite value, a positive standard error and a loss in the linear range.
-/// `gaps_mean`: the gaps term's mean per sample at each of its rates.
-pub fn collect(a: &Findings, gaps_mean: &[(u64, Estimate)]) -> Vec<Evidence> {
+/// `gaps_mean`: the gaps term's mean per sample at each of its rates;
+/// `loss`: Table 2's rows; `split`: the split design's.
+pub fn collect(
+    per_sample: Option<&PerSample>,
+    loss: &[LossRow],
+    split: &[SplitRow],
+    gaps_mean: &[(u64, Estimate)],
+) -> Vec<Evidence> {
     let mut v: Vec<Evidence> = Vec::new();
-    if let Some(ps) = &a.gaps.per_sample {
+    if let Some(ps) = per_sample {
         v.extend(ps.rows.iter().filter_map(|r| {
             let (_, m) = gaps_mean.iter().find(|(f, _)| *f == r.freq_hz)?;
-            paired(a, r, m)
+            paired(loss, r, m)
         }));
         v.extend(ps.rows.iter().filter_map(long_episodes));
     }
-    let rows: &[PerSampleRow] = a.gaps.per_sample.as_ref().map_or(&[], |ps| &ps.rows);
-    for r in a.gaps.split.rows.iter().filter(|r| r.freq_hz > 0) {
-        if !(r.total.value <= LINEAR_LOSS_MAX_PCT) {
+    let rows: &[PerSampleRow] = per_sample.map_or(&[], |ps| &ps.rows);
+    for r in split.iter().filter(|r| r.freq_hz > 0) {
+        if !in_linear_range(r.total.value) {
             continue;
         }
         let Some(after) = rows

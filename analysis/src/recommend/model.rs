@@ -37,8 +37,9 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::evidence::{self, Class, Evidence, Source};
 use super::search::{CostCurve, CostPoint, CostSource};
-use crate::findings::Findings;
-use crate::percost::PerSampleRow;
+use crate::percost::{PerSample, PerSampleRow, RunCost};
+use crate::row_types::LossRow;
+use crate::split::SplitRow;
 use crate::stats::{Estimate, t_crit95, t_interval, t_prediction};
 
 /// The family-wise error rate of the outside term's tests.
@@ -118,8 +119,8 @@ pub struct LossModel {
 /// The gaps term's rows: those with a total cost per sample and a
 /// prediction interval. Err(why) where there are none (None: no gaps
 /// design).
-pub fn gaps_rows(a: &Findings) -> Result<Vec<&PerSampleRow>, Option<String>> {
-    let Some(ps) = &a.gaps.per_sample else {
+pub fn gaps_rows(per_sample: Option<&PerSample>) -> Result<Vec<&PerSampleRow>, Option<String>> {
+    let Some(ps) = per_sample else {
         return Err(None);
     };
     let rows: Vec<&PerSampleRow> = ps
@@ -144,7 +145,7 @@ pub fn gaps_rows(a: &Findings) -> Result<Vec<&PerSampleRow>, Option<String>> {
 /// its outside term instead: [`evidence`]), with the prediction interval
 /// over runs and the interval of the mean. The row's own where its runs'
 /// costs are not there.
-fn gaps_point(r: &PerSampleRow, runs: &[crate::percost::RunCost]) -> (CostPoint, Estimate) {
+fn gaps_point(r: &PerSampleRow, runs: &[RunCost]) -> (CostPoint, Estimate) {
     let totals: Vec<f64> = runs
         .iter()
         .filter(|c| c.freq_hz == r.freq_hz)
@@ -172,9 +173,9 @@ fn t_sf(t: f64, df: f64) -> f64 {
 /// The class's random-effects slope through the origin, ns per sample;
 /// None without points.
 ///
-/// Degrees of freedom: where the scatter between rates is estimated (tau^2
-/// > 0, or the residuals wider than the points' errors, the Knapp-Hartung
-/// factor applied), n - 1; otherwise the points' own errors carry the
+/// Degrees of freedom: where the scatter between rates is estimated
+/// (tau^2 above 0, or the residuals wider than the points' errors, the
+/// Knapp-Hartung factor applied), n - 1; otherwise the points' own errors carry the
 /// uncertainty, on their Satterthwaite degrees of freedom (each point's
 /// runs or blocks less one). One rate: the slope is its contrast against
 /// 0 Hz, on that point's own degrees of freedom.
@@ -316,12 +317,17 @@ fn outside_term(fits: &[ClassFit], heterogeneous: bool) -> Option<OutsideTerm> {
 }
 
 impl LossModel {
-    /// Fit the model on a set's findings; Err(why) without a gaps term
-    /// (None: no gaps design at all).
-    pub fn fit(a: &Findings) -> Result<Self, Option<String>> {
-        let rows = gaps_rows(a)?;
-        let runs: &[crate::percost::RunCost] =
-            a.gaps.per_sample.as_ref().map_or(&[], |p| &p.run_costs);
+    /// Fit the model on a set's tables: the gaps design's per-sample
+    /// table, Table 2's loss rows and the split design's rows
+    /// ([`crate::recommend::loss_model`] takes them from the findings);
+    /// Err(why) without a gaps term (None: no gaps design at all).
+    pub fn fit(
+        per_sample: Option<&PerSample>,
+        loss: &[LossRow],
+        split: &[SplitRow],
+    ) -> Result<Self, Option<String>> {
+        let rows = gaps_rows(per_sample)?;
+        let runs: &[RunCost] = per_sample.map_or(&[], |p| &p.run_costs);
         let (gaps, gaps_mean): (Vec<CostPoint>, Vec<Estimate>) =
             rows.iter().map(|r| gaps_point(r, runs)).unzip();
         let means: Vec<(u64, Estimate)> = gaps
@@ -329,7 +335,7 @@ impl LossModel {
             .zip(&gaps_mean)
             .map(|(p, m)| (p.freq_hz, *m))
             .collect();
-        let evidence = evidence::collect(a, &means);
+        let evidence = evidence::collect(per_sample, loss, split, &means);
         let mut fits: Vec<ClassFit> = [Class::WithinRuns, Class::BetweenRuns]
             .into_iter()
             .filter_map(|class| {

@@ -1,9 +1,9 @@
 //! The one search: the highest rate whose predicted loss bound stays
 //! within a budget on a curve of costs per sample, and the prime suggested
 //! below it. The loss model ([`super::model`]) and the throughput basis
-//! ([`super::throughput`]) each give a curve; nothing else searches.
+//! (`throughput.rs`) each give a curve; nothing else searches.
 
-use super::{PREDICTION_INTERVAL, Recommendation};
+use super::recommendation::{PREDICTION_INTERVAL, Recommendation};
 use crate::percost::predicted_loss_pct;
 use crate::row_types::LossRow;
 use crate::stats::Estimate;

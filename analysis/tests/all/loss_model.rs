@@ -8,7 +8,7 @@
 use analysis::findings::Findings;
 use analysis::percost::PerSampleRow;
 use analysis::recommend::model::Reading;
-use analysis::recommend::{LossModel, MODEL_BASIS, model_max_rate, recommend};
+use analysis::recommend::{MODEL_BASIS, model_max_rate, recommend};
 use analysis::split::SplitRow;
 use analysis::stats::Estimate;
 use proptest::prelude::*;
@@ -99,7 +99,7 @@ fn an_outside_cost_that_grows_with_the_rate_is_charged() {
         .iter()
         .map(|&f| split_row(f, est(pct(f, 4000.0), 0.02), est(f64::NAN, f64::NAN)))
         .collect();
-    let m = LossModel::fit(&a).unwrap();
+    let m = analysis::recommend::loss_model(&a).unwrap();
     let o = m.outside.expect("charged");
     assert!((o.cost_ns.value - 4000.0).abs() < 1.0, "{o:?}");
     assert_eq!(o.reading, Reading::Pooled);
@@ -143,7 +143,7 @@ fn one_interval_without_growth_is_not_charged() {
         .zip(vs_zero)
         .map(|(&f, (v, se))| split_row(f, est(0.0, 0.1), est(v, se)))
         .collect();
-    let m = LossModel::fit(&a).unwrap();
+    let m = analysis::recommend::loss_model(&a).unwrap();
     assert!(m.outside.is_none(), "{m:?}");
     let rec = recommend(&a, 1.0).unwrap();
     assert_eq!(rec.rate_hz, rec.model_rate_hz);
@@ -180,7 +180,7 @@ fn disagreeing_classes_take_the_larger_resolved_one() {
         .iter()
         .map(|&f| split_row(f, est(0.0, 0.05), est(pct(f, 20_000.0), 0.3)))
         .collect();
-    let m = LossModel::fit(&a).unwrap();
+    let m = analysis::recommend::loss_model(&a).unwrap();
     assert!(m.heterogeneous(), "{m:?}");
     let o = m.outside.unwrap();
     assert_eq!(o.reading, Reading::Conservative);
@@ -208,7 +208,7 @@ fn agreeing_classes_are_pooled() {
         .iter()
         .map(|&f| split_row(f, est(pct(f, 5000.0), 0.05), est(pct(f, 5000.0), 0.2)))
         .collect();
-    let m = LossModel::fit(&a).unwrap();
+    let m = analysis::recommend::loss_model(&a).unwrap();
     assert!(!m.heterogeneous(), "{m:?}");
     let o = m.outside.unwrap();
     assert_eq!(o.reading, Reading::Pooled);
@@ -219,8 +219,13 @@ fn agreeing_classes_are_pooled() {
     assert_eq!(rec.contributions.len(), 4, "{:?}", rec.contributions);
 }
 
+/// Each rate's gaps cost and its prediction half-width, ns.
+type Costs = Vec<(f64, f64)>;
+/// Each rate's split point within runs and against 0 Hz: value, se (pp).
+type Points = Vec<(f64, f64, f64, f64)>;
+
 /// A set: gaps costs at three rates, and within- and between-run points.
-fn arbitrary_set() -> impl Strategy<Value = (Vec<(f64, f64)>, Vec<(f64, f64, f64, f64)>)> {
+fn arbitrary_set() -> impl Strategy<Value = (Costs, Points)> {
     (
         prop::collection::vec((500.0..40_000.0f64, 0.0..20_000.0f64), 3),
         prop::collection::vec((-2.0..6.0f64, 0.01..2.0f64, -2.0..6.0f64, 0.01..3.0f64), 3),
