@@ -11,7 +11,6 @@ use crate::load::{ExcludedRun, RawRemoved};
 use crate::percost::PerSample;
 use crate::recommend::model::LossModel;
 use crate::recommend::recommendation::Budgeted;
-use crate::recommend::search::CostCurve;
 use crate::subject::command::CommandRow;
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 use crate::tables::{RunPhaseFaults, Tables};
@@ -91,12 +90,9 @@ pub struct Budgets {
     /// A `--profiler` set's, from its table
     /// ([`crate::subject::profiler::recommend`]); empty otherwise.
     pub profiler: Vec<ProfilerRecommendation>,
-    /// The cost per sample the sampler's answers charge at each rate
-    /// ([`crate::recommend::charged_curve`], the budget plot's curve);
-    /// None without a model.
-    pub charged: Option<CostCurve>,
     /// The loss model the sampler's answers rest on (None without a gaps
-    /// term): the answer box and report.md say its outside term.
+    /// term): its curve is the budget plot's, and the answer box and
+    /// report.md say its outside term.
     pub model: Option<LossModel>,
     /// What sampling at the 1 % budget's rate adds to the p99 of a 1 ms
     /// request (None without gaps runs that resolve it).

@@ -169,8 +169,9 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
 /// The answers at the report budgets of `a`, once its tables, subject
 /// and warnings are complete.
 fn budgets(a: &Findings) -> crate::findings::Budgets {
-    use crate::recommend::{BUDGETS_PCT, at_report_budgets, charged_curve};
-    let sampler = at_report_budgets(a);
+    use crate::recommend::{BUDGETS_PCT, at_report_budgets, loss_model};
+    let model = loss_model(a);
+    let sampler = at_report_budgets(a, &model);
     // The answer box's latency line, at the 1 % budget's rate.
     let latency = a.gaps.latency.as_ref().and_then(|t| {
         let (_, rec) = sampler.iter().find(|(b, _)| *b == 1.0)?;
@@ -185,8 +186,7 @@ fn budgets(a: &Findings) -> crate::findings::Budgets {
                 .map(|&b| crate::subject::profiler::recommend(t, b))
                 .collect()
         }),
-        charged: charged_curve(a),
-        model: crate::recommend::loss_model(a).ok(),
+        model: model.ok(),
     }
 }
 

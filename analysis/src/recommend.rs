@@ -55,11 +55,16 @@ pub const BUDGETS_PCT: [f64; 3] = [
 /// box, the budget plot, report.md, the summary and `compare`; none for a
 /// `--profiler` set, whose table answers instead
 /// ([`crate::subject::profiler::recommend`]).
-pub fn at_report_budgets(a: &Findings) -> Vec<Budgeted> {
+/// `model` is the set's loss model ([`loss_model`]), fitted once for all
+/// budgets.
+pub fn at_report_budgets(a: &Findings, model: &Result<LossModel, Option<String>>) -> Vec<Budgeted> {
     if a.subject.profiler.is_some() {
         return Vec::new();
     }
-    BUDGETS_PCT.iter().map(|&b| (b, recommend(a, b))).collect()
+    BUDGETS_PCT
+        .iter()
+        .map(|&b| (b, recommend_with(a, model, b)))
+        .collect()
 }
 
 /// Recommend a rate for `budget_pct`: the search on the loss model's
@@ -67,9 +72,18 @@ pub fn at_report_budgets(a: &Findings) -> Vec<Budgeted> {
 /// outside term's tests beside it; without a gaps term, the throughput
 /// loss.
 pub fn recommend(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
-    match loss_model(a) {
-        Ok(m) => Ok(on_model(&m, budget_pct)),
-        Err(why) => throughput::recommend(a, budget_pct, why),
+    recommend_with(a, &loss_model(a), budget_pct)
+}
+
+/// [`recommend`] on the set's loss model fitted already.
+fn recommend_with(
+    a: &Findings,
+    model: &Result<LossModel, Option<String>>,
+    budget_pct: f64,
+) -> Result<Recommendation, AnalysisError> {
+    match model {
+        Ok(m) => Ok(on_model(m, budget_pct)),
+        Err(why) => throughput::recommend(a, budget_pct, why.clone()),
     }
 }
 
@@ -123,12 +137,6 @@ fn basis_sentence(parts: &[Contribution], charged: bool) -> String {
         )
     };
     format!("Basis: model ({MODEL_BASIS}); the gaps term is the cost per sample, weight 1; {term}.")
-}
-
-/// The cost per sample the recommendation charges at each rate: the loss
-/// model's curve ([`LossModel::curve`]); None without a gaps term.
-pub fn charged_curve(a: &Findings) -> Option<CostCurve> {
-    loss_model(a).ok().map(|m| m.curve())
 }
 
 /// The highest rate within `budget_pct` on the gaps term alone (upper

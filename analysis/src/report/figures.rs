@@ -245,13 +245,13 @@ fn budget_colour(budget_pct: f64) -> (u8, u8, u8) {
 const PAIRED_DODGE: f64 = 1.07;
 
 /// The predicted loss between and around the measured rates, as the
-/// recommendation charges it ([`crate::findings::Budgets::charged`]: at each
+/// recommendation charges it ([`crate::findings::Budgets::model`]'s curve: at each
 /// rate the cost of the measured rate at or below it with the largest
 /// upper bound, raised to the paired loss's cost where the model
 /// under-predicts): the line at the cost, the band over its 95 % interval. From the lowest recommended or measured rate to the highest
 /// measured; None without a model.
 fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLine> {
-    let curve = a.budgets.charged.as_ref()?;
+    let curve = a.budgets.model.as_ref()?.curve();
     let measured: Vec<f64> = curve.points.iter().map(|p| p.freq_hz as f64).collect();
     let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let lo = measured
