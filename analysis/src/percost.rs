@@ -39,7 +39,7 @@ pub use background::{
 pub use drift::{CostDrift, cost_drift};
 pub use remainder::Remainder;
 pub use results_format::timeline::UNMATCHED_WARN;
-pub use row::{CAP_MEDIAN_FACTOR, CAP_QUANTILE, RunCost, episode_cap_ns};
+pub use row::{CAP_MEDIAN_FACTOR, CAP_QUANTILE, RunCost, episode_cap_ns, long_threshold_ns};
 use row::{RowContext, background_at, cap_at};
 /// The after-effect of a gap is looked for in the recovery bins that end
 /// within this time after it (at most half the sampling interval, see
@@ -170,8 +170,9 @@ pub struct PerSampleRow {
     /// Their share of the window (less the matched excess per sample,
     /// above-cap part included and b not taken off, times the samples
     /// inside them, which are charged the direct cost anyway) over the
-    /// 0 Hz runs' mean, per sample, ns: what sampling adds in long episodes;
-    /// charged where its interval lies above 0.
+    /// 0 Hz runs' mean share in episodes that would be long at the rate
+    /// ([`long_threshold_ns`]), per sample, ns: what sampling adds in
+    /// long episodes; charged where its interval lies above 0.
     pub long_ns: Estimate,
     pub long_charged: bool,
     /// The after-effect's horizon at this rate, ns.

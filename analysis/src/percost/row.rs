@@ -26,8 +26,9 @@ pub struct RunCost {
     pub direct_ns: f64,
     /// Matched excess above the cap, minus b's part above it.
     pub above_cap_ns: f64,
-    /// Long episodes' share of the window over the 0 Hz runs' mean, per
-    /// sample.
+    /// Long episodes' share of the window over the 0 Hz runs' mean share
+    /// in episodes that would be long at the rate ([`long_threshold_ns`]),
+    /// per sample.
     pub long_ns: f64,
     pub after_effect_ns: f64,
     /// Whether `after_effect_ns` is the bound charged where the run could
@@ -164,7 +165,48 @@ pub(super) struct RowContext<'a> {
     pub loss: &'a [LossRow],
 }
 
+/// The 0 Hz episode that would be long at a rate: its samples join it
+/// (a sample due inside an episode waits for its end, and its own gap
+/// extends it), so at a share `s` of the time in samples' direct cost an
+/// episode of excess L grows to L / (1 - s), and one of 1 ms (1 - s) or
+/// more crosses [`LONG_EPISODE_NS`]. The long episodes at a rate are
+/// compared with the 0 Hz runs' episodes above this threshold, not above
+/// 1 ms: otherwise another task's 0.8 ms slices, short at 0 Hz, become
+/// long at 20 kHz through the samples that join them, and their whole
+/// length reads as an extra time of sampling.
+pub fn long_threshold_ns(rate_hz: f64, direct_ns: f64) -> f64 {
+    let s = (rate_hz * direct_ns * 1e-9).clamp(0.0, 0.9);
+    if s.is_finite() {
+        LONG_EPISODE_NS as f64 * (1.0 - s)
+    } else {
+        LONG_EPISODE_NS as f64
+    }
+}
+
 impl RowContext<'_> {
+    /// The 0 Hz runs' mean share of their time in episodes of
+    /// `threshold_ns` or more, %.
+    fn zero_long_share_pct(&self, threshold_ns: f64) -> f64 {
+        let shares: Vec<f64> = self
+            .zero
+            .iter()
+            .map(|z| {
+                let excess: u64 = z
+                    .episodes
+                    .iter()
+                    .filter(|e| e.excess_ns as f64 >= threshold_ns)
+                    .map(|e| e.excess_ns)
+                    .sum();
+                excess as f64 / z.raw_window_ns() * 100.0
+            })
+            .collect();
+        if shares.is_empty() {
+            self.zero_long
+        } else {
+            mean(&shares)
+        }
+    }
+
     /// Each run's parts before the charges are decided: (direct, above the
     /// cap, long episodes, after-effect measured), ns per sample.
     fn parts(&self, r: &GapsRun, bg: &Background, horizon: f64) -> [f64; 4] {
@@ -175,7 +217,8 @@ impl RowContext<'_> {
         // 100 kHz a long episode is nothing but joined samples).
         let own = r.samples_in_long as f64 * (capped + above);
         let extra_pct = (r.long_excess_ns as f64 - own).max(0.0) / r.raw_window_ns() * 100.0;
-        let long = (extra_pct - self.zero_long) / 100.0 * 1e9 / r.rate_hz();
+        let zero = self.zero_long_share_pct(long_threshold_ns(r.rate_hz(), capped + above));
+        let long = (extra_pct - zero) / 100.0 * 1e9 / r.rate_hz();
         [
             capped - bg.b_ns.value,
             above - bg.above_ns.value,

@@ -209,3 +209,19 @@ fn a_run_appended_twice_counts_once() {
         "{warnings:?}"
     );
 }
+
+/// Samples due inside an episode join it: at a share s of the time in
+/// their direct cost an episode of L grows to L / (1 - s), so the 0 Hz
+/// episodes compared with a rate's long ones start at 1 ms (1 - s).
+#[test]
+fn the_long_episode_threshold_follows_the_samples_that_join_them() {
+    use analysis::percost::long_threshold_ns;
+    assert_eq!(long_threshold_ns(0.0, 12_000.0), 1e6);
+    // 20 kHz x 12 us: a quarter of the time less 1 %, 24 %.
+    assert!((long_threshold_ns(20_000.0, 12_000.0) - 760_000.0).abs() < 1e-6);
+    // An 0.8 ms slice stretched by 1 / (1 - 0.24) is 1.05 ms: long.
+    assert!(800_000.0 / (1.0 - 0.24) >= 1e6);
+    // Past 90 % the threshold stops at 0.1 ms; NaN falls back to 1 ms.
+    assert!((long_threshold_ns(1e6, 12_000.0) - 100_000.0).abs() < 1e-6);
+    assert_eq!(long_threshold_ns(f64::NAN, 12_000.0), 1e6);
+}
