@@ -13,13 +13,17 @@ sample). For each:
    (docs/methodology.md,
    "Recommendation: one model of the loss"): paired total minus the gaps
    term; the long episodes' extra time over the 0 Hz runs; split outside
-   the gaps within runs, and against the 0 Hz runs, less the after-effect;
-   rates above 50 % total loss left out;
-2. each class's slope through the origin is refitted: DerSimonian-Laird
-   tau^2 from a fixed-effect statsmodels WLS, the random-effects WLS, the
-   Knapp-Hartung factor (statsmodels' WLS scale), Satterthwaite degrees of
-   freedom otherwise; Holm over the classes (statsmodels multipletests);
-   the heterogeneity t test and the pooled or conservative term (scipy);
+   the gaps within runs, and against the 0 Hz runs, times the time outside
+   the gaps, less the after-effect; rates above 50 % total loss left out;
+2. each class's slope is refitted (through the origin within runs; with
+   an intercept per source of three or more rates between runs):
+   DerSimonian-Laird tau^2 for a meta-regression from a fixed-effect
+   statsmodels WLS, the random-effects WLS, the Knapp-Hartung factor,
+   Satterthwaite degrees of freedom otherwise; Holm over the classes
+   (statsmodels multipletests), each class tested one-sided against the
+   materiality margin (5 % of the paired and split totals' cost per
+   sample, refitted here); the heterogeneity t test (scipy) and the term
+   (the resolved class with the larger upper bound);
 3. every figure is compared with loss_model.json, and the highest rate
    within 0.1, 1 and 5 % on the model's curve with summary.parquet's
    budget_*_max_hz.
@@ -40,6 +44,7 @@ from statsmodels.stats.multitest import multipletests
 
 LINEAR_LOSS_MAX_PCT = 50.0
 ALPHA = 0.05
+MATERIAL_SHARE = 0.05
 
 
 def se_of(value, lo, hi, n, se):
@@ -127,44 +132,89 @@ def evidence(report, model):
             else:
                 continue
             rate = r.achieved_hz if r.achieved_hz > 0 else r.freq_hz
+            # A loss of speed outside the gaps, to the total loss's scale.
+            scale = 1 - r.in_gaps_pct / 100
+            if not (math.isfinite(scale) and scale > 0):
+                continue
             for source, col in (("split", "outside_pct"), ("split_vs_zero", "outside_vs_zero_pct")):
                 n = int(r.runs) if source == "split" else json_n.get((source, int(r.freq_hz)), 0)
                 e_se = est(r, col, n)[1]
                 pts.append(dict(source=source, freq_hz=int(r.freq_hz), achieved_hz=rate,
-                                excess_pct=r[col] - rate * after * 1e-7,
-                                se_pct=math.hypot(e_se, rate * after_se * 1e-7), n=n))
+                                excess_pct=r[col] * scale - rate * after * 1e-7,
+                                se_pct=math.hypot(e_se * scale, rate * after_se * 1e-7), n=n))
     ok = [p for p in pts if all(math.isfinite(p[k]) for k in ("excess_pct", "se_pct"))
           and p["se_pct"] > 0 and p["achieved_hz"] > 0]
     return ok
 
 
-def fit_class(pts):
-    x = np.array([p["achieved_hz"] * 1e-7 for p in pts])
+def material_ns(report):
+    """The materiality margin: 5 % of the slope through the origin (weights
+    1 / se^2) of the paired loss and the split total against the rate, over
+    the rates at or below 50 % loss; 0 where neither design ran."""
+    xs = []
+    if (report / "loss.csv").exists():
+        loss = pd.read_csv(report / "loss.csv")
+        for _, p in loss[(loss.design == "paired") & (loss.freq_hz > 0)].iterrows():
+            by_run = math.isfinite(num(p.loss_lo_by_run_pct)) and math.isfinite(num(p.loss_hi_by_run_pct))
+            lo, hi, n = ((p.loss_lo_by_run_pct, p.loss_hi_by_run_pct, int(p.n_runs)) if by_run
+                         else (p.loss_lo_pct, p.loss_hi_pct, int(p.n)))
+            value = 0.5 * (lo + hi) if by_run else p.loss_pct
+            xs.append((p.achieved_hz, value, se_of(value, lo, hi, n, float("nan"))))
+    if (report / "split.csv").exists():
+        sp = pd.read_csv(report / "split.csv")
+        for _, r in sp[sp.freq_hz > 0].iterrows():
+            v, se = est(r, "total_pct", int(r.runs))
+            xs.append((r.achieved_hz, v, se))
+    sxx = sxy = 0.0
+    for rate, v, se in xs:
+        x = rate * 1e-7
+        if not (v <= LINEAR_LOSS_MAX_PCT and x > 0 and math.isfinite(se) and se > 0):
+            continue
+        sxx += x * x / se ** 2
+        sxy += x * v / se ** 2
+    return MATERIAL_SHARE * max(0.0, sxy / sxx) if sxx > 0 else 0.0
+
+
+def design(cls, pts):
+    """The dose, and for the between-run class an intercept per source with
+    three or more rates (its 0 Hz reference is common to all its rates)."""
+    cols = [[p["achieved_hz"] * 1e-7 for p in pts]]
+    if cls == "between_runs":
+        for s in ("split_vs_zero", "long_episodes"):
+            if sum(p["source"] == s for p in pts) >= 3:
+                cols.append([1.0 if p["source"] == s else 0.0 for p in pts])
+    return np.array(cols).T
+
+
+def fit_class(cls, pts, margin):
+    X = design(cls, pts)
     y = np.array([p["excess_pct"] for p in pts])
     v = np.array([p["se_pct"] ** 2 for p in pts])
     own_df = np.array([max(p["n"], 2) - 1 for p in pts], dtype=float)
-    n = len(pts)
-    fe = sm.WLS(y, x[:, None], weights=1 / v).fit()
+    n, k = X.shape
+    fe = sm.WLS(y, X, weights=1 / v).fit()
     tau2 = 0.0
-    if n >= 2:
-        q = float(np.sum((y - fe.params[0] * x) ** 2 / v))
+    if n - k >= 1:
         w = 1 / v
-        c = w.sum() - np.sum(w ** 2 * x ** 2) / np.sum(w * x ** 2)
-        tau2 = max(0.0, (q - (n - 1)) / c) if c > 0 else 0.0
+        q = float(np.sum(w * fe.resid ** 2))
+        inv = np.linalg.inv(X.T @ (w[:, None] * X))
+        c = w.sum() - np.trace(inv @ (X.T @ ((w ** 2)[:, None] * X)))
+        tau2 = max(0.0, (q - (n - k)) / c) if c > 0 else 0.0
     ws = 1 / (v + tau2)
-    re = sm.WLS(y, x[:, None], weights=ws).fit()
+    re = sm.WLS(y, X, weights=ws).fit()
     b = float(re.params[0])
-    se_re = math.sqrt(1 / np.sum(ws * x ** 2))
-    scale = float(re.scale) if n >= 2 else 0.0  # sum w r^2 / (n - 1)
+    inv = np.linalg.inv(X.T @ (ws[:, None] * X))
+    se_re = math.sqrt(inv[0, 0])
+    scale = float(np.sum(ws * re.resid ** 2) / (n - k)) if n - k >= 1 else 0.0
     if tau2 > 0 or scale > 1:
-        se, df = se_re * math.sqrt(max(1.0, scale)), float(n - 1)
+        se, df = se_re * math.sqrt(max(1.0, scale)), float(n - k)
     else:
-        c_i = ws * x / np.sum(ws * x ** 2)
+        c_i = (inv @ (X.T * ws))[0]
         parts = c_i ** 2 * v
         den = np.sum(parts ** 2 / own_df)
         se, df = se_re, (parts.sum() ** 2 / den if den > 0 else own_df[0])
     h = stats.t.ppf(0.975, df) * se
-    return dict(value=b, lo=b - h, hi=b + h, se=se, df=df, tau2=tau2, p=float(stats.t.sf(b / se, df)))
+    return dict(value=b, lo=b - h, hi=b + h, se=se, df=df, tau2=tau2, p=float(stats.t.sf((b - margin) / se, df)))
 
 
 def close(a, b, what, errs):
@@ -216,7 +266,9 @@ def check(d):
             for k in ("achieved_hz", "excess_pct", "se_pct"):
                 close(mine[key(e)][k], e[k], f"{key(e)} {k}", errs)
     classes = {"within_runs": ("paired", "split"), "between_runs": ("split_vs_zero", "long_episodes")}
-    fits = {c: fit_class([p for p in js if p["source"] in s]) for c, s in classes.items()
+    margin = material_ns(report)
+    close(margin, model["material_ns"], "materiality margin", errs)
+    fits = {c: fit_class(c, [p for p in js if p["source"] in s], margin) for c, s in classes.items()
             if any(p["source"] in s for p in js)}
     for f in fits.values():
         pass
@@ -245,16 +297,9 @@ def check(d):
     resolved = [c for c in names if fits[c]["p_holm"] < ALPHA]
     term = None
     if resolved:
-        if het is not None and het < ALPHA:
-            c = max(resolved, key=lambda c: fits[c]["hi"])
-            term = (fits[c]["value"], fits[c]["hi"] - fits[c]["value"])
-        else:
-            w = np.array([1 / fits[c]["se"] ** 2 for c in names])
-            val = float(np.sum(w * np.array([fits[c]["value"] for c in names])) / w.sum())
-            se = math.sqrt(1 / w.sum())
-            parts = [((1 / fits[c]["se"] ** 2) / w.sum()) ** 2 * fits[c]["se"] ** 2 for c in names]
-            df = sum(parts) ** 2 / sum(p ** 2 / fits[c]["df"] for p, c in zip(parts, names))
-            term = (val, stats.t.ppf(0.975, df) * se)
+        # The resolved class with the larger upper bound (never pooled).
+        c = max(resolved, key=lambda c: fits[c]["hi"])
+        term = (fits[c]["value"], fits[c]["hi"] - fits[c]["value"])
     jo = model["outside"]
     if (term is None) != (jo is None):
         errs.append(f"outside term: {term} vs {jo}")

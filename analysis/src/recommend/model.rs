@@ -23,16 +23,20 @@
 //! weights say (never narrower), on n - 1 degrees of freedom. Each class's
 //! slope is tested one-sided (o > 0), and the family of those tests is held
 //! at 5 % with Holm's step-down. The term is charged only where a class
-//! resolves: the classes pooled (inverse variance) where they agree, and,
-//! where they disagree beyond their joint uncertainty (heterogeneity, a
-//! two-sided t test of their difference at 5 %; pooled on Satterthwaite's
-//! degrees of freedom), the resolved one with the
-//! larger upper bound: the conservative reading, one rule for every set.
+//! resolves, and where both do, the one with the larger upper bound: the
+//! conservative reading, one rule for every set. The classes are not
+//! pooled, because they do not measure the same thing: a part that
+//! outlasts a phase slows the off phases too and cancels within runs, so
+//! the within-run class sees only part of what the between-run class
+//! sees. Their difference (heterogeneity, a two-sided t test at 5 % on
+//! the smaller degrees of freedom) is named in the report: such a part,
+//! or a hog that inflates the between-run comparisons.
 //!
 //! The cost charged at a rate is the upper end of the model's 95 %
 //! prediction for a next run: c's prediction half-width and o's interval
 //! half-width added in quadrature above c + o.
 
+use nalgebra::{DMatrix, DVector};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::evidence::{self, Class, Evidence, Source};
@@ -45,18 +49,33 @@ use crate::stats::{Estimate, t_crit95, t_interval, t_prediction};
 /// The family-wise error rate of the outside term's tests.
 pub const FAMILY_ALPHA: f64 = 0.05;
 
+/// The smallest outside part worth charging, as a share of the total cost
+/// per sample that the within-run designs measure (their throughput
+/// loss's slope against the rate): each class is tested against this
+/// margin, not against 0. Below it, the part is smaller than the gaps
+/// term's own uncertainty (its prediction interval is wider than 5 %
+/// wherever it was measured), and a 1 % bias of one dense rate (another
+/// task's slices that samples join, the loop's speed measured outside
+/// gaps that fill a quarter of the time) would resolve with thousands of
+/// samples behind it.
+pub const MATERIAL_SHARE: f64 = 0.05;
+
 /// One class's slope: the outside cost per sample its points give.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ClassFit {
     pub class: Class,
     /// Rates (points) behind it.
     pub points: usize,
+    /// Its sources with an intercept of their own (between runs: each
+    /// source compared with the 0 Hz runs at three or more rates).
+    pub intercepts: usize,
     /// The slope, ns per sample, with its 95 % t interval on `df`.
     pub cost_ns: Estimate,
     pub df: f64,
     /// The scatter between rates beyond the points' errors, pp^2.
     pub tau2: f64,
-    /// One-sided p of o > 0, and Holm's adjusted p over the classes.
+    /// One-sided p of o above the materiality margin
+    /// ([`LossModel::material_ns`]), and Holm's adjusted p over the classes.
     pub p: f64,
     pub p_holm: f64,
 }
@@ -73,10 +92,11 @@ impl ClassFit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reading {
-    /// The classes agree: pooled by inverse variance.
-    Pooled,
-    /// The classes disagree: the larger resolved one.
-    Conservative,
+    /// One class resolved: its slope.
+    OneClass,
+    /// Both resolved: the one with the larger upper bound (the
+    /// conservative reading).
+    Larger,
 }
 
 /// The outside term charged: a cost per sample at every rate.
@@ -84,6 +104,8 @@ pub enum Reading {
 pub struct OutsideTerm {
     /// ns per sample, 95 % interval.
     pub cost_ns: Estimate,
+    /// The class it comes from.
+    pub class: Class,
     pub reading: Reading,
 }
 
@@ -113,6 +135,9 @@ pub struct LossModel {
     pub fits: Vec<ClassFit>,
     /// The two classes' difference: its two-sided p, where both fitted.
     pub heterogeneity_p: Option<f64>,
+    /// The materiality margin, ns per sample: [`MATERIAL_SHARE`] of the
+    /// within-run designs' total cost per sample (0 without them).
+    pub material_ns: f64,
     pub outside: Option<OutsideTerm>,
 }
 
@@ -170,63 +195,96 @@ fn t_sf(t: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |d| d.sf(t))
 }
 
-/// The class's random-effects slope through the origin, ns per sample;
-/// None without points.
+/// The design matrix of a class's points: the dose (achieved rate, in
+/// units where loss % = dose x cost ns), and for the between-run class an
+/// intercept per source with three or more rates. A between-run point is
+/// a comparison against the same 0 Hz runs at every rate, so that
+/// reference's own error is an offset common to all its rates, which a
+/// slope through the origin would read as growth (a low 0 Hz mean makes
+/// every rate's point positive). With its own intercept, only growth
+/// across the rates counts.
+fn design(class: Class, pts: &[&Evidence]) -> DMatrix<f64> {
+    let mut sources: Vec<Source> = Vec::new();
+    if class == Class::BetweenRuns {
+        for s in [Source::SplitVsZero, Source::LongEpisodes] {
+            if pts.iter().filter(|e| e.source == s).count() >= 3 {
+                sources.push(s);
+            }
+        }
+    }
+    DMatrix::from_fn(pts.len(), 1 + sources.len(), |i, j| match j {
+        0 => pts[i].achieved_hz * 1e-7,
+        _ => f64::from(u8::from(pts[i].source == sources[j - 1])),
+    })
+}
+
+/// Weighted least squares: the coefficients, (X' W X)^-1 and the weighted
+/// residual sum of squares; None where X' W X is singular.
+fn wls(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    w: &DVector<f64>,
+) -> Option<(DVector<f64>, DMatrix<f64>, f64)> {
+    let xtw = x.transpose() * DMatrix::from_diagonal(w);
+    let inv = (&xtw * x).try_inverse()?;
+    let b = &inv * (&xtw * y);
+    let r = y - x * &b;
+    let rss = (0..r.len()).map(|i| w[i] * r[i] * r[i]).sum();
+    Some((b, inv, rss))
+}
+
+/// The class's random-effects slope, ns per sample (with the intercepts
+/// of [`design`]); None without points.
 ///
 /// Degrees of freedom: where the scatter between rates is estimated
 /// (tau^2 above 0, or the residuals wider than the points' errors, the
-/// Knapp-Hartung factor applied), n - 1; otherwise the points' own errors carry the
-/// uncertainty, on their Satterthwaite degrees of freedom (each point's
-/// runs or blocks less one). One rate: the slope is its contrast against
-/// 0 Hz, on that point's own degrees of freedom.
-pub fn fit_class(class: Class, pts: &[&Evidence]) -> Option<ClassFit> {
+/// Knapp-Hartung factor applied), n - p (p the coefficients); otherwise
+/// the points' own errors carry the uncertainty, on their Satterthwaite
+/// degrees of freedom (each point's runs or blocks less one). One rate:
+/// the slope is its contrast against 0 Hz, on that point's own degrees of
+/// freedom.
+pub fn fit_class(class: Class, pts: &[&Evidence], margin_ns: f64) -> Option<ClassFit> {
     let n = pts.len();
     if n == 0 {
         return None;
     }
-    // x: the achieved rate in units where loss % = x * cost ns.
-    let x: Vec<f64> = pts.iter().map(|e| e.achieved_hz * 1e-7).collect();
-    let y: Vec<f64> = pts.iter().map(|e| e.excess_pct).collect();
-    let v: Vec<f64> = pts.iter().map(|e| e.se_pct * e.se_pct).collect();
+    let x = design(class, pts);
+    let p = x.ncols();
+    let y = DVector::from_iterator(n, pts.iter().map(|e| e.excess_pct));
+    let v = DVector::from_iterator(n, pts.iter().map(|e| e.se_pct * e.se_pct));
     let own_df: Vec<f64> = pts.iter().map(|e| (e.n.max(2) - 1) as f64).collect();
-    let slope = |w: &[f64]| {
-        let sxx: f64 = (0..n).map(|i| w[i] * x[i] * x[i]).sum();
-        let sxy: f64 = (0..n).map(|i| w[i] * x[i] * y[i]).sum();
-        (sxy / sxx, sxx)
-    };
-    let w: Vec<f64> = v.iter().map(|v| 1.0 / v).collect();
-    let (b_fe, sxx) = slope(&w);
-    let tau2 = if n >= 2 {
-        let q: f64 = (0..n).map(|i| w[i] * (y[i] - b_fe * x[i]).powi(2)).sum();
-        let sw: f64 = w.iter().sum();
-        let sw2x2: f64 = (0..n).map(|i| w[i] * w[i] * x[i] * x[i]).sum();
-        let c = sw - sw2x2 / sxx;
+    let w = v.map(|v| 1.0 / v);
+    let (_, inv, q_fe) = wls(&x, &y, &w)?;
+    let resid_df = n.saturating_sub(p);
+    let tau2 = if resid_df >= 1 {
+        // DerSimonian-Laird for a meta-regression:
+        // c = tr(W) - tr((X'WX)^-1 X'W^2X).
+        let w2 = w.map(|w| w * w);
+        let xtw2x = x.transpose() * DMatrix::from_diagonal(&w2) * &x;
+        let c = w.sum() - (&inv * xtw2x).trace();
         if c > 0.0 {
-            ((q - (n - 1) as f64) / c).max(0.0)
+            ((q_fe - resid_df as f64) / c).max(0.0)
         } else {
             0.0
         }
     } else {
         0.0
     };
-    let ws: Vec<f64> = v.iter().map(|v| 1.0 / (v + tau2)).collect();
-    let (b, sxx_s) = slope(&ws);
-    let se_re = (1.0 / sxx_s).sqrt();
-    let q = if n >= 2 {
-        (0..n)
-            .map(|i| ws[i] * (y[i] - b * x[i]).powi(2))
-            .sum::<f64>()
-            / (n - 1) as f64
+    let ws = v.map(|v| 1.0 / (v + tau2));
+    let (b, inv_s, rss) = wls(&x, &y, &ws)?;
+    let slope = b[0];
+    let se_re = inv_s[(0, 0)].sqrt();
+    let q = if resid_df >= 1 {
+        rss / resid_df as f64
     } else {
         0.0
     };
     let (se, df) = if tau2 > 0.0 || q > 1.0 {
-        (se_re * q.max(1.0).sqrt(), (n - 1) as f64)
+        (se_re * q.max(1.0).sqrt(), resid_df as f64)
     } else {
         // Satterthwaite: b = sum c_i y_i, var = sum c_i^2 v_i.
-        let parts: Vec<f64> = (0..n)
-            .map(|i| (ws[i] * x[i] / sxx_s).powi(2) * v[i])
-            .collect();
+        let c = inv_s.row(0) * x.transpose() * DMatrix::from_diagonal(&ws);
+        let parts: Vec<f64> = (0..n).map(|i| c[i] * c[i] * v[i]).collect();
         let num = parts.iter().sum::<f64>().powi(2);
         let den: f64 = (0..n).map(|i| parts[i] * parts[i] / own_df[i]).sum();
         (se_re, if den > 0.0 { num / den } else { own_df[0] })
@@ -235,16 +293,17 @@ pub fn fit_class(class: Class, pts: &[&Evidence]) -> Option<ClassFit> {
     Some(ClassFit {
         class,
         points: n,
+        intercepts: p - 1,
         cost_ns: Estimate {
-            value: b,
-            lo: b - h,
-            hi: b + h,
+            value: slope,
+            lo: slope - h,
+            hi: slope + h,
             se,
             n,
         },
         df,
         tau2,
-        p: t_sf(b / se, df),
+        p: t_sf((slope - margin_ns) / se, df),
         p_holm: f64::NAN,
     })
 }
@@ -268,51 +327,25 @@ fn heterogeneity(a: &ClassFit, b: &ClassFit) -> f64 {
     2.0 * t_sf(d.abs() / se, a.df.min(b.df))
 }
 
-/// The outside term from the class fits: none unless one resolves.
-fn outside_term(fits: &[ClassFit], heterogeneous: bool) -> Option<OutsideTerm> {
+/// The outside term from the class fits: none unless one resolves; the
+/// resolved class with the larger upper bound where both do. The classes
+/// are not pooled: the within-run class cannot see a part that outlasts a
+/// phase (it slows the off phases too and cancels), so it measures part
+/// of what the between-run class measures, and a pooled estimate would
+/// lean on the precise class and miss the rest.
+fn outside_term(fits: &[ClassFit]) -> Option<OutsideTerm> {
     let resolved: Vec<&ClassFit> = fits.iter().filter(|f| f.resolved()).collect();
-    if resolved.is_empty() {
-        return None;
-    }
-    if heterogeneous {
-        let f = resolved
-            .iter()
-            .max_by(|a, b| a.cost_ns.hi.total_cmp(&b.cost_ns.hi))?;
-        return Some(OutsideTerm {
-            cost_ns: f.cost_ns,
-            reading: Reading::Conservative,
-        });
-    }
-    let wsum: f64 = fits
+    let f = resolved
         .iter()
-        .map(|f| 1.0 / (f.cost_ns.se * f.cost_ns.se))
-        .sum();
-    let value = fits
-        .iter()
-        .map(|f| f.cost_ns.value / (f.cost_ns.se * f.cost_ns.se))
-        .sum::<f64>()
-        / wsum;
-    let se = (1.0 / wsum).sqrt();
-    // Satterthwaite over the classes: a class that carries no weight
-    // brings none of its degrees of freedom either.
-    let parts: Vec<(f64, f64)> = fits
-        .iter()
-        .map(|f| ((1.0 / (f.cost_ns.se * f.cost_ns.se)) / wsum, f))
-        .map(|(c, f)| (c * c * f.cost_ns.se * f.cost_ns.se, f.df))
-        .collect();
-    let num = parts.iter().map(|p| p.0).sum::<f64>().powi(2);
-    let den: f64 = parts.iter().map(|(v, d)| v * v / d).sum();
-    let df = num / den;
-    let h = t_crit95(df) * se;
+        .max_by(|a, b| a.cost_ns.hi.total_cmp(&b.cost_ns.hi))?;
     Some(OutsideTerm {
-        cost_ns: Estimate {
-            value,
-            lo: value - h,
-            hi: value + h,
-            se,
-            n: fits.iter().map(|f| f.points).sum(),
+        cost_ns: f.cost_ns,
+        class: f.class,
+        reading: if resolved.len() > 1 {
+            Reading::Larger
+        } else {
+            Reading::OneClass
         },
-        reading: Reading::Pooled,
     })
 }
 
@@ -336,11 +369,12 @@ impl LossModel {
             .map(|(p, m)| (p.freq_hz, *m))
             .collect();
         let evidence = evidence::collect(per_sample, loss, split, &means);
+        let material_ns = MATERIAL_SHARE * evidence::throughput_cost_ns(loss, split).unwrap_or(0.0);
         let mut fits: Vec<ClassFit> = [Class::WithinRuns, Class::BetweenRuns]
             .into_iter()
             .filter_map(|class| {
                 let pts: Vec<&Evidence> = evidence.iter().filter(|e| e.class() == class).collect();
-                fit_class(class, &pts)
+                fit_class(class, &pts, material_ns)
             })
             .filter(|f| f.cost_ns.se.is_finite() && f.cost_ns.se > 0.0)
             .collect();
@@ -349,13 +383,14 @@ impl LossModel {
             [a, b] => Some(heterogeneity(a, b)),
             _ => None,
         };
-        let outside = outside_term(&fits, heterogeneity_p.is_some_and(|p| p < FAMILY_ALPHA));
+        let outside = outside_term(&fits);
         Ok(Self {
             gaps,
             gaps_mean,
             evidence,
             fits,
             heterogeneity_p,
+            material_ns,
             outside,
         })
     }
@@ -419,21 +454,8 @@ impl LossModel {
             points: self.gaps.len(),
             weight: 1.0,
         }];
-        let class_share = |c: Class| -> f64 {
-            let Some(f) = self.fits.iter().find(|f| f.class == c) else {
-                return 0.0;
-            };
-            match self.outside.map(|o| o.reading) {
-                Some(Reading::Conservative) => {
-                    let chosen = self.outside.is_some_and(|o| o.cost_ns == f.cost_ns);
-                    if chosen { 1.0 } else { 0.0 }
-                }
-                _ => {
-                    let w: f64 = self.fits.iter().map(|g| g.cost_ns.se.powi(-2)).sum();
-                    f.cost_ns.se.powi(-2) / w
-                }
-            }
-        };
+        let class_share =
+            |c: Class| -> f64 { f64::from(u8::from(self.outside.is_some_and(|o| o.class == c))) };
         for source in [
             Source::Paired,
             Source::Split,
@@ -512,19 +534,21 @@ impl LossModel {
             rates.sort_unstable();
             rates.dedup();
             v.push(format!(
-                "Loss outside the gaps term, {}: {:.0} ns per sample [{:.0}, {:.0}] as {} (between-rate scatter tau^2 {:.3} pp^2, {:.1} degrees of freedom), one-sided p {:.3}, Holm-adjusted over {k} test{} {:.3}: {}.",
+                "Loss outside the gaps term, {}: {:.0} ns per sample [{:.0}, {:.0}] as {} (between-rate scatter tau^2 {:.3} pp^2, {:.1} degrees of freedom), one-sided p {:.3} that it exceeds {:.0} ns, Holm-adjusted over {k} test{} {:.3}: {}.",
                 f.class.words(),
                 f.cost_ns.value,
                 f.cost_ns.lo,
                 f.cost_ns.hi,
                 match (f.points, rates.len()) {
                     (1, _) => "its one rate's contrast against 0 Hz (one rate: the scatter between rates cannot be estimated)".to_string(),
-                    (p, r) if p == r => format!("a slope through {r} rates"),
-                    (p, r) => format!("a slope through {p} points at {r} rates"),
+                    (p, r) if p == r && f.intercepts == 0 => format!("a slope through {r} rates"),
+                    (p, r) if f.intercepts == 0 => format!("a slope through {p} points at {r} rates"),
+                    (p, r) => format!("a slope through {p} points at {r} rates, each 0 Hz comparison with its own intercept"),
                 },
                 f.tau2,
                 f.df,
                 f.p,
+                self.material_ns,
                 if k == 1 { "" } else { "s" },
                 f.p_holm,
                 if f.resolved() {
@@ -536,7 +560,7 @@ impl LossModel {
         }
         if let Some(p) = self.heterogeneity_p {
             v.push(if p < FAMILY_ALPHA {
-                format!("HETEROGENEITY: the within-run and between-run slopes disagree beyond their joint uncertainty (p {p:.3}); the larger resolved one is charged (the conservative reading).")
+                format!("HETEROGENEITY: the within-run and between-run slopes disagree beyond their joint uncertainty (p {p:.3}): a part that outlasts a phase (between runs only), or a hog that inflates the between-run comparisons; the rule is the same either way: the resolved class with the larger upper bound is charged.")
             } else {
                 format!("The within-run and between-run slopes agree (p {p:.3} that they differ).")
             });
@@ -548,11 +572,11 @@ impl LossModel {
                 o.cost_ns.lo,
                 o.cost_ns.hi,
                 match o.reading {
-                    Reading::Pooled => "the classes pooled by inverse variance",
-                    Reading::Conservative => "the larger resolved class",
+                    Reading::OneClass => format!("the {} class, the one that resolves", o.class.words()),
+                    Reading::Larger => format!("the {} class: both resolve, and its upper bound is the larger", o.class.words()),
                 }
             ),
-            None => "Not charged: no class's slope resolves above 0 with the family of tests held at 5 %.".to_string(),
+            None => format!("Not charged: no class's slope resolves above the materiality margin ({:.0} ns, {:.0} % of the {:.0} ns per sample that the paired and split totals measure) with the family of tests held at 5 %.", self.material_ns, MATERIAL_SHARE * 100.0, self.material_ns / MATERIAL_SHARE),
         });
         v
     }
