@@ -177,6 +177,28 @@ fn describe(a: &analysis::findings::Findings, recs: &[(f64, Recommendation)]) ->
             pct(&r.outside_vs_zero)
         );
     }
+    if let Some(m) = &a.budgets.model {
+        for f in &m.fits {
+            let _ = writeln!(
+                s,
+                "  {:?}: {} ns, tau2 {:.3}, df {:.1}, p {:.4} (Holm {:.4})",
+                f.class,
+                est(&f.cost_ns),
+                f.tau2,
+                f.df,
+                f.p,
+                f.p_holm
+            );
+        }
+        for e in &m.evidence {
+            let _ = writeln!(
+                s,
+                "    {:?} {} Hz: {:+.3} (se {:.3})",
+                e.source, e.freq_hz, e.excess_pct, e.se_pct
+            );
+        }
+        let _ = writeln!(s, "  heterogeneity p {:?}", m.heterogeneity_p);
+    }
     for (b, r) in recs {
         let _ = writeln!(
             s,
