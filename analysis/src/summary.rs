@@ -145,8 +145,14 @@ fn answer(r: &Recommendation) -> BudgetAnswer {
 pub fn summary_rows(rs: &ResultSet, a: &Findings) -> Vec<SummaryRow> {
     let mut rows = subject_rows(rs, a);
     if let Some(pct) = rs.manifest.options["budget_pct"].as_f64() {
+        let model = a.budgets.model.as_ref();
         for row in &mut rows {
-            let v = check_verdict(row, pct);
+            // The model is the primary configuration's: other contents'
+            // rows keep their own cost.
+            let v = model
+                .filter(|_| row.config_primary != Some(false))
+                .and_then(|m| model_verdict(m, row, pct))
+                .unwrap_or_else(|| check_verdict(row, pct));
             row.budget_pct = Some(pct);
             row.within_budget = v.within;
             row.budget_max_hz = v.max_hz;
@@ -170,8 +176,35 @@ pub struct CheckVerdict {
     pub loss_lo_pct: Option<f64>,
 }
 
-/// The verdict of `driver check`: the loss at the rate is the cost per
-/// sample times the rate delivered; within budget when its upper end
+/// The verdict of `driver check` from the loss model
+/// ([`crate::recommend::LossModel`], the one every recommendation reads):
+/// the cost it charges at the row's rate (the gaps term, and the outside
+/// term where a class resolves) times the rate delivered; within budget
+/// when the upper end of its prediction fits, over when the lower end of
+/// the mean's interval does not. None where the model has no cost at the
+/// row's rate (then [`check_verdict`] reads the row's own cost).
+pub fn model_verdict(
+    model: &crate::recommend::LossModel,
+    row: &SummaryRow,
+    budget_pct: f64,
+) -> Option<CheckVerdict> {
+    let freq = row.freq_hz.and_then(|f| u64::try_from(f).ok())?;
+    let i = model.gaps.iter().position(|p| p.freq_hz == freq)?;
+    let charged = model.curve().points.get(i)?.cost_ns;
+    let outside_lo = model.outside.map_or(0.0, |o| o.cost_ns.lo);
+    let mean_lo = model.gaps_mean.get(i)?.lo + outside_lo;
+    let rate = row.achieved_hz.filter(|r| *r > 0.0).unwrap_or(freq as f64);
+    Some(verdict_of(
+        rate,
+        Some(charged.hi).filter(|c| c.is_finite()),
+        Some(mean_lo).filter(|c| c.is_finite()),
+        budget_pct,
+    ))
+}
+
+/// The verdict of `driver check` from a summary row alone (a set without a
+/// loss model, or a row read back from disk): the loss at the rate is the
+/// cost per sample times the rate delivered; within budget when its upper end
 /// (the cost's prediction interval, which holds for one more run, else its
 /// confidence interval) fits, over when even the confidence interval's
 /// lower end does not.
@@ -185,8 +218,22 @@ pub fn check_verdict(row: &SummaryRow, budget_pct: f64) -> CheckVerdict {
         .or(row.cost_per_sample_hi_ns)
         .filter(|c| c.is_finite());
     let lo = row.cost_per_sample_lo_ns.filter(|c| c.is_finite());
+    match rate {
+        Some(r) => verdict_of(r, hi, lo, budget_pct),
+        None => CheckVerdict {
+            within: None,
+            max_hz: hi.filter(|c| *c > 0.0).map(|c| budget_pct / (c * 1e-7)),
+            loss_hi_pct: None,
+            loss_lo_pct: None,
+        },
+    }
+}
+
+/// The verdict at `rate` (Hz) from a cost per sample's upper and lower
+/// ends (ns).
+fn verdict_of(rate: f64, hi: Option<f64>, lo: Option<f64>, budget_pct: f64) -> CheckVerdict {
     // ns x Hz = 1e-9 of the time; as a percentage, x 1e-7.
-    let loss = |c: Option<f64>| Some(c? * rate? * 1e-7);
+    let loss = |c: Option<f64>| Some(c? * rate * 1e-7);
     let (loss_hi_pct, loss_lo_pct) = (loss(hi), loss(lo));
     let within = match (loss_hi_pct, loss_lo_pct) {
         (Some(h), _) if h <= budget_pct => Some(true),

@@ -423,3 +423,37 @@ fn the_box_json_summary_and_fleet_give_one_answer() {
     let max = row.budget_1_max_hz.unwrap();
     assert!((fleet_max - max).abs() <= 1e-9 * max, "{f}");
 }
+
+/// `driver check`'s verdict reads the model too: where the outside term
+/// is charged, a rate the gaps cost alone keeps within budget is over it.
+#[test]
+fn the_check_verdict_reads_the_model() {
+    let mut a = gaps_2us();
+    a.gaps.split.rows = RATES
+        .iter()
+        .map(|&f| split_row(f, est(pct(f, 4000.0), 0.02), est(f64::NAN, f64::NAN)))
+        .collect();
+    let m = analysis::recommend::loss_model(&a).unwrap();
+    assert!(m.outside.is_some());
+    let row = results_format::summary::SummaryRow {
+        freq_hz: Some(2000),
+        achieved_hz: Some(2000.0),
+        cost_per_sample_pred_hi_ns: Some(2200.0),
+        cost_per_sample_lo_ns: Some(1800.0),
+        config_primary: Some(true),
+        ..Default::default()
+    };
+    let alone = analysis::summary::check_verdict(&row, 1.0);
+    assert_eq!(alone.within, Some(true));
+    let v = analysis::summary::model_verdict(&m, &row, 1.0).unwrap();
+    assert_eq!(v.within, Some(false), "{v:?}");
+    let hi = m.curve().points[1].cost_ns.hi;
+    assert!((v.loss_hi_pct.unwrap() - 2000.0 * hi * 1e-7).abs() < 1e-9);
+    assert!((v.max_hz.unwrap() - 1e7 / hi).abs() < 1e-6);
+    // No cost at the row's rate: no model verdict.
+    let other = results_format::summary::SummaryRow {
+        freq_hz: Some(3000),
+        ..row
+    };
+    assert!(analysis::summary::model_verdict(&m, &other, 1.0).is_none());
+}
