@@ -219,8 +219,10 @@ fn the_long_episode_threshold_follows_the_samples_that_join_them() {
     assert_eq!(long_threshold_ns(0.0, 12_000.0), 1e6);
     // 20 kHz x 12 us: a quarter of the time less 1 %, 24 %.
     assert!((long_threshold_ns(20_000.0, 12_000.0) - 760_000.0).abs() < 1e-6);
-    // An 0.8 ms slice stretched by 1 / (1 - 0.24) is 1.05 ms: long.
-    assert!(800_000.0 / (1.0 - 0.24) >= 1e6);
+    // A 0.8 ms slice (stretched by 1 / (1 - 0.24) to 1.05 ms, long) is
+    // compared; a 0.7 ms one (0.92 ms, short) is not.
+    let t = long_threshold_ns(20_000.0, 12_000.0);
+    assert!(800_000.0 >= t && 700_000.0 < t, "{t}");
     // Past 90 % the threshold stops at 0.1 ms; NaN falls back to 1 ms.
     assert!((long_threshold_ns(1e6, 12_000.0) - 100_000.0).abs() < 1e-6);
     assert_eq!(long_threshold_ns(f64::NAN, 12_000.0), 1e6);
