@@ -234,7 +234,8 @@ fn wls(
 }
 
 /// The class's random-effects slope, ns per sample (with the intercepts
-/// of [`design`]); None without points.
+/// of `design`: the dose, and an intercept per between-run source of three
+/// or more rates); None without points.
 ///
 /// Degrees of freedom: where the scatter between rates is estimated
 /// (tau^2 above 0, or the residuals wider than the points' errors, the
