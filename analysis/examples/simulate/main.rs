@@ -45,9 +45,9 @@
 //! `simulation.md` (the table) in `--out`, the table on stdout. Sets are
 //! analysed `--jobs` at a time (default: one per CPU).
 //! `--check-loose` exits 1, naming the failing cells, unless coverage >=
-//! 0.85 in every cell (false charges are printed, not bounded: see
-//! tally.rs),
-//! and the median ratio >= 0.6 in quiet.
+//! 0.85 in every cell, false charges <= 0.15 where the truth has no
+//! outside part and the power >= 0.8 where it has one, and the median
+//! ratio >= 0.6 in quiet.
 
 use std::fmt::Write as _;
 use std::io::Write as _;

@@ -190,10 +190,14 @@ pub fn loose_failures(cells: &[Cell]) -> Vec<String> {
         if c.coverage.p < 0.85 {
             out.push(format!("{name}: coverage {:.3} < 0.85", c.coverage.p));
         }
-        // False charges are printed, not bounded: the analysis charges
-        // the gaps term's own shortfall at 20 kHz here (2.8 pp, about 1 us
-        // a sample) as an outside part in most quiet sets (the closing
-        // note of the one-answer work and docs/measurements.md).
+        // Loose: 0.15 is three simulation errors above the target of 5 %
+        // at 50 sets; the power where the truth has an outside part.
+        if !c.truly_outside && c.charged.p > 0.15 {
+            out.push(format!("{name}: false charges {:.3} > 0.15", c.charged.p));
+        }
+        if c.truly_outside && c.charged.p < 0.8 {
+            out.push(format!("{name}: power {:.3} < 0.8", c.charged.p));
+        }
         if c.scenario == "quiet" && c.median_ratio.0 < 0.6 {
             out.push(format!(
                 "{name}: median rate / true max {:.3} < 0.6",
