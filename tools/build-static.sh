@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build one self-contained driver file to copy onto hosts that have no Rust
-# toolchain, perf or Python (issue #30, deploy/README.md).
+# toolchain, perf or Python (deploy/README.md).
 #
 # glibc static linking (`+crt-static`), not musl: no musl target is installed
 # here and none can be fetched. A static glibc binary references no GLIBC_*

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p analysis --example synth_fleet -- \
-//!     --hosts 100000 --out /tmp/fleet-100k --from results --from ../shared/hosts
+//!     --hosts 100000 --out /tmp/fleet-100k --from results --from /path/to/more/sets
 //! ```
 //!
 //! Every result set under the `--from` roots with a cost per sample is one

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19: Monte Carlo noise of the Rust b (8 replications = 8 random
+"""Monte Carlo noise of the Rust b (8 replications = 8 random
 phases at >= 4 kHz) against its exact expectation over the phase.
 Per 0 Hz run: exact b, and mean/SD over 20 seeds of the 8-replication draw.
     python3 analysis/validate/background_draw_noise.py SET FREQ..."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19, question 3: estimators of the direct cost per sample for
+"""estimators of the direct cost per sample for
 heavy-tailed backgrounds.
 
     python3 analysis/validate/heavy_tail_estimators.py OUTDIR SET...
@@ -22,7 +22,7 @@ R = max(8, ceil(200000 / per replication)) replications, distinct matched
 episodes per replication), own_i minus the mean of the other runs' b.
 T rules: 20, 50, 100, 200 us; q99 and q99.9 of the 0 Hz runs' episode
 excess (episodes < 1 ms, pooled); 5 x the median matched excess at F.
-Writes OUTDIR/q3_<set>.csv (one row per set, F, estimator) and prints a table."""
+Writes OUTDIR/estimators_<set>.csv (one row per set, F, estimator) and prints a table."""
 import os
 import sys
 
@@ -176,7 +176,7 @@ def main():
                         relhw_pct=100 * (hi - lo) / 2 / abs(m) if m else np.nan,
                         aa=am, aa_lo=al, aa_hi=ah, aa_has0=bool(al <= 0 <= ah) if np.isfinite(al) else None))
     df = pd.DataFrame(out)
-    df.to_csv(f"{outdir}/q3_estimators.csv", index=False)
+    df.to_csv(f"{outdir}/estimators.csv", index=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 2000)
     pd.set_option("display.max_colwidth", 60)

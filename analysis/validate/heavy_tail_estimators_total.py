@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19, q3: total = estimator's direct cost + today's after-effect, per
+"""total = estimator's direct cost + today's after-effect, per
 run (runs in runs.csv order in both inputs), t interval over runs.
     python3 analysis/validate/heavy_tail_estimators_total.py OUTDIR   (after xeon_loss_outside_gaps.py and heavy_tail_estimators.py)"""
 import os, sys
@@ -7,10 +7,10 @@ import numpy as np, pandas as pd
 sys.path.insert(0, os.path.dirname(__file__))
 from xeon_loss_common import t_int
 o = sys.argv[1]
-q3 = pd.read_csv(f"{o}/q3_estimators.csv"); g = pd.read_csv(f"{o}/q1_gaps_runs.csv")
+est = pd.read_csv(f"{o}/estimators.csv"); g = pd.read_csv(f"{o}/gaps_runs.csv")
 print("| set | F | estimator | after-effect per run | total per run | total mean [95 % t] | rel. half-width % |")
 print("|---|---|---|---|---|---|---|")
-for _, r in q3.iterrows():
+for _, r in est.iterrows():
     if not (r.est in ("base", "cap:100us", "med-nosub") or str(r.est).startswith("cap:q99.9")): continue
     a = g[(g.set == r.set) & (g.freq == r.freq)].after_50us_ns.values
     v = np.array([float(x) for x in str(r.runs).split()])

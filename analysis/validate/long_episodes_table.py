@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Issue 19, q2: table of long (>= 1 ms) and 100 us - 1 ms episodes per set and F
-from OUTDIR/q1_gaps_runs.csv (xeon_loss_outside_gaps.py). Rates per s, lengths (excess) in us,
+"""table of long (>= 1 ms) and 100 us - 1 ms episodes per set and F
+from OUTDIR/gaps_runs.csv (xeon_loss_outside_gaps.py). Rates per s, lengths (excess) in us,
 shares in % of the window, mean [95 % t over runs]; excess over 0 Hz per sample
 = (share_F(run) - mean share_0) x 1e9 / rate, t over the runs at F.
     python3 analysis/validate/long_episodes_table.py OUTDIR"""
@@ -8,7 +8,7 @@ import os, sys
 import numpy as np, pandas as pd
 sys.path.insert(0, os.path.dirname(__file__))
 from xeon_loss_common import t_int, fmt
-g = pd.read_csv(f"{sys.argv[1]}/q1_gaps_runs.csv")
+g = pd.read_csv(f"{sys.argv[1]}/gaps_runs.csv")
 g = g[g.long_per_s.notna()]
 print("| set | F | runs | >=1 ms per s | length mean / median us (pooled runs' values) | share % | share F-0 pp (Welch) | per sample ns | 100us-1ms per s | share % | per sample ns |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")

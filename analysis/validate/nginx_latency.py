@@ -1,4 +1,4 @@
-"""Issue 28, item 3: what perf record does to a real server's request
+"""what perf record does to a real server's request
 latency, against what the latency model predicts for that request size.
 
     python3 analysis/validate/nginx_latency.py OUT [--cpu 1] [--load-cpu 0]

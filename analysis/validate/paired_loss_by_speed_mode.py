@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19, 1e: paired group losses split by speed level without selection
+"""paired group losses split by speed level without selection
 bias: 'fast' groups have all four phases >= 0.6 it/ns, 'slow' all four < 0.6,
 'mixed' the rest (a mode switch inside the group). Per set and frequency:
 n, mean, median, t interval over groups, and over runs (of each run's mean

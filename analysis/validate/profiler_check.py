@@ -1,4 +1,4 @@
-"""Issue 20's check that the external mode measures what our sampler does:
+"""The check that the external mode measures what our sampler does:
 `perf record -e cpu-clock -F F -C CPU -o /dev/null` as --profiler against
 our sampler (--sample perf-default, scope cpu, gaps design) at the same
 rates, each rate's cost per interruption (per sample) and loss compared

@@ -10,7 +10,7 @@
 # `ANALYSIS compact` rewrote: re-encoding must not change a byte of any
 # report (sets already compact compare equal trivially).
 #   usage: analysis/validate/same_reports.sh --except-latency OLD NEW
-# OLD from before the request-latency section (issue 28): each report must
+# OLD from before the request-latency section: each report must
 # be the same once NEW's additions are taken out (the "Request latency"
 # section, its plot's line, the answer box's "p99 of a 1 ms request" line,
 # report/latency*); report.html is left out (it embeds report.md).

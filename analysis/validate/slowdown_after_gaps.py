@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19, question 1b: the loop's slowdown after a gap, further out than
+"""the loop's slowdown after a gap, further out than
 the 50 us horizon. Per gaps run, from recovery.csv: the time the ordinary
 chunks lost against the loop's asymptotic speed, D = sum_b T_b (1 - s_b / s_inf) / W,
 where s_b is the bin's speed (iterations per ns) and s_inf the run's speed in

@@ -1,4 +1,4 @@
-"""Issue 32's proof: the split design's outside part recovers a slowdown
+"""The proof that the split design's outside part recovers a slowdown
 that is known, lies outside every gap, and switches with sampling.
 
     python3 analysis/validate/split_injector.py OUT [--cpu 1] [--companion-cpu 0]

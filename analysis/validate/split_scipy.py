@@ -1,4 +1,4 @@
-"""report/split.csv (the split design, issue 32) recomputed from
+"""report/split.csv (the split design) recomputed from
 report/split_phases.csv and the raw gaps files with pandas and scipy.
 
     python3 analysis/validate/split_scipy.py SET

@@ -1,4 +1,4 @@
-"""Shared loading and statistics for the issue-19 investigation scripts
+"""Shared loading and statistics for the Xeon host's loss investigation scripts
 (xeon_loss_outside_gaps.py, heavy_tail_estimators.py). Reads a results directory the way
 analysis/src/percost_load.rs does (docs/results-format.md, gaps design).
 Needs numpy, pandas, pyarrow, scipy."""

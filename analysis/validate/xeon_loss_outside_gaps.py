@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19, questions 1 and 2: where the Xeon host's missing loss goes.
+"""where the Xeon host's missing loss goes.
 
     python3 analysis/validate/xeon_loss_outside_gaps.py OUTDIR SET...
 
@@ -9,7 +9,7 @@ iterations / stamp_chunk_ns); ordinary-chunk speed by distance from the
 last gap (recovery bins); after-effect with horizons 50 us .. 250 us;
 episodes >= 1 ms and 100 us - 1 ms (rate, length, time share). Per paired
 run: group losses (mean, median, trimmed), speed level, toggle transients.
-Writes OUTDIR/q1_gaps_runs.csv, q1_paired_groups.csv, q1_summary.txt."""
+Writes OUTDIR/gaps_runs.csv, paired_groups.csv, loss_summary.txt."""
 import os
 import sys
 
@@ -155,8 +155,8 @@ def main():
     G = pd.concat(G)
     P = pd.concat(P)
     PH = pd.concat(PH)
-    G.to_csv(f"{outdir}/q1_gaps_runs.csv", index=False)
-    P.to_csv(f"{outdir}/q1_paired_groups.csv", index=False)
+    G.to_csv(f"{outdir}/gaps_runs.csv", index=False)
+    P.to_csv(f"{outdir}/paired_groups.csv", index=False)
     out = []
     pr = out.append
     pr("# gaps runs: per set and frequency, mean [95 % t over runs]; diff = F - 0 Hz (Welch)")
@@ -211,7 +211,7 @@ def main():
         pr(f"{name} {f} Hz (dof {dof}): on {fmt(o['on'], 2)}; extra on right after toggle "
            f"{fmt(o['on_after_toggle'], 2)}; extra off right after toggle {fmt(o['off_after_toggle'], 2)}")
     txt = "\n".join(out)
-    open(f"{outdir}/q1_summary.txt", "w").write(txt + "\n")
+    open(f"{outdir}/loss_summary.txt", "w").write(txt + "\n")
     print(txt)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fleet playbook for real: ansible-playbook against a real sshd on
-# 127.0.0.1 that serves several inventory names (issue #30, deploy/README.md).
+# 127.0.0.1 that serves several inventory names (deploy/README.md).
 #
 #   alpha, beta   this machine over SSH: measured with experiments/quick.toml
 #   gamma         a closed port: unreachable on purpose

@@ -15,7 +15,7 @@
 //! at most 0.22 of a phase late (the 16-vCPU Xeon guest's main command was
 //! the widest; this VM's sets 0.95-1.05), while the phases the controller
 //! lost were under 0.01 or over 2.4 of it (the 2026-11-25 default sweep at
-//! 100 kHz, 1 of 2280 pairs; ../shared/fixtures/starved-phases-100khz, 62
+//! 100 kHz, 1 of 2280 pairs; that evening's starved-phases set, 62
 //! of 2280 phases). Half a phase either way separates the two with room.
 
 use crate::PhaseRow;

@@ -1,7 +1,7 @@
 //! The paired design's phase controller at a real-time priority while it
 //! switches the sampler: sampling at 100 kHz in system scope floods the CPU
 //! the controller runs on too, and at its normal priority it then lost the
-//! CPU for up to 13 s (../shared/fixtures/starved-phases-100khz). The
+//! CPU for up to 13 s (a 2026-11-25 evening sweep on the development VM). The
 //! policy is the calling thread's own (nothing on the host changes), and
 //! the guard puts the thread back as it found it when dropped: at the end
 //! of the phases, on an error, on Ctrl-C; a killed driver's thread dies
