@@ -319,14 +319,14 @@ impl Comparison {
     /// CSV.
     pub fn to_csv(&self) -> Result<String, AnalysisError> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        let err = |e: csv::Error| AnalysisError::Invalid(format!("CSV output: {e}"));
+        let err = |e: csv::Error| AnalysisError::write("CSV output", std::io::Error::other(e));
         w.write_record(&self.header).map_err(err)?;
         for row in &self.rows {
             w.write_record(row).map_err(err)?;
         }
         let bytes = w
             .into_inner()
-            .map_err(|e| AnalysisError::Invalid(format!("CSV output: {e}")))?;
+            .map_err(|e| AnalysisError::write("CSV output", std::io::Error::other(e.to_string())))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 }

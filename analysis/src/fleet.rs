@@ -18,21 +18,39 @@ use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 
-/// How the fleet is read and grouped.
-#[derive(Debug, Clone)]
+/// How the fleet is read and grouped: `analysis fleet`'s flags.
+#[derive(Debug, Clone, clap::Args)]
 pub struct FleetOptions {
-    /// Class columns ([`hosts::CLASS_COLUMNS`]).
+    /// Class columns, comma-separated: cpu_model_name, virtualised,
+    /// event, cpu_vendor, cpu_family, cpu_model, hypervisor, pmu,
+    /// kernel, scope, contents, work_kind, cpus, tool_version.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cpu_model_name,virtualised,event"
+    )]
     pub by: Vec<String>,
-    /// The rate whose cost stands for a host: its measured rate nearest
+    /// A host's cost per sample is taken at its measured rate nearest
     /// this, Hz.
+    #[arg(long = "at", value_name = "HZ", default_value_t = 1000.0)]
     pub at_hz: f64,
-    /// The production rate the report checks every host against, Hz.
+    /// The production rate every host is checked against, Hz (perf -F
+    /// 99; Parca samples at 19, Pyroscope at 97).
+    #[arg(long = "rate", value_name = "HZ", default_value_t = 99.0)]
     pub rate_hz: f64,
-    /// Every date per host, not only the newest.
+    /// Keep every date per host (the report then shows each class over
+    /// time), not only the newest set.
+    #[arg(long)]
     pub all: bool,
-    /// Make a summary from the tables of a set without one.
+    /// Skip sets without a summary instead of making one from their
+    /// tables (that analyses each such set: slow for many).
+    #[arg(long = "no-make", action = clap::ArgAction::SetFalse)]
     pub make: bool,
-    /// Use ROOT/.fleet-cache (unchanged summaries are not read again).
+    /// Read every summary, neither reading nor writing
+    /// ROOT/.fleet-cache (by default a summary whose size and
+    /// modification time are unchanged since the last run is taken
+    /// from there).
+    #[arg(long = "no-cache", action = clap::ArgAction::SetFalse)]
     pub cache: bool,
 }
 

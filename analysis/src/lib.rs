@@ -49,6 +49,7 @@ pub mod report;
 pub mod row_types;
 pub mod split;
 pub mod stats;
+pub mod subcommands;
 pub mod subject;
 pub mod summary;
 pub mod tables;

@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use analysis::latency;
-use analysis::recommend::{parse_budget, recommend};
-use analysis::{compare, load, pipeline};
+use analysis::subcommands as sub;
 use clap::{Parser, Subcommand};
 
 /// polars allocates and frees in many threads at once; glibc's malloc
@@ -116,43 +114,14 @@ enum Command {
     Fleet {
         /// The fleet dataset's root.
         root: PathBuf,
-        /// Class columns, comma-separated: cpu_model_name, virtualised,
-        /// event, cpu_vendor, cpu_family, cpu_model, hypervisor, pmu,
-        /// kernel, scope, contents, work_kind, cpus, tool_version.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "cpu_model_name,virtualised,event"
-        )]
-        by: Vec<String>,
-        /// Keep every date per host (the report then shows each class over
-        /// time), not only the newest set.
-        #[arg(long)]
-        all: bool,
-        /// A host's cost per sample is taken at its measured rate nearest
-        /// this, Hz.
-        #[arg(long, default_value_t = 1000.0)]
-        at: f64,
-        /// The production rate every host is checked against, Hz (perf -F
-        /// 99; Parca samples at 19, Pyroscope at 97).
-        #[arg(long, default_value_t = 99.0)]
-        rate: f64,
+        #[command(flatten)]
+        opts: analysis::fleet::FleetOptions,
         /// Where the report goes. Default ROOT/report.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Skip sets without a summary instead of making one from their
-        /// tables (that analyses each such set: slow for many).
-        #[arg(long)]
-        no_make: bool,
         /// Print the answer as JSON on stdout.
         #[arg(long)]
         json: bool,
-        /// Read every summary, neither reading nor writing
-        /// ROOT/.fleet-cache (by default a summary whose size and
-        /// modification time are unchanged since the last run is taken
-        /// from there).
-        #[arg(long)]
-        no_cache: bool,
     },
     /// A host's `driver check` history: read DIR/history.csv (and any
     /// history.N.csv), group the checks at one rate by day or hour, and
@@ -200,216 +169,39 @@ enum Command {
     },
 }
 
-/// `analysis latency`: the model's prediction for one request size.
-fn predict_latency(
-    dir: &std::path::Path,
-    size: &str,
-    rates: &[f64],
-    percentiles: &[f64],
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let bad = |e: String| {
-        eprintln!("error: {e}");
-        Ok(ExitCode::from(2))
-    };
-    let size_ns = match latency::predict::parse_request(size, rates, percentiles) {
-        Ok(ns) => ns,
-        Err(e) => return bad(e),
-    };
-    let rs = load::load(dir)?;
-    let a = pipeline::analyse(&rs)?;
-    let Some(t) = &a.gaps.latency else {
-        return bad(format!(
-            "{} has no gaps runs of our sampler, which the latency model needs; run `driver sweep --design gaps` (the default designs include it)",
-            dir.display()
-        ));
-    };
-    if let Err(e) = t.model.check_size(size_ns, &format!("--size {size}")) {
-        return bad(e);
-    }
-    let rows = latency::predict::predict(&t.model, size_ns, rates, percentiles);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        print!("{}", latency::predict::markdown(&rows));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The set's summary rows of its primary configuration: what a `--json`
-/// answer rests on.
-fn primary_rows(
-    rs: &load::ResultSet,
-    a: &analysis::findings::Findings,
-) -> Vec<results_format::summary::SummaryRow> {
-    analysis::summary::summary_rows(rs, a)
-        .into_iter()
-        .filter(|r| r.config_primary != Some(false))
-        .collect()
-}
-
-fn run() -> anyhow::Result<ExitCode> {
+fn run() -> anyhow::Result<()> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return Ok(ExitCode::from(code));
+            let code = if e.use_stderr() { sub::BAD_INPUT } else { 0 };
+            std::process::exit(code.into());
         }
     };
     workload::cli::init_logging("warn", cli.verbose);
     match cli.command {
-        Command::Report { dir } => {
-            let started = std::time::Instant::now();
-            let written = analysis::report_dir(&dir)?;
-            tracing::info!(
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "report written"
-            );
-            for line in &written.answer {
-                eprintln!("{line}");
-            }
-            println!("{}", written.dir.join("report.md").display());
-        }
+        Command::Report { dir } => sub::report(&dir),
         Command::Recommend {
             dir,
             budget,
             latency_budget,
             json,
-        } => {
-            let budget = match parse_budget(&budget) {
-                Ok(b) => b,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::from(2));
-                }
-            };
-            let lat_budget = match latency_budget
-                .as_deref()
-                .map(latency::budget::parse)
-                .transpose()
-            {
-                Ok(b) => b.zip(latency_budget.clone()),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::from(2));
-                }
-            };
-            let rs = load::load(&dir)?;
-            let a = pipeline::analyse(&rs)?;
-            let lat = match (lat_budget, &a.gaps.latency) {
-                (None, _) => None,
-                (Some(_), None) => {
-                    eprintln!(
-                        "error: --latency-budget needs the gaps design, which times every interruption: {} has no gaps runs of our sampler; run `driver sweep --design gaps` (the default designs include it)",
-                        dir.display()
-                    );
-                    return Ok(ExitCode::from(2));
-                }
-                (Some((b, text)), Some(t)) => match latency::budget::answer(&t.model, &b, &text) {
-                    Ok(x) => Some(x),
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return Ok(ExitCode::from(2));
-                    }
-                },
-            };
-            if let Some(t) = &a.subject.profiler {
-                for line in analysis::answer::answer_box(&rs, &a) {
-                    eprintln!("{line}");
-                }
-                let rec = analysis::subject::profiler::recommend(t, budget);
-                if json {
-                    let answer = analysis::json_answer::profiler(&rec, t, primary_rows(&rs, &a));
-                    println!("{}", serde_json::to_string_pretty(&answer)?);
-                } else {
-                    println!("{}", rec.headline());
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let rec = recommend(&a, budget)?;
-            for line in analysis::answer::answer_box(&rs, &a) {
-                eprintln!("{line}");
-            }
-            if json {
-                let mut answer = analysis::json_answer::sampler(&rec, primary_rows(&rs, &a));
-                if let Some(l) = &lat {
-                    answer = analysis::json_answer::with_latency(answer, l);
-                }
-                println!("{}", serde_json::to_string_pretty(&answer)?);
-            } else {
-                println!("{}", rec.headline());
-                for line in &rec.reasoning {
-                    println!("{line}");
-                }
-                if let Some(l) = &lat {
-                    println!("{}", l.headline());
-                    for line in &l.reasons {
-                        println!("{line}");
-                    }
-                    match l.combined(rec.rate_hz) {
-                        Some(r) => println!("Both budgets: {r} Hz (the lower of the two)."),
-                        None => println!("Both budgets: no rate is within both."),
-                    }
-                }
-            }
-        }
-        Command::Compact { dir } => return compact(&dir),
+        } => sub::recommend_rate(&dir, &budget, latency_budget.as_deref(), json),
         Command::Latency {
             dir,
             size,
             rates,
             percentiles,
             json,
-        } => return predict_latency(&dir, &size, &rates, &percentiles, json),
+        } => sub::predict_latency(&dir, &size, &rates, &percentiles, json),
+        Command::Compact { dir } => sub::compact(&dir),
+        Command::Compare { dirs, csv } => sub::compare(&dirs, csv),
         Command::Fleet {
             root,
-            by,
-            all,
-            at,
-            rate,
+            opts,
             out,
-            no_make,
             json,
-            no_cache,
-        } => {
-            for (flag, v) in [("--at", at), ("--rate", rate)] {
-                if !(v.is_finite() && v > 0.0) {
-                    eprintln!("error: {flag} {v}: expected a rate in Hz above 0, e.g. {flag} 99");
-                    return Ok(ExitCode::from(2));
-                }
-            }
-            let opts = analysis::fleet::FleetOptions {
-                by,
-                at_hz: at,
-                rate_hz: rate,
-                all,
-                make: !no_make,
-                cache: !no_cache,
-            };
-            let fleet = match analysis::fleet::analyse(&root, &opts) {
-                Ok(f) => f,
-                Err(
-                    e @ (analysis::AnalysisError::NoSummary { .. }
-                    | analysis::AnalysisError::Invalid(_)
-                    | analysis::AnalysisError::NoSuchDirectory { .. }),
-                ) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::from(2));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let out = out.unwrap_or_else(|| root.join("report"));
-            let md = analysis::fleet::present::write(&out, &fleet)?;
-            for line in analysis::fleet::present::answer_box(&fleet) {
-                eprintln!("{line}");
-            }
-            if json {
-                println!("{}", serde_json::to_string_pretty(&fleet)?);
-            } else {
-                println!("{}", md.display());
-            }
-        }
+        } => sub::fleet(&root, &opts, out, json),
         Command::History {
             dir,
             rate,
@@ -417,178 +209,11 @@ fn run() -> anyhow::Result<ExitCode> {
             by,
             out,
             json,
-        } => {
-            let budget_pct = match budget.as_deref().map(parse_budget).transpose() {
-                Ok(b) => b,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::from(2));
-                }
-            };
-            let opts = analysis::history::HistoryOptions {
-                rate_hz: rate,
-                budget_pct,
-                period: by,
-            };
-            let h = match analysis::history::analyse(&dir, &opts) {
-                Ok(h) => h,
-                Err(
-                    e @ (analysis::AnalysisError::Invalid(_)
-                    | analysis::AnalysisError::NoSuchDirectory { .. }),
-                ) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::from(2));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let out = out.unwrap_or_else(|| dir.join("history-report"));
-            let md = analysis::history::present::write(&out, &h)?;
-            for line in analysis::history::present::answer_box(&h) {
-                eprintln!("{line}");
-            }
-            if json {
-                println!("{}", serde_json::to_string_pretty(&h)?);
-            } else {
-                println!("{}", md.display());
-            }
-        }
+        } => sub::history(&dir, rate, budget.as_deref(), by, out, json),
         Command::Summary { dirs, into, host } => {
-            return summaries(&dirs, into.as_deref(), host.as_deref());
-        }
-        Command::Compare { dirs, csv } => {
-            let refs: Vec<&std::path::Path> = dirs.iter().map(|d| d.as_path()).collect();
-            let c = compare::compare(&refs)?;
-            if csv {
-                print!("{}", c.to_csv()?);
-            } else {
-                print!("{}", c.to_markdown());
-            }
+            sub::summaries(&dirs, into.as_deref(), host.as_deref())
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `analysis summary DIR...`: each set's summary.parquet, in place or
-/// into a fleet dataset; a set that fails is named and the others go on
-/// (exit 1 when any failed).
-fn summaries(
-    dirs: &[PathBuf],
-    into: Option<&std::path::Path>,
-    host_name: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    use results_format::summary::{SUMMARY_PARQUET, write_summary};
-    let mut failed = 0;
-    for dir in dirs {
-        let made = load::load(dir).map_err(anyhow::Error::from).and_then(|rs| {
-            let a = pipeline::analyse(&rs)?;
-            let rows = analysis::summary::summary_rows(&rs, &a);
-            let target = match into {
-                None => dir.clone(),
-                Some(root) => {
-                    let first = rows.first();
-                    let host = host_name
-                        .map(str::to_owned)
-                        .or_else(|| first.and_then(|r| r.hostname.clone()))
-                        .unwrap_or_else(|| "unknown".to_string());
-                    let date = first
-                        .and_then(|r| r.started_at)
-                        .and_then(analysis::fleet::scan::day_of)
-                        .unwrap_or_else(|| "unknown".to_string());
-                    let name = dir
-                        .file_name()
-                        .map(|n| n.to_os_string())
-                        .unwrap_or_default();
-                    let t = root
-                        .join(format!("host={host}"))
-                        .join(format!("date={date}"))
-                        .join(name);
-                    std::fs::create_dir_all(&t)?;
-                    std::fs::copy(
-                        dir.join(results_format::MANIFEST_JSON),
-                        t.join(results_format::MANIFEST_JSON),
-                    )?;
-                    t
-                }
-            };
-            let path = target.join(SUMMARY_PARQUET);
-            write_summary(&path, &rows)?;
-            Ok((path, rows.len()))
-        });
-        match made {
-            Ok((path, n)) => println!("{} ({n} rows)", path.display()),
-            Err(e) => {
-                failed += 1;
-                eprintln!(
-                    "error: {}: {}",
-                    dir.display(),
-                    results_format::message_chain(e.as_ref())
-                );
-            }
-        }
-    }
-    Ok(if failed > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// `analysis compact DIR`: every raw file brought into the current form,
-/// with a progress bar, one line per file left alone, and a summary.
-fn compact(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
-    use results_format::compact::{Compacted, compact_file, raw_files};
-    if !dir.join(results_format::MANIFEST_JSON).is_file() {
-        eprintln!(
-            "error: {} holds no {}: give a results directory written by `driver sweep`",
-            dir.display(),
-            results_format::MANIFEST_JSON
-        );
-        return Ok(ExitCode::from(2));
-    }
-    let files = raw_files(dir)?;
-    let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(files.len() as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files, ETA {eta} {msg}")
-    {
-        pb.set_style(style);
-    }
-    let (mut rewritten, mut already, mut before, mut after, mut left) = (0, 0, 0u64, 0u64, 0);
-    for f in &files {
-        pb.set_message(f.display().to_string());
-        match compact_file(f)? {
-            Compacted::AlreadyCompact => already += 1,
-            Compacted::Rewritten {
-                before: b,
-                after: a,
-            } => {
-                rewritten += 1;
-                before += b;
-                after += a;
-            }
-            Compacted::Differs(why) => {
-                left += 1;
-                pb.suspend(|| eprintln!("left as it was: {}: {why}", f.display()));
-            }
-        }
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    let mb = |b: u64| b as f64 / 1e6;
-    eprintln!(
-        "{}: {rewritten} files rewritten ({:.1} MB -> {:.1} MB), {already} already compact, {left} left as they were",
-        dir.display(),
-        mb(before),
-        mb(after)
-    );
-    Ok(if left == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 /// Exit status when the analysis panicked: a bug in it, never the user's
@@ -615,28 +240,10 @@ fn main() -> ExitCode {
         }
     };
     match outcome {
-        Ok(code) => code,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", results_format::message_chain(e.as_ref()));
-            if not_a_results_directory(&e) {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
+            ExitCode::from(sub::exit_status(&e))
         }
-    }
-}
-
-/// A path that is no results directory (absent, a file, or without its
-/// manifest): bad input, exit status 2 as for `compact` and bad flags.
-fn not_a_results_directory(e: &anyhow::Error) -> bool {
-    use analysis::AnalysisError;
-    use results_format::FormatError;
-    match e.downcast_ref::<AnalysisError>() {
-        Some(AnalysisError::NoSuchDirectory { .. } | AnalysisError::NotADirectory { .. }) => true,
-        Some(AnalysisError::Format(FormatError::Missing { path, .. })) => path
-            .file_name()
-            .is_some_and(|n| n == results_format::MANIFEST_JSON),
-        _ => false,
     }
 }

@@ -1,0 +1,341 @@
+//! The `analysis` binary's subcommands, one function each over the layers
+//! below (the top of the crate: nothing imports it). Each prints its answer
+//! and returns; a failure is an error whose kind gives the exit status
+//! ([`exit_status`]), so main.rs holds the arguments and nothing else.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::AnalysisError;
+use crate::findings::Findings;
+use crate::latency;
+use crate::load::{self, ResultSet};
+use crate::pipeline;
+use crate::recommend::{parse_budget, recommend};
+use results_format::summary::SummaryRow;
+
+/// Exit status of a bad input: a flag's value, or a path that is no
+/// results directory.
+pub const BAD_INPUT: u8 = 2;
+
+/// The one error -> exit status mapping: 2 for bad input (a flag's value,
+/// a path that is no results directory, a fleet with no summary), 1 for
+/// every other failure.
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    use results_format::FormatError;
+    match e.downcast_ref::<AnalysisError>() {
+        Some(
+            AnalysisError::Invalid(_)
+            | AnalysisError::NoSummary { .. }
+            | AnalysisError::NoSuchDirectory { .. }
+            | AnalysisError::NotADirectory { .. },
+        ) => BAD_INPUT,
+        Some(AnalysisError::Format(FormatError::Missing { path, .. })) => {
+            if path
+                .file_name()
+                .is_some_and(|n| n == results_format::MANIFEST_JSON)
+            {
+                BAD_INPUT
+            } else {
+                1
+            }
+        }
+        _ => 1,
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> AnalysisError {
+    AnalysisError::Invalid(e.to_string())
+}
+
+fn no_gaps(dir: &Path, what: &str) -> AnalysisError {
+    invalid(format!(
+        "{what} needs the gaps design, which times every interruption: {} has no gaps runs of our sampler; run `driver sweep --design gaps` (the default designs include it)",
+        dir.display()
+    ))
+}
+
+fn eprint_lines(lines: &[String]) {
+    for line in lines {
+        eprintln!("{line}");
+    }
+}
+
+/// `analysis report DIR`: the answer box on stderr, report.md's path on
+/// stdout.
+pub fn report(dir: &Path) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let written = crate::report_dir(dir)?;
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "report written"
+    );
+    eprint_lines(&written.answer);
+    println!("{}", written.dir.join("report.md").display());
+    Ok(())
+}
+
+/// The set's summary rows of its primary configuration: what a `--json`
+/// answer rests on.
+fn primary_rows(rs: &ResultSet, a: &Findings) -> Vec<SummaryRow> {
+    crate::summary::summary_rows(rs, a)
+        .into_iter()
+        .filter(|r| r.config_primary != Some(false))
+        .collect()
+}
+
+/// `analysis recommend DIR`: the highest rate within `budget` (and within
+/// `latency_budget` where given), the answer box on stderr.
+pub fn recommend_rate(
+    dir: &Path,
+    budget: &str,
+    latency_budget: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let budget = parse_budget(budget)?;
+    let lat_budget = latency_budget
+        .map(|t| latency::budget::parse(t).map(|b| (b, t)))
+        .transpose()
+        .map_err(invalid)?;
+    let rs = load::load(dir)?;
+    let a = pipeline::analyse(&rs)?;
+    let lat = match (lat_budget, &a.gaps.latency) {
+        (None, _) => None,
+        (Some(_), None) => return Err(no_gaps(dir, "--latency-budget").into()),
+        (Some((b, text)), Some(t)) => {
+            Some(latency::budget::answer(&t.model, &b, text).map_err(invalid)?)
+        }
+    };
+    eprint_lines(&crate::answer::answer_box(&rs, &a));
+    if let Some(t) = &a.subject.profiler {
+        let rec = crate::subject::profiler::recommend(t, budget);
+        if json {
+            let answer = crate::json_answer::profiler(&rec, t, primary_rows(&rs, &a));
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+        } else {
+            println!("{}", rec.headline());
+        }
+        return Ok(());
+    }
+    let rec = recommend(&a, budget)?;
+    if json {
+        let mut answer = crate::json_answer::sampler(&rec, primary_rows(&rs, &a));
+        if let Some(l) = &lat {
+            answer = crate::json_answer::with_latency(answer, l);
+        }
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(());
+    }
+    println!("{}", rec.headline());
+    rec.reasoning.iter().for_each(|l| println!("{l}"));
+    if let Some(l) = &lat {
+        println!("{}", l.headline());
+        l.reasons.iter().for_each(|r| println!("{r}"));
+        match l.combined(rec.rate_hz) {
+            Some(r) => println!("Both budgets: {r} Hz (the lower of the two)."),
+            None => println!("Both budgets: no rate is within both."),
+        }
+    }
+    Ok(())
+}
+
+/// `analysis latency DIR --size`: the model's prediction for one request
+/// size, Markdown or JSON on stdout.
+pub fn predict_latency(
+    dir: &Path,
+    size: &str,
+    rates: &[f64],
+    percentiles: &[f64],
+    json: bool,
+) -> anyhow::Result<()> {
+    let size_ns = latency::predict::parse_request(size, rates, percentiles).map_err(invalid)?;
+    let rs = load::load(dir)?;
+    let a = pipeline::analyse(&rs)?;
+    let t = a
+        .gaps
+        .latency
+        .as_ref()
+        .ok_or_else(|| no_gaps(dir, "the latency model"))?;
+    t.model
+        .check_size(size_ns, &format!("--size {size}"))
+        .map_err(invalid)?;
+    let rows = latency::predict::predict(&t.model, size_ns, rates, percentiles);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", latency::predict::markdown(&rows));
+    }
+    Ok(())
+}
+
+/// `analysis fleet ROOT`: the answer box on stderr; report.md's path (or
+/// the JSON answer) on stdout.
+pub fn fleet(
+    root: &Path,
+    opts: &crate::fleet::FleetOptions,
+    out: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
+    for (flag, v) in [("--at", opts.at_hz), ("--rate", opts.rate_hz)] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(invalid(format!(
+                "{flag} {v}: expected a rate in Hz above 0, e.g. {flag} 99"
+            ))
+            .into());
+        }
+    }
+    let fleet = crate::fleet::analyse(root, opts)?;
+    let md = crate::fleet::present::write(&out.unwrap_or_else(|| root.join("report")), &fleet)?;
+    eprint_lines(&crate::fleet::present::answer_box(&fleet));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&fleet)?);
+    } else {
+        println!("{}", md.display());
+    }
+    Ok(())
+}
+
+/// `analysis history DIR`: the answer on stderr; history.md's path (or
+/// the JSON history) on stdout.
+pub fn history(
+    dir: &Path,
+    rate_hz: Option<u64>,
+    budget: Option<&str>,
+    period: crate::history::Period,
+    out: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let opts = crate::history::HistoryOptions {
+        rate_hz,
+        budget_pct: budget.map(parse_budget).transpose()?,
+        period,
+    };
+    let h = crate::history::analyse(dir, &opts)?;
+    let out = out.unwrap_or_else(|| dir.join("history-report"));
+    let md = crate::history::present::write(&out, &h)?;
+    eprint_lines(&crate::history::present::answer_box(&h));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&h)?);
+    } else {
+        println!("{}", md.display());
+    }
+    Ok(())
+}
+
+/// `analysis compare DIR...`: Markdown or CSV on stdout.
+pub fn compare(dirs: &[PathBuf], csv: bool) -> anyhow::Result<()> {
+    let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
+    let c = crate::compare::compare(&refs)?;
+    if csv {
+        print!("{}", c.to_csv()?);
+    } else {
+        print!("{}", c.to_markdown());
+    }
+    Ok(())
+}
+
+/// `analysis summary DIR...`: each set's summary.parquet, in place or
+/// into a fleet dataset (`into`, under the host's name); a set that fails
+/// is named and the others go on (an error at the end when any failed).
+pub fn summaries(dirs: &[PathBuf], into: Option<&Path>, host: Option<&str>) -> anyhow::Result<()> {
+    let mut failed = 0;
+    for dir in dirs {
+        match summary_into(dir, into, host) {
+            Ok((path, n)) => println!("{} ({n} rows)", path.display()),
+            Err(e) => {
+                failed += 1;
+                let chain = results_format::message_chain(e.as_ref());
+                eprintln!("error: {}: {chain}", dir.display());
+            }
+        }
+    }
+    match failed {
+        0 => Ok(()),
+        n => Err(AnalysisError::Insufficient(format!("{n} of {} sets failed", dirs.len())).into()),
+    }
+}
+
+/// One set's summary.parquet: its path and row count.
+fn summary_into(
+    dir: &Path,
+    into: Option<&Path>,
+    host: Option<&str>,
+) -> anyhow::Result<(PathBuf, usize)> {
+    let rs = load::load(dir)?;
+    let rows = crate::summary::summary_rows(&rs, &pipeline::analyse(&rs)?);
+    let target = match into {
+        None => dir.to_path_buf(),
+        Some(root) => {
+            let first = rows.first();
+            let host = host
+                .map(str::to_owned)
+                .or_else(|| first.and_then(|r| r.hostname.clone()))
+                .unwrap_or_else(|| "unknown".to_string());
+            let date = first
+                .and_then(|r| r.started_at)
+                .and_then(crate::fleet::scan::day_of)
+                .unwrap_or_else(|| "unknown".to_string());
+            let name = dir.file_name().unwrap_or_default();
+            let t = root.join(format!("host={host}/date={date}")).join(name);
+            std::fs::create_dir_all(&t)?;
+            let manifest = results_format::MANIFEST_JSON;
+            std::fs::copy(dir.join(manifest), t.join(manifest))?;
+            t
+        }
+    };
+    let path = target.join(results_format::summary::SUMMARY_PARQUET);
+    results_format::summary::write_summary(&path, &rows)?;
+    Ok((path, rows.len()))
+}
+
+/// `analysis compact DIR`: every raw file brought into the current form,
+/// with a progress bar, one line per file left alone, and a summary (an
+/// error when any was left).
+pub fn compact(dir: &Path) -> anyhow::Result<()> {
+    use results_format::compact::{Compacted, compact_file, raw_files};
+    if !dir.join(results_format::MANIFEST_JSON).is_file() {
+        return Err(invalid(format!(
+            "{} holds no {}: give a results directory written by `driver sweep`",
+            dir.display(),
+            results_format::MANIFEST_JSON
+        ))
+        .into());
+    }
+    let files = raw_files(dir)?;
+    let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(files.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files, ETA {eta} {msg}")
+    {
+        pb.set_style(style);
+    }
+    let (mut rewritten, mut already, mut before, mut after, mut left) = (0, 0, 0u64, 0u64, 0);
+    for f in &files {
+        pb.set_message(f.display().to_string());
+        match compact_file(f)? {
+            Compacted::AlreadyCompact => already += 1,
+            Compacted::Rewritten { before: b, after: a } => {
+                (rewritten, before, after) = (rewritten + 1, before + b, after + a);
+            }
+            Compacted::Differs(why) => {
+                left += 1;
+                pb.suspend(|| eprintln!("left as it was: {}: {why}", f.display()));
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let mb = |b: u64| b as f64 / 1e6;
+    eprintln!(
+        "{}: {rewritten} files rewritten ({:.1} MB -> {:.1} MB), {already} already compact, {left} left as they were",
+        dir.display(),
+        mb(before),
+        mb(after)
+    );
+    match left {
+        0 => Ok(()),
+        n => Err(AnalysisError::Insufficient(format!("{n} files left as they were")).into()),
+    }
+}
