@@ -324,9 +324,9 @@ impl Comparison {
         for row in &self.rows {
             w.write_record(row).map_err(err)?;
         }
-        let bytes = w
-            .into_inner()
-            .map_err(|e| AnalysisError::write("CSV output", std::io::Error::other(e.to_string())))?;
+        let bytes = w.into_inner().map_err(|e| {
+            AnalysisError::write("CSV output", std::io::Error::other(e.to_string()))
+        })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 }

@@ -76,7 +76,7 @@ pub fn profiler(rec: &ProfilerRecommendation, t: &ProfilerTable, rows: Vec<Summa
 /// `answer` with a latency budget's answer `l`: `rate_hz` becomes the lower
 /// of the two budgets' rates, the loss budget's own stays as
 /// `loss_rate_hz`, and `l` whole goes under `latency`.
-pub fn with_latency(mut answer: Answer, l: &crate::latency::budget::LatencyAnswer) -> Answer {
+pub fn with_latency(mut answer: Answer, l: &crate::recommend::latency::LatencyAnswer) -> Answer {
     answer
         .extra
         .insert("loss_rate_hz".into(), serde_json::json!(answer.rate_hz));

@@ -14,7 +14,6 @@
 //! the time; a slower loop outside the gaps (issue 32) is not in it.
 
 pub mod at_rate;
-pub mod budget;
 pub mod model;
 pub mod predict;
 pub mod table;

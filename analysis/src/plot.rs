@@ -109,43 +109,7 @@ pub struct PairedTrace {
     pub sampling: Vec<bool>,
 }
 
-/// Why a plot could not be written. `file` is the output path without its
-/// `.svg`/`.png` extension, unless the error concerns one of the two files.
-#[derive(Debug, thiserror::Error)]
-pub enum PlotError {
-    #[error("cannot plot {}.{{svg,png}}: nothing to draw: {detail}", file.display())]
-    NoData { file: PathBuf, detail: String },
-    #[error(
-        "cannot plot {}.{{svg,png}}: {what}[{index}] is {value}; every value must be finite \
-         (drop or fix that row in the input)",
-        file.display()
-    )]
-    NonFinite {
-        file: PathBuf,
-        what: String,
-        index: usize,
-        value: f64,
-    },
-    #[error("cannot plot {}.{{svg,png}}: {what}: {detail}", file.display())]
-    InvalidData {
-        file: PathBuf,
-        what: String,
-        detail: String,
-    },
-    #[error("cannot create directory {} for plot {}: {source}", dir.display(), file.display())]
-    CreateDir {
-        file: PathBuf,
-        dir: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot write plot {}: {message}", file.display())]
-    Render { file: PathBuf, message: String },
-    #[error(
-        "the embedded font analysis/assets/DejaVuSans.ttf is not a valid TrueType font \
-         (restore the file from git and rebuild)"
-    )]
-    Font,
-}
+pub use crate::error::PlotError;
 
 // ---------------------------------------------------------------- public API
 

@@ -15,6 +15,7 @@ use crate::error::AnalysisError;
 use crate::findings::Findings;
 
 pub mod evidence;
+pub mod latency;
 pub mod model;
 pub mod recommendation;
 pub mod search;

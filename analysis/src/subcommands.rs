@@ -93,7 +93,7 @@ pub fn recommend_rate(
 ) -> anyhow::Result<()> {
     let budget = parse_budget(budget)?;
     let lat_budget = latency_budget
-        .map(|t| latency::budget::parse(t).map(|b| (b, t)))
+        .map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)))
         .transpose()
         .map_err(invalid)?;
     let rs = load::load(dir)?;
@@ -102,7 +102,7 @@ pub fn recommend_rate(
         (None, _) => None,
         (Some(_), None) => return Err(no_gaps(dir, "--latency-budget").into()),
         (Some((b, text)), Some(t)) => {
-            Some(latency::budget::answer(&t.model, &b, text).map_err(invalid)?)
+            Some(crate::recommend::latency::answer(&t.model, &b, text).map_err(invalid)?)
         }
     };
     eprint_lines(&crate::answer::answer_box(&rs, &a));
@@ -316,7 +316,10 @@ pub fn compact(dir: &Path) -> anyhow::Result<()> {
         pb.set_message(f.display().to_string());
         match compact_file(f)? {
             Compacted::AlreadyCompact => already += 1,
-            Compacted::Rewritten { before: b, after: a } => {
+            Compacted::Rewritten {
+                before: b,
+                after: a,
+            } => {
                 (rewritten, before, after) = (rewritten + 1, before + b, after + a);
             }
             Compacted::Differs(why) => {

@@ -27,10 +27,23 @@ pub struct Prediction {
     pub basis_hz: Option<u64>,
 }
 
+/// A time with its unit, ns (`1ms`, `100us`, `2.5s`), through the
+/// workspace's one duration parser; a bare number is refused here (a
+/// request size or a limit says its unit).
+pub fn time_ns(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if !s.ends_with(|c: char| c.is_ascii_alphabetic() || c == 'µ') {
+        return None;
+    }
+    workload::duration::parse_duration(s)
+        .ok()
+        .map(|d| d.as_nanos() as f64)
+}
+
 /// `analysis latency`'s flags: the size in ns, or the one-line error
 /// (exit 2) naming the value and the form.
 pub fn parse_request(size: &str, rates: &[f64], percentiles: &[f64]) -> Result<u64, String> {
-    let Some(size_ns) = super::budget::time_ns(size).filter(|&x| x >= 1.0) else {
+    let Some(size_ns) = time_ns(size).filter(|&x| x >= 1.0) else {
         return Err(format!(
             "--size `{size}`: expected a time above 0 with its unit, e.g. --size 1ms or 250us"
         ));

@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
-use super::at_rate::{AtSize, Model};
-use crate::recommend::nice_prime_below;
+use super::search::nice_prime_below;
+use crate::latency::at_rate::{AtSize, Model};
+use crate::latency::predict::time_ns;
 use crate::stats::Estimate;
 
 /// The form a latency budget takes, for error messages and `--help`.
@@ -28,19 +29,6 @@ pub struct LatencyBudget {
     pub percentile: f64,
     pub size_ns: u64,
     pub limit: Limit,
-}
-
-/// A time with its unit, ns (`1ms`, `100us`, `2.5s`), through the
-/// workspace's one duration parser; a bare number is refused here (a
-/// request size or a limit says its unit).
-pub fn time_ns(s: &str) -> Option<f64> {
-    let s = s.trim();
-    if !s.ends_with(|c: char| c.is_ascii_alphabetic() || c == 'µ') {
-        return None;
-    }
-    workload::duration::parse_duration(s)
-        .ok()
-        .map(|d| d.as_nanos() as f64)
 }
 
 /// Parses `p99:1ms:+5%`; the error names the part that is wrong and the
@@ -140,7 +128,7 @@ pub fn answer(model: &Model, b: &LatencyBudget, text: &str) -> Result<LatencyAns
     let Some(highest) = model.highest_hz().filter(|_| at.is_resolved()) else {
         out.reasons.push(format!(
             "Not resolved: the 0 Hz runs hold too few {} requests for their p{} (one beyond it per run at least), or the set has no gaps runs at a rate.",
-            super::size_label(b.size_ns),
+            crate::latency::size_label(b.size_ns),
             b.percentile
         ));
         return Ok(out);
@@ -186,7 +174,7 @@ fn reasons(at: &AtSize<'_>, a: &LatencyAnswer, highest: u64, basis: Option<u64>)
     let what = format!(
         "p{} of a {} request (at 0 Hz {:.1} us)",
         a.percentile,
-        super::size_label(a.size_ns),
+        crate::latency::size_label(a.size_ns),
         a.baseline_ns / 1e3
     );
     let Some(rate) = a.rate_hz else {
