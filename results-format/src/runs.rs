@@ -260,7 +260,7 @@ pub fn phase_columns() -> Vec<String> {
 /// columns may be absent (they read as defaults). A row that does not parse
 /// is an error naming the file, except the last one when `torn_last`: a
 /// crash mid-write leaves a torn last line, skipped with a warning.
-fn read_rows<T: DeserializeOwned>(
+fn read_rows<T: DeserializeOwned + Serialize + Default>(
     path: &Path,
     what: &'static str,
     required: &[&str],
@@ -275,12 +275,7 @@ fn read_rows<T: DeserializeOwned>(
         .headers()
         .map_err(|e| FormatError::corrupt(path, e))?
         .clone();
-    if let Some(column) = required.iter().find(|c| !headers.iter().any(|h| h == **c)) {
-        return Err(FormatError::MissingColumn {
-            path: path.to_path_buf(),
-            column: (*column).to_string(),
-        });
-    }
+    check_columns::<T>(path, &headers, required)?;
     let mut rows = Vec::new();
     let mut records = r.deserialize::<T>().peekable();
     while let Some(rec) = records.next() {
@@ -297,6 +292,33 @@ fn read_rows<T: DeserializeOwned>(
         }
     }
     Ok(rows)
+}
+
+/// A file's header against its row type: a `required` column absent is
+/// an error naming it; any other column of the type that is absent (a set
+/// written before it existed) reads as its default, and is named in the
+/// log rather than defaulted silently.
+fn check_columns<T: Serialize + Default>(
+    path: &Path,
+    headers: &csv::StringRecord,
+    required: &[&str],
+) -> Result<(), FormatError> {
+    let has = |c: &str| headers.iter().any(|h| h == c);
+    if let Some(column) = required.iter().find(|c| !has(c)) {
+        return Err(FormatError::MissingColumn {
+            path: path.to_path_buf(),
+            column: (*column).to_string(),
+        });
+    }
+    let absent: Vec<String> = header_of::<T>().into_iter().filter(|c| !has(c)).collect();
+    if !absent.is_empty() {
+        tracing::info!(
+            "{}: no column {} (written before it existed): read as its default",
+            path.display(),
+            absent.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// A CSV row's problem where an editor finds it: the line, and for a cell
@@ -349,15 +371,7 @@ pub fn read_phases(root: &Path) -> Result<Vec<PhaseRow>, FormatError> {
         .headers()
         .map_err(|e| FormatError::corrupt(&path, e))?
         .clone();
-    if let Some(column) = PHASE_REQUIRED
-        .iter()
-        .find(|c| !headers.iter().any(|h| h == **c))
-    {
-        return Err(FormatError::MissingColumn {
-            path: path.clone(),
-            column: (*column).to_string(),
-        });
-    }
+    check_columns::<PhaseRow>(&path, &headers, &PHASE_REQUIRED)?;
     let cell = |record: &csv::StringRecord, name: &str| -> Option<u32> {
         let i = headers.iter().position(|h| h == name)?;
         record.get(i)?.trim().parse().ok()
@@ -393,7 +407,9 @@ pub fn read_phases(root: &Path) -> Result<Vec<PhaseRow>, FormatError> {
 /// Reads every row of a CSV file written with one of this crate's row
 /// types; a missing file is an empty list (e.g. a sweep without the gaps
 /// design has no timeline.csv).
-pub fn read_csv_rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FormatError> {
+pub fn read_csv_rows<T: DeserializeOwned + Serialize + Default>(
+    path: &Path,
+) -> Result<Vec<T>, FormatError> {
     if !path.exists() {
         return Ok(Vec::new());
     }
