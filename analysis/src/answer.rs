@@ -5,9 +5,9 @@
 //! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
 //! `analysis report` and `analysis recommend`, and at the top of report.md.
 
-use crate::findings::Findings;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
+use crate::pipeline::Findings;
 use crate::recommend::Recommendation;
 
 /// Columns per line, frame included.
@@ -319,7 +319,7 @@ fn trust_parts(rs: &ResultSet, a: &Findings) -> Vec<String> {
 /// when every group was kept.
 fn groups_left_out(a: &Findings) -> Option<String> {
     let mut by_freq: std::collections::BTreeMap<u64, (usize, usize)> = Default::default();
-    for r in &a.quality.phase_faults {
+    for r in &a.phase_faults {
         let e = by_freq.entry(r.freq_hz).or_default();
         e.0 += r.groups_excluded;
         e.1 += r.groups;

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use crate::answer::budget_answers;
 use crate::error::AnalysisError;
-use crate::findings::Findings;
 use crate::format::fmt_est;
 use crate::load::load;
+use crate::pipeline::Findings;
 use crate::pipeline::analyse;
 use crate::recommend::BUDGETS_PCT;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};

@@ -1,5 +1,5 @@
 //! `analysis fleet ROOT`: one answer for many hosts, from the summaries of
-//! a fleet dataset (docs/layout.md, "The fleet dataset"): read
+//! a fleet dataset (docs/results-format.md, "A fleet dataset"): read
 //! ([`scan`]), one observation per host ([`hosts`]), the figures per class
 //! and for the fleet ([`classes`]), then the answer box and report
 //! ([`present`]) with its CSVs ([`tables`]) and figures ([`figures`]).

@@ -75,7 +75,7 @@ pub fn report_dir(dir: &std::path::Path) -> Result<report::Written, AnalysisErro
 /// rate ([`summary::summary_rows`]); returns its path.
 pub fn write_summary(
     rs: &load::ResultSet,
-    analysis: &findings::Findings,
+    analysis: &pipeline::Findings,
 ) -> Result<std::path::PathBuf, AnalysisError> {
     let path = rs.dir.join(results_format::summary::SUMMARY_PARQUET);
     let rows = summary::summary_rows(rs, analysis);

@@ -10,11 +10,90 @@ use results_format::{EventKind, RunKind, RunStatus};
 
 use crate::contents::ConfigTables;
 use crate::error::AnalysisError;
-use crate::findings::Findings;
+use crate::findings::Measured;
 use crate::load::intervals::{RunIntervals, read_run_intervals};
 use crate::load::{ExcludedRun, RawRemoved, ResultSet, Run};
+use crate::recommend::model::LossModel;
+use crate::recommend::recommendation::Budgeted;
+use crate::subject::profiler::ProfilerRecommendation;
 use crate::tables::build_tables;
+use crate::tables::{RunPhaseFaults, Tables};
 use crate::warnings::{Rule, Warning};
+
+/// One configuration's findings: what was measured ([`Measured`], which
+/// it derefs to: `a.tables`, `a.gaps`), what is judged of it, and the
+/// other configurations' own (the primary's, with the others in
+/// [`Findings::other_configs`]).
+#[derive(Debug)]
+pub struct Findings {
+    /// The measured tables.
+    pub measured: Measured,
+    /// What the data lack: warnings, runs and phases left out, raw folders
+    /// removed.
+    pub quality: Quality,
+    /// The answers at the report budgets.
+    pub budgets: Budgets,
+    /// Each other configuration's own findings, by name (the summary's
+    /// rows and budget answers per configuration); empty in those.
+    pub other_configs: Vec<(String, Findings)>,
+}
+
+impl std::ops::Deref for Findings {
+    type Target = Measured;
+    fn deref(&self) -> &Measured {
+        &self.measured
+    }
+}
+
+impl std::ops::DerefMut for Findings {
+    fn deref_mut(&mut self) -> &mut Measured {
+        &mut self.measured
+    }
+}
+
+impl Findings {
+    /// The findings of `tables` alone, every other part empty (the
+    /// pipeline fills them).
+    pub fn of_tables(tables: Tables, phase_faults: Vec<RunPhaseFaults>) -> Self {
+        Self {
+            measured: Measured::of_tables(tables, phase_faults),
+            quality: Quality::default(),
+            budgets: Budgets::default(),
+            other_configs: Vec::new(),
+        }
+    }
+}
+
+/// The answer at each report budget ([`crate::recommend::BUDGETS_PCT`]),
+/// worked out once for the answer box, the budget plot, report.md, the
+/// summary and `compare`.
+#[derive(Debug, Default)]
+pub struct Budgets {
+    /// Our sampler's ([`crate::recommend::recommend`]); empty for a
+    /// `--profiler` set.
+    pub sampler: Vec<Budgeted>,
+    /// A `--profiler` set's, from its table
+    /// ([`crate::subject::profiler::recommend`]); empty otherwise.
+    pub profiler: Vec<ProfilerRecommendation>,
+    /// The loss model the sampler's answers rest on (None without a gaps
+    /// term): its curve is the budget plot's, and the answer box and
+    /// report.md say its outside term.
+    pub model: Option<LossModel>,
+    /// What sampling at the 1 % budget's rate adds to the p99 of a 1 ms
+    /// request (None without gaps runs that resolve it).
+    pub latency: Option<crate::latency::at_rate::LatencyLine>,
+}
+
+/// The data's quality: what was left out or doubtful, and why.
+#[derive(Debug, Default)]
+pub struct Quality {
+    /// Every warning, typed until the report writes its line.
+    pub warnings: Vec<Warning>,
+    /// Runs whose files could not be read: left out of every table.
+    pub excluded: Vec<ExcludedRun>,
+    /// The raw folders removed on purpose (their tables are skipped).
+    pub raw_removed: RawRemoved,
+}
 
 /// The result set with the excluded runs marked `status = excluded` (not
 /// ok), so every table leaves them out.
@@ -103,7 +182,7 @@ fn some_run_left(rs: &ResultSet, excluded: &[ExcludedRun]) -> Result<(), Analysi
 /// [`crate::findings::ContentsTables`], with the throttle predicted for
 /// each, then the answers at the report budgets ([`Findings::budgets`]).
 /// A run whose events, gaps or samples file cannot be read is left out
-/// (listed in [`crate::findings::Quality::excluded`], the warnings and on
+/// (listed in [`crate::pipeline::Quality::excluded`], the warnings and on
 /// stderr); the analysis fails only when no ok run is left.
 pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
     use crate::contents;
@@ -168,7 +247,7 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
 
 /// The answers at the report budgets of `a`, once its tables, subject
 /// and warnings are complete.
-fn budgets(a: &Findings) -> crate::findings::Budgets {
+fn budgets(a: &Findings) -> Budgets {
     use crate::recommend::{BUDGETS_PCT, at_report_budgets, loss_model};
     let model = loss_model(a);
     let sampler = at_report_budgets(a, &model);
@@ -177,7 +256,7 @@ fn budgets(a: &Findings) -> crate::findings::Budgets {
         let (_, rec) = sampler.iter().find(|(b, _)| *b == 1.0)?;
         t.model.line(rec.as_ref().ok()?.rate_hz?)
     });
-    crate::findings::Budgets {
+    Budgets {
         sampler,
         latency,
         profiler: a.subject.profiler.as_ref().map_or_else(Vec::new, |t| {
@@ -315,6 +394,6 @@ fn read_all_intervals(
 pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Findings {
     let (tables, phase_faults) = build_tables(rs, run_intervals);
     let mut a = Findings::of_tables(tables, phase_faults);
-    a.quality.warnings = crate::warnings::warnings(rs, &a);
+    a.quality.warnings = crate::warnings::warnings(rs, &a.measured);
     a
 }

@@ -12,7 +12,7 @@
 use results_format::summary::SUMMARY_BUDGETS;
 
 use crate::error::AnalysisError;
-use crate::findings::Findings;
+use crate::findings::Measured;
 
 pub mod evidence;
 pub mod latency;
@@ -52,13 +52,13 @@ pub const BUDGETS_PCT: [f64; 3] = [
 ];
 
 /// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
-/// worked out once by the pipeline ([`Findings::budgets`]) for the answer
+/// worked out once by the pipeline ((`pipeline::Findings::budgets`)) for the answer
 /// box, the budget plot, report.md, the summary and `compare`; none for a
 /// `--profiler` set, whose table answers instead
 /// ([`crate::subject::profiler::recommend`]).
 /// `model` is the set's loss model ([`loss_model`]), fitted once for all
 /// budgets.
-pub fn at_report_budgets(a: &Findings, model: &Result<LossModel, Option<String>>) -> Vec<Budgeted> {
+pub fn at_report_budgets(a: &Measured, model: &Result<LossModel, Option<String>>) -> Vec<Budgeted> {
     if a.subject.profiler.is_some() {
         return Vec::new();
     }
@@ -72,13 +72,13 @@ pub fn at_report_budgets(a: &Findings, model: &Result<LossModel, Option<String>>
 /// curve, with the gaps term alone's rate, each instrument's part and the
 /// outside term's tests beside it; without a gaps term, the throughput
 /// loss.
-pub fn recommend(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
+pub fn recommend(a: &Measured, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
     recommend_with(a, &loss_model(a), budget_pct)
 }
 
 /// [`recommend`] on the set's loss model fitted already.
 fn recommend_with(
-    a: &Findings,
+    a: &Measured,
     model: &Result<LossModel, Option<String>>,
     budget_pct: f64,
 ) -> Result<Recommendation, AnalysisError> {
@@ -90,7 +90,7 @@ fn recommend_with(
 
 /// The loss model of a set's findings ([`LossModel::fit`] on its tables);
 /// Err(why) without a gaps term (None: no gaps design at all).
-pub fn loss_model(a: &Findings) -> Result<LossModel, Option<String>> {
+pub fn loss_model(a: &Measured) -> Result<LossModel, Option<String>> {
     LossModel::fit(
         a.gaps.per_sample.as_ref(),
         &a.tables.loss,
@@ -142,7 +142,7 @@ fn basis_sentence(parts: &[Contribution], charged: bool) -> String {
 
 /// The highest rate within `budget_pct` on the gaps term alone (upper
 /// ends of its prediction intervals); see [`CostCurve::max_rate`].
-pub fn model_max_rate(a: &Findings, budget_pct: f64) -> Option<f64> {
+pub fn model_max_rate(a: &Measured, budget_pct: f64) -> Option<f64> {
     loss_model(a)
         .ok()
         .map(|m| m.gaps_curve().max_rate(budget_pct))

@@ -24,7 +24,7 @@ pub mod per_sample;
 pub mod split;
 use crate::load::ResultSet;
 
-use crate::findings::Findings;
+use crate::pipeline::Findings;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::stats::Estimate;
 
@@ -98,7 +98,7 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     if let Some(t) = &analysis.subject.profiler {
         crate::subject::profiler::report::write_csv(&path("profiler.csv"), t)?;
     }
-    if !analysis.quality.phase_faults.is_empty() {
+    if !analysis.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
     }
     if analysis.quality.warnings.iter().any(|w| !w.runs.is_empty()) {
@@ -230,7 +230,6 @@ struct ExcludedPhaseCsvRow {
 /// and reason (`results_format::phase_check::PhaseFault::code`).
 fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), AnalysisError> {
     let rows: Vec<ExcludedPhaseCsvRow> = analysis
-        .quality
         .phase_faults
         .iter()
         .flat_map(|r| {

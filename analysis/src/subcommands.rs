@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
-use crate::findings::Findings;
 use crate::latency;
 use crate::load::{self, ResultSet};
 use crate::pipeline;
+use crate::pipeline::Findings;
 use crate::recommend::{parse_budget, recommend};
 use results_format::summary::SummaryRow;
 
@@ -29,15 +29,12 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
             | AnalysisError::NoSuchDirectory { .. }
             | AnalysisError::NotADirectory { .. },
         ) => BAD_INPUT,
-        Some(AnalysisError::Format(FormatError::Missing { path, .. })) => {
+        Some(AnalysisError::Format(FormatError::Missing { path, .. }))
             if path
                 .file_name()
-                .is_some_and(|n| n == results_format::MANIFEST_JSON)
-            {
-                BAD_INPUT
-            } else {
-                1
-            }
+                .is_some_and(|n| n == results_format::MANIFEST_JSON) =>
+        {
+            BAD_INPUT
         }
         _ => 1,
     }

@@ -6,9 +6,9 @@
 
 use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 
-use crate::findings::Findings;
 use crate::load::{ResultSet, Run};
 use crate::percost::{Agreement, PerSampleRow};
+use crate::pipeline::Findings;
 use crate::recommend::{BOUND_BASIS, MODEL_BASIS, Recommendation};
 use crate::stats::Estimate;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use results_format::{Design, RunKind, RunStatus, Status};
 
-use crate::findings::Findings;
+use crate::findings::Measured;
 use crate::format::distinct;
 use crate::load::gaps::GapsRun;
 use crate::load::{ResultSet, Run};
@@ -41,7 +41,7 @@ fn run_ids(runs: &[&Run]) -> Vec<u32> {
 
 /// Every warning of a report, in the order they are shown: the sweep's
 /// status and the driver's own, then each check over the runs and tables.
-pub(crate) fn warnings(rs: &ResultSet, a: &Findings) -> Vec<Warning> {
+pub(crate) fn warnings(rs: &ResultSet, a: &Measured) -> Vec<Warning> {
     let mut w: Vec<Warning> = Vec::new();
     w.extend(incomplete(rs));
     w.extend(
@@ -321,7 +321,7 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
 }
 
 /// One warning per frequency whose paired loss differs between runs.
-fn runs_disagree(a: &Findings) -> Vec<Warning> {
+fn runs_disagree(a: &Measured) -> Vec<Warning> {
     a.tables
         .loss
         .iter()
@@ -372,7 +372,7 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
 }
 
 /// One warning per frequency whose tracepoints cost measurable loss.
-fn tracing(a: &Findings) -> Vec<Warning> {
+fn tracing(a: &Measured) -> Vec<Warning> {
     a.tables
         .tracing
         .iter()
@@ -396,7 +396,7 @@ fn tracing(a: &Findings) -> Vec<Warning> {
 }
 
 /// Util runs without handler intervals. No remedy.
-fn no_handler(a: &Findings) -> Option<Warning> {
+fn no_handler(a: &Measured) -> Option<Warning> {
     let empty: Vec<u32> = a
         .tables
         .run_intervals

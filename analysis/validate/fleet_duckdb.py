@@ -11,7 +11,7 @@ Pass: every class's hosts, cost median / p95 / max and, per budget, the
 fleet's to 1e-9 (relative to the value's size, at least 1e-9 absolute);
 the same classes on both sides. Exit 0 on pass, 1 on any difference.
 
-What the SQL does is what docs/layout.md ("The fleet dataset") and
+What the SQL does is what docs/results-format.md ("A fleet dataset") and
 analysis/src/fleet/ say: the rows of the built-in sampler's primary
 configuration; per host its newest set (date, then started_at); per set
 the rate nearest --at among those with a cost, any rate where none has

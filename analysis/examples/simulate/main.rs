@@ -124,7 +124,7 @@ fn est(e: &analysis::stats::Estimate) -> String {
 }
 
 /// `--verbose`: what the analysis made of one set.
-fn describe(a: &analysis::findings::Findings, recs: &[(f64, Recommendation)]) -> String {
+fn describe(a: &analysis::pipeline::Findings, recs: &[(f64, Recommendation)]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "  warnings ({}):", a.quality.warnings.len());
     for w in &a.quality.warnings {
@@ -134,12 +134,7 @@ fn describe(a: &analysis::findings::Findings, recs: &[(f64, Recommendation)]) ->
     for x in &a.quality.excluded {
         let _ = writeln!(s, "    - {}", x.line());
     }
-    let faults: usize = a
-        .quality
-        .phase_faults
-        .iter()
-        .map(|f| f.groups_excluded)
-        .sum();
+    let faults: usize = a.phase_faults.iter().map(|f| f.groups_excluded).sum();
     let _ = writeln!(s, "  phase groups left out: {faults}");
     if let Some(ps) = &a.gaps.per_sample {
         let _ = writeln!(s, "  per-sample cost (ns; 0 Hz runs {}):", ps.zero_runs);

@@ -1,6 +1,6 @@
 //! Reading a fleet dataset: every `summary.parquet` under a root, read in
 //! one polars lazy scan with the `key=value` folder names (`host=`,
-//! `date=`) as columns (docs/layout.md, "The fleet dataset"); the sets
+//! `date=`) as columns (docs/results-format.md, "A fleet dataset"); the sets
 //! without a summary made from their tables or listed as skipped; the
 //! hosts the playbook could not measure (`missing.json`).
 

@@ -1,5 +1,5 @@
 //! A recommendation and its reasoning ([`Recommendation`]), a leaf: the
-//! analysed result ([`crate::findings::Findings::budgets`]) holds them, the
+//! analysed result (`pipeline::Findings::budgets`) holds them, the
 //! parent module works them out.
 
 use crate::error::AnalysisError;

@@ -7,7 +7,7 @@
 use super::search::{CostCurve, CostPoint, nice_prime_below, search};
 use super::{MEAN_INTERVAL, Recommendation};
 use crate::error::AnalysisError;
-use crate::findings::Findings;
+use crate::findings::Measured;
 use crate::row_types::LossRow;
 use crate::stats::Estimate;
 
@@ -58,7 +58,7 @@ fn none_safe_reasons(lowest: &LossRow, budget_pct: f64) -> Vec<String> {
 
 /// The throughput basis: the analysis' primary loss rows (paired design
 /// where present) and the fitted loss line.
-fn recommend_throughput(a: &Findings, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
+fn recommend_throughput(a: &Measured, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
     let pts = a.tables.primary_loss();
     let pts: Vec<_> = pts
         .into_iter()
@@ -175,7 +175,7 @@ fn budget_on_fit(
 
 /// The loss at the suggested rate: on the fitted line when it was
 /// interpolated, else the measured loss of the rate within budget.
-fn predicted_loss(rec: &Recommendation, a: &Findings, safe: &LossRow) -> Estimate {
+fn predicted_loss(rec: &Recommendation, a: &Measured, safe: &LossRow) -> Estimate {
     match (rec.suggested_hz, a.tables.fits.loss_line) {
         (Some(hz), Some(fit)) if rec.interpolated => {
             let x = hz as f64 / 1000.0;
@@ -248,7 +248,7 @@ fn reasoning(
 /// the throughput basis; where it gives no rate, the range within budget
 /// from the upper bounds of the loss per sample.
 pub(super) fn recommend(
-    a: &Findings,
+    a: &Measured,
     budget_pct: f64,
     why: Option<String>,
 ) -> Result<Recommendation, AnalysisError> {
@@ -276,7 +276,7 @@ pub(super) fn recommend(
 /// as the model's costs are (the lowest rate's below it). None when no row
 /// has a finite bound or even 2 Hz exceeds the budget.
 fn from_upper_bounds(
-    a: &Findings,
+    a: &Measured,
     budget_pct: f64,
     unresolved: &Recommendation,
 ) -> Option<Recommendation> {

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
 use crate::error::AnalysisError;
-use crate::findings::Findings;
 use crate::format::{fmt_est, opt_est, table_head};
+use crate::pipeline::Findings;
 use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 use crate::stats::Estimate;
 

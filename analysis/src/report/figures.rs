@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
-use crate::findings::Findings;
 use crate::fit::LineFit;
+use crate::pipeline::Findings;
 use crate::plot::{
     Axes, FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
     plot_vs_freq_axes,
@@ -245,7 +245,7 @@ fn budget_colour(budget_pct: f64) -> (u8, u8, u8) {
 const PAIRED_DODGE: f64 = 1.07;
 
 /// The predicted loss between and around the measured rates, as the
-/// recommendation charges it ([`crate::findings::Budgets::model`]'s curve: at each
+/// recommendation charges it ([`crate::pipeline::Budgets::model`]'s curve: at each
 /// rate the cost of the measured rate at or below it with the largest
 /// upper bound, raised to the paired loss's cost where the model
 /// under-predicts): the line at the cost, the band over its 95 % interval. From the lowest recommended or measured rate to the highest

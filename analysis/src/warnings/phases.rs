@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use results_format::phase_check::ExcludedPhase;
 
 use super::{Rule, Warning};
-use crate::findings::Findings;
+use crate::findings::Measured;
 use crate::tables::RunPhaseFaults;
 
 /// How many runs a warning names inline; the rest are counted (every
@@ -16,9 +16,9 @@ const RUNS_NAMED: usize = 6;
 
 /// One warning per rate with phases the controller could not keep, and one
 /// for nonsense rows.
-pub(super) fn phases(a: &Findings) -> Vec<Warning> {
+pub(super) fn phases(a: &Measured) -> Vec<Warning> {
     let mut by_freq: BTreeMap<u64, Vec<&RunPhaseFaults>> = BTreeMap::new();
-    for r in &a.quality.phase_faults {
+    for r in &a.phase_faults {
         by_freq.entry(r.freq_hz).or_default().push(r);
     }
     let mut out = Vec::new();
@@ -76,7 +76,6 @@ pub(super) fn phases(a: &Findings) -> Vec<Warning> {
         ));
     }
     let bad: Vec<&ExcludedPhase> = a
-        .quality
         .phase_faults
         .iter()
         .flat_map(|r| &r.excluded)
@@ -157,7 +156,7 @@ mod tests {
     use super::*;
     use results_format::phase_check::PhaseFault;
 
-    fn analysis_with(faults: Vec<RunPhaseFaults>) -> Findings {
+    fn analysis_with(faults: Vec<RunPhaseFaults>) -> Measured {
         let (tables, _) = crate::tables::build_tables(
             &crate::load::ResultSet {
                 dir: "x".into(),
@@ -168,7 +167,7 @@ mod tests {
             },
             Default::default(),
         );
-        Findings::of_tables(tables, faults)
+        Measured::of_tables(tables, faults)
     }
 
     fn excluded(run_id: u32, phase: u32, fault: PhaseFault) -> ExcludedPhase {

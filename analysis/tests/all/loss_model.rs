@@ -5,8 +5,8 @@
 //! never rises when a cost grows.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use analysis::findings::Findings;
 use analysis::percost::PerSampleRow;
+use analysis::pipeline::Findings;
 use analysis::recommend::evidence::Class;
 use analysis::recommend::model::Reading;
 use analysis::recommend::{MODEL_BASIS, model_max_rate, recommend};

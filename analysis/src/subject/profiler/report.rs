@@ -10,7 +10,7 @@ use crate::report::csv_row::{CsvNum, LoHiUnit, csv_row, write_rows};
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
 /// One line per budget answered (the pipeline's,
-/// [`crate::findings::Budgets::profiler`]): the highest rate and what it
+/// [`crate::pipeline::Budgets::profiler`]): the highest rate and what it
 /// rests on.
 pub fn recommendation_lines(recs: &[ProfilerRecommendation]) -> Vec<String> {
     recs.iter()

@@ -49,7 +49,7 @@ pub(crate) fn cost_row(freq_hz: u64, total: f64, hi: f64) -> PerSampleRow {
     }
 }
 
-pub(crate) fn with_model(rows: Vec<PerSampleRow>) -> analysis::findings::Findings {
+pub(crate) fn with_model(rows: Vec<PerSampleRow>) -> analysis::pipeline::Findings {
     let rs = analysis::load::ResultSet {
         dir: "/nonexistent".into(),
         manifest: analysis::load::Manifest {
@@ -189,7 +189,7 @@ fn a_run_appended_twice_counts_once() {
     write_gaps_results(&dir, 13.9, false);
     let table = |dir: &std::path::Path| {
         let a = analysis::pipeline::analyse(&analysis::load::load(dir).unwrap()).unwrap();
-        (a.gaps.per_sample.unwrap(), a.quality.warnings)
+        (a.measured.gaps.per_sample.unwrap(), a.quality.warnings)
     };
     let (before, _) = table(&dir);
     // Append every row again, as a resumed sweep that re-ran the runs would.

@@ -55,7 +55,7 @@ fn a_thinned_set_gives_the_same_cost_per_sample() {
     thin(&part, 3);
     let table = |dir: &std::path::Path| {
         let a = analysis::pipeline::analyse(&analysis::load::load(dir).unwrap()).unwrap();
-        (a.gaps.per_sample.unwrap(), a.quality.warnings)
+        (a.measured.gaps.per_sample.unwrap(), a.quality.warnings)
     };
     let (a, _) = table(&full);
     let (b, warnings) = table(&part);
