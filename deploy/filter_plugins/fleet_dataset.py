@@ -1,6 +1,6 @@
 """Jinja filters for deploy/fleet.yml: what the fleet dataset already holds.
 
-They run on the controller, where the dataset lives (docs/layout.md, "The
+They run on the controller, where the dataset lives (docs/results-format.md, "A
 fleet dataset"). A set counts as complete when its folder holds
 summary.parquet, or a manifest.json whose top-level `status` is `complete`
 (docs/results-format.md). Folders named `.partial-*` (a fetch under way or

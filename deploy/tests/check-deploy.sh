@@ -42,7 +42,7 @@ quiet() {
 refused() { ! "$@" >/dev/null 2>&1; }
 prints() { local out; out=$("$@" 2>&1); [ -n "$out" ]; }
 
-# --- The names the check writes (docs/layout.md, "driver check",
+# --- The names the check writes (docs/results-format.md, "perf_overhead.prom",
 # --textfile): every series but the last two carries these labels, the
 # budget_* ones a budget label more.
 labels="contents event profiler rate_hz scope subject work_kind"
