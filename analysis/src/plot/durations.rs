@@ -1,6 +1,15 @@
 //! The handler-duration histograms.
 
-use super::*;
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::ticks::{TickFmt, nice_step};
+use super::{
+    DrawResult, Figure, PALETTE, PlotError, check_finite, frac, framed_chart, header,
+    legend_corner, legend_h_frac, legend_style,
+};
 
 pub(super) struct Hist {
     label: String,

@@ -1,6 +1,16 @@
 //! The paired design's loop rate per phase over time.
 
-use super::*;
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+use super::ticks::TickFmt;
+use super::{
+    Chart, DrawResult, Extent, Figure, PALETTE, PairedTrace, PlotError, check_finite, check_len,
+    frac, framed_chart, header, legend_corner, legend_h_frac, legend_style,
+};
 
 pub(super) struct Paired {
     title: String,

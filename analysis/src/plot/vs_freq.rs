@@ -1,7 +1,9 @@
 //! The measured-series-against-frequency chart, with fit lines, their
 //! bands and log axes.
 
-use super::*;
+use std::path::Path;
+
+use super::{Axes, Extent, FitLine, PlotError, PointSeries, check_finite, check_len, densify_log};
 
 mod draw;
 

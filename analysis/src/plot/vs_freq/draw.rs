@@ -1,7 +1,17 @@
 //! Drawing the measured-series-against-frequency chart: bands, fit lines,
 //! series with their error bars, and the legend.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{PreparedFit, VsFreq};
+use crate::plot::ticks::{TickFmt, fmt_log_tick, log_ticks};
+use crate::plot::{
+    Chart, DrawResult, Figure, FitLine, PALETTE, font, frac, framed_chart, header, legend_corner,
+    legend_h_frac, legend_style,
+};
 
 impl VsFreq {
     /// `v` as a fraction of the plot's width, on a log or linear x axis.
