@@ -251,11 +251,11 @@ pub(super) fn tracing_rows(
             if rates.is_empty() {
                 continue;
             }
-            rows.push(TracepointCostRow {
+            rows.push(TracepointCostRow::new(
                 freq_hz,
-                loss_pct: primary.get(&freq_hz).copied(),
-                loss_util_runs_pct: loss_delta(&rates, tracing_baseline),
-            });
+                primary.get(&freq_hz).copied(),
+                loss_delta(&rates, tracing_baseline),
+            ));
         }
     }
     rows
