@@ -9,11 +9,13 @@
 //! horizon), which is biased for loops whose chunk times are irregular
 //! (a pointer chase beyond the caches).
 
+use crate::columns::lo_hi;
 use crate::contents::ConfigTables;
 use crate::stats::Estimate;
 
-/// One configuration and rate with both paired and gaps runs.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One configuration and rate with both paired and gaps runs (a row of
+/// after_effect.csv).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct AfterRow {
     /// The configuration ("contents @ workload").
     pub sample: String,
@@ -21,12 +23,16 @@ pub struct AfterRow {
     /// Achieved rate of the gaps runs, Hz.
     pub achieved_hz: f64,
     /// Paired throughput loss per sample, ns (its trusted interval, scaled).
+    #[serde(serialize_with = "lo_hi")]
     pub throughput_ns: Estimate,
     /// Gaps design: the direct cost per sample (inside the episode), ns.
+    #[serde(serialize_with = "lo_hi")]
     pub direct_ns: Estimate,
     /// throughput - direct, ns, Welch interval (independent runs).
+    #[serde(serialize_with = "lo_hi")]
     pub after_ns: Estimate,
     /// The timeline's own after-effect estimate, ns, for comparison.
+    #[serde(serialize_with = "lo_hi")]
     pub timeline_after_ns: Estimate,
 }
 

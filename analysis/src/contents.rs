@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::columns::{lo_hi, value};
 use crate::load::{ResultSet, Run};
 use crate::percost::PerSample;
 use crate::row_types::UtilRow;
@@ -156,8 +157,8 @@ fn finite_or_zero(x: Option<f64>) -> f64 {
 }
 
 /// One (configuration, rate) row of the table "what a sample costs, by
-/// contents".
-#[derive(Debug, Clone, serde::Serialize)]
+/// contents" (a row of by_contents.csv).
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ContentsRow {
     /// The configuration: sample contents, " @ workload" unless the loop.
     pub sample: String,
@@ -165,22 +166,27 @@ pub struct ContentsRow {
     /// Mean achieved rate of the util runs (else the gaps runs), Hz.
     pub achieved_hz: f64,
     /// Handler time per sample (util runs), ns, t interval over runs.
+    #[serde(serialize_with = "lo_hi")]
     pub handler_ns: Option<Estimate>,
+    /// handler_ns / perf-default's at the same rate (None on perf-default's
+    /// own rows).
+    #[serde(serialize_with = "value")]
+    pub handler_ratio: Option<Estimate>,
     /// What one sample costs the application (gaps design: direct +
     /// after-effect), ns, t interval over runs.
+    #[serde(rename = "application_ns", serialize_with = "lo_hi")]
     pub total_ns: Option<Estimate>,
+    /// total_ns / perf-default's at the same rate.
+    #[serde(rename = "application_ratio", serialize_with = "value")]
+    pub total_ratio: Option<Estimate>,
     /// Of it, the after-effect (the loop's slowdown after the interrupt:
     /// caches, TLB), ns per sample.
+    #[serde(rename = "after_effect_ns", serialize_with = "lo_hi")]
     pub after_ns: Option<Estimate>,
     /// Mean call-chain entries per sample (0: no call chain).
     pub callchain_mean: f64,
     /// Mean user-stack bytes copied per sample (0: no stack copy).
     pub stack_user_mean_bytes: f64,
-    /// handler_ns / perf-default's at the same rate (None on perf-default's
-    /// own rows).
-    pub handler_ratio: Option<Estimate>,
-    /// total_ns / perf-default's at the same rate.
-    pub total_ratio: Option<Estimate>,
     /// THROTTLE records over the contents' runs at this rate.
     pub throttled: u64,
 }

@@ -139,8 +139,8 @@ pub fn spans((start, end): (u64, u64), keep_every: u64) -> Vec<(u64, u64)> {
     .kept_spans(start, end, 1_000_000)
 }
 
-/// One request size on one run.
-#[derive(Debug, Clone, PartialEq)]
+/// One request size on one run (latency_runs.csv's columns after the run's).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct SizeLatency {
     pub size_ns: u64,
     /// Requests laid over the run (completed inside its whole timeline).
@@ -153,13 +153,20 @@ pub struct SizeLatency {
     /// Elapsed time at each of [`PERCENTILES`], ns; NaN where the run
     /// holds fewer than one independent request beyond it, or where more
     /// than a tenth of the requests beyond it were cut.
+    #[serde(serialize_with = "percentiles")]
     pub elapsed_ns: [f64; 3],
     /// Share of requests with at least one sample inside (NaN without
     /// samples, at 0 Hz, or with over 1 % of them cut).
     pub hit_share: f64,
     /// Every elapsed time, sorted, ns: kept for 0 Hz runs only, for the
     /// model.
+    #[serde(skip)]
     pub sorted_ns: Vec<f64>,
+}
+
+/// latency_runs.csv's elapsed times, one column per percentile.
+fn percentiles<S: serde::Serializer>(v: &[f64; 3], s: S) -> Result<S::Ok, S::Error> {
+    crate::columns::cells(s, "p50_ns p99_ns p999_ns", Some(*v))
 }
 
 impl SizeLatency {

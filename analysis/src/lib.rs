@@ -29,6 +29,7 @@
 
 pub mod aftereffect;
 pub mod answer;
+pub mod columns;
 pub mod compare;
 pub mod contents;
 pub mod error;

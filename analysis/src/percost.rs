@@ -22,6 +22,7 @@
 //! the variation between runs); b and the 0 Hz baselines enter as
 //! constants, their own intervals are reported beside.
 
+use crate::columns::lo_hi_se;
 use crate::load::gaps::{GapsRun, LONG_EPISODE_NS};
 use crate::row_types::{LossRow, UtilRow};
 use crate::stats::{Estimate, mean, t_interval};
@@ -134,8 +135,9 @@ pub fn agreement(pred: &Estimate, paired: &Estimate, upper: bool) -> Agreement {
     }
 }
 
-/// One frequency's row of the table "what one sample costs the application".
-#[derive(Debug, Clone, serde::Serialize)]
+/// One frequency's row of the table "what one sample costs the application"
+/// (a row of per_sample.csv).
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PerSampleRow {
     pub freq_hz: u64,
     pub runs: usize,
@@ -144,28 +146,29 @@ pub struct PerSampleRow {
     pub samples: u64,
     /// Samples left out: inside an episode of [`LONG_EPISODE_NS`] or more.
     pub samples_in_long: u64,
+    /// The after-effect's horizon at this rate, ns.
+    pub recovery_horizon_ns: f64,
     pub matched_episodes: usize,
     /// Matched episode excess, pooled over the runs, ns.
     pub matched_median_ns: f64,
     pub matched_mean_ns: f64,
     pub matched_p99_ns: f64,
     /// Mean matched episode excess, t interval over the runs' means.
+    #[serde(serialize_with = "lo_hi_se")]
     pub matched_mean_by_run_ns: Estimate,
     /// Background coincidence b at this rate (mean over 0 Hz runs, t
     /// interval over them), ns per sample.
+    #[serde(serialize_with = "lo_hi_se")]
     pub background_ns: Estimate,
-    /// The cap on each episode's excess (per sample it holds) at this
-    /// rate, ns: the background's 99.9th percentile or 10 x the median
-    /// matched excess, whichever is larger.
-    pub cap_ns: f64,
     /// Matched excess above the cap per sample minus b's part above it, ns,
     /// t interval over runs: the heavy tail, measured apart so that the
     /// direct cost stays precise; charged to the total where its interval
     /// lies above 0.
+    #[serde(serialize_with = "lo_hi_se")]
     pub above_cap_ns: Estimate,
-    pub above_cap_charged: bool,
     /// Long episodes (the CPU taken away, left out of the direct cost) per
     /// second at this rate, t interval over runs.
+    #[serde(serialize_with = "lo_hi_se")]
     pub long_per_s: Estimate,
     /// Their share of the window (less the matched excess per sample,
     /// above-cap part included and b not taken off, times the samples
@@ -173,12 +176,42 @@ pub struct PerSampleRow {
     /// 0 Hz runs' mean share in episodes that would be long at the rate
     /// ([`long_threshold_ns`]), per sample, ns: what sampling adds in
     /// long episodes; charged where its interval lies above 0.
+    #[serde(serialize_with = "lo_hi_se")]
     pub long_ns: Estimate,
-    pub long_charged: bool,
-    /// The after-effect's horizon at this rate, ns.
-    pub recovery_horizon_ns: f64,
+    #[serde(serialize_with = "lo_hi_se")]
     pub direct_ns: Estimate,
+    #[serde(serialize_with = "lo_hi_se")]
     pub after_effect_ns: Estimate,
+    #[serde(serialize_with = "lo_hi_se")]
+    pub total_ns: Estimate,
+    /// The total with a 95 % prediction interval over runs (where the next
+    /// run's cost will land): what the recommendation uses, so that it
+    /// holds for the worst part of the sweep, not only its mean.
+    #[serde(serialize_with = "lo_hi_se")]
+    pub total_pred_ns: Estimate,
+    #[serde(serialize_with = "lo_hi_se")]
+    pub predicted_loss_pct: Estimate,
+    /// Paired design's throughput loss at F (its trusted interval).
+    #[serde(serialize_with = "lo_hi_se")]
+    pub paired_loss_pct: Option<Estimate>,
+    /// Gap time share at F minus at 0 Hz, percentage points, over runs.
+    #[serde(serialize_with = "lo_hi_se")]
+    pub excess_gap_share_pct: Estimate,
+    /// Achieved rate x direct cost, %, over runs.
+    #[serde(serialize_with = "lo_hi_se")]
+    pub predicted_direct_loss_pct: Estimate,
+    /// The A/A null control at this rate (excess per timestamp on a 0 Hz
+    /// run minus the other 0 Hz runs' b), ns.
+    #[serde(serialize_with = "lo_hi_se")]
+    pub aa_null_ns: Option<Estimate>,
+    /// Handler time per sample (util runs at F), ns.
+    pub handler_ns: Option<f64>,
+    /// Whole timer interrupt (local_timer) time per handler call, ns.
+    pub interrupt_ns: Option<f64>,
+    /// direct - interrupt (or direct - handler without local_timer), ns.
+    pub remainder_ns: Option<f64>,
+    #[serde(serialize_with = "word")]
+    pub agreement: Option<Agreement>,
     /// Where the after-effect could not be measured at this rate (no
     /// chunks beyond the horizon: dense rates), the bound charged instead,
     /// ns per sample: the largest after-effect upper bound measured at
@@ -186,31 +219,21 @@ pub struct PerSampleRow {
     /// its direct cost (0 when no rate measured one). `total_ns` then is
     /// direct + this bound, an upper estimate.
     pub after_effect_bound_ns: Option<f64>,
-    pub total_ns: Estimate,
-    /// The total with a 95 % prediction interval over runs (where the next
-    /// run's cost will land): what the recommendation uses, so that it
-    /// holds for the worst part of the sweep, not only its mean.
-    pub total_pred_ns: Estimate,
-    /// Handler time per sample (util runs at F), ns.
-    pub handler_ns: Option<f64>,
-    /// Whole timer interrupt (local_timer) time per handler call, ns.
-    pub interrupt_ns: Option<f64>,
-    /// direct - interrupt (or direct - handler without local_timer), ns.
-    pub remainder_ns: Option<f64>,
-    pub predicted_loss_pct: Estimate,
-    /// Paired design's throughput loss at F (its trusted interval).
-    pub paired_loss_pct: Option<Estimate>,
-    pub agreement: Option<Agreement>,
+    pub above_cap_charged: bool,
+    pub long_charged: bool,
+    /// The cap on each episode's excess (per sample it holds) at this
+    /// rate, ns: the background's 99.9th percentile or 10 x the median
+    /// matched excess, whichever is larger.
+    pub cap_ns: f64,
     /// Where the paired loss and the prediction differ, split into gaps
     /// and outside them (where the paired loss has an interval).
+    #[serde(skip)]
     pub remainder: Option<Remainder>,
-    /// Gap time share at F minus at 0 Hz, percentage points, over runs.
-    pub excess_gap_share_pct: Estimate,
-    /// Achieved rate x direct cost, %, over runs.
-    pub predicted_direct_loss_pct: Estimate,
-    /// The A/A null control at this rate (excess per timestamp on a 0 Hz
-    /// run minus the other 0 Hz runs' b), ns.
-    pub aa_null_ns: Option<Estimate>,
+}
+
+/// per_sample.csv's `agreement`: its word, empty without one.
+fn word<S: serde::Serializer>(a: &Option<Agreement>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(a.map_or("", Agreement::word))
 }
 
 /// The whole table plus what could not be computed.

@@ -8,12 +8,11 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::columns::{Numbers, write_rows};
 use crate::error::AnalysisError;
 use crate::format::fmt_est;
-use csv_row::{CsvNum, LoHiUnit, PerRun, csv_row, write_rows};
 
 pub mod contents;
-pub mod csv_row;
 pub mod drift;
 pub(crate) mod figures;
 mod host_look;
@@ -26,7 +25,6 @@ use crate::load::ResultSet;
 
 use crate::pipeline::Findings;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
-use crate::stats::Estimate;
 
 /// The answer box's file in the report directory (what `driver sweep` and
 /// `analysis report` print on stderr).
@@ -71,32 +69,43 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
         written.push(p.clone());
         p
     };
-    write_util_csv(&path("util.csv"), analysis, &reference)?;
-    write_loss_csv(&path("loss.csv"), analysis)?;
-    write_tracing_csv(&path("tracing.csv"), analysis)?;
+    write_rows(
+        &path("util.csv"),
+        &util_rows(analysis, &reference),
+        Numbers::Plain,
+    )?;
+    write_rows(&path("loss.csv"), &analysis.tables.loss, Numbers::Plain)?;
+    write_rows(
+        &path("tracing.csv"),
+        &analysis.tables.tracing,
+        Numbers::Plain,
+    )?;
     if let Some(ps) = &analysis.gaps.per_sample {
-        crate::report::per_sample::write_csv(&path("per_sample.csv"), ps)?;
-        crate::report::drift::write_csv(&path("cost_by_run.csv"), ps)?;
+        write_rows(&path("per_sample.csv"), &ps.rows, Numbers::Plain)?;
+        write_rows(&path("cost_by_run.csv"), &ps.run_costs, Numbers::Csv)?;
     }
     if let Some(t) = &analysis.gaps.latency {
-        let (rows, runs) = (path("latency.csv"), path("latency_runs.csv"));
-        crate::report::latency::write_csvs(&rows, &runs, t)?;
+        write_rows(&path("latency.csv"), &t.rows, Numbers::Plain)?;
+        write_rows(&path("latency_runs.csv"), &t.runs, Numbers::Plain)?;
     }
     if !analysis.gaps.split.rows.is_empty() {
-        let (rows, phases) = (path("split.csv"), path("split_phases.csv"));
-        crate::report::split::write_csvs(&rows, &phases, &analysis.gaps.split)?;
+        let split = &analysis.gaps.split;
+        write_rows(&path("split.csv"), &split.rows, Numbers::Plain)?;
+        write_rows(&path("split_phases.csv"), &split.phases, Numbers::Plain)?;
     }
     if !analysis.contents.rows.is_empty() {
-        crate::report::contents::write_csv(&path("by_contents.csv"), &analysis.contents.rows)?;
-    }
-    if !analysis.contents.after_rows.is_empty() {
-        crate::report::contents::write_after_csv(
-            &path("after_effect.csv"),
-            &analysis.contents.after_rows,
+        write_rows(
+            &path("by_contents.csv"),
+            &analysis.contents.rows,
+            Numbers::PlainNaN,
         )?;
     }
+    if !analysis.contents.after_rows.is_empty() {
+        let rows = &analysis.contents.after_rows;
+        write_rows(&path("after_effect.csv"), rows, Numbers::PlainNaN)?;
+    }
     if let Some(t) = &analysis.subject.profiler {
-        crate::subject::profiler::report::write_csv(&path("profiler.csv"), t)?;
+        write_rows(&path("profiler.csv"), &t.rows, Numbers::Plain)?;
     }
     if !analysis.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
@@ -106,7 +115,7 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     }
     let command = &analysis.subject.command;
     if !command.is_empty() {
-        crate::subject::command::report::write_csv(&path("command.csv"), command)?;
+        write_rows(&path("command.csv"), command, Numbers::PlainNaN)?;
     }
     if let Some(m) = &analysis.budgets.model {
         let p = path("loss_model.json");
@@ -215,9 +224,10 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), AnalysisError> {
 /// (written only when there are any; the warning counts them).
 pub const EXCLUDED_PHASES_CSV: &str = "excluded_phases.csv";
 
-/// One row of excluded_phases.csv.
-#[derive(serde::Serialize)]
-struct ExcludedPhaseCsvRow {
+/// One row of excluded_phases.csv: a phase of `phase_faults`
+/// with its run's rate, group and reason (no table holds it flat).
+#[derive(Default, serde::Serialize)]
+struct ExcludedPhaseRow {
     run_id: u32,
     freq_hz: u64,
     phase: u32,
@@ -229,11 +239,11 @@ struct ExcludedPhaseCsvRow {
 /// excluded_phases.csv: every phase left out, with its run, ABBA group
 /// and reason (`results_format::phase_check::PhaseFault::code`).
 fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), AnalysisError> {
-    let rows: Vec<ExcludedPhaseCsvRow> = analysis
+    let rows: Vec<ExcludedPhaseRow> = analysis
         .phase_faults
         .iter()
         .flat_map(|r| {
-            r.excluded.iter().map(move |e| ExcludedPhaseCsvRow {
+            r.excluded.iter().map(move |e| ExcludedPhaseRow {
                 run_id: e.run_id,
                 freq_hz: r.freq_hz,
                 phase: e.phase,
@@ -243,7 +253,7 @@ fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), Ana
             })
         })
         .collect();
-    write_rows(path, &rows, &excluded_phases_header())
+    write_rows(path, &rows, Numbers::Plain)
 }
 
 /// Every run a warning concerns, one row each (written only when a
@@ -251,7 +261,7 @@ fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), Ana
 pub const WARNING_RUNS_CSV: &str = "warning_runs.csv";
 
 /// One row of warning_runs.csv.
-#[derive(serde::Serialize)]
+#[derive(Default, serde::Serialize)]
 struct WarningRunCsvRow {
     rule: String,
     run_id: u32,
@@ -270,7 +280,7 @@ fn write_warning_runs_csv(path: &Path, analysis: &Findings) -> Result<(), Analys
             })
         })
         .collect();
-    write_rows(path, &rows, &warning_runs_header())
+    write_rows(path, &rows, Numbers::Plain)
 }
 
 /// warning_runs.csv's header.
@@ -414,122 +424,22 @@ pub fn fit_document(a: &Findings) -> FitDocument<'_> {
     }
 }
 
-csv_row! {
-/// A row of util.csv: Table 1, one rate (the header is the field names).
-pub struct UtilCsvRow {
-    pub freq_hz: u64,
-    pub runs: usize,
-    pub calls_per_s: CsvNum,
-    pub mean_ns: CsvNum,
-    pub per_sample_ns: LoHiUnit,
-    pub median_ns: CsvNum,
-    pub p99_ns: CsvNum,
-    pub util_pct: LoHiUnit,
-    pub local_timer_util_pct: LoHiUnit,
-    pub achieved_hz: CsvNum,
-    pub reference_2014_util_pct: CsvNum,
-}
+/// The 2014 article's utilisation at a rate: util.csv's last column.
+#[derive(Default, serde::Serialize)]
+struct Article2014 {
+    reference_2014_util_pct: Option<f64>,
 }
 
-impl UtilCsvRow {
-    fn of(row: &crate::row_types::UtilRow, r: &Reference) -> Self {
-        let lt = row
-            .local_timer_util_pct
-            .unwrap_or(Estimate::point(f64::NAN, 0));
-        UtilCsvRow {
-            freq_hz: row.freq_hz,
-            runs: row.runs,
-            calls_per_s: CsvNum(row.calls_per_s),
-            mean_ns: CsvNum(row.mean_ns),
-            per_sample_ns: LoHiUnit(row.per_sample_ns),
-            median_ns: CsvNum(row.median_ns),
-            p99_ns: CsvNum(row.p99_ns),
-            util_pct: LoHiUnit(row.util_pct),
-            local_timer_util_pct: LoHiUnit(lt),
-            achieved_hz: CsvNum(row.achieved_hz),
-            reference_2014_util_pct: CsvNum(r.util_at(row.freq_hz).unwrap_or(f64::NAN)),
-        }
-    }
-}
-
-fn write_util_csv(path: &Path, a: &Findings, r: &Reference) -> Result<(), AnalysisError> {
-    let rows: Vec<UtilCsvRow> = a
-        .tables
+/// util.csv's rows: Table 1, the article beside each rate.
+fn util_rows(a: &Findings, r: &Reference) -> Vec<(crate::row_types::UtilRow, Article2014)> {
+    let article = |f| Article2014 {
+        reference_2014_util_pct: r.util_at(f),
+    };
+    a.tables
         .util
         .iter()
-        .map(|row| UtilCsvRow::of(row, r))
-        .collect();
-    write_rows(path, &rows, &UtilCsvRow::header(0))
-}
-
-csv_row! {
-    /// A row of loss.csv: Table 2, one rate and design; `run` is one column
-    /// per run (`run1`, ...: the loop's iterations), as many as the rate
-    /// with the most runs.
-    pub struct LossCsvRow {
-        pub freq_hz: u64,
-        pub achieved_hz: CsvNum,
-        pub design: String,
-        pub run: PerRun,
-        pub mean: CsvNum,
-        pub loss_pct: LoHiUnit,
-        pub n: usize,
-        pub loss_lo_by_run_pct: CsvNum,
-        pub loss_hi_by_run_pct: CsvNum,
-        pub n_runs: Option<usize>,
-        pub between_runs_p: CsvNum,
-        pub method: String,
-    }
-}
-
-fn write_loss_csv(path: &Path, a: &Findings) -> Result<(), AnalysisError> {
-    let width = a.tables.most_loss_runs();
-    let rows: Vec<LossCsvRow> = a
-        .tables
-        .loss
-        .iter()
-        .map(|row| LossCsvRow {
-            freq_hz: row.freq_hz,
-            achieved_hz: CsvNum(row.achieved_hz),
-            design: row.design.to_string(),
-            run: PerRun::padded(&row.iterations, width),
-            mean: CsvNum(row.mean_iterations),
-            loss_pct: LoHiUnit(row.loss_pct),
-            n: row.loss_pct.n,
-            loss_lo_by_run_pct: CsvNum::opt(row.loss_by_run_pct.map(|e| e.lo)),
-            loss_hi_by_run_pct: CsvNum::opt(row.loss_by_run_pct.map(|e| e.hi)),
-            n_runs: row.loss_by_run_pct.map(|e| e.n),
-            between_runs_p: CsvNum::opt(row.between_runs.map(|(_, p)| p)),
-            method: row.method.clone(),
-        })
-        .collect();
-    write_rows(path, &rows, &LossCsvRow::header(width))
-}
-
-csv_row! {
-    /// A row of tracing.csv: the loss with the handler's tracepoints on
-    /// (util runs) against without, one rate.
-    pub struct TracingCsvRow {
-        pub freq_hz: u64,
-        pub loss_pct: CsvNum,
-        pub loss_util_runs_pct: CsvNum,
-        pub tracing_cost_pp: CsvNum,
-    }
-}
-
-fn write_tracing_csv(path: &Path, a: &Findings) -> Result<(), AnalysisError> {
-    let rows: Vec<TracingCsvRow> = a
-        .tables
-        .tracing
-        .iter()
-        .map(|row| TracingCsvRow {
-            freq_hz: row.freq_hz,
-            loss_pct: CsvNum(row.loss_pct.map_or(f64::NAN, |e| e.value)),
-            loss_util_runs_pct: CsvNum(row.loss_util_runs_pct.value),
-            tracing_cost_pp: CsvNum(row.tracing_cost_pp()),
-        })
-        .collect();
-    write_rows(path, &rows, &TracingCsvRow::header(0))
+        .map(|u| (u.clone(), article(u.freq_hz)))
+        .collect()
 }
 
 fn fmt_opt(v: Option<f64>, d: usize) -> String {

@@ -4,7 +4,9 @@
 //! into the pipeline that assembles them.
 
 use results_format::Design;
+use serde::{Serialize, Serializer};
 
+use crate::columns::{cells, lo_hi_unit, value};
 use crate::stats::Estimate;
 
 /// Warn when a paired row's group losses differ between runs at this
@@ -14,8 +16,9 @@ pub const BETWEEN_RUNS_P: f64 = 0.05;
 /// is a tracing-overhead warning.
 pub const TRACING_WARN_PP: f64 = 1.0;
 
-/// Table 1 row: handler utilisation at one frequency.
-#[derive(Debug, Clone, serde::Serialize)]
+/// Table 1 row: handler utilisation at one frequency (a row of util.csv,
+/// the 2014 article's utilisation beside it).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct UtilRow {
     pub freq_hz: u64,
     pub runs: usize,
@@ -27,42 +30,69 @@ pub struct UtilRow {
     /// duration, t interval over runs. The primary result of the util runs
     /// (the cost per sample changes with the rate; see the fits' lack of
     /// fit).
+    #[serde(serialize_with = "lo_hi_unit")]
     pub per_sample_ns: Estimate,
     /// Median over runs of each run's median / p99 handler duration.
     pub median_ns: f64,
     pub p99_ns: f64,
     /// Handler utilisation, % of the window, t interval over runs.
+    #[serde(serialize_with = "lo_hi_unit")]
     pub util_pct: Estimate,
     /// Whole timer interrupt (local_timer) utilisation, when captured.
+    #[serde(serialize_with = "lo_hi_unit")]
     pub local_timer_util_pct: Option<Estimate>,
     /// Mean achieved sample rate (runs.csv achieved_hz).
     pub achieved_hz: f64,
 }
 
-/// Table 2 row: performance loss at one frequency for one design.
-#[derive(Debug, Clone, serde::Serialize)]
+/// Table 2 row: performance loss at one frequency for one design (a row
+/// of loss.csv: one `run` column per run, as many as the rate with the
+/// most runs).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct LossRow {
     pub freq_hz: u64,
-    pub design: Design,
-    /// How the interval was computed.
-    pub method: String,
-    /// Loop counts of the runs, in repetition order.
-    pub iterations: Vec<u64>,
-    pub mean_iterations: f64,
-    /// Loss in %, with its 95 % interval (NaN value for a design without
-    /// a baseline).
-    pub loss_pct: Estimate,
-    /// Paired design: the loss from each run's mean over its ABBA groups,
-    /// t interval over runs (n = runs). Wider than `loss_pct` when the loss
-    /// itself varies between runs, which the interval over groups ignores.
-    pub loss_by_run_pct: Option<Estimate>,
-    /// Paired design: one-way ANOVA of the group losses by run, (F, p).
-    pub between_runs: Option<(f64, f64)>,
     /// The sample rate the kernel delivered, Hz: classic, the mean of the
     /// runs' `achieved_hz`; paired, the on phases' samples over their time.
     /// The fits use it, not the request (at "100 kHz" the kernel delivered
     /// 63 kHz in one sweep here).
     pub achieved_hz: f64,
+    pub design: Design,
+    /// Loop counts of the runs, in repetition order.
+    #[serde(rename = "run")]
+    pub iterations: Vec<u64>,
+    #[serde(rename = "mean")]
+    pub mean_iterations: f64,
+    /// Loss in %, with its 95 % interval (NaN value for a design without
+    /// a baseline).
+    #[serde(serialize_with = "with_n")]
+    pub loss_pct: Estimate,
+    /// Paired design: the loss from each run's mean over its ABBA groups,
+    /// t interval over runs (n = runs). Wider than `loss_pct` when the loss
+    /// itself varies between runs, which the interval over groups ignores.
+    #[serde(serialize_with = "by_run")]
+    pub loss_by_run_pct: Option<Estimate>,
+    /// Paired design: one-way ANOVA of the group losses by run, (F, p).
+    #[serde(serialize_with = "p_only")]
+    pub between_runs: Option<(f64, f64)>,
+    /// How the interval was computed.
+    pub method: String,
+}
+
+/// loss.csv's `loss_pct`, its interval and `n`.
+fn with_n<S: Serializer>(e: &Estimate, s: S) -> Result<S::Ok, S::Error> {
+    let v = [e.value, e.lo, e.hi, e.n as f64];
+    cells(s, "{k} {b}_lo_{u} {b}_hi_{u} n", Some(v))
+}
+
+/// loss.csv's interval over runs: its bounds and runs.
+fn by_run<S: Serializer>(e: &Option<Estimate>, s: S) -> Result<S::Ok, S::Error> {
+    let v = e.map(|e| [e.lo, e.hi, e.n as f64]);
+    cells(s, "loss_lo_by_run_pct loss_hi_by_run_pct n_runs", v)
+}
+
+/// loss.csv's `between_runs_p`.
+fn p_only<S: Serializer>(f_p: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
+    cells(s, "{k}_p", f_p.map(|(_, p)| [p]))
 }
 
 impl LossRow {
@@ -90,19 +120,34 @@ impl LossRow {
     }
 }
 
-/// Loss with tracepoints on (util runs) next to loss without.
-#[derive(Debug, Clone, serde::Serialize)]
+/// Loss with tracepoints on (util runs) next to loss without (a row of
+/// tracing.csv).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct TracepointCostRow {
     pub freq_hz: u64,
+    #[serde(serialize_with = "value")]
     pub loss_pct: Option<Estimate>,
+    #[serde(serialize_with = "value")]
     pub loss_util_runs_pct: Estimate,
+    /// `loss_util_runs_pct - loss_pct`, percentage points.
+    tracing_cost_pp: f64,
 }
 
 impl TracepointCostRow {
+    /// The row of one rate.
+    pub fn new(freq_hz: u64, loss_pct: Option<Estimate>, loss_util_runs_pct: Estimate) -> Self {
+        let tracing_cost_pp = loss_pct.map_or(f64::NAN, |l| loss_util_runs_pct.value - l.value);
+        Self {
+            freq_hz,
+            loss_pct,
+            loss_util_runs_pct,
+            tracing_cost_pp,
+        }
+    }
+
     /// Extra loss caused by tracing the handler (percentage points).
     pub fn tracing_cost_pp(&self) -> f64 {
-        self.loss_pct
-            .map_or(f64::NAN, |l| self.loss_util_runs_pct.value - l.value)
+        self.tracing_cost_pp
     }
 
     /// The extra loss is above [`TRACING_WARN_PP`] and significant: larger

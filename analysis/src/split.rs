@@ -38,6 +38,7 @@ use results_format::timeline::{gaps_path, read_gaps_parquet};
 use results_format::{Design, RunKind};
 use serde::Serialize;
 
+use crate::columns::lo_hi_se;
 use crate::error::AnalysisError;
 use crate::load::{Phase, ResultSet};
 use crate::stats::{Estimate, mean, t_interval};
@@ -52,8 +53,8 @@ use outlast::{against_zero_hz, off_recovery};
 /// about 1 %.
 pub const MODE_CHANGE_RATIO: f64 = 1.5;
 
-/// One kept phase of a split run.
-#[derive(Debug, Clone, Serialize)]
+/// One kept phase of a split run (a row of split_phases.csv).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct SplitPhase {
     pub run_id: u32,
     pub freq_hz: u64,
@@ -82,38 +83,45 @@ pub struct SplitPhase {
     pub mode_change: bool,
 }
 
-/// One rate's split: each part in % of the loop's work, over runs.
-#[derive(Debug, Clone, Serialize)]
+/// One rate's split: each part in % of the loop's work, over runs (a row
+/// of split.csv).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct SplitRow {
     pub freq_hz: u64,
     pub runs: usize,
     pub groups: usize,
+    /// Samples per second of sampling-on time.
+    pub achieved_hz: f64,
     /// The paired loss of the same groups.
+    #[serde(rename = "total_pct", serialize_with = "lo_hi_se")]
     pub total: Estimate,
+    #[serde(rename = "in_gaps_pct", serialize_with = "lo_hi_se")]
     pub in_gaps: Estimate,
+    #[serde(rename = "outside_pct", serialize_with = "lo_hi_se")]
     pub outside: Estimate,
     /// total - (1 - (1 - in)(1 - out)), percentage points, mean over runs.
     pub closure_pp: f64,
-    /// Samples per second of sampling-on time.
-    pub achieved_hz: f64,
+    /// Per block, 1 - s_off / s_0Hz, %: the off phases' speed outside the
+    /// gaps against the same block's 0 Hz split runs; above 0 where a
+    /// slowdown outlasts the phase. NaN without 0 Hz split runs (and at
+    /// 0 Hz).
+    #[serde(rename = "carryover_pct", serialize_with = "lo_hi_se")]
+    pub carryover: Estimate,
+    /// Per block, 1 - s_on / s_0Hz, %: the loss outside the gaps against
+    /// the 0 Hz runs, the part that outlasts the phase included.
+    #[serde(rename = "outside_vs_zero_pct", serialize_with = "lo_hi_se")]
+    pub outside_vs_zero: Estimate,
     /// Kept phases whose halves were read, and those of them that changed
     /// speed mode inside, with sampling on and off.
     pub halved: usize,
     pub mode_changes_on: usize,
     pub mode_changes_off: usize,
-    /// Per block, 1 - s_off / s_0Hz, %: the off phases' speed outside the
-    /// gaps against the same block's 0 Hz split runs; above 0 where a
-    /// slowdown outlasts the phase. NaN without 0 Hz split runs (and at
-    /// 0 Hz).
-    pub carryover: Estimate,
-    /// Per block, 1 - s_on / s_0Hz, %: the loss outside the gaps against
-    /// the 0 Hz runs, the part that outlasts the phase included.
-    pub outside_vs_zero: Estimate,
     /// In the off phases that follow an on phase, 100 (s_second /
     /// s_first - 1), mean per run, t interval over runs: above 0 where the loop
     /// recovers inside the off phase, a slowdown that outlasts the on
     /// phase by part of a phase, which the within-run outside part
     /// undercounts (a longer `--phase` holds more of it).
+    #[serde(rename = "off_recovery_pct", serialize_with = "lo_hi_se")]
     pub off_recovery: Estimate,
 }
 

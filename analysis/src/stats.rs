@@ -124,7 +124,7 @@ pub fn t_crit95(df: f64) -> f64 {
 }
 
 /// A point estimate with a two-sided 95 % interval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct Estimate {
     pub value: f64,
     pub lo: f64,

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use results_format::phase_check::judge_run;
 use results_format::{Design, RunKind};
 
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
 use crate::format::distinct;
 use crate::load::intervals::RunIntervals;
 use crate::load::{Phase, ResultSet, Run};
-use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
+use crate::stats::{Estimate, mean};
 
 mod rows;
 

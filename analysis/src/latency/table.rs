@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::model::{MODEL_REQUESTS, Timing, predict, thinned};
 use super::{LostTime, PERCENTILES, SIZES_NS, SizeLatency, measure, spans};
+use crate::columns::{lo_hi_se, yes_no};
 use crate::load::gaps::{GapsRun, LONG_EPISODE_NS};
 use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
 
@@ -29,13 +30,13 @@ pub struct RunLatency {
 #[derive(Debug, Clone, Default)]
 pub struct LatencyTable {
     pub rows: Vec<LatencyRow>,
-    pub runs: Vec<RunRow>,
+    pub runs: Vec<LatencyRunRow>,
     pub model: super::at_rate::Model,
 }
 
 /// One run and request size (a row of report/latency_runs.csv).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRow {
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct LatencyRunRow {
     pub run_id: u32,
     pub freq_hz: u64,
     pub block: u32,
@@ -53,7 +54,7 @@ pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
     let mut out = Vec::new();
     for r in measured {
         for size in r.sizes {
-            out.push(RunRow {
+            out.push(LatencyRunRow {
                 run_id: r.run_id,
                 freq_hz: r.freq_hz,
                 block: r.block,
@@ -115,22 +116,30 @@ pub fn costs_of(run: &GapsRun) -> Vec<f64> {
     costs_ns
 }
 
-/// One rate, size and percentile.
-#[derive(Debug, Clone, PartialEq)]
+/// One rate, size and percentile (a row of report/latency.csv).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct LatencyRow {
     pub freq_hz: u64,
     pub size_ns: u64,
     pub percentile: f64,
+    /// Blocks behind the measured or the predicted time, the larger.
+    pub blocks: usize,
     /// The 0 Hz runs' elapsed time at the percentile, mean over blocks, ns.
     pub baseline_ns: f64,
     /// Added over 0 Hz, measured, ns.
+    #[serde(rename = "added_ns", serialize_with = "lo_hi_se")]
     pub measured: Estimate,
     /// Added over 0 Hz, predicted with periodic samples, ns.
+    #[serde(rename = "predicted_ns", serialize_with = "lo_hi_se")]
     pub predicted: Estimate,
     /// The same with Poisson samples, ns.
+    #[serde(rename = "poisson_ns", serialize_with = "lo_hi_se")]
     pub poisson: Estimate,
     /// Measured - predicted (periodic) per block, ns.
+    #[serde(rename = "difference_ns", serialize_with = "lo_hi_se")]
     pub difference: Estimate,
+    #[serde(serialize_with = "yes_no")]
+    agrees: Option<bool>,
     /// Share of requests a sample fell in: measured, and predicted.
     pub hit_share: f64,
     pub hit_share_predicted: f64,
@@ -140,8 +149,7 @@ impl LatencyRow {
     /// Whether the measured and predicted added latency agree: the
     /// interval of their difference per block holds 0 (None without one).
     pub fn agrees(&self) -> Option<bool> {
-        let d = &self.difference;
-        (d.lo.is_finite() && d.hi.is_finite()).then_some(d.lo <= 0.0 && d.hi >= 0.0)
+        self.agrees
     }
 }
 
@@ -235,15 +243,19 @@ fn row(freq_hz: u64, size_ns: u64, percentile: f64, pi: usize, cells: &[Cell]) -
             .map(|c| c.rate[pi] - c.zero[pi] - c.periodic[pi])
             .collect(),
     );
+    let (measured, predicted) = (t_interval(&measured), t_interval(&predicted));
+    let d = t_interval(&difference);
     LatencyRow {
         freq_hz,
         size_ns,
         percentile,
+        blocks: measured.n.max(predicted.n),
         baseline_ns: mean(&finite(cells.iter().map(|c| c.zero[pi]).collect())),
-        measured: t_interval(&measured),
-        predicted: t_interval(&predicted),
+        measured,
+        predicted,
         poisson: t_interval(&poisson),
-        difference: t_interval(&difference),
+        difference: d,
+        agrees: (d.lo.is_finite() && d.hi.is_finite()).then_some(d.lo <= 0.0 && d.hi >= 0.0),
         hit_share: mean(&finite(cells.iter().map(|c| c.hit).collect())),
         hit_share_predicted: mean(&cells.iter().map(|c| c.hit_predicted).collect::<Vec<_>>()),
     }

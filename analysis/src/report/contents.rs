@@ -2,13 +2,10 @@
 //! their CSV files (by_contents.csv, throttle.csv).
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
-use crate::error::AnalysisError;
 use crate::format::{fmt_est, opt_est, table_head};
 use crate::pipeline::Findings;
-use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 use crate::stats::Estimate;
 
 fn num(v: f64, d: usize) -> String {
@@ -101,41 +98,6 @@ pub fn render_after(rows: &[crate::aftereffect::AfterRow]) -> String {
     s
 }
 
-csv_row! {
-    /// A row of `report/after_effect.csv`: the paired throughput loss per
-    /// sample against the gaps design's direct cost, one configuration and
-    /// rate.
-    pub struct AfterCsvRow {
-        pub sample: String,
-        pub freq_hz: u64,
-        pub achieved_hz: Shown,
-        pub throughput_ns: LoHi,
-        pub direct_ns: LoHi,
-        pub after_ns: LoHi,
-        pub timeline_after_ns: LoHi,
-    }
-}
-
-/// Writes `report/after_effect.csv`.
-pub fn write_after_csv(
-    path: &Path,
-    rows: &[crate::aftereffect::AfterRow],
-) -> Result<(), AnalysisError> {
-    let rows: Vec<AfterCsvRow> = rows
-        .iter()
-        .map(|r| AfterCsvRow {
-            sample: r.sample.clone(),
-            freq_hz: r.freq_hz,
-            achieved_hz: Shown::of(r.achieved_hz),
-            throughput_ns: LoHi(Some(r.throughput_ns)),
-            direct_ns: LoHi(Some(r.direct_ns)),
-            after_ns: LoHi(Some(r.after_ns)),
-            timeline_after_ns: LoHi(Some(r.timeline_after_ns)),
-        })
-        .collect();
-    write_rows(path, &rows, &AfterCsvRow::header(0))
-}
-
 fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## The kernel's throttle, predicted\n");
@@ -180,44 +142,4 @@ fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {
     }
     s.push('\n');
     s
-}
-
-csv_row! {
-    /// A row of `report/by_contents.csv`: handler and application cost per
-    /// sample of one sample contents at one rate, with the ratio to
-    /// `perf-default`'s.
-    pub struct ContentsCsvRow {
-        pub sample: String,
-        pub freq_hz: u64,
-        pub achieved_hz: Shown,
-        pub handler_ns: LoHi,
-        pub handler_ratio: Shown,
-        pub application_ns: LoHi,
-        pub application_ratio: Shown,
-        pub after_effect_ns: LoHi,
-        pub callchain_mean: Shown,
-        pub stack_user_mean_bytes: Shown,
-        pub throttled: u64,
-    }
-}
-
-/// Writes `report/by_contents.csv`.
-pub fn write_csv(path: &Path, rows: &[ContentsRow]) -> Result<(), AnalysisError> {
-    let rows: Vec<ContentsCsvRow> = rows
-        .iter()
-        .map(|r| ContentsCsvRow {
-            sample: r.sample.clone(),
-            freq_hz: r.freq_hz,
-            achieved_hz: Shown::of(r.achieved_hz),
-            handler_ns: LoHi(r.handler_ns),
-            handler_ratio: Shown(r.handler_ratio.map(|e| e.value)),
-            application_ns: LoHi(r.total_ns),
-            application_ratio: Shown(r.total_ratio.map(|e| e.value)),
-            after_effect_ns: LoHi(r.after_ns),
-            callchain_mean: Shown::of(r.callchain_mean),
-            stack_user_mean_bytes: Shown::of(r.stack_user_mean_bytes),
-            throttled: r.throttled,
-        })
-        .collect();
-    write_rows(path, &rows, &ContentsCsvRow::header(0))
 }

@@ -1,22 +1,10 @@
-//! The report's section "the cost per sample over the sweep" and
-//! `report/cost_by_run.csv`: each gaps run's cost in sweep order, how much
-//! it moved, and for which conditions the answer holds.
+//! The report's section "the cost per sample over the sweep" (its table is
+//! `report/cost_by_run.csv`, `RunCost`): each gaps run's cost in sweep
+//! order, how much it moved, and for which conditions the answer holds.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use crate::error::AnalysisError;
 use crate::percost::{CostDrift, PerSample};
-
-/// Writes `cost_by_run.csv`: one row per gaps run at F > 0 in sweep order,
-/// the header `RunCost`'s fields (alone for an empty table).
-pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
-    crate::report::csv_row::write_rows(
-        path,
-        &ps.run_costs,
-        &results_format::header_of::<crate::percost::RunCost>(),
-    )
-}
 
 /// The drift in one sentence, for the summary.
 pub fn key_line(d: &CostDrift) -> String {

@@ -1,100 +1,10 @@
 //! The report's section "what one sample costs the application" (gaps
-//! design) and `report/per_sample.csv`.
+//! design); its table is `report/per_sample.csv` (`PerSampleRow`).
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use crate::error::AnalysisError;
 use crate::format::fmt_est;
 use crate::percost::{PerSample, PerSampleRow};
-use crate::report::csv_row::{CsvNum, LoHiSe, csv_row, write_rows};
-use crate::stats::Estimate;
-
-csv_row! {
-    /// A row of `report/per_sample.csv`: one rate of the gaps design, every
-    /// interval as `_lo`/`_hi`/`_se` columns.
-    pub struct PerSampleCsvRow {
-        pub freq_hz: u64,
-        pub runs: usize,
-        pub achieved_hz: CsvNum,
-        pub samples: u64,
-        pub samples_in_long: u64,
-        pub recovery_horizon_ns: CsvNum,
-        pub matched_episodes: usize,
-        pub matched_median_ns: CsvNum,
-        pub matched_mean_ns: CsvNum,
-        pub matched_p99_ns: CsvNum,
-        pub matched_mean_by_run_ns: LoHiSe,
-        pub background_ns: LoHiSe,
-        pub above_cap_ns: LoHiSe,
-        pub long_per_s: LoHiSe,
-        pub long_ns: LoHiSe,
-        pub direct_ns: LoHiSe,
-        pub after_effect_ns: LoHiSe,
-        pub total_ns: LoHiSe,
-        pub total_pred_ns: LoHiSe,
-        pub predicted_loss_pct: LoHiSe,
-        pub paired_loss_pct: LoHiSe,
-        pub excess_gap_share_pct: LoHiSe,
-        pub predicted_direct_loss_pct: LoHiSe,
-        pub aa_null_ns: LoHiSe,
-        pub handler_ns: CsvNum,
-        pub interrupt_ns: CsvNum,
-        pub remainder_ns: CsvNum,
-        pub agreement: &'static str,
-        pub after_effect_bound_ns: CsvNum,
-        pub above_cap_charged: bool,
-        pub long_charged: bool,
-        pub cap_ns: CsvNum,
-    }
-}
-
-impl PerSampleCsvRow {
-    fn of(r: &PerSampleRow) -> Self {
-        let none = Estimate::point(f64::NAN, 0);
-        PerSampleCsvRow {
-            freq_hz: r.freq_hz,
-            runs: r.runs,
-            achieved_hz: CsvNum(r.achieved_hz),
-            samples: r.samples,
-            samples_in_long: r.samples_in_long,
-            recovery_horizon_ns: CsvNum(r.recovery_horizon_ns),
-            matched_episodes: r.matched_episodes,
-            matched_median_ns: CsvNum(r.matched_median_ns),
-            matched_mean_ns: CsvNum(r.matched_mean_ns),
-            matched_p99_ns: CsvNum(r.matched_p99_ns),
-            matched_mean_by_run_ns: LoHiSe(r.matched_mean_by_run_ns),
-            background_ns: LoHiSe(r.background_ns),
-            above_cap_ns: LoHiSe(r.above_cap_ns),
-            long_per_s: LoHiSe(r.long_per_s),
-            long_ns: LoHiSe(r.long_ns),
-            direct_ns: LoHiSe(r.direct_ns),
-            after_effect_ns: LoHiSe(r.after_effect_ns),
-            total_ns: LoHiSe(r.total_ns),
-            total_pred_ns: LoHiSe(r.total_pred_ns),
-            predicted_loss_pct: LoHiSe(r.predicted_loss_pct),
-            paired_loss_pct: LoHiSe(r.paired_loss_pct.unwrap_or(none)),
-            excess_gap_share_pct: LoHiSe(r.excess_gap_share_pct),
-            predicted_direct_loss_pct: LoHiSe(r.predicted_direct_loss_pct),
-            aa_null_ns: LoHiSe(r.aa_null_ns.unwrap_or(none)),
-            handler_ns: CsvNum::opt(r.handler_ns),
-            interrupt_ns: CsvNum::opt(r.interrupt_ns),
-            remainder_ns: CsvNum::opt(r.remainder_ns),
-            agreement: r.agreement.map_or("", |a| a.word()),
-            after_effect_bound_ns: CsvNum::opt(r.after_effect_bound_ns),
-            above_cap_charged: r.above_cap_charged,
-            long_charged: r.long_charged,
-            cap_ns: CsvNum(r.cap_ns),
-        }
-    }
-}
-
-/// Writes `per_sample.csv`: every column of the table, intervals as
-/// `_lo`/`_hi`/`_se` columns.
-pub fn write_csv(path: &Path, ps: &PerSample) -> Result<(), AnalysisError> {
-    let rows: Vec<PerSampleCsvRow> = ps.rows.iter().map(PerSampleCsvRow::of).collect();
-    write_rows(path, &rows, &PerSampleCsvRow::header(0))
-}
 
 fn ns(v: Option<f64>) -> String {
     match v {

@@ -19,6 +19,7 @@ pub mod report;
 
 use std::collections::BTreeMap;
 
+use crate::columns::{lo_hi, spaced};
 use crate::load::Run;
 use crate::stats::{Estimate, mean, median, std_dev, t_interval};
 
@@ -30,8 +31,9 @@ pub const OUTLIER_Z: f64 = 3.5;
 /// values themselves and flags half of them).
 pub const OUTLIER_MIN_RUNS: usize = 5;
 
-/// One configuration (contents, frequency) of the command's runs.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One configuration (contents, frequency) of the command's runs (a row
+/// of command.csv).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct CommandRow {
     /// Sample contents (empty at 0 Hz).
     pub sample: String,
@@ -51,12 +53,22 @@ pub struct CommandRow {
     pub wall_median_s: f64,
     pub wall_min_s: f64,
     pub wall_max_s: f64,
-    /// Run ids whose modified z-score exceeds [`OUTLIER_Z`].
-    pub outliers: Vec<u32>,
-    /// Throughput loss against 0 Hz in the same blocks, % (None at 0 Hz).
+    /// Throughput loss against 0 Hz in the same blocks, % (None at 0 Hz);
+    /// command.csv gives its blocks after it.
+    #[serde(serialize_with = "with_blocks")]
     pub loss_pct: Option<Estimate>,
     /// The whole-run cost of one sample, ns (None at 0 Hz).
+    #[serde(serialize_with = "lo_hi")]
     pub cost_per_sample_ns: Option<Estimate>,
+    /// Run ids whose modified z-score exceeds [`OUTLIER_Z`].
+    #[serde(rename = "outlier_run_ids", serialize_with = "spaced")]
+    pub outliers: Vec<u32>,
+}
+
+/// command.csv's loss, its interval and the blocks behind it.
+fn with_blocks<S: serde::Serializer>(e: &Option<Estimate>, s: S) -> Result<S::Ok, S::Error> {
+    let v = e.map(|e| [e.value, e.lo, e.hi, e.n as f64]);
+    crate::columns::cells(s, "{k} {k}_lo {k}_hi blocks", v)
 }
 
 /// Whether a run is one of the command's measured runs.

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use results_format::read_csv_rows;
 use results_format::timeline::{TIMELINE_CSV, TimelineRow};
 
+use crate::columns::{lo_hi, lo_hi_unit};
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
 use crate::stats::{Estimate, mean, t_interval};
@@ -33,27 +34,33 @@ use crate::stats::{Estimate, mean, t_interval};
 /// the report says why.
 pub const TRACKING_TOLERANCE: f64 = 0.05;
 
-/// One rate of the profiler.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One rate of the profiler (a row of profiler.csv).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ProfilerRow {
     /// Requested rate, Hz.
     pub freq_hz: u64,
     /// Blocks with a run at this rate and a 0 Hz run (the estimates' n).
     pub blocks: usize,
     /// Interruptions of the loop per second over 0 Hz.
+    #[serde(serialize_with = "lo_hi")]
     pub excess_episodes_per_s: Estimate,
     /// That rate over the requested one, %.
     pub tracking_pct: f64,
+    /// What one interruption costs the application, ns.
+    #[serde(serialize_with = "lo_hi_unit")]
+    pub cost_per_interruption_ns: Estimate,
     /// Excess gap time: the loop's time lost inside interruptions, % of the
     /// CPU.
+    #[serde(serialize_with = "lo_hi_unit")]
     pub gap_loss_pct: Estimate,
-    /// What one interruption costs the application, ns.
-    pub cost_per_interruption_ns: Estimate,
     /// The loop's throughput loss against 0 Hz, %.
+    #[serde(serialize_with = "lo_hi_unit")]
     pub throughput_loss_pct: Estimate,
     /// The profiler's own CPU time over the loop's window, % of one CPU.
+    #[serde(serialize_with = "lo_hi_unit")]
     pub profiler_cpu_pct: Estimate,
     /// The CPUs its threads ran on (union over runs).
+    #[serde(serialize_with = "semicolons")]
     pub profiler_cpus: String,
     /// Its largest peak resident memory over the runs, kB.
     pub profiler_peak_rss_kb: u64,
@@ -68,6 +75,11 @@ pub struct ProfilerRow {
     /// Failed runs at this rate (the profiler exited early, the loop
     /// failed): left out, named in the table's `failed`.
     pub failed_runs: usize,
+}
+
+/// profiler.csv's CPUs, `;`-separated.
+fn semicolons<S: serde::Serializer>(cpus: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cpus.replace(',', ";"))
 }
 
 /// The profiler's table.

@@ -1,7 +1,16 @@
 //! The rows of Tables 1 and 2 and of the tracing cost, each from the runs
 //! it is computed from.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use results_format::phase_check::judge_run;
+use results_format::{Design, RunKind};
+
+use super::{DurationGroup, PairedRunTrace, RunPhaseFaults, Tables, abba_losses, by_freq};
+use crate::load::intervals::RunIntervals;
+use crate::load::{Phase, ResultSet, Run};
+use crate::row_types::{LossRow, TracepointCostRow, UtilRow};
+use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
 
 /// Table 1: handler utilisation and durations per frequency.
 pub(super) fn util_table(
@@ -251,11 +260,11 @@ pub(super) fn tracing_rows(
             if rates.is_empty() {
                 continue;
             }
-            rows.push(TracepointCostRow {
+            rows.push(TracepointCostRow::new(
                 freq_hz,
-                loss_pct: primary.get(&freq_hz).copied(),
-                loss_util_runs_pct: loss_delta(&rates, tracing_baseline),
-            });
+                primary.get(&freq_hz).copied(),
+                loss_delta(&rates, tracing_baseline),
+            ));
         }
     }
     rows

@@ -291,25 +291,13 @@ fn the_tracing_warning_needs_a_significant_difference() {
         n: 5,
     };
     // 3 pp more with tracepoints, but SEs of 7 pp: noise, no warning.
-    let noisy = TracepointCostRow {
-        freq_hz: 100,
-        loss_pct: Some(est(1.0, 7.0)),
-        loss_util_runs_pct: est(4.0, 7.0),
-    };
+    let noisy = TracepointCostRow::new(100, Some(est(1.0, 7.0)), est(4.0, 7.0));
     assert!(noisy.tracing_cost_pp() > 1.0 && !noisy.significant());
     // 3 pp more with SEs of 0.5 pp: a real cost of tracing.
-    let real = TracepointCostRow {
-        loss_pct: Some(est(1.0, 0.5)),
-        loss_util_runs_pct: est(4.0, 0.5),
-        ..noisy.clone()
-    };
+    let real = TracepointCostRow::new(100, Some(est(1.0, 0.5)), est(4.0, 0.5));
     assert!(real.significant());
     // Significant but under the 1 pp threshold: not worth a warning.
-    let small = TracepointCostRow {
-        loss_pct: Some(est(1.0, 0.01)),
-        loss_util_runs_pct: est(1.5, 0.01),
-        ..noisy
-    };
+    let small = TracepointCostRow::new(100, Some(est(1.0, 0.01)), est(1.5, 0.01));
     assert!(!small.significant());
 }
 

@@ -3,12 +3,8 @@
 //! CSV headers against the same types.
 #![allow(clippy::unwrap_used)]
 
-use analysis::report::csv_row::Columns as _;
-use analysis::report::{
-    LossCsvRow, TracingCsvRow, UtilCsvRow, contents::AfterCsvRow, contents::ContentsCsvRow,
-    per_sample::PerSampleCsvRow,
-};
-use analysis::subject::{command::report::CommandCsvRow, profiler::report::ProfilerCsvRow};
+use analysis::columns::header;
+use analysis::row_types::{LossRow, TracepointCostRow, UtilRow};
 
 use crate::committed;
 
@@ -25,31 +21,46 @@ fn documented(doc: &str, heading: &str) -> Vec<String> {
 
 /// Each report CSV's header, by file name; loss.csv with one run column.
 fn headers() -> Vec<(&'static str, Vec<String>)> {
+    // report.rs writes the 2014 article's utilisation beside each row.
+    let mut util = header::<UtilRow>(&[]);
+    util.push("reference_2014_util_pct".into());
     vec![
-        ("util.csv", UtilCsvRow::header(0)),
-        ("loss.csv", LossCsvRow::header(1)),
-        ("tracing.csv", TracingCsvRow::header(0)),
-        ("per_sample.csv", PerSampleCsvRow::header(0)),
+        ("util.csv", util),
+        ("loss.csv", loss_header(1)),
+        ("tracing.csv", header::<TracepointCostRow>(&[])),
         (
-            "cost_by_run.csv",
-            results_format::header_of::<analysis::percost::RunCost>(),
+            "per_sample.csv",
+            header::<analysis::percost::PerSampleRow>(&[]),
         ),
-        ("by_contents.csv", ContentsCsvRow::header(0)),
-        ("after_effect.csv", AfterCsvRow::header(0)),
-        ("command.csv", CommandCsvRow::header(0)),
-        ("profiler.csv", ProfilerCsvRow::header(0)),
+        ("cost_by_run.csv", header::<analysis::percost::RunCost>(&[])),
+        (
+            "by_contents.csv",
+            header::<analysis::contents::ContentsRow>(&[]),
+        ),
+        (
+            "after_effect.csv",
+            header::<analysis::aftereffect::AfterRow>(&[]),
+        ),
+        (
+            "command.csv",
+            header::<analysis::subject::command::CommandRow>(&[]),
+        ),
+        (
+            "profiler.csv",
+            header::<analysis::subject::profiler::ProfilerRow>(&[]),
+        ),
         (
             "latency.csv",
-            analysis::report::latency::LatencyCsvRow::header(0),
+            header::<analysis::latency::table::LatencyRow>(&[]),
         ),
         (
             "latency_runs.csv",
-            analysis::report::latency::LatencyRunCsvRow::header(0),
+            header::<analysis::latency::table::LatencyRunRow>(&[]),
         ),
-        ("split.csv", analysis::report::split::SplitCsvRow::header(0)),
+        ("split.csv", header::<analysis::split::SplitRow>(&[])),
         (
             "split_phases.csv",
-            analysis::report::split::SplitPhaseCsvRow::header(0),
+            header::<analysis::split::SplitPhase>(&[]),
         ),
         (
             "excluded_phases.csv",
@@ -57,6 +68,15 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
         ),
         ("warning_runs.csv", analysis::report::warning_runs_header()),
     ]
+}
+
+/// loss.csv's header with `runs` run columns.
+fn loss_header(runs: usize) -> Vec<String> {
+    let row = LossRow {
+        iterations: vec![0; runs],
+        ..LossRow::default()
+    };
+    header(&[row])
 }
 
 #[test]
@@ -84,7 +104,7 @@ fn every_committed_report_csv_has_its_row_types_header() {
             let first: Vec<&str> = text.lines().next().unwrap().split(',').collect();
             let want = if file == "loss.csv" {
                 let runs = first.iter().filter(|c| c.starts_with("run")).count();
-                LossCsvRow::header(runs)
+                loss_header(runs)
             } else {
                 header
             };
@@ -93,11 +113,4 @@ fn every_committed_report_csv_has_its_row_types_header() {
         }
     }
     assert!(seen >= 20, "only {seen} committed report CSVs");
-}
-
-#[test]
-fn a_per_run_column_is_one_per_run() {
-    let mut names = Vec::new();
-    analysis::report::csv_row::PerRun::names("run", 3, &mut names);
-    assert_eq!(names, ["run1", "run2", "run3"]);
 }

@@ -1,12 +1,9 @@
-//! The report's section on the user's own program (`--command`) and its
-//! CSV file (command.csv).
+//! The report's section on the user's own program (`--command`); its
+//! table is command.csv (`CommandRow`).
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use crate::error::AnalysisError;
 use crate::format::{opt_est, table_head};
-use crate::report::csv_row::{LoHi, Shown, csv_row, write_rows};
 use crate::subject::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 
 /// The markdown section (empty without command runs).
@@ -70,57 +67,4 @@ pub fn render(rows: &[CommandRow], command: Option<&str>, profiler: Option<&str>
     }
     s.push('\n');
     s
-}
-
-csv_row! {
-    /// A row of `report/command.csv`: one configuration of the user's
-    /// command, intervals as `_lo`/`_hi`.
-    pub struct CommandCsvRow {
-        pub sample: String,
-        pub freq_hz: u64,
-        pub runs: usize,
-        pub failed: usize,
-        pub achieved_hz: Shown,
-        pub samples_per_run: Shown,
-        pub wall_mean_s: Shown,
-        pub wall_sd_s: Shown,
-        pub wall_median_s: Shown,
-        pub wall_min_s: Shown,
-        pub wall_max_s: Shown,
-        pub loss_pct: LoHi,
-        pub blocks: Option<usize>,
-        pub cost_per_sample_ns: LoHi,
-        /// Space-separated run ids.
-        pub outlier_run_ids: String,
-    }
-}
-
-/// command.csv: one row per configuration, intervals as `_lo`/`_hi`.
-pub fn write_csv(path: &Path, rows: &[CommandRow]) -> Result<(), AnalysisError> {
-    let rows: Vec<CommandCsvRow> = rows
-        .iter()
-        .map(|r| CommandCsvRow {
-            sample: r.sample.clone(),
-            freq_hz: r.freq_hz,
-            runs: r.runs,
-            failed: r.failed,
-            achieved_hz: Shown::of(r.achieved_hz),
-            samples_per_run: Shown::of(r.samples_per_run),
-            wall_mean_s: Shown::of(r.wall_mean_s),
-            wall_sd_s: Shown::of(r.wall_sd_s),
-            wall_median_s: Shown::of(r.wall_median_s),
-            wall_min_s: Shown::of(r.wall_min_s),
-            wall_max_s: Shown::of(r.wall_max_s),
-            loss_pct: LoHi(r.loss_pct),
-            blocks: r.loss_pct.map(|e| e.n),
-            cost_per_sample_ns: LoHi(r.cost_per_sample_ns),
-            outlier_run_ids: r
-                .outliers
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(" "),
-        })
-        .collect();
-    write_rows(path, &rows, &CommandCsvRow::header(0))
 }

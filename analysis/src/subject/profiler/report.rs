@@ -1,12 +1,9 @@
-//! The report's "Your profiler" section and `report/profiler.csv`
-//! (`driver sweep --profiler`).
+//! The report's "Your profiler" section (`driver sweep --profiler`); its
+//! table is `report/profiler.csv` (`ProfilerRow`).
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use crate::error::AnalysisError;
 use crate::format::{fmt_est, table_head};
-use crate::report::csv_row::{CsvNum, LoHiUnit, csv_row, write_rows};
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
 /// One line per budget answered (the pipeline's,
@@ -103,90 +100,4 @@ pub fn render(t: &ProfilerTable, recs: &[ProfilerRecommendation], cpu: u32) -> S
     }
     let _ = writeln!(s, "\nAs CSV: profiler.csv.\n");
     s
-}
-
-csv_row! {
-/// A row of `report/profiler.csv`: one rate (the header is the fields).
-pub struct ProfilerCsvRow {
-    pub freq_hz: u64,
-    pub blocks: usize,
-    pub excess_episodes_per_s: CsvNum,
-    pub excess_episodes_per_s_lo: CsvNum,
-    pub excess_episodes_per_s_hi: CsvNum,
-    pub tracking_pct: CsvNum,
-    pub cost_per_interruption_ns: LoHiUnit,
-    pub gap_loss_pct: LoHiUnit,
-    pub throughput_loss_pct: LoHiUnit,
-    pub profiler_cpu_pct: LoHiUnit,
-    /// `;`-separated.
-    pub profiler_cpus: String,
-    pub profiler_peak_rss_kb: u64,
-    pub profiler_write_bytes_per_s: CsvNum,
-    pub first_quarter_pct: CsvNum,
-    pub failed_runs: usize,
-}
-}
-
-impl ProfilerCsvRow {
-    fn of(r: &crate::subject::profiler::ProfilerRow) -> Self {
-        let n = CsvNum;
-        ProfilerCsvRow {
-            freq_hz: r.freq_hz,
-            blocks: r.blocks,
-            excess_episodes_per_s: n(r.excess_episodes_per_s.value),
-            excess_episodes_per_s_lo: n(r.excess_episodes_per_s.lo),
-            excess_episodes_per_s_hi: n(r.excess_episodes_per_s.hi),
-            tracking_pct: n(r.tracking_pct),
-            cost_per_interruption_ns: LoHiUnit(r.cost_per_interruption_ns),
-            gap_loss_pct: LoHiUnit(r.gap_loss_pct),
-            throughput_loss_pct: LoHiUnit(r.throughput_loss_pct),
-            profiler_cpu_pct: LoHiUnit(r.profiler_cpu_pct),
-            profiler_cpus: r.profiler_cpus.replace(',', ";"),
-            profiler_peak_rss_kb: r.profiler_peak_rss_kb,
-            profiler_write_bytes_per_s: n(r.profiler_write_bytes_per_s),
-            first_quarter_pct: n(r.first_quarter_pct),
-            failed_runs: r.failed_runs,
-        }
-    }
-}
-
-/// `report/profiler.csv`: one row per rate.
-pub fn write_csv(path: &Path, t: &ProfilerTable) -> Result<(), AnalysisError> {
-    let rows: Vec<ProfilerCsvRow> = t.rows.iter().map(ProfilerCsvRow::of).collect();
-    write_rows(path, &rows, &ProfilerCsvRow::header(0))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_row_fills_the_header() {
-        let n = CsvNum(f64::NAN);
-        let row = ProfilerCsvRow {
-            freq_hz: 99,
-            blocks: 5,
-            excess_episodes_per_s: n,
-            excess_episodes_per_s_lo: n,
-            excess_episodes_per_s_hi: n,
-            tracking_pct: n,
-            cost_per_interruption_ns: LoHiUnit(crate::stats::Estimate::point(f64::NAN, 0)),
-            gap_loss_pct: LoHiUnit(crate::stats::Estimate::point(f64::NAN, 0)),
-            throughput_loss_pct: LoHiUnit(crate::stats::Estimate::point(f64::NAN, 0)),
-            profiler_cpu_pct: LoHiUnit(crate::stats::Estimate::point(f64::NAN, 0)),
-            profiler_cpus: "0;1".into(),
-            profiler_peak_rss_kb: 1,
-            profiler_write_bytes_per_s: n,
-            first_quarter_pct: n,
-            failed_runs: 0,
-        };
-        let text = crate::report::csv_row::row_text(&row);
-        assert_eq!(
-            text.split(',').count(),
-            ProfilerCsvRow::header(0).len(),
-            "{text}"
-        );
-        assert!(text.starts_with("99,5,,"), "{text}");
-    }
 }
