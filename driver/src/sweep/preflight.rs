@@ -153,7 +153,7 @@ pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::
 
 /// The largest run's rings and file descriptors against this host's
 /// limits (logged when they fit, a usage error when not).
-pub(super) fn check_budget(
+pub(super) fn check_ring_limits(
     opts: &SweepOptions,
     plan: &[PlannedRun],
     event: EventKind,

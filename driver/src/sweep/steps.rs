@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use super::preflight::Ceiling;
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
-use crate::config::{ExperimentFile, SweepOptions};
+use crate::config::{BudgetPct, ExperimentFile, SweepOptions};
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
@@ -27,10 +27,12 @@ pub(super) struct Resumed {
 }
 
 /// The recorded options and manifest of `--resume DIR`, or flags over
-/// experiment file over defaults.
+/// experiment file over defaults, with the loss budget a check judges
+/// against (the summary's `budget_pct`).
 pub(super) fn resolve_options(
     args: &SweepFlags,
     online: &[u32],
+    budget_pct: Option<BudgetPct>,
 ) -> anyhow::Result<(Option<Resumed>, SweepOptions)> {
     let resumed: Option<Resumed> = match &args.resume {
         Some(dir) => {
@@ -64,13 +66,12 @@ pub(super) fn resolve_options(
                     .unwrap_or(0),
             )
             .unwrap_or(0);
-            SweepOptions::resolve(
-                &args.settings,
-                file.as_ref().zip(args.experiment.as_deref()),
-                online,
-                default_seed,
-            )
-            .map_err(usage)?
+            let file = file.as_ref().zip(args.experiment.as_deref());
+            SweepOptions {
+                budget_pct,
+                ..SweepOptions::resolve(&args.settings, file, online, default_seed)
+                    .map_err(usage)?
+            }
         }
     };
     Ok((resumed, opts))
