@@ -418,6 +418,17 @@ impl SweepOptions {
     }
 }
 
+/// Where the limit on a sweep's planned time comes from: `--max-sweep-time`,
+/// the file's `max_sweep_time`, or the default. Carried to the refusal of
+/// a command's plan, checked once its warm-up has told its run length.
+pub fn limit_origin(flags: &FlagSettings, file: Option<(&ExperimentFile, &Path)>) -> String {
+    let empty = ExperimentFile::default();
+    let (exp, path) = file.map_or((&empty, None), |(e, p)| (e, Some(p)));
+    Sources { flags, exp, path }
+        .max_sweep()
+        .map_or_else(|_| "`max_sweep_time`".to_owned(), |(_, origin)| origin)
+}
+
 /// Refuses `opts` when its plan's runs take longer than
 /// `opts.max_sweep_ns` ([`ConfigError::TooLong`], naming the run length and
 /// repetitions with where each came from (`origins`), the block's make-up

@@ -55,7 +55,7 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
     // The one list of online CPUs: --cpu is checked against it, and the
     // sampler opens its events on it.
     let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
-    let (resumed, mut opts) = steps::resolve_options(args, &online, budget)?;
+    let (resumed, mut opts, limit_origin) = steps::resolve_options(args, &online, budget)?;
     // Never an existing directory; one sweep per host.
     let root = steps::output_dir(args, resumed.as_ref())?;
     let state_dir = crate::hoststate::state_dir();
@@ -71,7 +71,7 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
     } = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
     let ceiling = preflight::max_rate_ceiling(&opts, args.raise_max_rate)?;
     let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
-    if let Some(code) = preflight::warm_up_command(&mut opts, resumed.is_none())? {
+    if let Some(code) = preflight::warm_up_command(&mut opts, limit_origin.as_deref())? {
         return Ok(Prepare::Stopped(code));
     }
     if let Some(code) = preflight::check_profiler(&opts, &online)? {

@@ -28,12 +28,14 @@ pub(super) struct Resumed {
 
 /// The recorded options and manifest of `--resume DIR`, or flags over
 /// experiment file over defaults, with the loss budget a check judges
-/// against (the summary's `budget_pct`).
+/// against (the summary's `budget_pct`), and for new options where the
+/// limit on the planned time came from (a command's plan is checked
+/// against it after its warm-up).
 pub(super) fn resolve_options(
     args: &SweepFlags,
     online: &[u32],
     budget_pct: Option<BudgetPct>,
-) -> anyhow::Result<(Option<Resumed>, SweepOptions)> {
+) -> anyhow::Result<(Option<Resumed>, SweepOptions, Option<String>)> {
     let resumed: Option<Resumed> = match &args.resume {
         Some(dir) => {
             if has_settings(args) {
@@ -52,8 +54,8 @@ pub(super) fn resolve_options(
         }
         None => None,
     };
-    let opts = match &resumed {
-        Some(r) => r.manifest.options.clone(),
+    let (opts, limit_origin) = match &resumed {
+        Some(r) => (r.manifest.options.clone(), None),
         None => {
             let file = match &args.experiment {
                 Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
@@ -67,14 +69,18 @@ pub(super) fn resolve_options(
             )
             .unwrap_or(0);
             let file = file.as_ref().zip(args.experiment.as_deref());
-            SweepOptions {
+            let opts = SweepOptions {
                 budget_pct,
                 ..SweepOptions::resolve(&args.settings, file, online, default_seed)
                     .map_err(usage)?
-            }
+            };
+            (
+                opts,
+                Some(crate::config::limit_origin(&args.settings, file)),
+            )
         }
     };
-    Ok((resumed, opts))
+    Ok((resumed, opts, limit_origin))
 }
 
 /// A complete sweep has nothing to resume: refused before anything runs
