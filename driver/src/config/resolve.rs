@@ -1,10 +1,12 @@
 //! [`SweepOptions::resolve`]: each setting from its flag, else its
 //! experiment-file key, else its default, one function per setting.
 
+use std::path::Path;
+
 use super::{
     ARTICLE_FREQS_HZ, ConfigError, DEFAULT_DESIGNS, DEFAULT_DURATION_NS, DEFAULT_MAX_SWEEP_NS,
     DEFAULT_PHASE_NS, DEFAULT_REPS, Design, EventKind, ExperimentFile, FlagList, FlagSettings,
-    MIN_RUN_NS, MIN_SAMPLES_PER_RUN, Origin, PRESETS, Path, SampleContents, ScopeName, Subject,
+    MIN_RUN_NS, MIN_SAMPLES_PER_RUN, Origin, PRESETS, SampleContents, ScopeName, Subject,
     SweepOptions, WorkKind, check_cpu, check_freqs, check_reps, dedup_in_order, invalid,
     list_setting, parse_duration, parse_event, parse_scope, refuse_with_command,
     refuse_with_profiler, resolve_command, resolve_profiler, resolve_warmup, too_few_samples,

@@ -1,10 +1,11 @@
 //! What a session is asked to do (`SamplerConfig`, the event, the scope)
 //! and how big its rings are.
 
-use super::{
-    DEFAULT_RING_DATA_BYTES, Deserialize, Duration, SampleContents, Serialize, TraceKind, handler,
-    kind, sample,
-};
+use serde::Deserialize;
+use serde::Serialize;
+use std::time::Duration;
+
+use super::{DEFAULT_RING_DATA_BYTES, SampleContents, TraceKind, handler, kind, sample};
 
 /// Kernel symbol of perf's NMI handler (filter of `nmi:nmi_handler`).
 pub const NMI_HANDLER_SYMBOL: &str = "perf_event_nmi_handler";
