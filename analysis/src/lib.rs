@@ -62,14 +62,24 @@ pub use error::AnalysisError;
 /// the results directory, analyse and judge it, then write `DIR/report/`.
 /// Returns the report directory and the answer box.
 pub fn report_dir(dir: &std::path::Path) -> Result<report::Written, AnalysisError> {
+    report_and_summary(dir).map(|(written, _)| written)
+}
+
+/// [`report_dir`], also returning the summary rows it wrote to
+/// summary.parquet, made in process (`driver check` judges them).
+pub fn report_and_summary(
+    dir: &std::path::Path,
+) -> Result<(report::Written, Vec<results_format::summary::SummaryRow>), AnalysisError> {
     let rs = load::load(dir)?;
     let analysis = pipeline::analyse(&rs)?;
     for line in analysis.quality.raw_removed.lines() {
         tracing::warn!("skipped: {line}");
     }
     let written = report::write(&rs, &analysis)?;
-    write_summary(&rs, &analysis)?;
-    Ok(written)
+    let rows = summary::summary_rows(&rs, &analysis);
+    let path = rs.dir.join(results_format::summary::SUMMARY_PARQUET);
+    results_format::summary::write_summary(&path, &rows)?;
+    Ok((written, rows))
 }
 
 /// Writes `DIR/summary.parquet`, the set's answer per configuration and

@@ -1,18 +1,19 @@
 //! `driver check`: what the rate in use costs now, in about a minute.
 //!
 //! A small sweep (the gaps design at the rate(s) against 0 Hz, in as many
-//! randomised blocks as `--time` holds: `check/plan.rs`) run by the
-//! sweep's own code (lock, settings guard and restore, results
-//! directory, report), then judged against the budget (`check/verdict.rs`)
-//! and written where monitoring reads it: the answer on stderr, `--json`,
-//! a Prometheus textfile, and the host's history.csv.
+//! randomised blocks as `--time` holds: `check/plan.rs`) planned and run
+//! by the sweep's own code (options, planner, lock, settings guard and
+//! restore, results directory, report), its summary rows judged in
+//! process against the budget (`check/verdict.rs`) and written where
+//! monitoring reads it: the answer on stderr, `--json`, a Prometheus
+//! textfile, and the host's history.csv.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use results_format::textfile::{CheckOutcome, TEXTFILE};
 
-use crate::config::{FlagList, FlagSettings, Origin, parse_duration, parse_freq_list};
+use crate::config::{BudgetPct, FlagList, FlagSettings, Origin, parse_duration, parse_freq_list};
 use crate::sweep::{BusyError, SweepFlags, UsageError};
 
 mod plan;
@@ -192,8 +193,6 @@ fn sweep_flags(args: &CheckArgs, p: CheckPlan, root: PathBuf) -> SweepFlags {
         out: Some(root),
         raise_max_rate: args.raise_max_rate,
         no_host_look: true,
-        check_budget: Some(args.budget),
-        quiet: true,
         ..SweepFlags::default()
     }
 }
@@ -269,10 +268,11 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         args.time / 1_000_000_000,
         args.time / 1_000_000_000
     );
-    let flags = sweep_flags(args, p, root.clone());
-    let sweep = crate::sweep::run_sweep(&flags);
-    let code = match sweep {
-        Ok(code) => code,
+    let flags = sweep_flags(args, p, root);
+    let ran = match crate::sweep::measure(&flags, Some(BudgetPct(args.budget))) {
+        Ok(Ok(ran)) => ran,
+        // Stopped before its first run (Ctrl-C): nothing judged.
+        Ok(Err(code)) => return Ok(code),
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
                 return Ok(refused(args, exit::BAD_INPUT, &u.to_string()));
@@ -291,11 +291,12 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             return Ok(refused(args, exit::UNRESOLVED, &line));
         }
     };
-    if code == ExitCode::from(exit::INTERRUPTED) {
-        return Ok(code);
-    }
-    let restored = code == ExitCode::SUCCESS;
-    let judged = verdict::judge(&root, args, restored);
+    let s = match crate::sweep::summarise(ran) {
+        Ok(s) => s,
+        Err(interrupted) => return Ok(interrupted),
+    };
+    let root = s.root.clone();
+    let judged = verdict::judge(s, args);
     let elapsed = started.elapsed();
     verdict::print_box(&judged, args, elapsed);
     let o = CheckOutcome {

@@ -22,7 +22,7 @@ mod values;
 
 pub use profiler::profiler_argv;
 use profiler::*;
-pub use resolve::check_sweep_time;
+pub use resolve::{check_sweep_time, limit_origin};
 pub use subject::Subject;
 use user_command::*;
 pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::config::FlagSettings;
+use crate::config::{BudgetPct, FlagSettings};
 
 mod preflight;
 mod prepare;
@@ -14,6 +14,8 @@ mod run;
 mod steps;
 
 pub use report::REPORT_FAILED;
+pub(crate) use report::{Summarised, summarise};
+pub(crate) use run::Ran;
 
 /// Arguments of `driver sweep` (boxed: they are large next to the other
 /// subcommands').
@@ -65,15 +67,6 @@ pub struct SweepFlags {
     /// no run was recorded yet.
     #[arg(long)]
     pub no_host_look: bool,
-    /// Set by `driver check`: the loss budget it judges against, %, kept in
-    /// the options (the summary's `budget_pct`).
-    #[arg(skip)]
-    pub check_budget: Option<f64>,
-    /// Set by `driver check`: the sweep prints neither its answer box nor
-    /// its directory (the check prints its own), and an interrupted run is
-    /// not offered a resume.
-    #[arg(skip)]
-    pub quiet: bool,
 }
 
 /// A bad command line or input: printed as one line, exit status 2.
@@ -141,20 +134,24 @@ fn pin_self_away_from(cpu: u32, online: &[u32]) {
     }
 }
 
-/// `driver sweep` (and the sweep inside `driver check`): prepare, run,
-/// report.
+/// A sweep prepared and run: its options resolved once (with the loss
+/// budget `driver check` judges against), the plan built on them, its
+/// runs made and the settings restored. `Err(code)` when it stopped
+/// before its first run (Ctrl-C).
+pub(crate) fn measure(
+    args: &SweepFlags,
+    budget: Option<BudgetPct>,
+) -> anyhow::Result<Result<Ran, ExitCode>> {
+    match prepare::prepare(args, budget)? {
+        prepare::Prepare::Ready(p) => run::run(*p).map(Ok),
+        prepare::Prepare::Stopped(code) => Ok(Err(code)),
+    }
+}
+
+/// `driver sweep`: measure, then report.
 pub(crate) fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
-    let prepared = match prepare::prepare(args)? {
-        prepare::Prepare::Ready(p) => *p,
-        prepare::Prepare::Stopped(code) => return Ok(code),
-    };
-    let ran = run::run(prepared)?;
-    Ok(report::report(
-        ran,
-        &report::Ending {
-            report: !args.no_report,
-            raise_max_rate: args.raise_max_rate,
-            quiet: args.quiet,
-        },
-    ))
+    Ok(match measure(args, None)? {
+        Ok(ran) => report::report(ran, !args.no_report, args.raise_max_rate),
+        Err(code) => code,
+    })
 }

@@ -6,7 +6,12 @@
 //! whole run of it). The command may write its own files into its run's
 //! folder, named by `PERF_OVERHEAD_RUN_DIR`.
 
-use super::*;
+use std::sync::atomic::AtomicBool;
+
+use super::{
+    ProcStat, RealBackend, RunError, RunOutcome, RunSpec, Sampler, failed, ns_per_tick,
+    opens_sampler, with_sampler_outcome,
+};
 use crate::subject::command::{CommandError, run_limit, run_pinned};
 use crate::subject::profiler::Profiler;
 

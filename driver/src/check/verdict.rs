@@ -1,7 +1,7 @@
 //! A check's result set judged against its budget: the summary rows the
-//! analysis wrote (with `analysis::summary::check_verdict` in their
-//! budget columns), the exit status, the reasons, and how they are said:
-//! the answer box and the `--json` answer.
+//! analysis made in process (the budget's answer in their budget columns:
+//! `analysis::summary::summary_rows`), the exit status, the reasons, and
+//! how they are said: the answer box and the `--json` answer.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use results_format::answer::{ANSWER_VERSION, Answer, AnswerKind};
 use results_format::summary::SummaryRow;
 
 use super::{CheckArgs, exit};
+use crate::sweep::Summarised;
 
 /// What a check found.
 #[derive(Debug, Clone)]
@@ -24,19 +25,20 @@ pub struct Judged {
     pub event: String,
 }
 
-/// Reads the check's summary and judges each rate: over when any rate is
-/// over, else unresolved when any is, else within. `restored` is false
-/// when the sweep ended with runs failed or a setting not restored.
-pub fn judge(root: &Path, args: &CheckArgs, restored: bool) -> Judged {
+/// Judges each rate of the check's summary rows: over when any rate is
+/// over, else unresolved when any is, else within. Unresolved too when
+/// the sweep was not clean (runs stopped, a setting not restored, no
+/// report).
+pub fn judge(s: Summarised, args: &CheckArgs) -> Judged {
     let mut reasons = Vec::new();
+    let restored = s.clean;
     if !restored {
         reasons.push(format!(
             "the runs or the restore of a setting failed (see the log above and {}/manifest.json)",
-            root.display()
+            s.root.display()
         ));
     }
-    let path = root.join(results_format::summary::SUMMARY_PARQUET);
-    let rows: Vec<SummaryRow> = match results_format::summary::read_summary(&path) {
+    let rows: Vec<SummaryRow> = match s.rows {
         Ok(rows) => rows
             .into_iter()
             .filter(|r| r.config_primary != Some(false))
@@ -45,11 +47,8 @@ pub fn judge(root: &Path, args: &CheckArgs, restored: bool) -> Judged {
                     .is_some_and(|f| args.rate.0.contains(&u64::try_from(f).unwrap_or(0)))
             })
             .collect(),
-        Err(e) => {
-            reasons.push(format!(
-                "no summary to judge ({e}); `analysis report {}` says why",
-                root.display()
-            ));
+        Err(why) => {
+            reasons.push(format!("no summary to judge: {why}"));
             Vec::new()
         }
     };

@@ -1,7 +1,16 @@
 //! [`SweepOptions::resolve`]: each setting from its flag, else its
 //! experiment-file key, else its default, one function per setting.
 
-use super::*;
+use std::path::Path;
+
+use super::{
+    ARTICLE_FREQS_HZ, ConfigError, DEFAULT_DESIGNS, DEFAULT_DURATION_NS, DEFAULT_MAX_SWEEP_NS,
+    DEFAULT_PHASE_NS, DEFAULT_REPS, Design, EventKind, ExperimentFile, FlagList, FlagSettings,
+    MIN_RUN_NS, MIN_SAMPLES_PER_RUN, Origin, PRESETS, SampleContents, ScopeName, Subject,
+    SweepOptions, WorkKind, check_cpu, check_freqs, check_reps, dedup_in_order, invalid,
+    list_setting, parse_duration, parse_event, parse_scope, refuse_with_command,
+    refuse_with_profiler, resolve_command, resolve_profiler, resolve_warmup, too_few_samples,
+};
 
 /// Where a resolve reads its settings: the flags, then the experiment file
 /// (empty when none is given), whose keys errors name with its path.
@@ -416,6 +425,17 @@ impl SweepOptions {
         }
         Ok(opts)
     }
+}
+
+/// Where the limit on a sweep's planned time comes from: `--max-sweep-time`,
+/// the file's `max_sweep_time`, or the default. Carried to the refusal of
+/// a command's plan, checked once its warm-up has told its run length.
+pub fn limit_origin(flags: &FlagSettings, file: Option<(&ExperimentFile, &Path)>) -> String {
+    let empty = ExperimentFile::default();
+    let (exp, path) = file.map_or((&empty, None), |(e, p)| (e, Some(p)));
+    Sources { flags, exp, path }
+        .max_sweep()
+        .map_or_else(|_| "`max_sweep_time`".to_owned(), |(_, origin)| origin)
 }
 
 /// Refuses `opts` when its plan's runs take longer than

@@ -488,3 +488,23 @@ fn the_split_design_has_phases_that_hold_a_sample() {
     let o = resolve_args(&["--freqs=5,99"]).unwrap();
     assert_eq!(o.designs, vec![Design::Paired, Design::Gaps]);
 }
+
+/// The limit's origin is carried, not guessed from its value: the default
+/// passed as a flag is the flag's.
+#[test]
+fn the_limits_origin_is_where_it_was_set() {
+    let given = FlagSettings::from_args(&["--max-sweep-time", "24h"]).unwrap();
+    assert_eq!(given.max_sweep_ns, Some(DEFAULT_MAX_SWEEP_NS));
+    assert_eq!(limit_origin(&given, None), "--max-sweep-time");
+    assert_eq!(
+        limit_origin(&flags(), None),
+        "the default; --max-sweep-time sets it"
+    );
+    let path = Path::new("experiments/long.toml");
+    let exp = ExperimentFile::parse("max_sweep_time = \"1h\"\n", path).unwrap();
+    assert!(
+        limit_origin(&flags(), Some((&exp, path))).contains("key `max_sweep_time`"),
+        "{}",
+        limit_origin(&flags(), Some((&exp, path)))
+    );
+}

@@ -1,7 +1,10 @@
 //! The `--command` settings: the user's program, its warm-up, and the
 //! settings that do not apply to it (each refused with the reason).
 
-use super::*;
+use super::{
+    ConfigError, Design, ExperimentFile, FlagList, FlagSettings, OneOrMany, Origin, ScopeName,
+    invalid, parse_design, parse_scope,
+};
 use crate::subject::command::{find_program, split_command};
 
 /// Most warm-up runs allowed.

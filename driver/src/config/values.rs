@@ -1,7 +1,11 @@
 //! One setting's value, parsed and checked: each error names the value,
 //! where it came from (flag or experiment-file key) and the fix.
 
-use super::*;
+use super::{
+    ConfigError, ContentsError, DEFAULT_MAX_SWEEP_NS, Design, EventKind, KNOWN_EVENTS,
+    MAX_STACK_USER_BYTES, OneOrMany, Origin, PRESETS, SampleContents, ScopeName, WorkKind,
+    check_warmup, invalid,
+};
 
 /// A setting that is a list: a comma-separated flag (already parsed) over
 /// an experiment-file key (one value or a list, which must not be empty);
@@ -335,7 +339,7 @@ pub(crate) fn event_flag() -> impl clap::builder::TypedValueParser<Value = Event
         .try_map(|s| parse_event(&s, &Origin::Flag("--event")).map_err(|e| flag_error(e, &s)))
 }
 
-/// `--warmup`: a whole number of runs, 1 to [`MAX_WARMUP`].
+/// `--warmup`: a whole number of runs, 1 to [`MAX_WARMUP`](super::MAX_WARMUP).
 pub(super) fn warmup_flag(text: &str) -> Result<u32, String> {
     let o = Origin::Flag("--warmup");
     parse_int(text, &o, "give a whole number, e.g. --warmup 2")

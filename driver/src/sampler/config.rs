@@ -1,7 +1,11 @@
 //! What a session is asked to do (`SamplerConfig`, the event, the scope)
 //! and how big its rings are.
 
-use super::*;
+use serde::Deserialize;
+use serde::Serialize;
+use std::time::Duration;
+
+use super::{DEFAULT_RING_DATA_BYTES, SampleContents, TraceKind, handler, kind, sample};
 
 /// Kernel symbol of perf's NMI handler (filter of `nmi:nmi_handler`).
 pub const NMI_HANDLER_SYMBOL: &str = "perf_event_nmi_handler";
@@ -64,10 +68,10 @@ impl Scope {
 /// What to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SamplerConfig {
-    /// Already resolved (no fallback inside the sampler; see [`resolve_event`]).
+    /// Already resolved (no fallback inside the sampler; see [`resolve_event`](super::resolve_event)).
     pub event: EventKind,
     /// sample_freq; 0 opens a sampler that never fires (period
-    /// [`NEVER_FIRES_PERIOD`]): the paired design's null control.
+    /// [`NEVER_FIRES_PERIOD`](super::NEVER_FIRES_PERIOD)): the paired design's null control.
     pub freq_hz: u64,
     /// Where the sampling event counts.
     pub scope: Scope,

@@ -1,7 +1,14 @@
 //! The drain thread: decodes the rings (during the run only when a ring
 //! runs short of space) into samples, handler intervals and loss counts.
 
-use super::*;
+use serde::Serialize;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{PerfError, Record, Ring, Sampling, TraceEvent, TraceLayout, drain_reserve, handler};
 
 pub(super) fn thread_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);

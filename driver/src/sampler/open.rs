@@ -1,7 +1,14 @@
 //! Opening a sampler: the sampling events, their rings, the handler's
 //! tracepoints, and how to decode what each writes.
 
-use super::*;
+use std::collections::HashMap;
+use std::os::fd::AsFd;
+
+use super::{
+    Attr, Formats, HRTIMER_SYMBOL, IdRole, NMI_HANDLER_SYMBOL, OpenContext, OpenEvent, PerfError,
+    READ_FORMAT, Ring, Role, SamplerConfig, TraceKind, TraceLayout, kind, ring_bytes_for,
+    sampling_attr, sampling_sample_type, set_filter, sys, trace_sample_type, tracefs,
+};
 
 /// The open sampling events, the role of each record id, and the index of
 /// the measured CPU's event.

@@ -2,7 +2,10 @@
 //! contents, the open itself with its errors translated, the event
 //! resolution with its loud fallback, and the checks before anything opens.
 
-use super::*;
+use std::os::fd::AsFd;
+use std::os::fd::OwnedFd;
+
+use super::{Attr, EventKind, OpenContext, PerfError, SamplerConfig, Scope, read, sys};
 
 pub(super) const READ_FORMAT: u64 =
     read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;

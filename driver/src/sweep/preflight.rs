@@ -17,24 +17,24 @@ use crate::system::signals::interrupt_flag;
 
 /// The command's warm-up runs (`--command`): they check it before
 /// anything is measured and, for a new sweep, set the expected run length
-/// (the rings' size), before the plan is built. `Some(code)` when the
+/// (the rings' size), before the plan is built, and check the plan against
+/// the limit on its time (`limit_origin`: where that limit came from; None
+/// for a resumed sweep, whose options are recorded). `Some(code)` when the
 /// sweep ends here (Ctrl-C).
 pub(super) fn warm_up_command(
     opts: &mut SweepOptions,
-    fresh: bool,
+    limit_origin: Option<&str>,
 ) -> anyhow::Result<Option<ExitCode>> {
     if let Subject::Command { argv, warmup, .. } = opts.subject.clone() {
         let interrupt = interrupt_flag();
         match crate::subject::command::warm_up(&argv, opts.cpu, warmup.max(1), &interrupt) {
-            Ok(walls) if fresh => {
+            Ok(walls) => {
+                let Some(limit_origin) = limit_origin else {
+                    return Ok(None);
+                };
                 refuse_short_command(&argv, &walls, opts)?;
                 opts.duration_ns = crate::subject::command::expected_run_ns(&walls);
                 // The run length is known only now: the plan's limit.
-                let limit_origin = if opts.max_sweep_ns == crate::config::DEFAULT_MAX_SWEEP_NS {
-                    "the default; --max-sweep-time sets it"
-                } else {
-                    "--max-sweep-time or `max_sweep_time`"
-                };
                 crate::config::check_sweep_time(
                     opts,
                     (
@@ -45,7 +45,6 @@ pub(super) fn warm_up_command(
                 )
                 .map_err(usage)?;
             }
-            Ok(_) => {}
             Err(crate::subject::command::CommandError::Interrupted) => {
                 return Ok(Some(ExitCode::from(130)));
             }
@@ -153,7 +152,7 @@ pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::
 
 /// The largest run's rings and file descriptors against this host's
 /// limits (logged when they fit, a usage error when not).
-pub(super) fn check_budget(
+pub(super) fn check_ring_limits(
     opts: &SweepOptions,
     plan: &[PlannedRun],
     event: EventKind,

@@ -13,7 +13,7 @@ use super::SweepFlags;
 use super::preflight;
 use super::steps::{self, Fresh, Leftovers, Look, Opened};
 use crate::backend::RealBackend;
-use crate::config::SweepOptions;
+use crate::config::{BudgetPct, SweepOptions};
 use crate::hoststate::SweepLock;
 use crate::plan::PlannedRun;
 use crate::results::{Manifest, ResultsDir};
@@ -49,16 +49,13 @@ pub(crate) enum Prepare {
 
 /// Everything before the first run: options, directory, lock, leftovers,
 /// ceiling, event, the command's warm-up and the profiler's check, the
-/// plan, the rings' budget, the host's facts and look, the settings
+/// plan, the rings against the host's limits, the host's facts and look, the settings
 /// raised, and the results directory opened.
-pub(crate) fn prepare(args: &SweepFlags) -> anyhow::Result<Prepare> {
+pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::Result<Prepare> {
     // The one list of online CPUs: --cpu is checked against it, and the
     // sampler opens its events on it.
     let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
-    let (resumed, mut opts) = steps::resolve_options(args, &online)?;
-    if resumed.is_none() {
-        opts.budget_pct = args.check_budget.map(crate::config::BudgetPct);
-    }
+    let (resumed, mut opts, limit_origin) = steps::resolve_options(args, &online, budget)?;
     // Never an existing directory; one sweep per host.
     let root = steps::output_dir(args, resumed.as_ref())?;
     let state_dir = crate::hoststate::state_dir();
@@ -74,7 +71,7 @@ pub(crate) fn prepare(args: &SweepFlags) -> anyhow::Result<Prepare> {
     } = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
     let ceiling = preflight::max_rate_ceiling(&opts, args.raise_max_rate)?;
     let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
-    if let Some(code) = preflight::warm_up_command(&mut opts, resumed.is_none())? {
+    if let Some(code) = preflight::warm_up_command(&mut opts, limit_origin.as_deref())? {
         return Ok(Prepare::Stopped(code));
     }
     if let Some(code) = preflight::check_profiler(&opts, &online)? {
@@ -85,7 +82,7 @@ pub(crate) fn prepare(args: &SweepFlags) -> anyhow::Result<Prepare> {
         Some(r) => r.manifest.plan.clone(),
         None => crate::plan::build_plan(&opts),
     };
-    preflight::check_budget(&opts, &plan, event, &online)?;
+    preflight::check_ring_limits(&opts, &plan, event, &online)?;
 
     super::pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();

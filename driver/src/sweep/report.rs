@@ -2,29 +2,21 @@
 //! (`analysis::report_dir`), after `run`; an interrupted sweep says how to
 //! finish it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use results_format::summary::SummaryRow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::run::Ran;
 use crate::exec::ExecSummary;
 
-/// How the sweep ends: whether to report, and what to print.
-pub(crate) struct Ending {
-    /// Whether to write the analysis report.
-    pub report: bool,
-    /// Whether `--raise-max-rate` was given: the resume command needs it
-    /// again (it is an action, not a recorded setting).
-    pub raise_max_rate: bool,
-    /// For `driver check`: no answer box, no directory on stdout, no
-    /// resume offered.
-    pub quiet: bool,
-}
-
-/// Says how the runs ended and writes the report; prints the results
-/// directory on stdout (unless quiet). The exit status: 0, 1 (runs failed
-/// or a setting not restored), [`REPORT_FAILED`], 130 (interrupted).
-pub(crate) fn report(ran: Ran, end: &Ending) -> ExitCode {
+/// Says how the runs ended and writes the report (unless `report` is
+/// false); prints the results directory on stdout. `raise_max_rate`: the
+/// resume command needs it again (an action, not a recorded setting). The
+/// exit status: 0, 1 (runs failed or a setting not restored),
+/// [`REPORT_FAILED`], 130 (interrupted).
+pub(crate) fn report(ran: Ran, report: bool, raise_max_rate: bool) -> ExitCode {
     let Ran {
         root,
         summary,
@@ -33,36 +25,21 @@ pub(crate) fn report(ran: Ran, end: &Ending) -> ExitCode {
         lock,
     } = ran;
     if summary.interrupted {
-        let code = if end.quiet {
-            eprintln!(
-                "stopped ({}) after {} runs in {}: nothing was judged",
-                summary.stop_reason.as_deref().unwrap_or("interrupted"),
-                summary.recorded,
-                root.display()
-            );
-            stopped_code(&interrupt)
-        } else {
-            stopped(&summary, &root, end.raise_max_rate, &interrupt)
-        };
+        let code = stopped(&summary, &root, raise_max_rate, &interrupt);
         drop(lock);
         return code;
     }
-    tracing::info!(
-        "sweep done: {} runs, {} failed, {} noisy",
-        summary.recorded,
-        summary.failed,
-        summary.noisy
-    );
+    log_done(&summary);
     let mut code = if restore_errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     };
-    if end.report {
-        match report_step(&root, analysis::report_dir) {
+    if report {
+        match report_step(&root, |d| analysis::report_dir(d).map(|w| w.answer)) {
             Ok(answer) => {
                 // The answer first, on stderr: stdout keeps the directory.
-                for line in answer.iter().filter(|_| !end.quiet) {
+                for line in answer {
                     eprintln!("{line}");
                 }
                 tracing::info!("report in {}", root.join("report").display());
@@ -74,10 +51,73 @@ pub(crate) fn report(ran: Ran, end: &Ending) -> ExitCode {
         }
     }
     drop(lock);
-    if !end.quiet {
-        println!("{}", root.display());
-    }
+    println!("{}", root.display());
     code
+}
+
+/// A check's runs, reported: the summary rows the analysis made in
+/// process, for the check's verdict.
+pub(crate) struct Summarised {
+    /// The result set.
+    pub root: PathBuf,
+    /// The summary rows (also in summary.parquet), or why there are none.
+    pub rows: Result<Vec<SummaryRow>, String>,
+    /// Every run recorded, every setting restored and the report made.
+    pub clean: bool,
+}
+
+/// `driver check`'s end of a sweep: the report and its summary rows, with
+/// no answer box, no directory on stdout and no resume offered. `Err(130)`
+/// when interrupted (Ctrl-C or SIGTERM): nothing is judged.
+pub(crate) fn summarise(ran: Ran) -> Result<Summarised, ExitCode> {
+    let Ran {
+        root,
+        summary,
+        restore_errors,
+        interrupt,
+        lock,
+    } = ran;
+    let reason = summary.stop_reason.as_deref().unwrap_or("interrupted");
+    if summary.interrupted {
+        eprintln!(
+            "stopped ({reason}) after {} runs in {}: nothing was judged",
+            summary.recorded,
+            root.display()
+        );
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(ExitCode::from(130));
+        }
+        return Ok(Summarised {
+            rows: Err(format!(
+                "the runs stopped ({reason}), so no report was made; `analysis report {}` says more",
+                root.display()
+            )),
+            root,
+            clean: false,
+        });
+    }
+    log_done(&summary);
+    let rows = report_step(&root, |d| {
+        analysis::report_and_summary(d).map(|(_, rows)| rows)
+    });
+    if let Err(why) = &rows {
+        tracing::error!("{why}");
+    }
+    drop(lock);
+    Ok(Summarised {
+        clean: restore_errors.is_empty() && rows.is_ok(),
+        rows,
+        root,
+    })
+}
+
+fn log_done(summary: &ExecSummary) {
+    tracing::info!(
+        "sweep done: {} runs, {} failed, {} noisy",
+        summary.recorded,
+        summary.failed,
+        summary.noisy
+    );
 }
 
 /// Exit status of a sweep whose runs are all recorded and whose settings
@@ -102,11 +142,6 @@ fn stopped(
         resume_command(root, raise_max_rate)
     );
     println!("{}", root.display());
-    stopped_code(interrupt)
-}
-
-/// 130 after Ctrl-C or SIGTERM, 1 after too many failed runs.
-fn stopped_code(interrupt: &AtomicBool) -> ExitCode {
     if interrupt.load(Ordering::SeqCst) {
         ExitCode::from(130)
     } else {
@@ -114,17 +149,17 @@ fn stopped_code(interrupt: &AtomicBool) -> ExitCode {
     }
 }
 
-/// The analysis report through `make` (`analysis::report_dir`):
-/// the answer box's lines, or what went wrong (an error, or a panic caught
+/// The analysis report through `make` (`analysis::report_dir` or
+/// `report_and_summary`): what it returns, or what went wrong (an error, or a panic caught
 /// here, at the boundary: the measurements are never lost to a bug in the
 /// report) with the command that makes the report again.
-fn report_step(
+fn report_step<T>(
     root: &Path,
-    make: impl FnOnce(&Path) -> Result<analysis::report::Written, analysis::AnalysisError>,
-) -> Result<Vec<String>, String> {
+    make: impl FnOnce(&Path) -> Result<T, analysis::AnalysisError>,
+) -> Result<T, String> {
     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(root)));
     let why = match made {
-        Ok(Ok(written)) => return Ok(written.answer),
+        Ok(Ok(made)) => return Ok(made),
         Ok(Err(e)) => results_format::message_chain(&e),
         Err(panic) => format!(
             "the analysis panicked ({}): a bug, please report it with this results directory",
@@ -161,7 +196,7 @@ mod tests {
     #[test]
     fn a_failing_report_step_says_how_to_make_it_again() {
         let root = Path::new("results/20261126T2110Z-vm");
-        let e = report_step(root, |_| {
+        let e = report_step(root, |_| -> Result<(), _> {
             panic!("called `Result::unwrap()` on an `Err` value")
         })
         .unwrap_err();
@@ -171,7 +206,7 @@ mod tests {
             e.contains("`analysis report results/20261126T2110Z-vm`"),
             "{e}"
         );
-        let e = report_step(root, |p| {
+        let e = report_step(root, |p| -> Result<(), _> {
             Err(analysis::AnalysisError::NoSuchDirectory {
                 path: p.to_path_buf(),
             })
@@ -186,6 +221,7 @@ mod tests {
                 dir: p.join("report"),
                 answer: vec!["+- box -+".into()],
             })
+            .map(|w| w.answer)
         });
         assert_eq!(ok, Ok(vec!["+- box -+".to_string()]));
     }

@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use super::preflight::Ceiling;
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
-use crate::config::{ExperimentFile, SweepOptions};
+use crate::config::{BudgetPct, ExperimentFile, SweepOptions};
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
@@ -27,11 +27,15 @@ pub(super) struct Resumed {
 }
 
 /// The recorded options and manifest of `--resume DIR`, or flags over
-/// experiment file over defaults.
+/// experiment file over defaults, with the loss budget a check judges
+/// against (the summary's `budget_pct`), and for new options where the
+/// limit on the planned time came from (a command's plan is checked
+/// against it after its warm-up).
 pub(super) fn resolve_options(
     args: &SweepFlags,
     online: &[u32],
-) -> anyhow::Result<(Option<Resumed>, SweepOptions)> {
+    budget_pct: Option<BudgetPct>,
+) -> anyhow::Result<(Option<Resumed>, SweepOptions, Option<String>)> {
     let resumed: Option<Resumed> = match &args.resume {
         Some(dir) => {
             if has_settings(args) {
@@ -50,8 +54,8 @@ pub(super) fn resolve_options(
         }
         None => None,
     };
-    let opts = match &resumed {
-        Some(r) => r.manifest.options.clone(),
+    let (opts, limit_origin) = match &resumed {
+        Some(r) => (r.manifest.options.clone(), None),
         None => {
             let file = match &args.experiment {
                 Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
@@ -64,16 +68,19 @@ pub(super) fn resolve_options(
                     .unwrap_or(0),
             )
             .unwrap_or(0);
-            SweepOptions::resolve(
-                &args.settings,
-                file.as_ref().zip(args.experiment.as_deref()),
-                online,
-                default_seed,
+            let file = file.as_ref().zip(args.experiment.as_deref());
+            let opts = SweepOptions {
+                budget_pct,
+                ..SweepOptions::resolve(&args.settings, file, online, default_seed)
+                    .map_err(usage)?
+            };
+            (
+                opts,
+                Some(crate::config::limit_origin(&args.settings, file)),
             )
-            .map_err(usage)?
         }
     };
-    Ok((resumed, opts))
+    Ok((resumed, opts, limit_origin))
 }
 
 /// A complete sweep has nothing to resume: refused before anything runs

@@ -1,7 +1,10 @@
 //! An encoder of records, for tests, fixtures and benchmarks: the inverse
 //! of the decoder, byte for byte in the kernel's layout.
 
-use super::*;
+use super::{
+    RECORD_LOST, RECORD_LOST_SAMPLES, RECORD_SAMPLE, RECORD_THROTTLE, RECORD_UNTHROTTLE, Record,
+    SAMPLE_ADDR, Sample, SampleId, st,
+};
 
 fn header(kind: u32, size: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(size);

@@ -1,7 +1,9 @@
 //! Splitting a ring's bytes into whole records: sizes validated, a record
 //! that wraps around the end of the ring copied into scratch.
 
-use super::*;
+use super::{
+    DecodeError, Formats, RECORD_SAMPLE, Record, Sample, parse_record, parse_sample, rd_u32, rd_u64,
+};
 
 /// header.size of the record at `at`, validated.
 #[inline]

@@ -1,7 +1,7 @@
 //! The sample_id trailer of non-sample records (sample_id_all): which
 //! fields it holds, read from the end of the record.
 
-use super::*;
+use super::{Cur, DecodeError, Formats, SampleId, rd_u64, st};
 
 /// The sample_id trailer size for a sample_type.
 pub(super) fn trailer_len(sample_type: u64) -> usize {
