@@ -41,14 +41,13 @@
 //! when the interrupt outlasts the sampling period (seen at 100 kHz), so
 //! there can be fewer local_timer than hrtimer intervals.
 
-use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::contents::SampleContents;
 use crate::handler::{self, HandlerInterval, TraceEvent, TraceKind, TraceLayout};

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use super::values::{parse_contents, parse_design, parse_workload};
+
 use super::{
     ARTICLE_FREQS_HZ, ConfigError, DEFAULT_DESIGNS, DEFAULT_DURATION_NS, DEFAULT_MAX_SWEEP_NS,
     DEFAULT_PHASE_NS, DEFAULT_REPS, Design, EventKind, ExperimentFile, FlagList, FlagSettings,

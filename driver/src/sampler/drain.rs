@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{PerfError, Record, Ring, Sampling, TraceEvent, TraceLayout, drain_reserve, handler};
+use super::{PerfError, Record, Ring, TraceEvent, TraceLayout, drain_reserve, handler};
 
 pub(super) fn thread_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 
+use super::sampling_event::open;
+
 use super::{
     Attr, Formats, HRTIMER_SYMBOL, IdRole, NMI_HANDLER_SYMBOL, OpenContext, OpenEvent, PerfError,
     READ_FORMAT, Ring, Role, SamplerConfig, TraceKind, TraceLayout, kind, ring_bytes_for,

@@ -5,6 +5,7 @@
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 
+use super::config::EventKernel;
 use super::{Attr, EventKind, OpenContext, PerfError, SamplerConfig, Scope, read, sys};
 
 pub(super) const READ_FORMAT: u64 =
