@@ -68,8 +68,9 @@ fn parse(page: &str) -> (String, Vec<String>) {
 }
 
 /// What every report.html must be: strict markup, the answer box (as in
-/// answer.txt) in the first section right after the title, the budget plot
-/// as the first figure where there is one, nothing fetched.
+/// answer.txt) in the first section right after the title, the warnings
+/// folded under it, the budget plot as the first figure where there is
+/// one, nothing fetched.
 fn check_page(report: &Path) {
     let page = std::fs::read_to_string(report.join("report.html")).unwrap();
     let (answer, names) = parse(&page);
@@ -94,6 +95,17 @@ fn check_page(report: &Path) {
         );
     }
     assert!(!page.contains(" src="), "{}", report.display());
+    // Under the answer, the warnings fold; the summary does not.
+    assert!(
+        page.contains("<details>\n<summary>\n<h2>Warnings</h2>\n</summary>"),
+        "{}",
+        report.display()
+    );
+    assert!(
+        !page.contains("<summary>\n<h2>Summary"),
+        "{}",
+        report.display()
+    );
     if report.join("budget.svg").exists() {
         let first_figure = page.find("<figure>").unwrap();
         let title = "What each sampling rate costs, against the budgets";
