@@ -5,12 +5,11 @@
 //! warning_runs, command, profiler: docs/results-format.md, "The report's tables") and the
 //! figures as SVG and PNG (`report/figures.rs`).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::columns::{Numbers, write_rows};
 use crate::error::AnalysisError;
-use crate::format::fmt_est;
+use crate::warnings::warning::WarningRunRow;
 
 pub mod contents;
 pub mod drift;
@@ -110,8 +109,9 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     if !analysis.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
     }
-    if analysis.quality.warnings.iter().any(|w| !w.runs.is_empty()) {
-        write_warning_runs_csv(&path(WARNING_RUNS_CSV), analysis)?;
+    if !analysis.quality.warnings.is_empty() {
+        let rows = WarningRunRow::of(&analysis.quality.warnings);
+        write_rows(&path(WARNING_RUNS_CSV), &rows, Numbers::Plain)?;
     }
     let command = &analysis.subject.command;
     if !command.is_empty() {
@@ -123,7 +123,7 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
             .map_err(|e| AnalysisError::write(&p, std::io::Error::other(e)))?;
         write_file(&p, &json)?;
     }
-    let fit_path = out.join("fit.json");
+    let fit_path = path("fit.json");
     let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
         .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
     write_file(&fit_path, &fit_json)?;
@@ -151,11 +151,11 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     let md = markdown::render(
         rs,
         analysis,
-        &reference,
         &plots,
         &command_section,
         &answer,
         kept,
+        &written,
     );
     write_file(&out.join("report.md"), &md)?;
     let title = md
@@ -256,37 +256,9 @@ fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), Ana
     write_rows(path, &rows, Numbers::Plain)
 }
 
-/// Every run a warning concerns, one row each (written only when a
-/// warning names runs; its text names a few and counts the rest).
+/// Every warning whole, one row per run it concerns (written when there
+/// are warnings; report.md has one line per kind).
 pub const WARNING_RUNS_CSV: &str = "warning_runs.csv";
-
-/// One row of warning_runs.csv.
-#[derive(Default, serde::Serialize)]
-struct WarningRunCsvRow {
-    rule: String,
-    run_id: u32,
-}
-
-/// warning_runs.csv: the rule (snake_case) and each run it concerns.
-fn write_warning_runs_csv(path: &Path, analysis: &Findings) -> Result<(), AnalysisError> {
-    let rows: Vec<WarningRunCsvRow> = analysis
-        .quality
-        .warnings
-        .iter()
-        .flat_map(|w| {
-            w.runs.iter().map(move |&run_id| WarningRunCsvRow {
-                rule: w.rule.name(),
-                run_id,
-            })
-        })
-        .collect();
-    write_rows(path, &rows, Numbers::Plain)
-}
-
-/// warning_runs.csv's header.
-pub fn warning_runs_header() -> Vec<String> {
-    ["rule", "run_id"].iter().map(|s| (*s).to_owned()).collect()
-}
 
 /// excluded_phases.csv's header (its row type's fields, in order).
 pub fn excluded_phases_header() -> Vec<String> {
@@ -442,73 +414,13 @@ fn util_rows(a: &Findings, r: &Reference) -> Vec<(crate::row_types::UtilRow, Art
         .collect()
 }
 
-fn fmt_opt(v: Option<f64>, d: usize) -> String {
-    match v {
-        Some(v) if v.is_finite() => format!("{v:.d$}"),
-        _ => "n/a".to_string(),
-    }
-}
-
-fn fmt_fit_line(fit: &crate::fit::LineFit, unit: &str) -> String {
-    let lof = if fit.chi2.is_finite() {
-        format!(
-            "; lack of fit chi^2 = {:.2} on {} df, p = {:.3e}{}",
-            fit.chi2,
-            fit.dof(),
-            fit.lack_of_fit_p,
-            if fit.describes() {
-                ""
-            } else {
-                ": one line does not describe these rates"
-            }
-        )
-    } else {
-        String::new()
-    };
-    format!("{}{lof}", fmt_fit_body(fit, unit))
-}
-
-/// A fit's coefficients, goodness of fit, size and weighting; the slope
-/// with its standard error and 95 % interval either way.
-fn fmt_fit_body(fit: &crate::fit::LineFit, unit: &str) -> String {
-    let (slo, shi) = fit.slope_ci();
-    // A line through as many points as it has coefficients has no
-    // residual to give an error from: said, not printed as NaN.
-    let slope_se_ci = if fit.se_slope.is_finite() {
-        format!("(SE {:.4}, 95% CI [{slo:.4}, {shi:.4}])", fit.se_slope)
-    } else {
-        format!("(no interval: {} points leave no residual)", fit.n)
-    };
-    let se_intercept = if fit.se_intercept.is_finite() {
-        format!(" (SE {:.4})", fit.se_intercept)
-    } else {
-        String::new()
-    };
-    let weighting = if fit.weighted {
-        "weighted 1/var"
-    } else {
-        "unweighted"
-    };
-    if fit.through_origin {
-        format!(
-            "{:.4} {unit} per kHz {slope_se_ci}, R^2 (uncentred) {:.4}, n {}, {weighting}",
-            fit.slope, fit.r2, fit.n,
-        )
-    } else {
-        format!(
-            "a = {:.4} {unit}{se_intercept}, b = {:.4} {unit}/kHz {slope_se_ci}, R^2 {:.4}, n {}, {weighting}",
-            fit.intercept, fit.slope, fit.r2, fit.n,
-        )
-    }
-}
-
-/// The headline lines (also used by tests and `compare`).
+/// The summary's lines: the drift of the cost per sample, the handler's
+/// factor and the loss line (what one sample costs at each rate is the
+/// gaps section's table, right after).
 pub fn key_lines(a: &Findings) -> Vec<String> {
     let mut v = Vec::new();
-    if let Some(ps) = &a.gaps.per_sample {
-        v.extend(crate::report::per_sample::key_lines(ps));
-        v.extend(ps.drift.as_ref().map(crate::report::drift::key_line));
-    }
+    let drift = a.gaps.per_sample.as_ref().and_then(|ps| ps.drift.as_ref());
+    v.extend(drift.map(crate::report::drift::key_line));
     match a.tables.fits.util_origin {
         Some(fit) => {
             let (lo, hi) = fit.slope_ci();

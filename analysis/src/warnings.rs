@@ -24,20 +24,9 @@ mod lowered;
 mod phases;
 pub mod warning;
 
-pub use warning::{Rule, Warning};
+pub use warning::{Rule, RunNote, Warning};
 
 use lowered::lowered_limit;
-
-/// The runs' ids for a warning's text (at most a few, then a count:
-/// [`warning::ids_text`]).
-fn ids(runs: &[&Run]) -> String {
-    warning::ids_text(&run_ids(runs))
-}
-
-/// The runs' ids, for [`Warning::with_runs`].
-fn run_ids(runs: &[&Run]) -> Vec<u32> {
-    runs.iter().map(|r| r.run_id).collect()
-}
 
 /// Every warning of a report, in the order they are shown: the sweep's
 /// status and the driver's own, then each check over the runs and tables.
@@ -48,7 +37,7 @@ pub(crate) fn warnings(rs: &ResultSet, a: &Measured) -> Vec<Warning> {
         rs.manifest
             .warnings
             .iter()
-            .map(|m| Warning::new(Rule::Driver, format!("driver: {m}"))),
+            .map(|m| Warning::new(Rule::Driver, m.clone())),
     );
     w.extend(fallbacks(&rs.runs));
     w.extend(failed(&rs.runs));
@@ -72,44 +61,54 @@ fn select(runs: &[Run], f: impl Fn(&Run) -> bool) -> Vec<&Run> {
     runs.iter().filter(|r| f(r)).collect()
 }
 
+/// "at 100, 4000 Hz": the distinct rates of `runs`.
+fn at_rates(runs: &[&Run]) -> String {
+    let mut f: Vec<u64> = runs.iter().map(|r| r.freq_hz).collect();
+    f.sort_unstable();
+    f.dedup();
+    let f: Vec<String> = f.iter().map(u64::to_string).collect();
+    format!("at {} Hz", f.join(", "))
+}
+
+/// A warning about `runs`, each with its value `value(run)`.
+fn about_runs(w: Warning, runs: &[&Run], value: impl Fn(&Run) -> String) -> Warning {
+    w.with_values(runs.iter().map(|r| (r.run_id, value(r))))
+}
+
 /// The sweep did not finish, or runs.csv lacks planned runs of one that
 /// did (a file cut or edited). No remedy here: the tables use the runs
 /// present, and the answer box says so.
 fn incomplete(rs: &ResultSet) -> Option<Warning> {
     let (planned, missing) = (rs.unrecorded.planned, &rs.unrecorded.run_ids);
-    let holds = |n: usize| {
-        format!(
-            "runs.csv holds {} of the {planned} planned runs",
-            planned - n
-        )
-    };
-    let missing_ids: Vec<u32> = missing
+    let holds = format!(
+        "runs.csv holds {} of the {planned} planned runs",
+        planned.saturating_sub(missing.len())
+    );
+    let missing_ids = missing
         .iter()
-        .map(|&i| u32::try_from(i).unwrap_or(u32::MAX))
-        .collect();
+        .map(|&i| u32::try_from(i).unwrap_or(u32::MAX));
     if rs.manifest.status != Status::Complete {
-        let what = if planned > 0 {
-            holds(missing.len())
-        } else {
-            "some planned runs may be missing".to_string()
-        };
-        return Some(Warning::new(
+        // The sweep raised the kernel's rate limit: its resume must too.
+        let raise = rs
+            .manifest
+            .settings_changed
+            .iter()
+            .any(|c| c.path.ends_with("perf_event_max_sample_rate"));
+        return Some(Warning::with_remedy(
             Rule::Incomplete,
             format!(
-                "sweep status is `{}`, not `complete`: {what}; `driver sweep --resume {}{}` finishes it",
+                "sweep status is `{}`, not `complete`: {}",
                 rs.manifest.status,
-                rs.dir.display(),
-                // The sweep raised the kernel's rate limit: its resume must too.
-                if rs
-                    .manifest
-                    .settings_changed
-                    .iter()
-                    .any(|c| c.path.ends_with("perf_event_max_sample_rate"))
-                {
-                    " --raise-max-rate"
+                if planned > 0 {
+                    holds.as_str()
                 } else {
-                    ""
+                    "some planned runs may be missing"
                 }
+            ),
+            format!(
+                "`driver sweep --resume {}{}` finishes it",
+                rs.dir.display(),
+                if raise { " --raise-max-rate" } else { "" }
             ),
         ));
     }
@@ -117,17 +116,11 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
         Warning::new(
             Rule::Incomplete,
             format!(
-                "the manifest says `complete`, but {} (missing run_id {}): the file was cut or \
-                 edited; the tables use the runs present",
-                holds(missing.len()),
-                warning::ids_text(&missing_ids)
+                "the manifest says `complete`, but {holds}: the file was cut or edited; the \
+                 tables use the runs present"
             ),
         )
-        .with_runs(
-            missing
-                .iter()
-                .map(|&i| u32::try_from(i).unwrap_or(u32::MAX)),
-        )
+        .with_runs(missing_ids)
     })
 }
 
@@ -145,62 +138,51 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
     fallbacks
         .iter()
         .map(|((req, got), runs)| {
-            Warning::with_remedy(
+            let w = Warning::with_remedy(
                 Rule::Fallback,
-                format!(
-                    "fallback event: `{req}` was requested but `{got}` was opened in {} runs",
-                    runs.len()
-                ),
+                format!("`{req}` was requested but `{got}` was opened"),
                 "the handler is then a different one (see host.handler_source)",
-            )
+            );
+            about_runs(w, runs, |_| String::new())
         })
         .collect()
 }
 
-/// Failed runs, with their distinct errors. No remedy: they are left out.
+/// Failed runs, each with its error. No remedy: they are left out.
 fn failed(runs: &[Run]) -> Option<Warning> {
     let failed = select(runs, |r| !r.ok() && r.status != RunStatus::Excluded);
-    if failed.is_empty() {
-        return None;
-    }
     let reasons = distinct(failed.iter().map(|r| r.error.clone()));
-    Some(
-        Warning::new(
+    (!failed.is_empty()).then(|| {
+        let w = Warning::new(
             Rule::Failed,
             format!(
-                "{} failed runs excluded (run_id {}){}",
-                failed.len(),
-                ids(&failed),
-                if reasons.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", reasons.join("; "))
+                "failed runs excluded, {} distinct errors{}",
+                reasons.len(),
+                match reasons.as_slice() {
+                    [one] => format!(": {one}"),
+                    _ => String::new(),
                 }
             ),
-        )
-        .with_runs(run_ids(&failed)),
-    )
+        );
+        about_runs(w, &failed, |r| r.error.clone())
+    })
 }
 
 /// Runs the kernel throttled. No remedy: the achieved rate says how much.
 fn throttled(runs: &[Run]) -> Option<Warning> {
     let throttled = select(runs, |r| r.ok() && r.throttled > 0);
-    if throttled.is_empty() {
-        return None;
-    }
     let total: u64 = throttled.iter().map(|r| r.throttled).sum();
-    let freqs = distinct(throttled.iter().map(|r| r.freq_hz.to_string()));
-    Some(Warning::new(
-        Rule::Throttled,
-        format!(
-            "throttled: {} runs saw {total} PERF_RECORD_THROTTLE records (at {} Hz; run_id {}): \
-             the kernel paused sampling, so the achieved rate is below the request",
-            throttled.len(),
-            freqs.join(", "),
-            ids(&throttled)
-        ),
-    )
-        .with_runs(run_ids(&throttled)))
+    (!throttled.is_empty()).then(|| {
+        let w = Warning::new(
+            Rule::Throttled,
+            format!(
+                "{total} PERF_RECORD_THROTTLE records {}: the kernel paused sampling, so the \
+                 achieved rate is below the request",
+                at_rates(&throttled)
+            ),
+        );
+        about_runs(w, &throttled, |r| format!("{} records", r.throttled))
+    })
 }
 
 /// Runs whose raw files keep only some slices (results-format
@@ -208,32 +190,31 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
 /// kept, not over every record. No remedy: it is how dense runs are stored.
 fn thinned(runs: &[Run]) -> Option<Warning> {
     let thin = select(runs, |r| r.ok() && r.is_thinned());
-    let covered = |r: &&Run| r.raw_kept_ns.unwrap_or(0) as f64 / r.window_ns.max(1) as f64;
-    let least = thin.iter().map(covered).fold(f64::INFINITY, f64::min);
-    let most = thin.iter().map(covered).fold(0.0, f64::max);
-    let (least, most) = (
-        format!("{:.0}", least * 100.0),
-        format!("{:.0}", most * 100.0),
-    );
+    let covered = |r: &Run| 100.0 * r.raw_kept_ns.unwrap_or(0) as f64 / r.window_ns.max(1) as f64;
+    let least = thin
+        .iter()
+        .map(|r| covered(r))
+        .fold(f64::INFINITY, f64::min);
+    let most = thin.iter().map(|r| covered(r)).fold(0.0, f64::max);
+    let (least, most) = (format!("{least:.0}"), format!("{most:.0}"));
     let share = if least == most {
         least
     } else {
         format!("{least}-{most}")
     };
     (!thin.is_empty()).then(|| {
-        Warning::new(
+        let w = Warning::with_remedy(
             Rule::Thinned,
             format!(
-                "raw files thinned: {} runs at {} Hz keep whole 10 ms slices, {share}% of their \
-                 window (run_id {}; runs.csv raw_keep_every, raw_kept_ns): the handler times \
-                 and the per-sample costs there are means over the slices kept, the run totals \
-                 over every record",
-                thin.len(),
-                distinct(thin.iter().map(|r| r.freq_hz.to_string())).join(", "),
-                ids(&thin)
+                "raw files {} keep whole 10 ms slices, {share}% of their window: handler times \
+                 and per-sample costs there are means over the slices kept",
+                at_rates(&thin)
             ),
-        )
-        .with_runs(run_ids(&thin))
+            "the run totals count every record (runs.csv raw_keep_every, raw_kept_ns)",
+        );
+        about_runs(w, &thin, |r| {
+            format!("{:.1}% of the window kept", covered(r))
+        })
     })
 }
 
@@ -242,28 +223,25 @@ fn records(runs: &[Run]) -> Option<Warning> {
     let lost = select(runs, |r| {
         r.ok() && (r.lost > 0 || r.lost_samples > 0 || r.duplicates > 0 || r.unmatched > 0)
     });
-    if lost.is_empty() {
-        return None;
-    }
-    let (l, ls, d, u) = lost.iter().fold((0, 0, 0, 0), |acc, r| {
-        (
-            acc.0 + r.lost,
-            acc.1 + r.lost_samples,
-            acc.2 + r.duplicates,
-            acc.3 + r.unmatched,
-        )
-    });
-    Some(Warning::with_remedy(
-        Rule::Records,
+    let counts = |r: &Run| [r.lost, r.lost_samples, r.duplicates, r.unmatched];
+    let words = |[l, ls, d, u]: [u64; 4]| {
         format!(
-            "records: {l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \
-             entries/exits in {} runs (run_id {})",
-            lost.len(),
-            ids(&lost)
-        ),
-        "utilisation of those runs is a lower bound",
-    )
-        .with_runs(run_ids(&lost)))
+            "{l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \
+             entries/exits"
+        )
+    };
+    let total = lost.iter().fold([0; 4], |acc, r| {
+        let c = counts(r);
+        [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2], acc[3] + c[3]]
+    });
+    (!lost.is_empty()).then(|| {
+        let w = Warning::with_remedy(
+            Rule::Records,
+            words(total),
+            "utilisation of those runs is a lower bound",
+        );
+        about_runs(w, &lost, |r| words(counts(r)))
+    })
 }
 
 /// Runs whose achieved rate fell well short of the request. No remedy.
@@ -277,47 +255,44 @@ fn slow_rate(runs: &[Run]) -> Option<Warning> {
             && r.achieved_hz.is_finite()
             && r.achieved_hz < ACHIEVED_RATE_WARN * r.freq_hz as f64
     });
-    if slow.is_empty() {
-        return None;
-    }
-    let detail: Vec<String> = slow
-        .iter()
-        .map(|r| format!("run {}: {:.0} of {} Hz", r.run_id, r.achieved_hz, r.freq_hz))
-        .collect();
-    Some(Warning::new(
-        Rule::SlowRate,
-        format!(
-            "achieved sample rate below {:.0}% of the request in {} runs ({})",
-            ACHIEVED_RATE_WARN * 100.0,
-            slow.len(),
-            detail.join("; ")
-        ),
-    ))
+    let share = |r: &Run| 100.0 * r.achieved_hz / r.freq_hz as f64;
+    let least = slow.iter().map(|r| share(r)).fold(f64::INFINITY, f64::min);
+    (!slow.is_empty()).then(|| {
+        let w = Warning::new(
+            Rule::SlowRate,
+            format!(
+                "achieved sample rate below {:.0}% of the request {} (down to {least:.0}%)",
+                ACHIEVED_RATE_WARN * 100.0,
+                at_rates(&slow)
+            ),
+        );
+        about_runs(w, &slow, |r| {
+            format!("{:.0} of {} Hz", r.achieved_hz, r.freq_hz)
+        })
+    })
 }
 
-/// Runs in which the driver itself was busy while sampling. Its pointer
-/// to the columns is part of the finding's sentence (joined by a colon,
-/// not as a remedy), so it stays in the text.
+/// Runs in which the driver itself was busy while sampling.
 fn driver_cpu(runs: &[Run]) -> Option<Warning> {
     let share = |r: &Run| r.driver_cpu_sampling_ns as f64 / r.window_ns.max(1) as f64;
     let busy = select(runs, |r| {
         r.ok() && r.window_ns > 0 && share(r) > DRIVER_CPU_WARN
     });
     let worst = busy.iter().max_by(|a, b| share(a).total_cmp(&share(b)))?;
-    Some(Warning::new(
+    let w = Warning::with_remedy(
         Rule::DriverCpu,
         format!(
-            "driver CPU: in {} runs (run_id {}) the driver itself used more than {:.0}% of a CPU \
-             while sampling (at most {:.1}%, run {}): on a small host it competes with the \
-             workload (columns driver_cpu_sampling_ns, decoded_while_sampling_bytes)",
-            busy.len(),
-            ids(&busy),
+            "the driver itself used more than {:.0}% of a CPU while sampling (at most {:.1}%, \
+             run {}): on a small host it competes with the workload",
             DRIVER_CPU_WARN * 100.0,
             share(worst) * 100.0,
             worst.run_id
         ),
-    )
-        .with_runs(run_ids(&busy)))
+        "runs.csv columns driver_cpu_sampling_ns, decoded_while_sampling_bytes",
+    );
+    Some(about_runs(w, &busy, |r| {
+        format!("{:.2}% of a CPU", share(r) * 100.0)
+    }))
 }
 
 /// One warning per frequency whose paired loss differs between runs.
@@ -331,9 +306,8 @@ fn runs_disagree(a: &Measured) -> Vec<Warning> {
             Warning::with_remedy(
                 Rule::RunsDisagree,
                 format!(
-                    "paired loss at {} Hz differs between runs (one-way ANOVA of the ABBA-group \
-                     losses by run: F = {f:.2}, p = {p:.2e}): the interval over groups, \
-                     [{:.3}, {:.3}]%, understates the uncertainty",
+                    "paired loss at {} Hz differs between runs (ANOVA by run: F = {f:.2}, \
+                     p = {p:.2e}): the interval over groups, [{:.3}, {:.3}]%, is too narrow",
                     row.freq_hz, row.loss_pct.lo, row.loss_pct.hi
                 ),
                 format!(
@@ -345,30 +319,17 @@ fn runs_disagree(a: &Measured) -> Vec<Warning> {
         .collect()
 }
 
-/// Runs flagged noisy.
+/// Runs flagged noisy, each with its reasons.
 fn noisy(runs: &[Run]) -> Option<Warning> {
     let noisy = select(runs, |r| r.ok() && r.noisy);
-    if noisy.is_empty() {
-        return None;
-    }
-    let reasons = distinct(noisy.iter().map(|r| r.noise_reasons.clone()));
-    Some(
-        Warning::with_remedy(
+    (!noisy.is_empty()).then(|| {
+        let w = Warning::with_remedy(
             Rule::Noisy,
-            format!(
-                "{} runs flagged noisy ({}; run_id {})",
-                noisy.len(),
-                if reasons.is_empty() {
-                    "steal, involuntary switches or a busy CPU".to_string()
-                } else {
-                    reasons.join("; ")
-                },
-                ids(&noisy)
-            ),
+            "runs flagged noisy (steal, run-queue wait, involuntary switches or a busy CPU)",
             "they are kept, their spread widens the intervals",
-        )
-        .with_runs(run_ids(&noisy)),
-    )
+        );
+        about_runs(w, &noisy, |r| r.noise_reasons.clone())
+    })
 }
 
 /// One warning per frequency whose tracepoints cost measurable loss.
@@ -381,9 +342,8 @@ fn tracing(a: &Measured) -> Vec<Warning> {
             Warning::with_remedy(
                 Rule::Tracing,
                 format!(
-                    "tracing overhead at {} Hz: util runs (tracepoints on) lost {:.2}% vs {:.2}% \
-                     without tracepoints ({:.2} pp more, beyond 1.96 standard errors of the \
-                     difference)",
+                    "at {} Hz util runs (tracepoints on) lost {:.2}% vs {:.2}% without ({:.2} pp \
+                     more, beyond 1.96 SE of the difference)",
                     row.freq_hz,
                     row.loss_util_runs_pct.value,
                     row.loss_pct.map_or(f64::NAN, |l| l.value),
@@ -407,11 +367,9 @@ fn no_handler(a: &Measured) -> Option<Warning> {
     (!empty.is_empty()).then(|| {
         Warning::new(
             Rule::NoHandler,
-            format!(
-                "no handler intervals on the measured CPU in util runs {:?}: their utilisation is 0",
-                empty
-            ),
+            "util runs with no handler intervals on the measured CPU: their utilisation is 0",
         )
+        .with_runs(empty)
     })
 }
 
@@ -452,6 +410,7 @@ pub(crate) fn excluded(x: &crate::load::ExcludedRun) -> Warning {
             x.line()
         ),
     )
+    .with_values([(x.run_id, x.reason.clone())])
 }
 
 /// What the by-contents analysis cannot say.
@@ -487,17 +446,14 @@ pub(crate) fn contents(rs: &ResultSet, names: &[String]) -> Vec<Warning> {
 /// unusable window), then no usable 0 Hz run, then an A/A null control
 /// that excludes 0.
 pub fn per_sample(runs: &[GapsRun], ps: &PerSample) -> Vec<Warning> {
-    let mut w: Vec<Warning> = gaps_runs(runs)
-        .into_iter()
-        .map(|t| Warning::new(Rule::PerSample, t))
-        .collect();
+    let mut w: Vec<Warning> = runs.iter().flat_map(gaps_run).collect();
     if ps.zero_runs == 0 {
-        w.push(Warning::new(
+        w.push(Warning::with_remedy(
             Rule::PerSample,
             "gaps design: no usable 0 Hz gaps runs: the background coincidence b and the \
              after-effect baseline are unavailable, so the direct, after-effect and total cost \
-             per sample (and the loss they predict) are not computed; run the gaps design with \
-             0 Hz included",
+             per sample (and the loss they predict) are not computed",
+            "run the gaps design with 0 Hz included",
         ));
     }
     for r in &ps.rows {
@@ -516,50 +472,170 @@ pub fn per_sample(runs: &[GapsRun], ps: &PerSample) -> Vec<Warning> {
     w
 }
 
-/// Problems of single runs: unmatched samples, dropped gaps, the run's own
-/// warnings, exclusion.
-fn gaps_runs(runs: &[GapsRun]) -> Vec<String> {
+/// Problems of one gaps run: unmatched samples, dropped gaps, the run's
+/// own warnings, exclusion.
+fn gaps_run(r: &GapsRun) -> Vec<Warning> {
+    let t = &r.row;
     let mut w = Vec::new();
-    for r in runs {
-        let t = &r.row;
-        if t.too_many_unmatched() {
-            w.push(format!(
-                "gaps run {} at {} Hz: {} of {} samples ({:.1}%) fell in no gap of the workload's \
-                 timeline (more than {:.0}%): their cost is not in the direct cost; check the \
-                 clock mapping and the gap threshold ({} ns)",
-                t.run_id,
-                t.freq_hz,
-                t.unmatched_samples,
-                t.samples,
-                100.0 * t.unmatched_samples as f64 / t.samples as f64,
-                UNMATCHED_WARN * 100.0,
-                t.gap_threshold_ns
-            ));
-        }
-        if t.gaps_dropped > 0 {
-            w.push(format!(
-                "gaps run {} at {} Hz: {} of {} gaps not stored (gap buffer full): their time is \
-                 in gap_time_ns but samples inside them count as unmatched",
-                t.run_id, t.freq_hz, t.gaps_dropped, t.gaps
-            ));
-        }
-        if !t.warnings.trim().is_empty() {
-            w.push(format!(
-                "gaps run {} at {} Hz: {}",
-                t.run_id,
-                t.freq_hz,
-                t.warnings.trim()
-            ));
-        }
-        if !crate::percost::usable(r) {
-            w.push(format!(
-                "gaps run {} at {} Hz excluded: empty loop window ({}..{} ns) or no samples",
-                t.run_id, t.freq_hz, t.loop_start_ns, t.loop_end_ns
-            ));
-        }
+    if t.too_many_unmatched() {
+        w.push(format!(
+            "{} of {} samples ({:.1}%) fell in no gap of the workload's timeline (more than \
+             {:.0}%): their cost is not in the direct cost; check the clock mapping and the gap \
+             threshold ({} ns)",
+            t.unmatched_samples,
+            t.samples,
+            100.0 * t.unmatched_samples as f64 / t.samples as f64,
+            UNMATCHED_WARN * 100.0,
+            t.gap_threshold_ns
+        ));
     }
-    w
+    if t.gaps_dropped > 0 {
+        w.push(format!(
+            "{} of {} gaps not stored (gap buffer full): their time is in gap_time_ns but \
+             samples inside them count as unmatched",
+            t.gaps_dropped, t.gaps
+        ));
+    }
+    if !t.warnings.trim().is_empty() {
+        w.push(t.warnings.trim().to_string());
+    }
+    if !crate::percost::usable(r) {
+        w.push(format!(
+            "excluded: empty loop window ({}..{} ns) or no samples",
+            t.loop_start_ns, t.loop_end_ns
+        ));
+    }
+    w.into_iter()
+        .map(|text| {
+            let about = format!("gaps run {} at {} Hz: {text}", t.run_id, t.freq_hz);
+            Warning::new(Rule::PerSample, about).with_runs([t.run_id])
+        })
+        .collect()
 }
 
+/// The warnings' rules on made-up runs.
 #[cfg(test)]
-mod tests;
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+
+    use super::*;
+
+    #[test]
+    fn thinned_runs_are_said() {
+        let mut runs = vec![run(0, 100_000, 0, 0), run(1, 100, 0, 0)];
+        assert!(thinned(&runs).is_none());
+        runs[0].raw_keep_every = Some(8);
+        runs[0].raw_kept_ns = Some(1_000_000_000);
+        runs[0].window_ns = 8_000_000_000;
+        let w = thinned(&runs).unwrap();
+        assert_eq!(w.rule, Rule::Thinned);
+        assert!(w.text.contains("raw files at 100000 Hz keep"), "{}", w.text);
+        assert!(w.text.contains("slices, 12% of"), "{}", w.text);
+        assert_eq!(w.runs, [note(0, "12.5% of the window kept")]);
+    }
+
+    fn note(run_id: u32, value: &str) -> RunNote {
+        RunNote {
+            run_id,
+            value: value.into(),
+        }
+    }
+
+    fn run(id: u32, freq_hz: u64, before: u64, after: u64) -> Run {
+        Run {
+            run_id: id,
+            freq_hz,
+            status: RunStatus::Ok,
+            perf_event_max_sample_rate_before: (before > 0).then_some(before),
+            perf_event_max_sample_rate_after: (after > 0).then_some(after),
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn no_warning_when_the_limit_never_went_down() {
+        let runs = vec![
+            run(0, 100, 100_000, 100_000),
+            run(1, 4000, 100_000, 100_000),
+        ];
+        assert_eq!(lowered_limit(&runs), None);
+        // Older result sets have no such columns (0): nothing to say.
+        assert_eq!(lowered_limit(&[run(0, 100, 0, 0)]), None);
+    }
+
+    #[test]
+    fn names_the_run_it_went_down_in_and_the_runs_after_it() {
+        let runs = vec![
+            run(0, 100, 100_000, 100_000),
+            run(1, 100_000, 100_000, 63_000),
+            run(2, 4000, 63_000, 63_000),
+            run(3, 100_000, 63_000, 50_000),
+        ];
+        let w = lowered_limit(&runs).unwrap();
+        assert!(w.text.contains("from 100000 down to 50000"), "{}", w.text);
+        assert!(
+            w.text
+                .contains("during 1 runs, 2 started under it, 2 asked for more"),
+            "{}",
+            w.text
+        );
+        assert_eq!(
+            w.runs,
+            [
+                note(
+                    1,
+                    "100000 Hz: 100000 -> 63000, asked for more: throttled or refused"
+                ),
+                note(2, "4000 Hz: 63000 -> 63000"),
+                note(
+                    3,
+                    "100000 Hz: 63000 -> 50000, asked for more: throttled or refused"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn each_check_names_its_runs_and_stays_quiet_without_them() {
+        let mut runs = vec![run(1, 1000, 0, 0), run(2, 1000, 0, 0), run(3, 0, 0, 0)];
+        assert_eq!(throttled(&runs), None);
+        assert_eq!(failed(&runs), None);
+        runs[0].throttled = 3;
+        runs[1].status = RunStatus::Failed;
+        runs[1].error = "workload exited".into();
+        let t = throttled(&runs).unwrap();
+        assert_eq!(t.rule, Rule::Throttled);
+        assert!(
+            t.text
+                .starts_with("3 PERF_RECORD_THROTTLE records at 1000 Hz:"),
+            "{}",
+            t.text
+        );
+        assert_eq!(t.runs, [note(1, "3 records")]);
+        assert_eq!(t.remedy, None);
+        let f = failed(&runs).unwrap();
+        assert_eq!(f.rule, Rule::Failed);
+        assert!(
+            f.text.ends_with("1 distinct errors: workload exited"),
+            "{}",
+            f.text
+        );
+        assert_eq!(f.runs, [note(2, "workload exited")]);
+        runs[0].lost = 2;
+        let r = records(&runs).unwrap();
+        assert_eq!(
+            r.remedy.as_deref(),
+            Some("utilisation of those runs is a lower bound")
+        );
+        assert!(
+            r.line()
+                .starts_with("2 lost records, 0 lost samples, 0 duplicated"),
+            "{}",
+            r.line()
+        );
+        assert_eq!(r.runs[0].run_id, 1);
+        // Loss runs exist only at 0 Hz here: nothing to compute a loss from.
+        runs.iter_mut().for_each(|r| r.kind = RunKind::Util);
+        assert_eq!(no_loss(&runs).map(|w| w.rule), Some(Rule::NoLoss));
+    }
+}

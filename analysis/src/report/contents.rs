@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
-use crate::format::{fmt_est, opt_est, table_head};
+use crate::format::{opt_est, table_head};
 use crate::pipeline::Findings;
 use crate::stats::Estimate;
 
@@ -24,12 +24,22 @@ fn ratio_cell(r: &ContentsRow, e: Option<&Estimate>) -> String {
     }
 }
 
-/// The markdown of both sections.
+/// The markdown of both sections: the table by contents where there are
+/// several (one restates the tables above: by_contents.csv), and the
+/// throttle.
 pub fn render(a: &Findings) -> String {
     let mut s = String::new();
-    if a.contents.rows.is_empty() {
-        return s;
+    if a.contents.names.len() > 1 {
+        by_contents(&mut s, a);
     }
+    if let Some((limits, preds)) = &a.contents.throttle {
+        s.push_str(&render_throttle(limits, preds));
+    }
+    s
+}
+
+/// The section comparing the sample contents.
+fn by_contents(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## What a sample costs, by sample contents\n");
     let _ = writeln!(
         s,
@@ -37,7 +47,7 @@ pub fn render(a: &Findings) -> String {
         a.contents.names.first().map_or("-", String::as_str)
     );
     table_head(
-        &mut s,
+        s,
         &format!(
             "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled |"
         ),
@@ -60,42 +70,6 @@ pub fn render(a: &Findings) -> String {
         );
     }
     s.push('\n');
-    if let Some((limits, preds)) = &a.contents.throttle {
-        s.push_str(&render_throttle(limits, preds));
-    }
-    s
-}
-
-/// The section on the after-effect from throughput (empty without rows).
-pub fn render_after(rows: &[crate::aftereffect::AfterRow]) -> String {
-    let mut s = String::new();
-    if rows.is_empty() {
-        return s;
-    }
-    let _ = writeln!(s, "## The after-effect, from throughput\n");
-    let _ = writeln!(
-        s,
-        "What the workload loses per sample in the paired design (throughput loss with its interval over runs, / the achieved rate) minus the gaps design's direct cost per sample (the time inside the interrupt's episode): the remainder is what the interrupt costs after it returns (caches and TLB refilled, a slower core), with a 95% interval on the Welch-Satterthwaite t (independent runs, errors in quadrature). The timeline's own after-effect (chunks after a gap against the run's speed beyond a horizon) is beside it. This one needs no model of the loop's recovery, so it also holds for loops whose chunk times are irregular (a pointer chase beyond the caches), but its interval is the paired design's: narrow per sample only at high rates.\n"
-    );
-    table_head(
-        &mut s,
-        "| configuration | freq_hz | achieved_hz | throughput ns/sample [95% CI] | direct ns/sample [95% CI] | after-effect ns/sample [95% CI] | timeline's after-effect ns [95% CI] |",
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.0} | {} | {} | {} | {} |",
-            r.sample,
-            r.freq_hz,
-            r.achieved_hz,
-            fmt_est(&r.throughput_ns, 0),
-            fmt_est(&r.direct_ns, 0),
-            fmt_est(&r.after_ns, 0),
-            fmt_est(&r.timeline_after_ns, 0),
-        );
-    }
-    s.push('\n');
-    s
 }
 
 fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {

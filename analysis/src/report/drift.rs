@@ -32,12 +32,10 @@ pub fn render(ps: &PerSample) -> String {
     let Some(d) = &ps.drift else {
         return s;
     };
-    let _ = writeln!(s, "## The cost per sample over the sweep\n");
     let _ = writeln!(
         s,
-        "Each gaps run's total cost per sample (direct + after-effect) in the order the sweep ran it: report/cost_by_run.csv, cost_over_time.svg. Relative to the mean at the run's rate, so rates compare.\n"
+        "## The cost per sample over the sweep\n\nEach gaps run's cost against its rate's mean, in sweep order: cost_by_run.csv, cost_over_time.svg; the drift is in the summary.\n"
     );
-    let _ = writeln!(s, "- {}", key_line(d));
     let blocks: Vec<String> = d
         .by_block_pct
         .iter()

@@ -1,6 +1,9 @@
 //! report.html: report.md rendered into one self-contained page (the plots
 //! inline as SVG, the style inline, nothing fetched), the answer box first
-//! in `<section id="answer">`, wide tables scrolling inside the page.
+//! in `<section id="answer">`, wide tables scrolling inside the page. Under
+//! the answer the recommendations and the summary are shown; everything
+//! else (the host and budget plot, warnings, each section) is folded in a
+//! `<details>` under its title, so that the first screen is the answer.
 //!
 //! The page is polyglot markup: it parses as XML too, which is how the
 //! tests check it (analysis/tests/all/report_html.rs). Any HTML inside
@@ -9,7 +12,7 @@
 
 use std::path::Path;
 
-use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
+use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
 
 /// The page's id of the answer box's section.
 pub const ANSWER_ID: &str = "answer";
@@ -23,7 +26,16 @@ table{border-collapse:collapse;font-size:.85rem}\
 th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:right;white-space:nowrap}\
 th{background:#f0f0f0;white-space:normal;vertical-align:bottom;min-width:3.5rem}\
 svg{max-width:100%;height:auto;display:block;margin:1rem 0}\
-code{font-size:.9em}";
+code{font-size:.9em}\
+summary{cursor:pointer;margin:.4rem 0}summary>h2{display:inline;font-size:1.25rem}";
+
+/// The sections shown unfolded: the answer's own.
+const SHOWN: [&str; 2] = ["Recommended sampling rates", "Summary"];
+
+/// Raw HTML for the page.
+fn raw(s: impl Into<String>) -> Event<'static> {
+    Event::Html(CowStr::from(s.into()))
+}
 
 /// Escapes text for an HTML element or attribute.
 fn escape(s: &str) -> String {
@@ -66,6 +78,10 @@ pub fn render(markdown: &str, title: &str, dir: &Path) -> String {
     let mut in_image = false;
     let mut answer_open = false;
     let mut answer_done = false;
+    // A level-2 heading being read (its title decides its fold), and
+    // whether a fold is open.
+    let mut heading: Option<Vec<Event>> = None;
+    let mut folded = false;
     for ev in parser {
         if in_image {
             if let Event::End(TagEnd::Image) = ev {
@@ -73,35 +89,70 @@ pub fn render(markdown: &str, title: &str, dir: &Path) -> String {
             }
             continue;
         }
+        if let Some(h) = heading.as_mut() {
+            let end = matches!(ev, Event::End(TagEnd::Heading(HeadingLevel::H2)));
+            h.push(ev);
+            if end {
+                let h = heading.take().unwrap_or_default();
+                let title: String = h
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Text(t) | Event::Code(t) => Some(&**t),
+                        _ => None,
+                    })
+                    .collect();
+                if std::mem::take(&mut folded) {
+                    events.push(raw("</details>\n"));
+                }
+                folded = !SHOWN.contains(&title.as_str());
+                if folded {
+                    events.push(raw("<details>\n<summary>"));
+                }
+                events.extend(h);
+                if folded {
+                    events.push(raw("</summary>\n"));
+                }
+            }
+            continue;
+        }
         match ev {
+            Event::Start(Tag::Heading {
+                level: HeadingLevel::H2,
+                ..
+            }) => heading = Some(vec![ev]),
             Event::Start(Tag::Image { dest_url, .. }) => {
                 in_image = true;
-                events.push(Event::Html(CowStr::from(inline_svg(dir, &dest_url))));
+                events.push(raw(inline_svg(dir, &dest_url)));
             }
             Event::Html(s) | Event::InlineHtml(s) => events.push(Event::Text(s)),
             Event::Start(Tag::CodeBlock(k)) if !answer_done => {
                 answer_open = true;
-                events.push(Event::Html(CowStr::from(format!(
-                    "<section id=\"{ANSWER_ID}\">\n"
-                ))));
+                events.push(raw(format!("<section id=\"{ANSWER_ID}\">\n")));
                 events.push(Event::Start(Tag::CodeBlock(k)));
             }
             Event::End(TagEnd::CodeBlock) if answer_open => {
                 answer_open = false;
                 answer_done = true;
                 events.push(Event::End(TagEnd::CodeBlock));
-                events.push(Event::Html(CowStr::from("</section>\n")));
+                events.push(raw("</section>\n"));
+                // What follows the answer up to the first section: the
+                // budget plot and the host.
+                events.push(raw("<details>\n<summary>Host and budget plot</summary>\n"));
+                folded = true;
             }
             Event::Start(Tag::Table(a)) => {
-                events.push(Event::Html(CowStr::from("<div class=\"scroll\">\n")));
+                events.push(raw("<div class=\"scroll\">\n"));
                 events.push(Event::Start(Tag::Table(a)));
             }
             Event::End(TagEnd::Table) => {
                 events.push(Event::End(TagEnd::Table));
-                events.push(Event::Html(CowStr::from("</div>\n")));
+                events.push(raw("</div>\n"));
             }
             other => events.push(other),
         }
+    }
+    if folded {
+        events.push(raw("</details>\n"));
     }
     let mut body = String::new();
     html::push_html(&mut body, events.into_iter());
@@ -140,6 +191,38 @@ mod tests {
         assert!(!page.contains("<img"));
         assert!(page.contains("<div class=\"scroll\">\n<table>"));
         assert!(page.contains("<title>t &amp; co</title>"));
+        // What follows the answer is folded until the first section.
+        assert!(page.contains("</section>\n<details>\n<summary>Host and budget plot</summary>"));
+        assert_eq!(
+            page.matches("<details>").count(),
+            page.matches("</details>").count()
+        );
+    }
+
+    #[test]
+    fn the_sections_fold_under_the_answer_but_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let md = "# t\n\n```text\nbox\n```\n\n## Recommended sampling rates\n\n- 1 %\n\n\
+                  ## Warnings\n\n- noisy (9 runs): x\n\n## Summary\n\n- s\n\n## Plots\n\nend\n";
+        let page = render(md, "t", dir.path());
+        assert!(
+            page.contains("<details>\n<summary>\n<h2>Warnings</h2>\n</summary>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<details>\n<summary>\n<h2>Plots</h2>\n</summary>"),
+            "{page}"
+        );
+        assert!(!page.contains("<summary>\n<h2>Summary"), "{page}");
+        assert!(!page.contains("<summary>\n<h2>Recommended"), "{page}");
+        assert_eq!(page.matches("<details>").count(), 3, "{page}");
+        assert_eq!(page.matches("</details>").count(), 3, "{page}");
+        // The summary is not inside the warnings' fold.
+        let (warn, summ) = (
+            page.find("Warnings</h2>").unwrap(),
+            page.find("<h2>Summary").unwrap(),
+        );
+        assert!(page[warn..summ].contains("</details>"), "{page}");
     }
 
     #[test]

@@ -12,25 +12,9 @@ fn hz(f: u64) -> String {
     format!("{f} Hz")
 }
 
-/// An added time with its interval, us.
-fn us(e: &crate::stats::Estimate) -> String {
-    if !e.value.is_finite() {
-        return "-".into();
-    }
-    if e.lo.is_finite() && e.hi.is_finite() {
-        format!(
-            "{:+.1} [{:+.1}, {:+.1}]",
-            e.value / 1e3,
-            e.lo / 1e3,
-            e.hi / 1e3
-        )
-    } else {
-        format!("{:+.1}", e.value / 1e3)
-    }
-}
-
-/// The section, Markdown; for a set without gaps runs, the sentence that
-/// says how to get it.
+/// The section, Markdown: what the table shows, in sentences (the table is
+/// latency.csv); for a set without gaps runs, the sentence that says how
+/// to get it.
 pub fn render(t: Option<&LatencyTable>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## Request latency\n");
@@ -43,61 +27,13 @@ pub fn render(t: Option<&LatencyTable>) -> String {
     };
     let _ = writeln!(
         s,
-        "Requests of W of the loop's work, arriving at uniform times, laid over each gaps run's timeline: each takes W plus every interruption it meets (stretches of 1 ms or more, the CPU taken away, are cut out, as for the cost per sample). Added = the percentile at the rate minus the same block's 0 Hz run's, 95% t interval over blocks. Predicted: the 0 Hz run's requests with periodic samples at the achieved rate, each costing a sample measured at that rate in the block (Poisson: the same with random arrivals). A percentile needs one independent request beyond it in every run (p99.9 of 10 ms requests needs 10 s of run). Files: report/latency.csv, report/latency_runs.csv.\n"
+        "Requests of W of the loop's work laid over each gaps run's timeline: the percentile added at each rate, measured against the same block's 0 Hz run and predicted from the costs measured (latency.csv; each run: latency_runs.csv; method: docs/methodology.md, \"Request latency\").\n"
     );
-    let _ = writeln!(
-        s,
-        "| rate | request | percentile | at 0 Hz, us | added, measured, us [95% CI] | added, predicted, us [95% CI] | Poisson, us | agree | hit share measured / predicted |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
-    for r in t
-        .rows
-        .iter()
-        .filter(|r| r.measured.value.is_finite() || r.predicted.value.is_finite())
-    {
-        let _ = writeln!(
-            s,
-            "| {} | {} | p{} | {} | {} | {} | {} | {} | {} |",
-            hz(r.freq_hz),
-            size_label(r.size_ns),
-            r.percentile,
-            if r.baseline_ns.is_finite() {
-                format!("{:.1}", r.baseline_ns / 1e3)
-            } else {
-                "-".into()
-            },
-            us(&r.measured),
-            us(&r.predicted),
-            if r.poisson.value.is_finite() {
-                format!("{:+.1}", r.poisson.value / 1e3)
-            } else {
-                "-".into()
-            },
-            match r.agrees() {
-                Some(true) => "yes",
-                Some(false) => "**no**",
-                None => "-",
-            },
-            share(r.hit_share, r.hit_share_predicted),
-        );
-    }
-    s.push('\n');
     for line in findings(t) {
         let _ = writeln!(s, "- {line}");
     }
     s.push('\n');
     s
-}
-
-fn share(measured: f64, predicted: f64) -> String {
-    let f = |v: f64| {
-        if v.is_finite() {
-            format!("{:.1}%", v * 100.0)
-        } else {
-            "-".into()
-        }
-    };
-    format!("{} / {}", f(measured), f(predicted))
 }
 
 /// What the table shows, in sentences: where measured and predicted

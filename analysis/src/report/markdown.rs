@@ -1,24 +1,32 @@
-//! report.md, one function per section, in the order they appear.
+//! report.md, one function per section, in the order they appear: the
+//! answer and what it rests on first; every table a methodologist needs is
+//! a CSV, named in one line each ("Tables") instead of repeated here.
 
-use super::*;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-use crate::format::table_head;
+use crate::load::ResultSet;
+use crate::pipeline::Findings;
+use crate::report::figures::PlotOutcome;
+use crate::report::key_lines;
+use crate::warnings::warning::kind_line;
 
 /// The whole report; `command` is the section on the user's own program
-/// (empty without one), right after the summary.
+/// (empty without one), right after the summary; `files` every table and
+/// figure written beside it.
 pub(super) fn render(
     rs: &ResultSet,
     a: &Findings,
-    r: &Reference,
-    plot_outcome: &crate::report::figures::PlotOutcome,
+    plots: &PlotOutcome,
     command: &str,
     answer: &[String],
     kept_with_raw: bool,
+    files: &[PathBuf],
 ) -> String {
     let mut s = String::new();
-    header(&mut s, rs, a, answer, &plot_outcome.files);
+    header(&mut s, rs, a, answer, &plots.files);
     recommendations(&mut s, a);
-    warnings(&mut s, a, plot_outcome);
+    warnings(&mut s, a, plots);
     skipped(&mut s, a, kept_with_raw);
     summary(&mut s, a);
     if a.subject.profiler.is_none() {
@@ -29,11 +37,8 @@ pub(super) fn render(
     ));
     s.push_str(command);
     per_sample_sections(&mut s, a);
-    table1(&mut s, a, r);
-    table2(&mut s, a, r);
-    tracing_cost(&mut s, a);
-    fits(&mut s, a);
-    footer(&mut s, a, &plot_outcome.files);
+    tables(&mut s, files);
+    footer(&mut s, &plots.files);
     s
 }
 
@@ -72,24 +77,19 @@ fn header(s: &mut String, rs: &ResultSet, a: &Findings, answer: &[String], plots
             let _ = writeln!(s, "- {key}: {v}");
         }
     }
+    let or = |v: &[String], none: &str| {
+        if v.is_empty() {
+            none.to_string()
+        } else {
+            v.join(", ")
+        }
+    };
     let _ = writeln!(
         s,
         "- sampling event(s): {}; scope: {}; sample contents: {}; runs: {} ({} failed, {} excluded)\n",
-        if a.tables.events.is_empty() {
-            "none".to_string()
-        } else {
-            a.tables.events.join(", ")
-        },
-        if a.tables.scopes.is_empty() {
-            "n/a".to_string()
-        } else {
-            a.tables.scopes.join(", ")
-        },
-        if a.contents.names.is_empty() {
-            "n/a".to_string()
-        } else {
-            a.contents.names.join(", ")
-        },
+        or(&a.tables.events, "none"),
+        or(&a.tables.scopes, "n/a"),
+        or(&a.contents.names, "n/a"),
         rs.runs.len(),
         rs.runs.iter().filter(|r| !r.ok()).count(),
         a.quality.excluded.len()
@@ -108,18 +108,36 @@ fn header(s: &mut String, rs: &ResultSet, a: &Findings, answer: &[String], plots
     }
 }
 
-/// Everything switched or doubtful, with the plots that failed.
-fn warnings(s: &mut String, a: &Findings, plot_outcome: &crate::report::figures::PlotOutcome) {
+/// One line per kind of warning, with its count, and the plots that
+/// failed; every warning whole, with its runs and values, is in
+/// warning_runs.csv.
+fn warnings(s: &mut String, a: &Findings, plots: &PlotOutcome) {
     let _ = writeln!(s, "## Warnings\n");
-    if a.quality.warnings.is_empty() && plot_outcome.errors.is_empty() {
+    let ws = &a.quality.warnings;
+    if ws.is_empty() && plots.errors.is_empty() {
         let _ = writeln!(s, "None.\n");
-    } else {
-        let lines = a.quality.warnings.iter().map(|w| w.line());
-        for w in lines.chain(plot_outcome.errors.iter().cloned()) {
-            let _ = writeln!(s, "- {w}");
-        }
-        s.push('\n');
+        return;
     }
+    let mut rules = Vec::new();
+    for w in ws {
+        if !rules.contains(&w.rule) {
+            rules.push(w.rule);
+        }
+    }
+    for rule in rules {
+        let of: Vec<_> = ws.iter().filter(|w| w.rule == rule).collect();
+        let _ = writeln!(s, "{}", kind_line(&of).unwrap_or_default());
+    }
+    for e in &plots.errors {
+        let _ = writeln!(s, "- plot: {e}");
+    }
+    if !ws.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nEach warning in full, with its remedy, runs and values: warning_runs.csv."
+        );
+    }
+    s.push('\n');
 }
 
 /// The recommendation for each budget, one line each, before anything
@@ -194,7 +212,8 @@ fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     s.push('\n');
 }
 
-/// What a sample costs: the gaps design, by contents, the after-effect.
+/// What a sample costs: the gaps design, the drift, request latency, the
+/// split design, by contents and the throttle.
 fn per_sample_sections(s: &mut String, a: &Findings) {
     if let Some(ps) = &a.gaps.per_sample {
         s.push_str(&crate::report::per_sample::render(ps));
@@ -205,175 +224,82 @@ fn per_sample_sections(s: &mut String, a: &Findings) {
     }
     s.push_str(&crate::report::split::render(&a.gaps.split));
     s.push_str(&crate::report::contents::render(a));
-    s.push_str(&crate::report::contents::render_after(
-        &a.contents.after_rows,
-    ));
 }
 
-/// Table 1: handler CPU utilisation.
-fn table1(s: &mut String, a: &Findings, r: &Reference) {
-    let _ = writeln!(s, "## Table 1: handler CPU utilisation\n");
-    let _ = writeln!(
-        s,
-        "Utilisation = sum of handler durations (source hrtimer or nmi) on the measured CPU / the run's window_ns x 100; mean over runs with a 95% t interval. Durations: handler ns per sample = mean over runs of each run's mean handler duration, with a 95% t interval over runs (the handler's cost per sample at this rate); mean pooled over runs; median and p99 = median over runs of each run's value.\n"
-    );
-    table_head(
-        s,
-        "| freq_hz | runs | calls/s | achieved_hz | handler ns per sample [95% CI] | mean_ns | median_ns | p99_ns | util_pct [95% CI] | whole interrupt util_pct | 2014 util_pct |",
-    );
-    if a.tables.util.is_empty() {
-        let _ = writeln!(s, "| (no successful util runs) ||||||||||");
-    }
-    for row in &a.tables.util {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
-            row.freq_hz,
-            row.runs,
-            row.calls_per_s,
-            row.achieved_hz,
-            fmt_est(&row.per_sample_ns, 0),
-            row.mean_ns,
-            row.median_ns,
-            row.p99_ns,
-            fmt_est(&row.util_pct, 4),
-            row.local_timer_util_pct
-                .map_or("not captured".to_string(), |e| fmt_est(&e, 4)),
-            fmt_opt(r.util_at(row.freq_hz), 4),
-        );
-    }
-    s.push('\n');
-}
+/// What each table and fit file beside the report holds, one line each.
+const TABLES: [(&str, &str); 17] = [
+    (
+        "util.csv",
+        "Table 1, handler CPU utilisation and time per sample by rate",
+    ),
+    (
+        "loss.csv",
+        "Table 2, performance loss by rate and design, each run's count",
+    ),
+    (
+        "tracing.csv",
+        "the loss with the handler tracepoints on and off, by rate",
+    ),
+    (
+        "per_sample.csv",
+        "the gaps design by rate: the cost's parts, A/A control, cap",
+    ),
+    (
+        "cost_by_run.csv",
+        "each gaps run's cost per sample, in sweep order",
+    ),
+    (
+        "latency.csv",
+        "added request latency by rate, size and percentile",
+    ),
+    (
+        "latency_runs.csv",
+        "the same, each run against its block's 0 Hz run",
+    ),
+    (
+        "split.csv",
+        "the split design's loss in the gaps and outside them, by rate",
+    ),
+    ("split_phases.csv", "the split design's phases"),
+    ("by_contents.csv", "what a sample costs by sample contents"),
+    (
+        "after_effect.csv",
+        "the after-effect from throughput, by rate",
+    ),
+    ("command.csv", "your command's runs, by rate"),
+    ("profiler.csv", "your profiler's runs, by rate"),
+    (
+        "excluded_phases.csv",
+        "the paired design's phases left out, with their reasons",
+    ),
+    (
+        "warning_runs.csv",
+        "every warning whole with its remedy, a row per run and kind",
+    ),
+    (
+        "fit.json",
+        "the fitted factors (utilisation and loss against the rate)",
+    ),
+    (
+        "loss_model.json",
+        "the loss model the recommendations rest on",
+    ),
+];
 
-/// Table 2: performance loss.
-fn table2(s: &mut String, a: &Findings, r: &Reference) {
-    let _ = writeln!(s, "## Table 2: performance loss\n");
-    let _ = writeln!(
-        s,
-        "Loop counts per run (rep order), their mean, and loss = 1 - mean rate(F) / mean rate(0). Classic design: 95% interval by the delta method on the ratio of means, t quantile on Welch-Satterthwaite df. Paired design: per ABBA group loss = 1 - mean on-rate / mean off-rate (phases.csv), t interval over groups; the last column is the t interval over runs of each run's mean group loss, which also covers a loss that varies between runs (a warning says when a one-way ANOVA by run finds it does, p < 0.05).\n"
-    );
-    if a.tables
-        .loss
-        .iter()
-        .any(|r| r.method.starts_with("1 - exp("))
-    {
-        let _ = writeln!(
-            s,
-            "A command's runs (`--command`, one iteration each: a whole run) are compared within blocks instead: loss = 1 - exp(-mean ln(wall F / wall 0)) over the blocks with both runs, t interval over blocks, as in the section on the command.\n"
-        );
-    }
-    let nmax = a.tables.most_loss_runs();
-    let mut header = "| freq_hz | achieved_hz | design |".to_string();
-    for i in 1..=nmax {
-        let _ = write!(header, " run{i} |");
-    }
-    header.push_str(
-        " mean | loss_pct [95% CI] | n | 2014 loss_pct | paired: 95% CI over runs (runs) |",
-    );
-    table_head(s, &header);
-    for row in &a.tables.loss {
-        let achieved = if row.achieved_hz.is_finite() {
-            format!("{:.0}", row.achieved_hz)
-        } else {
-            "-".to_string()
-        };
-        let mut line = format!("| {} | {achieved} | {} |", row.freq_hz, row.design);
-        for i in 0..nmax {
-            let _ = write!(
-                line,
-                " {} |",
-                row.iterations
-                    .get(i)
-                    .map(|v| v.to_string())
-                    .unwrap_or_default()
-            );
-        }
-        let _ = write!(
-            line,
-            " {:.1} | {} | {} | {} |",
-            row.mean_iterations,
-            fmt_est(&row.loss_pct, 3),
-            row.loss_pct.n,
-            fmt_opt(r.loss_at(row.freq_hz), 2)
-        );
-        match row.loss_by_run_pct {
-            Some(e) if e.lo.is_finite() => {
-                let _ = write!(line, " [{:.3}, {:.3}] ({}) |", e.lo, e.hi, e.n);
-            }
-            Some(e) => {
-                let _ = write!(line, " n/a ({} run) |", e.n);
-            }
-            None => line.push_str("  |"),
-        }
-        let _ = writeln!(s, "{line}");
-    }
-    s.push('\n');
-}
-
-/// What the handler tracepoints cost.
-fn tracing_cost(s: &mut String, a: &Findings) {
-    let _ = writeln!(s, "## Tracing cost\n");
-    let _ = writeln!(
-        s,
-        "Loss measured in util runs (handler tracepoints on) against the 0 Hz loss runs, next to the loss without tracepoints. Utilisation is measured with tracing on; loss only without.\n"
-    );
-    table_head(
-        s,
-        "| freq_hz | loss_pct (no tracepoints) | loss_pct (tracepoints on) | tracing cost (pp) |",
-    );
-    if a.tables.tracing.is_empty() {
-        let _ = writeln!(s, "| (needs util runs and 0 Hz loss runs) ||||");
-    }
-    for row in &a.tables.tracing {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.3} |",
-            row.freq_hz,
-            row.loss_pct.map_or("n/a".to_string(), |e| fmt_est(&e, 3)),
-            fmt_est(&row.loss_util_runs_pct, 3),
-            row.tracing_cost_pp()
-        );
-    }
-    s.push('\n');
-}
-
-/// The fitted factors.
-fn fits(s: &mut String, a: &Findings) {
-    let _ = writeln!(s, "## Fitted factors\n");
-    let _ = writeln!(
-        s,
-        "Frequencies in kHz; weighted least squares (weights 1 / variance of each point's mean) when every point has a variance, else unweighted.\n"
-    );
-    if let Some(fit) = &a.tables.fits.util_origin {
-        let _ = writeln!(
-            s,
-            "- util % = delta x f (through the origin, the article's form): {}",
-            fmt_fit_line(fit, "%")
-        );
-    }
-    if let Some(fit) = &a.tables.fits.util_line {
-        let _ = writeln!(s, "- util % = a + b x f: {}", fmt_fit_line(fit, "%"));
-    }
-    if let Some(fit) = &a.tables.fits.loss_line {
-        let _ = writeln!(s, "- loss % = a + b x f: {}", fmt_fit_line(fit, "%"));
+/// The tables beside the report, one line each, and where the method is.
+fn tables(s: &mut String, files: &[PathBuf]) {
+    let _ = writeln!(s, "## Tables\n");
+    let here = |name: &str| {
+        files
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == name))
+    };
+    for (name, what) in TABLES.iter().filter(|(n, _)| here(n)) {
+        let _ = writeln!(s, "- {name}: {what}");
     }
     let _ = writeln!(
         s,
-        "- handler cost per sample = delta x 10^4 ns: {} ns (from util = a + b f: {} ns); 2014: {:.0} ns",
-        fmt_opt(a.tables.fits.cost_per_sample_ns, 0),
-        fmt_opt(a.tables.fits.cost_per_sample_line_ns, 0),
-        ARTICLE_DELTA_PCT_PER_KHZ * 1e4
-    );
-    let _ = writeln!(
-        s,
-        "- the article's own estimator (mean of util/f over frequencies): {} %/kHz here, {:.4} %/kHz in 2014",
-        fmt_opt(a.tables.fits.delta_mean_ratio, 4),
-        ARTICLE_DELTA_PCT_PER_KHZ
-    );
-    let _ = writeln!(
-        s,
-        "- loss slope / util slope: {}\n",
-        fmt_opt(a.tables.fits.loss_to_util_slope_ratio, 2)
+        "\nEvery column: docs/results-format.md. Method: docs/methodology.md. The same report as one page: report.html.\n"
     );
 }
 
@@ -399,25 +325,18 @@ fn skipped(s: &mut String, a: &Findings, kept_with_raw: bool) {
     s.push('\n');
 }
 
-/// The plots and where the tables are.
-fn footer(s: &mut String, a: &Findings, plots: &[PathBuf]) {
-    if !plots.is_empty() {
-        let _ = writeln!(s, "## Plots\n");
-        for name in plots.iter().filter_map(|p| svg_name(p)) {
-            if name != BUDGET_SVG {
-                let _ = writeln!(s, "![{name}]({name})");
-            }
-        }
-        s.push('\n');
+/// The plots.
+fn footer(s: &mut String, plots: &[PathBuf]) {
+    let names: Vec<String> = plots
+        .iter()
+        .filter_map(|p| svg_name(p))
+        .filter(|n| n != BUDGET_SVG)
+        .collect();
+    if names.is_empty() {
+        return;
     }
-    let _ = writeln!(
-        s,
-        "Tables as CSV: util.csv, loss.csv, tracing.csv{}; fits: fit.json. The same report as one page: report.html. Method: docs/methodology.md.",
-        match (a.gaps.per_sample.is_some(), a.contents.rows.is_empty()) {
-            (true, false) => ", per_sample.csv, by_contents.csv",
-            (true, true) => ", per_sample.csv",
-            (false, false) => ", by_contents.csv",
-            (false, true) => "",
-        }
-    );
+    let _ = writeln!(s, "## Plots\n");
+    for name in names {
+        let _ = writeln!(s, "![{name}]({name})");
+    }
 }

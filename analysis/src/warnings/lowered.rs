@@ -2,7 +2,7 @@
 //! started under a lowered limit, which saw it go down, which asked for
 //! more than it.
 
-use super::{Rule, Warning, ids};
+use super::{Rule, Warning};
 use crate::load::Run;
 
 /// A run's perf_event_max_sample_rate before and after it, where known (0
@@ -56,52 +56,23 @@ impl<'a> LoweredRuns<'a> {
         lowered
     }
 
-    /// Every run concerned, once, by id.
-    fn run_ids(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .under
-            .iter()
-            .chain(&self.during)
-            .chain(&self.above)
-            .map(|r| r.run_id)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
-    /// Where it went down ("during ... runs (run N at F Hz: before ->
-    /// after)") and which runs started under it, as clauses of the warning.
-    fn clauses(&self) -> Vec<String> {
-        let mut parts = Vec::new();
-        if !self.during.is_empty() {
-            let detail: Vec<String> = self
-                .during
-                .iter()
-                .map(|r| {
-                    format!(
-                        "run {} at {} Hz: {} -> {}",
-                        r.run_id,
-                        r.freq_hz,
-                        r.perf_event_max_sample_rate_before.unwrap_or(0),
-                        r.perf_event_max_sample_rate_after.unwrap_or(0)
-                    )
-                })
-                .collect();
-            parts.push(format!(
-                "it went down during {} runs ({})",
-                self.during.len(),
-                detail.join("; ")
-            ));
-        }
-        if !self.under.is_empty() {
-            parts.push(format!(
-                "{} runs started under a lowered limit (run_id {})",
-                self.under.len(),
-                ids(&self.under)
-            ));
-        }
-        parts
+    /// Every run concerned, once, with its limit before and after it.
+    fn notes(&self) -> Vec<(u32, String)> {
+        let mut v: Vec<&Run> = self.under.iter().chain(&self.during).copied().collect();
+        v.sort_by_key(|r| r.run_id);
+        v.iter()
+            .map(|r| {
+                let (b, a) = limits(r);
+                let b = b.unwrap_or(0);
+                let a = a.unwrap_or(b);
+                let refused = if r.freq_hz > a.min(b) {
+                    ", asked for more: throttled or refused"
+                } else {
+                    ""
+                };
+                (r.run_id, format!("{} Hz: {b} -> {a}{refused}", r.freq_hz))
+            })
+            .collect()
     }
 }
 
@@ -119,24 +90,21 @@ pub(crate) fn lowered_limit(runs: &[Run]) -> Option<Warning> {
     if lowered.under.is_empty() && lowered.during.is_empty() {
         return None;
     }
-    Some(Warning::new(
-        Rule::LoweredLimit,
-        format!(
-            "kernel-lowered sample rate: perf_event_max_sample_rate was {highest} at its highest \
-             in this sweep and went down to {} (the kernel lowers it when sampling interrupts \
-             take more than perf_cpu_time_max_percent of a CPU: \"perf: interrupt took too \
-             long\"); {}{}",
-            lowered.lowest,
-            lowered.clauses().join("; "),
-            if lowered.above.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; runs asking for more than their limit (run_id {}) were throttled or refused",
-                    ids(&lowered.above)
-                )
-            }
-        ),
+    Some(
+        Warning::with_remedy(
+            Rule::LoweredLimit,
+            format!(
+                "perf_event_max_sample_rate went from {highest} down to {} (\"perf: interrupt \
+                 took too long\"): during {} runs, {} started under it, {} asked for more",
+                lowered.lowest,
+                lowered.during.len(),
+                lowered.under.len(),
+                lowered.above.len()
+            ),
+            "the kernel lowers it when sampling interrupts take more than \
+             perf_cpu_time_max_percent of a CPU; runs asking for more than it were throttled or \
+             refused",
+        )
+        .with_values(lowered.notes()),
     )
-    .with_runs(lowered.run_ids()))
 }

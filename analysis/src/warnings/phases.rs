@@ -10,12 +10,8 @@ use super::{Rule, Warning};
 use crate::findings::Measured;
 use crate::tables::RunPhaseFaults;
 
-/// How many runs a warning names inline; the rest are counted (every
-/// phase is in report/excluded_phases.csv).
-const RUNS_NAMED: usize = 6;
-
 /// One warning per rate with phases the controller could not keep, and one
-/// for nonsense rows.
+/// for nonsense rows; each run with its groups left out.
 pub(super) fn phases(a: &Measured) -> Vec<Warning> {
     let mut by_freq: BTreeMap<u64, Vec<&RunPhaseFaults>> = BTreeMap::new();
     for r in &a.phase_faults {
@@ -32,48 +28,46 @@ pub(super) fn phases(a: &Measured) -> Vec<Warning> {
             .collect();
         let groups: usize = runs.iter().map(|r| r.groups).sum();
         let left: usize = runs.iter().map(|r| r.groups_excluded).sum();
-        let per_run: Vec<String> = runs
-            .iter()
-            .filter(|r| r.groups_excluded > 0)
-            .take(RUNS_NAMED)
-            .map(|r| format!("run {}: {} of {}", r.run_id, r.groups_excluded, r.groups))
-            .collect();
-        let more = runs.iter().filter(|r| r.groups_excluded > 0).count() - per_run.len();
-        let more = if more > 0 {
-            format!(", {more} more runs")
-        } else {
-            String::new()
-        };
+        let per_run = runs.iter().filter(|r| r.groups_excluded > 0).map(|r| {
+            (
+                r.run_id,
+                format!("{} of {} groups left out", r.groups_excluded, r.groups),
+            )
+        });
         if controller.is_empty() {
             // Only bad-input rows or incomplete groups at this rate: the
             // bad input has its own warning below; an incomplete group is
             // said here.
             if left > runs.iter().map(|r| bad_groups(r)).sum::<usize>() {
-                out.push(Warning::new(
-                    Rule::Phases,
-                    format!(
-                        "paired design at {freq_hz} Hz: {left} of {groups} ABBA groups incomplete \
-                         or left out ({}{more}); the loss uses the others",
-                        per_run.join(", ")
-                    ),
-                ));
+                out.push(
+                    Warning::new(
+                        Rule::Phases,
+                        format!(
+                            "paired design at {freq_hz} Hz: {left} of {groups} ABBA groups \
+                             incomplete or left out; the loss uses the others"
+                        ),
+                    )
+                    .with_values(per_run),
+                );
             }
             continue;
         }
-        out.push(Warning::with_remedy(
-            Rule::Phases,
-            format!(
-                "paired design at {freq_hz} Hz: the phase controller could not keep {} in {} \
-                 ({}), so {left} of {groups} ABBA groups were left out ({}{more}); each phase is \
-                 in excluded_phases.csv",
-                plural(controller.len(), "phase"),
-                plural(runs.len(), "run"),
-                reasons(&controller),
-                per_run.join(", ")
-            ),
-            "the loss at that rate uses the kept groups only; docs/methodology.md (\"Phases the \
-             controller could not keep\") gives the rule and how the driver keeps its timing",
-        ));
+        out.push(
+            Warning::with_remedy(
+                Rule::Phases,
+                format!(
+                    "paired design at {freq_hz} Hz: the phase controller could not keep {} in {} \
+                     ({}), so {left} of {groups} ABBA groups were left out",
+                    plural(controller.len(), "phase"),
+                    plural(runs.len(), "run"),
+                    reasons(&controller),
+                ),
+                "each phase is in excluded_phases.csv; the loss at that rate uses the kept \
+                 groups only; docs/methodology.md (\"Phases the controller could not keep\") \
+                 gives the rule and how the driver keeps its timing",
+            )
+            .with_values(per_run),
+        );
     }
     let bad: Vec<&ExcludedPhase> = a
         .phase_faults
@@ -82,31 +76,25 @@ pub(super) fn phases(a: &Measured) -> Vec<Warning> {
         .filter(|e| e.fault.is_bad_input())
         .collect();
     if !bad.is_empty() {
-        let named: Vec<String> = bad
-            .iter()
-            .take(RUNS_NAMED)
-            .map(|e| format!("run {} phase {}: {}", e.run_id, e.phase, e.fault))
-            .collect();
-        let more = bad.len() - named.len();
-        out.push(Warning::with_remedy(
-            Rule::Phases,
-            format!(
-                "phases.csv: {} not a measurement ({}{}); their ABBA groups are left out, the \
-                 other phases and runs are analysed",
-                if bad.len() == 1 {
-                    "1 row is".to_string()
-                } else {
-                    format!("{} rows are", bad.len())
-                },
-                named.join("; "),
-                if more > 0 {
-                    format!("; {more} more in excluded_phases.csv")
-                } else {
-                    String::new()
-                }
+        out.push(
+            Warning::with_remedy(
+                Rule::Phases,
+                format!(
+                    "phases.csv: {} not a measurement; their ABBA groups are left out, the \
+                     other phases and runs are analysed",
+                    if bad.len() == 1 {
+                        "1 row is".to_string()
+                    } else {
+                        format!("{} rows are", bad.len())
+                    },
+                ),
+                "results are never hand-edited: take phases.csv from the sweep again",
+            )
+            .with_values(
+                bad.iter()
+                    .map(|e| (e.run_id, format!("phase {}: {}", e.phase, e.fault))),
             ),
-            "results are never hand-edited: take phases.csv from the sweep again",
-        ));
+        );
     }
     out
 }
@@ -212,7 +200,18 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("4 of 38 ABBA groups"), "{t}");
-        assert!(t.contains("run 16: 3 of 19, run 29: 1 of 19"), "{t}");
+        let runs: Vec<(u32, &str)> = w[0]
+            .runs
+            .iter()
+            .map(|r| (r.run_id, r.value.as_str()))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (16, "3 of 19 groups left out"),
+                (29, "1 of 19 groups left out")
+            ]
+        );
     }
 
     #[test]
@@ -227,10 +226,12 @@ mod tests {
         let w = phases(&a);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
-            w[0].text.contains("run 3 phase 5: ends before it starts"),
+            w[0].text.contains("1 row is not a measurement"),
             "{}",
             w[0].text
         );
+        assert_eq!(w[0].runs[0].run_id, 3);
+        assert_eq!(w[0].runs[0].value, "phase 5: ends before it starts");
         assert!(phases(&analysis_with(Vec::new())).is_empty());
     }
 }

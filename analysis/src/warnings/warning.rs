@@ -53,8 +53,8 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The rule's name in files (report/warning_runs.csv): its variant in
-    /// snake_case (`lowered_limit`).
+    /// The rule's name in files (report/warning_runs.csv) and at the start
+    /// of its line in report.md: its variant in snake_case (`lowered_limit`).
     pub fn name(self) -> String {
         let mut out = String::new();
         for (i, c) in format!("{self:?}").chars().enumerate() {
@@ -65,6 +65,43 @@ impl Rule {
         }
         out
     }
+
+    /// What the rule's warnings say, in a few words: report.md's line for
+    /// a rule with several warnings, or one too long for a line.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Rule::Incomplete => "the sweep is not complete: the tables use the runs present",
+            Rule::Driver => "the driver's own warnings (manifest.json `warnings`)",
+            Rule::Fallback => "another event was opened than the one requested",
+            Rule::Failed => "failed runs, left out of every table",
+            Rule::Throttled => "the kernel throttled sampling: the rate is below the request",
+            Rule::Records => "lost or unmatched records: utilisation is a lower bound",
+            Rule::LoweredLimit => "the kernel lowered perf_event_max_sample_rate",
+            Rule::SlowRate => "achieved sample rate below 90% of the request",
+            Rule::DriverCpu => "the driver used more than 1% of a CPU while sampling",
+            Rule::Phases => "paired-design phases left out (excluded_phases.csv)",
+            Rule::RunsDisagree => {
+                "paired loss differs between runs: the interval over runs is used"
+            }
+            Rule::Noisy => "runs flagged noisy: kept, their spread widens the intervals",
+            Rule::Tracing => "the handler tracepoints cost measurable loss",
+            Rule::NoHandler => "util runs without handler intervals: utilisation 0",
+            Rule::Thinned => "raw files keep 10 ms slices: handler times are means over them",
+            Rule::NoLoss => "no loss can be computed",
+            Rule::Excluded => "runs left out of every table: a file of theirs is unreadable",
+            Rule::GapsFiles => "the gaps design's files disagree with each other",
+            Rule::PerSample => "the gaps design's cost per sample is in doubt at some runs",
+            Rule::Contents => "the tables and fits are those of one sample contents",
+        }
+    }
+}
+
+/// One run a warning concerns, with its own value where it has one
+/// ("83536 of 100000 Hz", its noise reasons, its error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunNote {
+    pub run_id: u32,
+    pub value: String,
 }
 
 /// One warning: the rule that raised it, what it found and what to read
@@ -72,34 +109,18 @@ impl Rule {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
     pub rule: Rule,
-    /// What was found: the runs it concerns and what it does to the numbers.
+    /// What was found, with its figures over all the runs it concerns
+    /// (each run's own value is in `runs`).
     pub text: String,
     /// What to read or do instead; None where the rule has nothing to
     /// offer beyond the finding.
     pub remedy: Option<String>,
-    /// The runs it concerns, every one: the text names at most
-    /// [`INLINE_RUN_IDS`] of them, report/warning_runs.csv all.
-    pub runs: Vec<u32>,
+    /// The runs it concerns, every one (report/warning_runs.csv).
+    pub runs: Vec<RunNote>,
 }
 
-/// Run ids a warning's text names; more are counted and left to
-/// report/warning_runs.csv (a line listing 44 ids was a wall to read).
-pub const INLINE_RUN_IDS: usize = 5;
-
-/// The run ids for a warning's text: all of up to [`INLINE_RUN_IDS`],
-/// else the first three and where the rest are.
-pub fn ids_text(ids: &[u32]) -> String {
-    let shown = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    if ids.len() <= INLINE_RUN_IDS {
-        shown(ids)
-    } else {
-        format!(
-            "{} ... ({} in all: report/warning_runs.csv)",
-            shown(&ids[..3]),
-            ids.len()
-        )
-    }
-}
+/// The longest line of a warning in report.md, in characters.
+pub const LINE_MAX: usize = 160;
 
 impl Warning {
     /// A warning without a remedy.
@@ -115,16 +136,22 @@ impl Warning {
     /// A warning and its remedy.
     pub fn with_remedy(rule: Rule, text: impl Into<String>, remedy: impl Into<String>) -> Self {
         Self {
-            rule,
-            text: text.into(),
             remedy: Some(remedy.into()),
-            runs: Vec::new(),
+            ..Self::new(rule, text)
         }
     }
 
-    /// The runs it concerns (report/warning_runs.csv), by id.
-    pub fn with_runs(mut self, ids: impl IntoIterator<Item = u32>) -> Self {
-        self.runs.extend(ids);
+    /// The runs it concerns, by id, with no value of their own.
+    pub fn with_runs(self, ids: impl IntoIterator<Item = u32>) -> Self {
+        self.with_values(ids.into_iter().map(|id| (id, String::new())))
+    }
+
+    /// The runs it concerns, each with its own value.
+    pub fn with_values(mut self, runs: impl IntoIterator<Item = (u32, String)>) -> Self {
+        self.runs.extend(
+            runs.into_iter()
+                .map(|(run_id, value)| RunNote { run_id, value }),
+        );
         self
     }
 
@@ -135,7 +162,8 @@ impl Warning {
         self
     }
 
-    /// The report's line: the finding, then its remedy after a semicolon.
+    /// The finding, then its remedy after a semicolon: the whole warning
+    /// (warning_runs.csv, the log).
     pub fn line(&self) -> String {
         match &self.remedy {
             Some(remedy) => format!("{}; {remedy}", self.text),
@@ -144,20 +172,141 @@ impl Warning {
     }
 }
 
+/// report.md's line for the warnings of one rule (`of`, all of the same
+/// rule): its name, how many runs (or findings) and the whole warning when
+/// there is one that fits in [`LINE_MAX`] characters, else its finding
+/// alone, else the rule's [`Rule::summary`]. Every warning is whole in
+/// report/warning_runs.csv.
+pub fn kind_line(of: &[&Warning]) -> Option<String> {
+    let first = of.first()?;
+    let mut runs: Vec<u32> = of.iter().flat_map(|w| &w.runs).map(|r| r.run_id).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let count = match (runs.len(), of.len()) {
+        (0, 1) => "1".to_string(),
+        (0, n) => format!("{n} findings"),
+        (1, _) => "1 run".to_string(),
+        (n, _) => format!("{n} runs"),
+    };
+    let head = format!("- {} ({count}): ", first.rule.name());
+    let fits = |t: &str| head.chars().count() + t.chars().count() <= LINE_MAX;
+    let single = (of.len() == 1).then(|| [first.line(), first.text.clone()]);
+    let body = single
+        .into_iter()
+        .flatten()
+        .find(|t| fits(t))
+        .unwrap_or_else(|| first.rule.summary().to_string());
+    Some(head + &body)
+}
+
+/// A row of report/warning_runs.csv: one per run and warning (one with
+/// no run for a warning about none).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct WarningRunRow {
+    pub rule: String,
+    pub run_id: Option<u32>,
+    pub value: String,
+    pub warning: String,
+}
+
+impl WarningRunRow {
+    /// Every warning's rows, in the warnings' order.
+    pub fn of(warnings: &[Warning]) -> Vec<Self> {
+        let row = |w: &Warning, run: Option<&RunNote>| WarningRunRow {
+            rule: w.rule.name(),
+            run_id: run.map(|r| r.run_id),
+            value: run.map(|r| r.value.clone()).unwrap_or_default(),
+            warning: w.line(),
+        };
+        warnings
+            .iter()
+            .flat_map(|w| {
+                let runs: Vec<Option<&RunNote>> = if w.runs.is_empty() {
+                    vec![None]
+                } else {
+                    w.runs.iter().map(Some).collect()
+                };
+                runs.into_iter().map(move |r| row(w, r))
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_few_ids_inline_many_counted() {
-        assert_eq!(ids_text(&[3, 7]), "3, 7");
-        assert_eq!(ids_text(&[1, 2, 3, 4, 5]), "1, 2, 3, 4, 5");
-        let many: Vec<u32> = (0..44).collect();
+    fn one_line_per_rule_within_the_limit() {
+        let long = "x".repeat(200);
+        let w = Warning::with_remedy(Rule::Noisy, "9 runs flagged noisy", "they are kept")
+            .with_values([
+                (1, "run-queue wait 0.12% of wall".into()),
+                (2, String::new()),
+            ]);
         assert_eq!(
-            ids_text(&many),
-            "0, 1, 2 ... (44 in all: report/warning_runs.csv)"
+            kind_line(&[&w]).unwrap(),
+            "- noisy (2 runs): 9 runs flagged noisy; they are kept"
         );
+        let too_long = Warning::with_remedy(Rule::Driver, "cycles: ENOENT", long.clone());
+        assert_eq!(
+            kind_line(&[&too_long]).unwrap(),
+            "- driver (1): cycles: ENOENT"
+        );
+        let two = Warning::new(Rule::Driver, long);
+        let line = kind_line(&[&too_long, &two]).unwrap();
+        assert_eq!(
+            line,
+            format!("- driver (2 findings): {}", Rule::Driver.summary())
+        );
+        assert_eq!(kind_line(&[]), None);
         assert_eq!(Rule::LoweredLimit.name(), "lowered_limit");
-        assert_eq!(Rule::Noisy.name(), "noisy");
+    }
+
+    #[test]
+    fn every_rule_summary_fits_a_line_with_a_large_count() {
+        for rule in [
+            Rule::Incomplete,
+            Rule::Driver,
+            Rule::Fallback,
+            Rule::Failed,
+            Rule::Throttled,
+            Rule::Records,
+            Rule::LoweredLimit,
+            Rule::SlowRate,
+            Rule::DriverCpu,
+            Rule::Phases,
+            Rule::RunsDisagree,
+            Rule::Noisy,
+            Rule::Tracing,
+            Rule::NoHandler,
+            Rule::Thinned,
+            Rule::NoLoss,
+            Rule::Excluded,
+            Rule::GapsFiles,
+            Rule::PerSample,
+            Rule::Contents,
+        ] {
+            let line = format!("- {} (99999 findings): {}", rule.name(), rule.summary());
+            assert!(line.chars().count() <= LINE_MAX, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_csv_has_a_row_per_run_and_one_for_a_warning_without_runs() {
+        let ws = [
+            Warning::new(Rule::SlowRate, "slow").with_values([(9, "83536 of 100000 Hz".into())]),
+            Warning::with_remedy(Rule::Tracing, "costs", "use loss runs"),
+        ];
+        let rows = WarningRunRow::of(&ws);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].run_id, rows[0].value.as_str()),
+            (Some(9), "83536 of 100000 Hz")
+        );
+        assert_eq!(
+            (rows[1].run_id, rows[1].warning.as_str()),
+            (None, "costs; use loss runs")
+        );
     }
 }

@@ -104,25 +104,50 @@ fn report_has_known_util_and_loss() {
 
     // report.md: key lines and warnings.
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let warnings = md.split("## Summary").next().unwrap();
+    let warnings = md.split("## Warnings").nth(1).unwrap();
+    let warnings = warnings.split("\n## ").next().unwrap();
     for needle in [
-        "fell back to cpu-clock",
-        "fallback event: `cycles` was requested but `cpu-clock`",
-        "1 failed runs excluded",
-        "throttled: 1 runs saw 3",
-        "below 90% of the request in 1 runs (run 26: 3000 of 4000 Hz)",
-        "tracing overhead at 10000 Hz",
-        "driver CPU: in 1 runs (run_id 24) the driver itself used more than 1% of a CPU while sampling (at most 5.0%, run 24)",
+        "- driver (1): cycles: ENOENT (no hardware PMU); fell back to cpu-clock\n",
+        "- fallback (",
+        "- failed (1 run): failed runs excluded",
+        "- throttled (1 run): 3 PERF_RECORD_THROTTLE records at ",
+        "- slow_rate (1 run): achieved sample rate below 90% of the request at 4000 Hz (down to 75%)",
+        "- tracing (1): at 10000 Hz util runs",
+        "- driver_cpu (1 run): the driver itself used more than 1% of a CPU while sampling (at most 5.0%, run 24)",
     ] {
         assert!(
             warnings.contains(needle),
             "warning `{needle}` missing in:\n{warnings}"
         );
     }
-    assert!(!warnings.contains("tracing overhead at 1000 Hz"));
+    // One line per kind, none over 160 characters.
+    let lines: Vec<&str> = warnings.lines().filter(|l| l.starts_with("- ")).collect();
+    assert!(lines.iter().all(|l| l.chars().count() <= 160), "{warnings}");
+    let mut kinds: Vec<&str> = lines.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    let n = kinds.len();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(kinds.len(), n, "{warnings}");
+    assert!(!warnings.contains("at 1000 Hz util runs"));
     let runs_csv = std::fs::read_to_string(out.join("warning_runs.csv")).unwrap();
-    assert!(runs_csv.starts_with("rule,run_id\n"), "{runs_csv}");
-    assert!(runs_csv.contains("\ndriver_cpu,24\n"), "{runs_csv}");
+    assert!(
+        runs_csv.starts_with("rule,run_id,value,warning\n"),
+        "{runs_csv}"
+    );
+    assert!(
+        runs_csv.contains("\ndriver_cpu,24,5.00% of a CPU,"),
+        "{runs_csv}"
+    );
+    assert!(
+        runs_csv.contains("\nslow_rate,26,3000 of 4000 Hz,"),
+        "{runs_csv}"
+    );
+    // A warning about no run is a row too, whole with its remedy.
+    assert!(
+        runs_csv.contains("\ntracing,,,\"at 10000 Hz util runs")
+            && runs_csv.contains("; loss is measured in loss runs only"),
+        "{runs_csv}"
+    );
     assert!(md.contains("delta = 0.1500 %/kHz"), "{md}");
     assert!(md.contains("= 1500 ns of handler CPU time per sample"));
     assert!(md.contains("0.157 %/kHz = 1574 ns per sample"));
@@ -347,7 +372,9 @@ fn report_speed_default_sweep() {
         times[0], times[2], times[4]
     );
     let md = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
-    assert!(md.contains("| 100000 | 5 | 100000 |"), "{md}");
+    let util = std::fs::read_to_string(dir.join("report/util.csv")).unwrap();
+    assert!(util.contains("\n100000,5,100000,"), "{util}");
+    assert!(md.contains("- util.csv: Table 1"), "{md}");
     assert!(times[2] < 2.0, "median {:.3} s", times[2]);
 }
 

@@ -114,7 +114,15 @@ fn report_html_parses_and_leads_with_the_answer() {
     check_page(&analysis::write_report(&a).unwrap());
     let g = tmp.path().join("g");
     write_gaps_results(&g, 10.0, false);
-    check_page(&analysis::write_report(&g).unwrap());
+    let g = analysis::write_report(&g).unwrap();
+    check_page(&g);
+    // Under the answer, the warnings fold; the summary does not.
+    let page = std::fs::read_to_string(g.join("report.html")).unwrap();
+    assert!(
+        page.contains("<details>\n<summary>\n<h2>Warnings</h2>\n</summary>"),
+        "{page}"
+    );
+    assert!(!page.contains("<summary>\n<h2>Summary"), "{page}");
 }
 
 #[test]
