@@ -233,6 +233,7 @@ impl WarningRunRow {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
