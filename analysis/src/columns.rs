@@ -11,6 +11,7 @@
 //! cell; the files that have always written them otherwise say so
 //! ([`Numbers`]).
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -395,6 +396,54 @@ impl SerializeTupleStruct for Named<'_> {
     fn end(self) -> Result<(), Error> {
         Ok(())
     }
+}
+
+/// The CSV that `fill` writes.
+pub(crate) fn csv_of(
+    fill: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>,
+) -> csv::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    fill(&mut w)?;
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// `header`, then `rows`, as CSV.
+pub fn csv_records(header: &[String], rows: &[Vec<String>]) -> csv::Result<Vec<u8>> {
+    csv_of(|w| {
+        std::iter::once(header)
+            .chain(rows.iter().map(Vec::as_slice))
+            .try_for_each(|r| w.write_record(r))
+    })
+}
+
+/// Writes `csv` to `path`.
+pub(crate) fn write_csv(path: &Path, csv: csv::Result<Vec<u8>>) -> Result<(), AnalysisError> {
+    let bytes = csv.map_err(|e| AnalysisError::write(path, std::io::Error::other(e)))?;
+    std::fs::write(path, bytes).map_err(|e| AnalysisError::write(path, e))
+}
+
+/// `rows` as CSV, the header from their fields (an empty field is null;
+/// no rows, an empty file): the fleet's and history's tables, which
+/// have always written nothing for none.
+pub fn write_rows_or_empty<T: serde::Serialize>(
+    path: &Path,
+    rows: &[T],
+) -> Result<(), AnalysisError> {
+    write_csv(
+        path,
+        csv_of(|w| rows.iter().try_for_each(|r| w.serialize(r))),
+    )
+}
+
+/// A Markdown table: `header` (its cells joined by ` | `), its rule, then
+/// a line per row (cells joined by ` | ` too).
+pub fn markdown_table(header: &str, rows: impl IntoIterator<Item = String>) -> String {
+    let rule = "---|".repeat(header.split(" | ").count());
+    let mut s = format!("| {header} |\n|{rule}\n");
+    for r in rows {
+        let _ = writeln!(s, "| {r} |");
+    }
+    s
 }
 
 #[cfg(test)]

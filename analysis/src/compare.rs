@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::answer::budget_answers;
+use crate::columns::{csv_records, markdown_table};
 use crate::error::AnalysisError;
 use crate::format::fmt_est;
 use crate::load::load;
@@ -14,6 +15,7 @@ use crate::recommend::BUDGETS_PCT;
 use crate::reference::{ARTICLE_DELTA_PCT_PER_KHZ, Reference};
 use crate::row_types::LossRow;
 use crate::stats::Estimate;
+use crate::tables::Fits;
 
 /// A comparison table: a header and rows of cells (first cell = quantity).
 #[derive(Debug, Clone, PartialEq)]
@@ -35,66 +37,49 @@ impl Column {
     fn load(dir: &Path) -> Result<Self, AnalysisError> {
         let rs = load(dir)?;
         let a = analyse(&rs)?;
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| dir.display().to_string());
+        let name = (dir.file_name()).map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let host = rs.manifest.host_label(dir);
         let label = if name.contains(&host) {
             name
         } else {
             format!("{host} ({name})")
         };
-        Ok(Self {
-            label,
-            cpu: rs.manifest.host_str("cpu_model").unwrap_or_default(),
-            a,
-        })
+        let cpu = rs.manifest.host_str("cpu_model").unwrap_or_default();
+        Ok(Self { label, cpu, a })
     }
 
-    /// The profiler table's row at `f` (a `--profiler` set).
-    fn profiler_row(&self, f: u64) -> Option<&crate::subject::profiler::ProfilerRow> {
-        let t = self.a.subject.profiler.as_ref()?;
-        t.rows.iter().find(|r| r.freq_hz == f)
-    }
-
-    /// The per-sample table's row at `f` (the gaps design).
-    fn per_sample_row(&self, f: u64) -> Option<&crate::percost::PerSampleRow> {
-        let ps = self.a.gaps.per_sample.as_ref()?;
-        ps.rows.iter().find(|r| r.freq_hz == f)
-    }
-
-    /// The throughput loss at `f`: the primary loss row (paired, else whole
-    /// runs) with the interval over runs, or a profiler's throughput loss.
-    fn throughput_loss_at(&self, f: u64) -> Option<Estimate> {
-        if self.a.subject.profiler.is_some() {
-            return self.profiler_row(f).map(|r| r.throughput_loss_pct);
+    /// At `f`: the throughput loss (the primary loss row, paired else
+    /// whole runs, with the interval over runs), the loss the cost per
+    /// sample gives (rate x cost, the gaps design's model: what the answer
+    /// box shows as the loss where it exists) and what one sample costs
+    /// the application, ns; for a profiler its throughput loss, its excess
+    /// gap time and the cost of one interruption.
+    fn at(&self, f: u64) -> [Option<Estimate>; 3] {
+        if let Some(t) = &self.a.subject.profiler {
+            let r = t.rows.iter().find(|r| r.freq_hz == f);
+            let cost = r.map(|r| r.cost_per_interruption_ns);
+            return [
+                r.map(|r| r.throughput_loss_pct),
+                r.map(|r| r.gap_loss_pct),
+                cost,
+            ];
         }
-        self.a
+        let loss = self
+            .a
             .tables
             .primary_loss()
             .into_iter()
-            .find(|r| r.freq_hz == f)
-            .map(LossRow::trusted)
-    }
-
-    /// The loss the cost per sample gives at `f` (rate x cost, the gaps
-    /// design's model), or a profiler's excess gap time: what the answer
-    /// box shows as the loss where it exists.
-    fn predicted_loss_at(&self, f: u64) -> Option<Estimate> {
-        if self.a.subject.profiler.is_some() {
-            return self.profiler_row(f).map(|r| r.gap_loss_pct);
-        }
-        self.per_sample_row(f).map(|r| r.predicted_loss_pct)
-    }
-
-    /// What one sample (a profiler's interruption) costs the application
-    /// at `f`, ns: the gaps design's total.
-    fn cost_at(&self, f: u64) -> Option<Estimate> {
-        if self.a.subject.profiler.is_some() {
-            return self.profiler_row(f).map(|r| r.cost_per_interruption_ns);
-        }
-        self.per_sample_row(f).map(|r| r.total_ns)
+            .find(|r| r.freq_hz == f);
+        let ps = self.a.gaps.per_sample.as_ref();
+        let row = ps.and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f));
+        [
+            loss.map(LossRow::trusted),
+            row.map(|r| r.predicted_loss_pct),
+            row.map(|r| r.total_ns),
+        ]
     }
 
     /// The frequencies its loss or cost rows have.
@@ -121,70 +106,70 @@ fn opt(v: Option<f64>, d: usize) -> String {
 }
 
 /// One row: the quantity, a cell per column, the 2014 reference's cell.
-fn row(name: String, cells: Vec<String>, reference: String) -> Vec<String> {
-    let mut row = vec![name];
-    row.extend(cells);
-    row.push(reference);
-    row
+fn row(name: impl Into<String>, cells: Vec<String>, reference: impl Into<String>) -> Vec<String> {
+    let name = std::iter::once(name.into());
+    name.chain(cells).chain([reference.into()]).collect()
 }
 
 /// The rows that describe each result set as a whole: host and sampling
 /// set-up, then the fitted cost and loss lines.
 fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
     let cells = |cell: &dyn Fn(&Column) -> String| cols.iter().map(cell).collect::<Vec<_>>();
+    let fit = |value: &dyn Fn(&Fits) -> Option<f64>, d| cells(&|c| opt(value(&c.a.tables.fits), d));
+    let delta = format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}");
     vec![
         row(
-            "cpu".to_string(),
+            "cpu",
             cells(&|c| c.cpu.clone()),
-            "Intel Xeon E5530 @ 2.40GHz".to_string(),
+            "Intel Xeon E5530 @ 2.40GHz",
         ),
         row(
-            "sampling event".to_string(),
+            "sampling event",
             cells(&|c| match &c.a.subject.profiler {
                 Some(t) => format!("profiler: {}", t.template),
                 None => c.a.tables.events.join(", "),
             }),
-            "cycles (PMU NMI)".to_string(),
+            "cycles (PMU NMI)",
         ),
         row(
-            "scope".to_string(),
+            "scope",
             cells(&|c| c.a.tables.scopes.join(", ")),
-            "system (-a)".to_string(),
+            "system (-a)",
         ),
         row(
-            "delta util %/kHz (fit through origin)".to_string(),
+            "delta util %/kHz (fit through origin)",
             cells(&|c| {
                 c.a.tables.fits.util_origin.map_or(String::new(), |f| {
                     let (lo, hi) = f.slope_ci();
                     format!("{:.4} [{lo:.4}, {hi:.4}]", f.slope)
                 })
             }),
-            format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
+            &delta,
         ),
         row(
-            "delta, mean of util/kHz (article's estimator)".to_string(),
-            cells(&|c| opt(c.a.tables.fits.delta_mean_ratio, 4)),
-            format!("{ARTICLE_DELTA_PCT_PER_KHZ:.4}"),
+            "delta, mean of util/kHz (article's estimator)",
+            fit(&|f| f.delta_mean_ratio, 4),
+            &delta,
         ),
         row(
-            "handler ns per sample".to_string(),
-            cells(&|c| opt(c.a.tables.fits.cost_per_sample_ns, 0)),
+            "handler ns per sample",
+            fit(&|f| f.cost_per_sample_ns, 0),
             format!("{:.0}", ARTICLE_DELTA_PCT_PER_KHZ * 1e4),
         ),
         row(
-            "loss % = a + b f: a (%)".to_string(),
-            cells(&|c| opt(c.a.tables.fits.loss_line.map(|f| f.intercept), 3)),
-            String::new(),
+            "loss % = a + b f: a (%)",
+            fit(&|f| f.loss_line.map(|l| l.intercept), 3),
+            "",
         ),
         row(
-            "loss % = a + b f: b (%/kHz)".to_string(),
-            cells(&|c| opt(c.a.tables.fits.loss_line.map(|f| f.slope), 4)),
-            String::new(),
+            "loss % = a + b f: b (%/kHz)",
+            fit(&|f| f.loss_line.map(|l| l.slope), 4),
+            "",
         ),
         row(
-            "loss slope / util slope".to_string(),
-            cells(&|c| opt(c.a.tables.fits.loss_to_util_slope_ratio, 2)),
-            String::new(),
+            "loss slope / util slope",
+            fit(&|f| f.loss_to_util_slope_ratio, 2),
+            "",
         ),
     ]
 }
@@ -193,101 +178,76 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
 /// set's answer box gives it.
 fn answer_rows(cols: &[Column]) -> Vec<Vec<String>> {
     let answers: Vec<Vec<(f64, String)>> = cols.iter().map(|c| budget_answers(&c.a)).collect();
-    BUDGETS_PCT
-        .iter()
-        .map(|&b| {
-            let cells = answers
-                .iter()
-                .map(|a| {
-                    a.iter()
-                        .find(|(budget, _)| *budget == b)
-                        .map_or(String::new(), |(_, words)| words.clone())
-                })
-                .collect();
-            row(
-                format!("highest rate within {b} % loss"),
-                cells,
-                String::new(),
-            )
-        })
+    let answer = |a: &Vec<(f64, String)>, b: f64| {
+        let words = a
+            .iter()
+            .find(|(budget, _)| *budget == b)
+            .map(|(_, words)| words);
+        words.cloned().unwrap_or_default()
+    };
+    let cells = |b: f64| answers.iter().map(|a| answer(a, b)).collect();
+    let rows = BUDGETS_PCT.iter();
+    rows.map(|&b| row(format!("highest rate within {b} % loss"), cells(b), ""))
         .collect()
 }
 
 /// A row per frequency that the reference or any result set measured:
-/// first what one sample costs (gaps design), then every utilisation, then
-/// every loss (the interval each report uses: over runs).
+/// first what one sample costs (gaps design), then the loss it predicts,
+/// then every utilisation, then every loss (the interval each report
+/// uses: over runs); a row only where some set or the reference has a
+/// value (a profiler's 19 Hz has no util row anywhere).
 fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
     let mut freqs: BTreeSet<u64> = reference.util.iter().map(|(f, _)| *f).collect();
     for c in cols {
         freqs.extend(c.freqs());
     }
-    let cost_row = |f: u64| {
-        let cells = cols
+    let at = |i: usize, f: u64, d: usize| -> Vec<String> {
+        let at = cols
             .iter()
-            .map(|c| c.cost_at(f).map_or(String::new(), |e| fmt_est(&e, 0)));
-        row(
-            format!("cost per sample ns at {f} Hz"),
-            cells.collect(),
-            String::new(),
-        )
+            .map(|c| c.at(f)[i].map_or(String::new(), |e| fmt_est(&e, d)));
+        at.collect()
     };
-    let util_row = |f: u64| {
-        let cells = cols.iter().map(|c| {
-            c.a.tables
-                .util
-                .iter()
-                .find(|r| r.freq_hz == f)
-                .map_or(String::new(), |r| fmt_est(&r.util_pct, 4))
-        });
-        row(
-            format!("util % at {f} Hz"),
-            cells.collect(),
-            opt(reference.util_at(f), 4),
-        )
+    let util = |f: u64| -> Vec<String> {
+        let util = cols
+            .iter()
+            .map(|c| c.a.tables.util.iter().find(|r| r.freq_hz == f));
+        util.map(|r| r.map_or(String::new(), |r| fmt_est(&r.util_pct, 4)))
+            .collect()
     };
-    let predicted_row = |f: u64| {
-        let cells = cols.iter().map(|c| {
-            c.predicted_loss_at(f)
-                .map_or(String::new(), |e| fmt_est(&e, 3))
-        });
-        row(
-            format!("predicted loss % at {f} Hz (rate x cost; a profiler's gap time)"),
-            cells.collect(),
-            String::new(),
-        )
-    };
-    let loss_row = |f: u64| {
-        let cells = cols.iter().map(|c| {
-            c.throughput_loss_at(f)
-                .map_or(String::new(), |e| fmt_est(&e, 3))
-        });
-        row(
-            format!("throughput loss % at {f} Hz"),
-            cells.collect(),
-            opt(reference.loss_at(f), 2),
-        )
-    };
-    // A row only where some set or the reference has a value (a profiler's
-    // 19 Hz has no util row anywhere).
-    let cost_rows = freqs.iter().map(|&f| cost_row(f));
-    cost_rows
-        .chain(freqs.iter().map(|&f| predicted_row(f)))
-        .chain(freqs.iter().map(|&f| util_row(f)))
-        .chain(freqs.iter().map(|&f| loss_row(f)))
-        .filter(|r| r[1..].iter().any(|c| !c.is_empty()))
-        .collect()
+    let rows =
+        |name: &str, cells: &dyn Fn(u64) -> Vec<String>, reference: &dyn Fn(u64) -> String| {
+            let name = |f: u64| name.replace("{f}", &f.to_string());
+            let rows = freqs.iter().map(|&f| row(name(f), cells(f), reference(f)));
+            rows.collect::<Vec<_>>()
+        };
+    let none = |_: u64| String::new();
+    let predicted = "predicted loss % at {f} Hz (rate x cost; a profiler's gap time)";
+    [
+        rows("cost per sample ns at {f} Hz", &|f| at(2, f, 0), &none),
+        rows(predicted, &|f| at(1, f, 3), &none),
+        rows("util % at {f} Hz", &util, &|f| opt(reference.util_at(f), 4)),
+        rows("throughput loss % at {f} Hz", &|f| at(0, f, 3), &|f| {
+            opt(reference.loss_at(f), 2)
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|r| r[1..].iter().any(|c| !c.is_empty()))
+    .collect()
 }
 
 /// Build the comparison of `dirs` (each a results directory).
 pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
     let reference = Reference::article_2014()?;
-    let cols = dirs
+    let cols: Vec<Column> = dirs
         .iter()
         .map(|dir| Column::load(dir))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut header = vec!["quantity".to_string()];
-    header.extend(cols.iter().map(|c| c.label.clone()));
-    header.push("2014 reference".to_string());
+        .collect::<Result<_, _>>()?;
+    let header = row(
+        "quantity",
+        cols.iter().map(|c| c.label.clone()).collect(),
+        "2014 reference",
+    );
     let mut rows = answer_rows(&cols);
     rows.extend(setup_and_fit_rows(&cols));
     rows.extend(per_freq_rows(&cols, &reference));
@@ -297,36 +257,15 @@ pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
 impl Comparison {
     /// Markdown table.
     pub fn to_markdown(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
-        let mut s = format!(
-            "| {} |\n|{}\n",
-            self.header
-                .iter()
-                .map(|h| esc(h))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            "---|".repeat(self.header.len())
-        );
-        for row in &self.rows {
-            s.push_str(&format!(
-                "| {} |\n",
-                row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
-            ));
-        }
-        s
+        let esc = |r: &Vec<String>| r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>();
+        let rows = self.rows.iter().map(|r| esc(r).join(" | "));
+        markdown_table(&esc(&self.header).join(" | "), rows)
     }
 
     /// CSV.
     pub fn to_csv(&self) -> Result<String, AnalysisError> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        let err = |e: csv::Error| AnalysisError::write("CSV output", std::io::Error::other(e));
-        w.write_record(&self.header).map_err(err)?;
-        for row in &self.rows {
-            w.write_record(row).map_err(err)?;
-        }
-        let bytes = w.into_inner().map_err(|e| {
-            AnalysisError::write("CSV output", std::io::Error::other(e.to_string()))
-        })?;
+        let bytes = csv_records(&self.header, &self.rows)
+            .map_err(|e| AnalysisError::write("CSV output", std::io::Error::other(e)))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::error::AnalysisError;
 
 /// How the fleet is read and grouped: `analysis fleet`'s flags.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, serde::Serialize)]
 pub struct FleetOptions {
     /// Class columns, comma-separated: cpu_model_name, virtualised,
     /// event, cpu_vendor, cpu_family, cpu_model, hypervisor, pmu,
@@ -45,36 +45,24 @@ pub struct FleetOptions {
     /// Skip sets without a summary instead of making one from their
     /// tables (that analyses each such set: slow for many).
     #[arg(long = "no-make", action = clap::ArgAction::SetFalse)]
+    #[serde(skip)]
     pub make: bool,
     /// Read every summary, neither reading nor writing
     /// ROOT/.fleet-cache (by default a summary whose size and
     /// modification time are unchanged since the last run is taken
     /// from there).
     #[arg(long = "no-cache", action = clap::ArgAction::SetFalse)]
+    #[serde(skip)]
     pub cache: bool,
-}
-
-impl Default for FleetOptions {
-    fn default() -> Self {
-        Self {
-            by: hosts::DEFAULT_BY.iter().map(|s| s.to_string()).collect(),
-            at_hz: 1000.0,
-            rate_hz: 99.0,
-            all: false,
-            make: true,
-            cache: true,
-        }
-    }
 }
 
 /// The fleet's answer and what it rests on.
 #[derive(Debug, serde::Serialize)]
 pub struct Fleet {
     pub root: PathBuf,
-    pub by: Vec<String>,
-    pub at_hz: f64,
-    pub rate_hz: f64,
-    pub all: bool,
+    /// `--by`, `--at`, `--rate` and `--all`.
+    #[serde(flatten)]
+    pub opts: FleetOptions,
     /// Result sets read, of those made from their tables, and taken from
     /// the cache of an earlier run.
     pub sets: usize,
@@ -94,17 +82,17 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
     if let Some(bad) = opts
         .by
         .iter()
-        .find(|c| !hosts::CLASS_COLUMNS.contains(&c.as_str()))
+        .find(|c| !hosts::class_columns().any(|k| k == c.as_str()))
     {
+        let known: Vec<&str> = hosts::class_columns().collect();
         return Err(AnalysisError::Invalid(format!(
             "--by `{bad}`: not a class column; use any of {}",
-            hosts::CLASS_COLUMNS.join(", ")
+            known.join(", ")
         )));
     }
     if !root.is_dir() {
-        return Err(AnalysisError::NoSuchDirectory {
-            path: root.to_path_buf(),
-        });
+        let path = root.to_path_buf();
+        return Err(AnalysisError::NoSuchDirectory { path });
     }
     let read = scan::ScanOptions {
         make: opts.make,
@@ -113,10 +101,11 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         cache: opts.cache,
     };
     let scan = scan::scan(root, &read).map_err(|e| AnalysisError::corrupt(root, e))?;
+    let missing = &scan.missing;
     let hosts = hosts::hosts(
         &scan.rows,
         scan.left_out,
-        &scan.missing,
+        missing,
         &opts.by,
         opts.at_hz,
         opts.all,
@@ -131,10 +120,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
     let (classes, fleet) = classes::all_figures(&hosts.obs);
     Ok(Fleet {
         root: root.to_path_buf(),
-        by: opts.by.clone(),
-        at_hz: opts.at_hz,
-        rate_hz: opts.rate_hz,
-        all: opts.all,
+        opts: opts.clone(),
         sets: scan.sets,
         made: scan.made,
         cached: scan.cached,

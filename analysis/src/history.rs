@@ -11,6 +11,7 @@ use results_format::summary::SummaryRow;
 use serde::Serialize;
 
 use crate::error::AnalysisError;
+use crate::fleet::classes::quantile;
 
 pub mod present;
 
@@ -106,19 +107,14 @@ pub struct History {
     pub notes: Vec<String>,
 }
 
-fn time_of(r: &SummaryRow) -> Option<chrono::DateTime<chrono::Utc>> {
-    chrono::DateTime::from_timestamp_micros(r.started_at?)
-}
-
 fn subject_of(r: &SummaryRow) -> String {
     match r.profiler.as_deref().filter(|p| !p.is_empty()) {
         Some(p) => format!("profiler `{p}`"),
-        None => format!(
-            "{} ({}, {})",
-            r.subject.as_deref().unwrap_or("loop"),
-            r.event.as_deref().unwrap_or("?"),
-            r.scope.as_deref().unwrap_or("?")
-        ),
+        None => {
+            let (subject, event) = (r.subject.as_deref(), r.event.as_deref());
+            let (subject, event) = (subject.unwrap_or("loop"), event.unwrap_or("?"));
+            format!("{subject} ({event}, {})", r.scope.as_deref().unwrap_or("?"))
+        }
     }
 }
 
@@ -127,42 +123,41 @@ fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
     for i in items {
         *counts.entry(i).or_default() += 1;
     }
-    counts
+    let most = counts
         .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        .map(|(k, _)| k)
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+    most.map(|(k, _)| k)
 }
 
+/// The median of the finite values of `v`.
 fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    s.sort_by(f64::total_cmp);
-    crate::fleet::classes::quantile(&s, 0.5)
+    quantile(&sorted(v.iter().copied().filter(|x| x.is_finite())), 0.5)
+}
+
+fn sorted(v: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = v.collect();
+    v.sort_by(f64::total_cmp);
+    v
 }
 
 /// Reads DIR's history files and judges them.
 pub fn analyse(dir: &Path, opts: &HistoryOptions) -> Result<History, AnalysisError> {
     if !dir.is_dir() {
-        return Err(AnalysisError::NoSuchDirectory {
-            path: dir.to_path_buf(),
-        });
+        let path = dir.to_path_buf();
+        return Err(AnalysisError::NoSuchDirectory { path });
     }
     let (rows, damage) = results_format::history::read_dir(dir);
-    let mut notes: Vec<String> = damage
-        .iter()
+    let mut notes: Vec<String> = (damage.iter())
         .map(|d| format!("{d}: its rows are left out (the file is never rewritten)"))
         .collect();
-    let rows: Vec<SummaryRow> = rows
-        .into_iter()
+    let rows: Vec<SummaryRow> = (rows.into_iter())
         .filter(|r| r.config_primary != Some(false) && r.freq_hz.is_some())
         .collect();
-    let Some(rate) = opts
-        .rate_hz
-        .or_else(|| most_common(rows.iter().filter_map(|r| r.freq_hz)).map(|f| f as u64))
-    else {
+    let often = || most_common(rows.iter().filter_map(|r| r.freq_hz)).map(|f| f as u64);
+    let Some(rate) = opts.rate_hz.or_else(often) else {
+        let dir = dir.display();
         return Err(AnalysisError::Invalid(format!(
-            "{} holds no check history (history.csv): run `driver check --history {}` first",
-            dir.display(),
-            dir.display()
+            "{dir} holds no check history (history.csv): run `driver check --history {dir}` first"
         )));
     };
     let at_rate: Vec<&SummaryRow> = rows
@@ -175,54 +170,30 @@ pub fn analyse(dir: &Path, opts: &HistoryOptions) -> Result<History, AnalysisErr
             dir.display()
         )));
     };
-    let others = at_rate.iter().filter(|r| subject_of(r) != subject).count();
-    if others > 0 {
+    let (mut picked, others): (Vec<&SummaryRow>, Vec<_>) =
+        at_rate.into_iter().partition(|r| subject_of(r) == subject);
+    if !others.is_empty() {
+        let n = others.len();
         notes.push(format!(
-            "{others} checks at {rate} Hz of another subject are left out (this history is of {subject})"
+            "{n} checks at {rate} Hz of another subject are left out (this history is of {subject})"
         ));
     }
-    let budget = opts.budget_pct.or_else(|| {
-        most_common(
-            at_rate
-                .iter()
-                .filter_map(|r| r.budget_pct.map(f64::to_bits)),
-        )
-        .map(f64::from_bits)
-    });
-    let mut picked: Vec<&SummaryRow> = at_rate
-        .into_iter()
-        .filter(|r| subject_of(r) == subject)
-        .collect();
+    let budgets = picked
+        .iter()
+        .chain(&others)
+        .filter_map(|r| r.budget_pct.map(f64::to_bits));
+    let budget = opts
+        .budget_pct
+        .or_else(|| most_common(budgets).map(f64::from_bits));
     picked.sort_by_key(|r| r.started_at);
-    let label = |t: chrono::DateTime<chrono::Utc>| match opts.period {
-        Period::Day => t.format("%Y-%m-%d").to_string(),
-        Period::Hour => t.format("%Y-%m-%d %H:00").to_string(),
-    };
     let checks: Vec<CheckPoint> = picked
         .iter()
-        .map(|r| {
-            let t = time_of(r);
-            let v = budget.map(|b| crate::summary::check_verdict(r, b));
-            CheckPoint {
-                set: r.set.clone().unwrap_or_default(),
-                started_at: t.map(|t| t.to_rfc3339()).unwrap_or_default(),
-                period: t.map(label).unwrap_or_else(|| "?".into()),
-                cost_ns: r.cost_per_sample_ns,
-                cost_lo_ns: r.cost_per_sample_lo_ns,
-                cost_hi_ns: r.cost_per_sample_hi_ns,
-                cost_pred_hi_ns: r.cost_per_sample_pred_hi_ns,
-                max_hz: v.and_then(|v| v.max_hz),
-                within_budget: v.and_then(|v| v.within),
-                noisy_runs: r.noisy_runs,
-                runs: r.runs,
-            }
-        })
+        .map(|r| check(r, budget, opts.period))
         .collect();
     let costs: Vec<f64> = checks.iter().filter_map(|c| c.cost_ns).collect();
     let med = median(&costs);
     let periods = period_rows(&checks, med);
-    let mut rates: Vec<f64> = periods.iter().filter_map(|p| p.max_hz).collect();
-    rates.sort_by(f64::total_cmp);
+    let rates = sorted(periods.iter().filter_map(|p| p.max_hz));
     let (cost_cv, cost_min_ns, cost_max_ns) = spread(&costs);
     let times: Vec<i64> = picked.iter().filter_map(|r| r.started_at).collect();
     let span_hours = match (times.first(), times.last()) {
@@ -243,12 +214,38 @@ pub fn analyse(dir: &Path, opts: &HistoryOptions) -> Result<History, AnalysisErr
         cost_max_ns,
         cost_cv,
         held_every_hz: rates.first().copied(),
-        held_95_hz: crate::fleet::classes::quantile(&rates, 0.05),
+        held_95_hz: quantile(&rates, 0.05),
         span_hours,
         notes,
     })
 }
 
+/// One check's point, judged against `budget`.
+fn check(r: &SummaryRow, budget: Option<f64>, period: Period) -> CheckPoint {
+    let t = r
+        .started_at
+        .and_then(chrono::DateTime::from_timestamp_micros);
+    let label = |t: chrono::DateTime<chrono::Utc>| match period {
+        Period::Day => t.format("%Y-%m-%d").to_string(),
+        Period::Hour => t.format("%Y-%m-%d %H:00").to_string(),
+    };
+    let v = budget.map(|b| crate::summary::check_verdict(r, b));
+    CheckPoint {
+        set: r.set.clone().unwrap_or_default(),
+        started_at: t.map(|t| t.to_rfc3339()).unwrap_or_default(),
+        period: t.map(label).unwrap_or_else(|| "?".into()),
+        cost_ns: r.cost_per_sample_ns,
+        cost_lo_ns: r.cost_per_sample_lo_ns,
+        cost_hi_ns: r.cost_per_sample_hi_ns,
+        cost_pred_hi_ns: r.cost_per_sample_pred_hi_ns,
+        max_hz: v.and_then(|v| v.max_hz),
+        within_budget: v.and_then(|v| v.within),
+        noisy_runs: r.noisy_runs,
+        runs: r.runs,
+    }
+}
+
+/// The coefficient of variation, lowest and highest of `costs`.
 fn spread(costs: &[f64]) -> (Option<f64>, Option<f64>, Option<f64>) {
     let n = costs.len() as f64;
     let min = costs.iter().copied().min_by(f64::total_cmp);
@@ -270,38 +267,31 @@ fn period_rows(checks: &[CheckPoint], med: Option<f64>) -> Vec<PeriodRow> {
         .map(|(period, cs)| {
             let costs: Vec<f64> = cs.iter().filter_map(|c| c.cost_ns).collect();
             let pm = median(&costs);
-            let resolved: Vec<&&CheckPoint> = cs
+            let resolved = cs
                 .iter()
-                .filter(|c| c.cost_lo_ns.is_some() && c.cost_hi_ns.is_some())
-                .collect();
-            let moved = med.and_then(|m| {
-                if resolved.is_empty() {
-                    None
-                } else if resolved
-                    .iter()
-                    .all(|c| c.cost_lo_ns.is_some_and(|lo| lo > m))
-                {
-                    Some("up")
-                } else if resolved
-                    .iter()
-                    .all(|c| c.cost_hi_ns.is_some_and(|hi| hi < m))
-                {
-                    Some("down")
-                } else {
-                    None
-                }
-            });
+                .filter(|c| c.cost_lo_ns.is_some() && c.cost_hi_ns.is_some());
+            let all = |beyond: &dyn Fn(&CheckPoint, f64) -> bool| {
+                med.is_some_and(|m| resolved.clone().all(|&c| beyond(c, m)))
+            };
+            let any = resolved.clone().next().is_some();
+            let moved = if !any {
+                None
+            } else if all(&|c, m| c.cost_lo_ns.is_some_and(|lo| lo > m)) {
+                Some("up")
+            } else if all(&|c, m| c.cost_hi_ns.is_some_and(|hi| hi < m)) {
+                Some("down")
+            } else {
+                None
+            };
+            let (_, cost_min_ns, cost_max_ns) = spread(&costs);
+            let max_hz = cs.iter().map(|c| c.max_hz).collect::<Option<Vec<f64>>>();
             PeriodRow {
                 period: period.to_string(),
                 checks: cs.len(),
                 cost_median_ns: pm,
-                cost_min_ns: costs.iter().copied().min_by(f64::total_cmp),
-                cost_max_ns: costs.iter().copied().max_by(f64::total_cmp),
-                max_hz: cs
-                    .iter()
-                    .map(|c| c.max_hz)
-                    .collect::<Option<Vec<f64>>>()
-                    .and_then(|v| v.into_iter().min_by(f64::total_cmp)),
+                cost_min_ns,
+                cost_max_ns,
+                max_hz: max_hz.and_then(|v| v.into_iter().min_by(f64::total_cmp)),
                 within_budget: cs.iter().all(|c| c.within_budget == Some(true)),
                 moved,
                 ratio_to_median: pm.zip(med).map(|(p, m)| p / m),

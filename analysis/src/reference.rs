@@ -33,9 +33,22 @@ pub struct Reference {
 impl Reference {
     /// The embedded copy of results/reference/article-2014.
     pub fn article_2014() -> Result<Self, AnalysisError> {
+        // freq_hz, the five runs' iterations, their mean, loss_pct
+        type LossLine = (u64, [u64; 5], f64, f64);
+        let loss: Vec<LossLine> = read(LOSS_CSV, LOSS_PATH)?;
+        let loss = loss.into_iter().map(|(freq_hz, runs, mean, loss_pct)| {
+            let runs = runs.to_vec();
+            RefLoss {
+                freq_hz,
+                runs,
+                mean,
+                loss_pct,
+            }
+        });
+        let util = read(UTIL_CSV, UTIL_PATH)?;
         Ok(Self {
-            util: parse_util(UTIL_CSV)?,
-            loss: parse_loss(LOSS_CSV)?,
+            util,
+            loss: loss.collect(),
         })
     }
 
@@ -56,53 +69,11 @@ impl Reference {
     }
 }
 
-fn rows(text: &str, path: &str) -> Result<Vec<csv::StringRecord>, AnalysisError> {
-    csv::Reader::from_reader(text.as_bytes())
-        .records()
-        .collect::<Result<Vec<_>, _>>()
+/// The rows of the embedded CSV `text` (from `path`).
+fn read<T: serde::de::DeserializeOwned>(text: &str, path: &str) -> Result<Vec<T>, AnalysisError> {
+    let rows = csv::Reader::from_reader(text.as_bytes()).into_deserialize();
+    rows.collect::<Result<_, _>>()
         .map_err(|e| AnalysisError::corrupt(path, e))
-}
-
-fn num<T: std::str::FromStr>(
-    rec: &csv::StringRecord,
-    i: usize,
-    path: &str,
-) -> Result<T, AnalysisError>
-where
-    T::Err: std::fmt::Display,
-{
-    let field = rec.get(i).unwrap_or("");
-    field
-        .trim()
-        .parse::<T>()
-        .map_err(|e| AnalysisError::corrupt(path, format!("field {i} `{field}`: {e}")))
-}
-
-fn parse_util(text: &str) -> Result<Vec<(u64, f64)>, AnalysisError> {
-    rows(text, UTIL_PATH)?
-        .iter()
-        .map(|r| Ok((num(r, 0, UTIL_PATH)?, num(r, 1, UTIL_PATH)?)))
-        .collect()
-}
-
-fn parse_loss(text: &str) -> Result<Vec<RefLoss>, AnalysisError> {
-    rows(text, LOSS_PATH)?
-        .iter()
-        .map(|r| {
-            let n = r.len();
-            if n < 4 {
-                return Err(AnalysisError::corrupt(LOSS_PATH, "fewer than 4 fields"));
-            }
-            Ok(RefLoss {
-                freq_hz: num(r, 0, LOSS_PATH)?,
-                runs: (1..n - 2)
-                    .map(|i| num(r, i, LOSS_PATH))
-                    .collect::<Result<_, _>>()?,
-                mean: num(r, n - 2, LOSS_PATH)?,
-                loss_pct: num(r, n - 1, LOSS_PATH)?,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
-use results_format::summary::{SUMMARY_VERSION, SummaryRow, rows_from_frame, summary_frame};
+use results_format::summary::{SUMMARY_VERSION, rows_from_frame, summary_frame};
 
 use super::row::FleetRow;
 
@@ -121,28 +121,29 @@ impl Cache {
     fn read(path: &Path) -> PolarsResult<Cache> {
         let df = ParquetReader::new(std::fs::File::open(path)?).finish()?;
         let rows = rows_from_frame(&df)?;
-        let paths = col_str(&df, "__path")?;
-        let lens = col_i64(&df, "__len")?;
-        let mtimes = col_i64(&df, "__mtime_ns")?;
-        let left = col_i64(&df, "__left_out")?;
-        let hosts = col_str(&df, "__host")?;
-        let dates = col_str(&df, "__date")?;
+        let [paths, hosts, dates] = ["__path", "__host", "__date"].map(|c| col_str(&df, c));
+        let [lens, mtimes, left] = ["__len", "__mtime_ns", "__left_out"].map(|c| col_i64(&df, c));
+        let (paths, hosts, dates, lens, mtimes, left) =
+            (paths?, hosts?, dates?, lens?, mtimes?, left?);
         let mut c = Cache::default();
         for (i, row) in rows.into_iter().enumerate() {
             let path = PathBuf::from(paths[i].clone().unwrap_or_default());
-            let entry = c.entries.entry(path.clone()).or_insert_with(|| Entry {
-                stamp: Stamp {
-                    len: lens[i].unwrap_or(-1),
-                    mtime_ns: mtimes[i].unwrap_or(-1),
-                },
-                rows: Vec::new(),
-                left_out: left[i].unwrap_or(0) as usize,
+            let set_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let (len, mtime_ns) = (lens[i].unwrap_or(-1), mtimes[i].unwrap_or(-1));
+            let (stamp, left_out) = (Stamp { len, mtime_ns }, left[i].unwrap_or(0) as usize);
+            let entry = c.entries.entry(path);
+            let entry = entry.or_insert_with(|| Entry {
+                stamp,
+                rows: vec![],
+                left_out,
             });
+            let (host, date) = (hosts[i].clone().unwrap_or_default(), dates[i].clone());
+            let (date, made) = (date.unwrap_or_default(), false);
             entry.rows.push(FleetRow {
-                host: hosts[i].clone().unwrap_or_default(),
-                date: dates[i].clone().unwrap_or_default(),
-                set_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-                made: false,
+                host,
+                date,
+                set_dir,
+                made,
                 row,
             });
         }
@@ -163,15 +164,8 @@ impl Cache {
 
     fn write(&self, dir: &Path, key: &CacheKey) -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(dir)?;
-        let mut rows: Vec<SummaryRow> = Vec::new();
-        let (mut paths, mut lens, mut mtimes, mut left, mut hosts, mut dates) = (
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        );
+        let (mut rows, mut paths, mut hosts, mut dates) = (vec![], vec![], vec![], vec![]);
+        let (mut lens, mut mtimes, mut left) = (vec![], vec![], vec![]);
         for (path, e) in &self.entries {
             for r in &e.rows {
                 rows.push(r.row.clone());

@@ -7,7 +7,7 @@
 //! Fan's type 7: numpy's default, DuckDB's `quantile_cont`), so that
 //! analysis/validate/fleet_duckdb.py gets the same figures from SQL.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use results_format::summary::SUMMARY_BUDGETS;
 
@@ -20,16 +20,9 @@ pub const OUTLIER_Z: f64 = 3.5;
 /// Fewest hosts in a class whose spread is judged.
 pub const SPREAD_MIN_HOSTS: usize = 5;
 
-/// The q-quantile of `sorted` (ascending, finite), type 7; None when empty.
+/// The q-quantile of `sorted` (ascending), type 7; None when empty.
 pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let h = (n - 1) as f64 * q;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+    (!sorted.is_empty()).then(|| crate::stats::quantile_sorted(sorted, q))
 }
 
 /// One budget's answer over a class.
@@ -97,57 +90,41 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
 pub fn figures(class: &str, obs: &[&HostObs]) -> ClassFigures {
     let costs = sorted(obs.iter().filter_map(|o| o.cost_ns).collect());
     let median = quantile(&costs, 0.5).unwrap_or(f64::NAN);
-    let budgets = SUMMARY_BUDGETS
-        .iter()
-        .enumerate()
+    let count = |is: &dyn Fn(&HostObs) -> bool| obs.iter().filter(|&&o| is(o)).count();
+    let budgets = (SUMMARY_BUDGETS.iter().enumerate())
         .map(|(i, &(pct, _))| {
-            let rates = sorted(
-                obs.iter()
-                    .map(|o| o.max_hz.get(i).copied().flatten().unwrap_or(0.0))
-                    .collect(),
-            );
+            let max_hz = |o: &HostObs| o.max_hz.get(i).copied().flatten();
+            let rates = sorted(obs.iter().map(|&o| max_hz(o).unwrap_or(0.0)).collect());
             let p95 = quantile(&rates, 0.05).unwrap_or(0.0);
             BudgetOver {
                 budget_pct: pct,
                 p95_host_max_hz: p95,
                 every_host_max_hz: rates.first().copied().unwrap_or(0.0),
                 p95_host_rate_hz: crate::recommend::nice_prime_below(p95),
-                hosts_without_answer: obs
-                    .iter()
-                    .filter(|o| o.max_hz.get(i).copied().flatten().is_none())
-                    .count(),
-                hosts_at_highest_measured: obs
-                    .iter()
-                    .filter(|o| o.budgets.get(i).and_then(|b| b.at_highest_measured) == Some(true))
-                    .count(),
-                hosts_bounds_only: obs
-                    .iter()
-                    .filter(|o| o.budgets.get(i).and_then(|b| b.basis.as_deref()) == Some("bounds"))
-                    .count(),
+                hosts_without_answer: count(&|o| max_hz(o).is_none()),
+                hosts_at_highest_measured: count(&|o| {
+                    o.budgets.get(i).and_then(|b| b.at_highest_measured) == Some(true)
+                }),
+                hosts_bounds_only: count(&|o| {
+                    o.budgets.get(i).and_then(|b| b.basis.as_deref()) == Some("bounds")
+                }),
             }
         })
         .collect();
     let spread_judged = costs.len() >= SPREAD_MIN_HOSTS;
-    let repeated = obs
+    let distinct_hosts = obs
         .iter()
         .map(|o| o.host.as_str())
-        .collect::<std::collections::BTreeSet<_>>()
-        .len()
-        < obs.len();
-    let name = |o: &&HostObs| {
-        if !repeated || o.date.is_empty() {
-            o.host.clone()
-        } else {
-            format!("{} ({})", o.host, o.date)
-        }
+        .collect::<BTreeSet<_>>()
+        .len();
+    let name = |o: &&HostObs| match distinct_hosts == obs.len() || o.date.is_empty() {
+        true => o.host.clone(),
+        false => format!("{} ({})", o.host, o.date),
     };
     let mut outliers = Vec::new();
     if spread_judged {
-        let mad = quantile(
-            &sorted(costs.iter().map(|c| (c - median).abs()).collect()),
-            0.5,
-        )
-        .unwrap_or(f64::NAN);
+        let deviations = sorted(costs.iter().map(|c| (c - median).abs()).collect());
+        let mad = quantile(&deviations, 0.5).unwrap_or(f64::NAN);
         for o in obs {
             let Some(cost) = o.cost_ns else { continue };
             let z = if mad > 0.0 {
@@ -158,10 +135,11 @@ pub fn figures(class: &str, obs: &[&HostObs]) -> ClassFigures {
                 f64::INFINITY.copysign(cost - median)
             };
             if z.abs() > OUTLIER_Z {
+                let (host, ratio) = (o.host.clone(), cost / median);
                 outliers.push(Outlier {
-                    host: o.host.clone(),
+                    host,
                     cost_ns: cost,
-                    ratio: cost / median,
+                    ratio,
                     z,
                 });
             }
@@ -171,11 +149,7 @@ pub fn figures(class: &str, obs: &[&HostObs]) -> ClassFigures {
     ClassFigures {
         class: class.to_string(),
         hosts: obs.len(),
-        distinct_hosts: obs
-            .iter()
-            .map(|o| o.host.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
-            .len(),
+        distinct_hosts,
         with_cost: costs.len(),
         cost_median_ns: median,
         cost_p95_ns: quantile(&costs, 0.95).unwrap_or(f64::NAN),

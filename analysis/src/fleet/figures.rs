@@ -1,156 +1,178 @@
 //! The fleet's figures: every host's cost per sample by class, and with
-//! `--all` each class over time.
+//! `--all` each class over time; and the series and levels `analysis
+//! history`'s figure is drawn with too.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use results_format::summary::SUMMARY_BUDGETS;
 
 use super::Fleet;
+use super::classes::{label, quantile};
 use crate::error::AnalysisError;
 use crate::plot::{Axes, FitLine, PointSeries};
 
-fn hz(v: f64) -> String {
-    format!("{v:.0} Hz")
+/// A series of points `[x, y, y_lo, y_hi]`.
+pub fn series(label: String, points: impl IntoIterator<Item = [f64; 4]>) -> PointSeries {
+    let (mut x, mut y, mut y_lo, mut y_hi) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for p in points {
+        x.push(p[0]);
+        y.push(p[1]);
+        y_lo.push(p[2]);
+        y_hi.push(p[3]);
+    }
+    PointSeries {
+        label,
+        x,
+        y,
+        y_lo,
+        y_hi,
+    }
+}
+
+/// A labelled horizontal line at `y`.
+pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
+    let colour = Some(colour);
+    FitLine {
+        label,
+        intercept: y,
+        slope: 0.0,
+        label_at_end: true,
+        colour,
+        ..Default::default()
+    }
+}
+
+/// Draws `series` and `lines` against a linear x axis into `stem`.svg/png.
+pub fn draw(
+    stem: &Path,
+    title: &str,
+    axis_labels: (&str, &str),
+    (series, lines): (&[PointSeries], &[FitLine]),
+    (log_y, y_include): (bool, Option<f64>),
+) -> Result<Vec<PathBuf>, AnalysisError> {
+    let axes = Axes {
+        log_x: false,
+        log_y,
+        y_include,
+    };
+    crate::plot::plot_vs_freq_axes(title, axis_labels, series, lines, axes, stem)
+        .map_err(AnalysisError::from)
+}
+
+/// Draws the fleet's figures into `out`; returns the SVGs' file names (a
+/// figure that cannot be drawn is logged and left out).
+pub fn write(out: &Path, f: &Fleet) -> Vec<String> {
+    let mut names = Vec::new();
+    for (what, drawn) in [
+        ("fleet figure", by_host(out, f)),
+        ("fleet figure over time", over_time(out, f)),
+    ] {
+        match drawn {
+            Ok(files) => names.extend(
+                files
+                    .iter()
+                    .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+                    .filter_map(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned()),
+            ),
+            Err(e) => tracing::warn!("{what} not drawn: {e}"),
+        }
+    }
+    names
 }
 
 /// The first figure: every host's cost per sample with its 95 % interval,
 /// grouped by class (hosts in cost order within each), and the cost each
 /// budget allows at `--rate`.
-pub fn write_figure(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
-    let mut series = Vec::new();
+fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
+    let mut all = Vec::new();
     let mut x = 0.0;
     for c in &f.classes {
-        let mut members: Vec<&super::hosts::HostObs> = f
-            .hosts
-            .iter()
-            .filter(|o| super::classes::label(o) == c.class)
+        let mut costs: Vec<[f64; 3]> = (f.hosts.iter().filter(|o| label(o) == c.class))
+            .filter_map(|o| {
+                let cost = o.cost_ns?;
+                Some([
+                    cost,
+                    o.cost_lo_ns.unwrap_or(cost),
+                    o.cost_hi_ns.unwrap_or(cost),
+                ])
+            })
             .collect();
-        members.sort_by(|a, b| {
-            a.cost_ns
-                .unwrap_or(f64::NAN)
-                .total_cmp(&b.cost_ns.unwrap_or(f64::NAN))
-        });
-        let mut s = PointSeries {
-            label: format!("{} ({})", c.class, c.hosts),
-            x: Vec::new(),
-            y: Vec::new(),
-            y_lo: Vec::new(),
-            y_hi: Vec::new(),
-        };
-        for o in members {
-            let Some(cost) = o.cost_ns else { continue };
+        costs.sort_by(|a, b| a[0].total_cmp(&b[0]));
+        let points = costs.iter().map(|c| {
             x += 1.0;
-            let y = cost / 1000.0;
-            s.x.push(x);
-            s.y.push(y);
-            s.y_lo.push(o.cost_lo_ns.map_or(y, |v| v / 1000.0));
-            s.y_hi.push(o.cost_hi_ns.map_or(y, |v| v / 1000.0));
-        }
+            [x, c[0] / 1000.0, c[1] / 1000.0, c[2] / 1000.0]
+        });
+        let s = series(format!("{} ({})", c.class, c.hosts), points);
         x += 1.0;
         if !s.x.is_empty() {
-            series.push(s);
+            all.push(s);
         }
     }
     let lines: Vec<FitLine> = SUMMARY_BUDGETS
         .iter()
-        .map(|&(pct, _)| FitLine {
-            label: format!("{pct} % at {}", hz(f.rate_hz)),
-            intercept: pct / 100.0 / f.rate_hz * 1e6,
-            slope: 0.0,
-            label_at_end: true,
-            colour: Some((120, 120, 120)),
-            ..Default::default()
+        .map(|&(pct, _)| {
+            let label = format!("{pct} % at {:.0} Hz", f.opts.rate_hz);
+            level(label, pct / 100.0 / f.opts.rate_hz * 1e6, (120, 120, 120))
         })
         .filter(|l| l.intercept <= f.fleet.cost_max_ns / 1000.0 * 20.0)
         .collect();
-    let stem = out.join("fleet_cost_per_sample");
     let title = format!(
         "Cost per sample by host ({} hosts, {} classes)",
         f.hosts.len(),
         f.classes.len()
     );
-    crate::plot::plot_vs_freq_axes(
-        &title,
-        (
-            "hosts, by class, in cost order",
-            "cost per sample, us (95 % CI)",
-        ),
-        &series,
-        &lines,
-        Axes {
-            log_x: false,
-            log_y: true,
-            y_include: None,
-        },
-        &stem,
-    )
-    .map_err(AnalysisError::from)
+    let labels = (
+        "hosts, by class, in cost order",
+        "cost per sample, us (95 % CI)",
+    );
+    let stem = out.join("fleet_cost_per_sample");
+    draw(&stem, &title, labels, (&all, &lines), (true, None))
 }
 
-/// With `--all`: each class's median cost per sample by date.
-pub fn write_over_time(out: &Path, f: &Fleet) -> Result<Option<Vec<PathBuf>>, AnalysisError> {
-    use std::collections::BTreeMap;
-    let dates: Vec<String> = {
-        let mut d: Vec<String> = f.hosts.iter().map(|o| o.date.clone()).collect();
-        d.sort();
-        d.dedup();
-        d
-    };
-    if !f.all || dates.len() < 2 {
-        return Ok(None);
+/// With `--all`: each class's median cost per sample by date (none
+/// otherwise, or with one date).
+fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
+    let mut dates: Vec<&str> = f.hosts.iter().map(|o| o.date.as_str()).collect();
+    dates.sort();
+    dates.dedup();
+    if !f.opts.all || dates.len() < 2 {
+        return Ok(Vec::new());
     }
-    let day0 = day_number(&dates[0]);
-    let mut series = Vec::new();
+    let day0 = day_number(dates[0]);
+    let mut all = Vec::new();
     for c in &f.classes {
         let mut by_date: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for o in f
-            .hosts
-            .iter()
-            .filter(|o| super::classes::label(o) == c.class)
-        {
+        for o in f.hosts.iter().filter(|o| label(o) == c.class) {
             if let Some(cost) = o.cost_ns {
                 by_date.entry(&o.date).or_default().push(cost);
             }
         }
-        let mut s = PointSeries {
-            label: c.class.clone(),
-            x: Vec::new(),
-            y: Vec::new(),
-            y_lo: Vec::new(),
-            y_hi: Vec::new(),
-        };
-        for (d, mut v) in by_date {
+        let points = by_date.into_iter().filter_map(|(d, mut v)| {
             v.sort_by(f64::total_cmp);
-            let (Some(x0), Some(x)) = (day0, day_number(d)) else {
-                continue;
-            };
-            s.x.push((x - x0) as f64);
-            s.y.push(super::classes::quantile(&v, 0.5).unwrap_or(f64::NAN) / 1000.0);
-            s.y_lo.push(v[0] / 1000.0);
-            s.y_hi.push(v[v.len() - 1] / 1000.0);
-        }
+            let x = (day_number(d)? - day0?) as f64;
+            let median = quantile(&v, 0.5).unwrap_or(f64::NAN);
+            Some([x, median / 1000.0, v[0] / 1000.0, v[v.len() - 1] / 1000.0])
+        });
+        let s = series(c.class.clone(), points);
         if !s.x.is_empty() {
-            series.push(s);
+            all.push(s);
         }
     }
-    let stem = out.join("fleet_over_time");
-    crate::plot::plot_vs_freq_axes(
-        &format!("Cost per sample by class over time (from {})", dates[0]),
-        (
-            &format!("days since {}", dates[0]),
-            "cost per sample, us (median; bars: min to max host)",
-        ),
-        &series,
-        &[],
-        Axes {
-            log_x: false,
-            log_y: true,
-            y_include: None,
-        },
-        &stem,
+    let title = format!("Cost per sample by class over time (from {})", dates[0]);
+    let x_label = format!("days since {}", dates[0]);
+    let labels = (
+        x_label.as_str(),
+        "cost per sample, us (median; bars: min to max host)",
+    );
+    draw(
+        &out.join("fleet_over_time"),
+        &title,
+        labels,
+        (&all, &[]),
+        (true, None),
     )
-    .map(Some)
-    .map_err(AnalysisError::from)
 }
 
 fn day_number(d: &str) -> Option<i64> {

@@ -9,23 +9,37 @@ use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 use super::pick::{in_scope, representative};
 use super::scan::{FleetRow, Missing};
 
-/// The class columns `--by` may name (summary columns, plus `host`).
-pub const CLASS_COLUMNS: &[&str] = &[
-    "cpu_model_name",
-    "virtualised",
-    "event",
-    "cpu_vendor",
-    "cpu_family",
-    "cpu_model",
-    "hypervisor",
-    "pmu",
-    "kernel",
-    "scope",
-    "contents",
-    "work_kind",
-    "cpus",
-    "tool_version",
+/// How a class column's value in a row reads.
+type ClassOf = fn(&SummaryRow) -> Option<String>;
+
+/// The class columns `--by` may name (summary columns), each with its
+/// value in a row as text.
+const CLASSES: [(&str, ClassOf); 14] = [
+    ("cpu_model_name", |r| r.cpu_model_name.clone()),
+    ("virtualised", |r| {
+        r.virtualised
+            .map(|v| if v { "vm" } else { "bare metal" }.into())
+    }),
+    ("event", |r| r.event.clone()),
+    ("cpu_vendor", |r| r.cpu_vendor.clone()),
+    ("cpu_family", |r| r.cpu_family.map(|v| v.to_string())),
+    ("cpu_model", |r| r.cpu_model.map(|v| v.to_string())),
+    ("hypervisor", |r| r.hypervisor.clone()),
+    ("pmu", |r| {
+        r.pmu.map(|v| if v { "pmu" } else { "no pmu" }.into())
+    }),
+    ("kernel", |r| r.kernel.clone()),
+    ("scope", |r| r.scope.clone()),
+    ("contents", |r| r.contents.clone()),
+    ("work_kind", |r| r.work_kind.clone()),
+    ("cpus", |r| r.cpus.map(|v| format!("{v} cpus"))),
+    ("tool_version", |r| r.tool_version.clone()),
 ];
+
+/// The class columns `--by` may name.
+pub fn class_columns() -> impl Iterator<Item = &'static str> {
+    CLASSES.iter().map(|(name, _)| *name)
+}
 
 /// The default classes: CPU model x virtualisation x event.
 pub const DEFAULT_BY: [&str; 3] = ["cpu_model_name", "virtualised", "event"];
@@ -33,23 +47,12 @@ pub const DEFAULT_BY: [&str; 3] = ["cpu_model_name", "virtualised", "event"];
 /// The summary columns the fleet reads with classes `by`: the scan
 /// decodes no other.
 pub fn columns_read(by: &[String]) -> Vec<String> {
-    let mut cols: Vec<String> = [
-        "format_version",
-        "set",
-        "started_at",
-        "subject",
-        "config_primary",
-        "hostname",
-        "freq_hz",
-        "cost_per_sample_ns",
-        "cost_per_sample_lo_ns",
-        "cost_per_sample_hi_ns",
-        "cost_per_sample_pred_hi_ns",
-        "drift_moved",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut cols: Vec<String> = "format_version set started_at subject config_primary hostname \
+         freq_hz cost_per_sample_ns cost_per_sample_lo_ns cost_per_sample_hi_ns \
+         cost_per_sample_pred_hi_ns drift_moved"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
     for (_, stem) in SUMMARY_BUDGETS {
         for what in ["max_hz", "basis", "at_highest_measured"] {
             cols.push(format!("budget_{stem}_{what}"));
@@ -65,28 +68,10 @@ pub fn columns_read(by: &[String]) -> Vec<String> {
 
 /// A class column's value in a row, as text (`-` for null).
 pub fn class_value(row: &SummaryRow, col: &str) -> String {
-    let s = match col {
-        "cpu_model_name" => row.cpu_model_name.clone(),
-        "virtualised" => row
-            .virtualised
-            .map(|v| if v { "vm" } else { "bare metal" }.to_string()),
-        "event" => row.event.clone(),
-        "cpu_vendor" => row.cpu_vendor.clone(),
-        "cpu_family" => row.cpu_family.map(|v| v.to_string()),
-        "cpu_model" => row.cpu_model.map(|v| v.to_string()),
-        "hypervisor" => row.hypervisor.clone(),
-        "pmu" => row
-            .pmu
-            .map(|v| if v { "pmu" } else { "no pmu" }.to_string()),
-        "kernel" => row.kernel.clone(),
-        "scope" => row.scope.clone(),
-        "contents" => row.contents.clone(),
-        "work_kind" => row.work_kind.clone(),
-        "cpus" => row.cpus.map(|v| format!("{v} cpus")),
-        "tool_version" => row.tool_version.clone(),
-        _ => None,
-    };
-    s.unwrap_or_else(|| "-".to_string())
+    let value = CLASSES.iter().find(|(name, _)| *name == col);
+    value
+        .and_then(|(_, of)| of(row))
+        .unwrap_or_else(|| "-".to_string())
 }
 
 /// One host on one date: what the fleet's figures are made of.
@@ -151,18 +136,19 @@ pub fn hosts(
              are left out: the fleet answers for the built-in sampler's primary configuration"
         ));
     }
-    // Sets by host, keyed by (date, started_at, set dir).
+    // Sets by host, keyed (so ordered) by date, started_at, set dir.
     type SetKey = (String, Option<i64>, String);
     let mut by_host: BTreeMap<&str, BTreeMap<SetKey, Vec<&FleetRow>>> = BTreeMap::new();
     for r in rows.iter().filter(|r| in_scope(&r.row)) {
+        let key = (
+            r.date.clone(),
+            r.row.started_at,
+            r.set_dir.display().to_string(),
+        );
         by_host
-            .entry(r.host.as_str())
+            .entry(&r.host)
             .or_default()
-            .entry((
-                r.date.clone(),
-                r.row.started_at,
-                r.set_dir.display().to_string(),
-            ))
+            .entry(key)
             .or_default()
             .push(r);
     }
@@ -172,22 +158,21 @@ pub fn hosts(
     let mut seen: BTreeMap<(String, Option<i64>, String), String> = BTreeMap::new();
     for (host, sets) in &by_host {
         let mut chosen: Vec<(&SetKey, &Vec<&FleetRow>)> = sets.iter().collect();
-        // Newest last: date, then start.
-        chosen.sort_by(|a, b| (&a.0.0, a.0.1).cmp(&(&b.0.0, b.0.1)));
         if !all {
-            let newest_date = chosen.last().map(|c| c.0.0.clone()).unwrap_or_default();
-            let same_day = chosen.iter().filter(|c| c.0.0 == newest_date).count();
+            let newest = &chosen[chosen.len() - 1].0.0;
+            let same_day = chosen.iter().filter(|c| &c.0.0 == newest).count();
             if same_day > 1 {
                 out.notes.push(format!(
-                    "host {host} appears {same_day} times on {newest_date}: the newest set is used"
+                    "host {host} appears {same_day} times on {newest}: the newest set is used"
                 ));
             }
-            chosen = chosen.split_off(chosen.len().saturating_sub(1));
+            chosen.drain(..chosen.len() - 1);
         }
         for (key, set_rows) in chosen {
             let first = &set_rows[0].row;
+            let set = first.set.clone().unwrap_or_default();
             let ident = (
-                first.set.clone().unwrap_or_default(),
+                set,
                 first.started_at,
                 first.hostname.clone().unwrap_or_default(),
             );
@@ -201,10 +186,9 @@ pub fn hosts(
             seen.insert(ident, host.to_string());
             let set_summary: Vec<&SummaryRow> = set_rows.iter().map(|r| &r.row).collect();
             let Some(rep) = representative(&set_summary, at).map(|i| set_rows[i]) else {
-                out.notes.push(format!(
-                    "host {host} ({}): no rate above 0 Hz; left out",
-                    key.2
-                ));
+                let dir = &key.2;
+                out.notes
+                    .push(format!("host {host} ({dir}): no rate above 0 Hz; left out"));
                 continue;
             };
             if rep.row.cost_per_sample_ns.is_none() {
@@ -215,8 +199,7 @@ pub fn hosts(
     }
     if !no_cost.is_empty() {
         let sets: usize = no_cost.values().sum();
-        let which: Vec<String> = no_cost
-            .iter()
+        let which: Vec<String> = (no_cost.iter())
             .map(|(k, n)| {
                 if *n == 1 {
                     k.clone()
@@ -231,21 +214,18 @@ pub fn hosts(
             which.join(", ")
         ));
     }
-    let with_sets: BTreeMap<&str, String> = out
-        .obs
-        .iter()
-        .map(|o| (o.host.as_str(), o.date.clone()))
-        .fold(BTreeMap::new(), |mut m, (h, d)| {
-            let e = m.entry(h).or_insert_with(String::new);
-            if d > *e {
-                *e = d;
-            }
-            m
-        });
-    let mut named: BTreeSet<(String, String)> = BTreeSet::new();
+    // A host measured on or after its missing.json's date is not missing.
+    let mut newest: BTreeMap<&str, &str> = BTreeMap::new();
+    for o in &out.obs {
+        let date = newest.entry(&o.host).or_default();
+        *date = (*date).max(o.date.as_str());
+    }
+    let mut named: BTreeSet<(&str, &str)> = BTreeSet::new();
     for m in missing {
-        let measured_since = with_sets.get(m.host.as_str()).is_some_and(|d| *d >= m.date);
-        if !measured_since && named.insert((m.host.clone(), m.date.clone())) {
+        let measured_since = newest
+            .get(m.host.as_str())
+            .is_some_and(|d| *d >= m.date.as_str());
+        if !measured_since && named.insert((m.host.as_str(), m.date.as_str())) {
             out.missing.push(m.clone());
         }
     }

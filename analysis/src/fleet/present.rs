@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use results_format::summary::SUMMARY_BUDGETS;
 
 use super::Fleet;
-use super::classes::ClassFigures;
+use super::classes::{ClassFigures, OUTLIER_Z, Outlier, SPREAD_MIN_HOSTS, label};
+use super::hosts::HostObs;
+use super::tables;
+use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
 
 fn us(ns: f64) -> String {
@@ -17,6 +20,10 @@ fn us(ns: f64) -> String {
     } else {
         "-".to_string()
     }
+}
+
+fn opt_us(ns: Option<f64>) -> String {
+    ns.map_or("-".into(), us)
 }
 
 fn hz(v: f64) -> String {
@@ -30,113 +37,91 @@ fn loss_at(cost_ns: f64, rate_hz: f64) -> f64 {
 
 /// The budget lines of a class: `1 %: 95 % of hosts up to 1234 Hz (set
 /// 1231 Hz), every host up to 990 Hz`.
-fn budget_lines(c: &ClassFigures) -> Vec<String> {
-    c.budgets
-        .iter()
-        .map(|b| {
-            let set = b
-                .p95_host_rate_hz
-                .map_or(String::new(), |r| format!(" (set {r} Hz)"));
-            let mut marks = Vec::new();
-            if b.hosts_without_answer > 0 {
-                marks.push(format!("{} hosts with no rate within it", b.hosts_without_answer));
-            }
-            if b.hosts_at_highest_measured > 0 {
-                marks.push(format!(
-                    "{} hosts within it at every rate they measured (a lower bound)",
-                    b.hosts_at_highest_measured
-                ));
-            }
-            if b.hosts_bounds_only > 0 {
-                marks.push(format!("{} hosts answered from bounds only", b.hosts_bounds_only));
-            }
-            let marks = if marks.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", marks.join(", "))
-            };
-            format!(
-                "{:>4} % budget: the 95th-percentile host up to {}{set}, every host up to {}{marks}",
-                b.budget_pct,
-                hz(b.p95_host_max_hz),
-                hz(b.every_host_max_hz)
-            )
-        })
-        .collect()
+fn budget_lines(c: &ClassFigures) -> impl Iterator<Item = String> + '_ {
+    c.budgets.iter().map(|b| {
+        let set = (b.p95_host_rate_hz).map_or(String::new(), |r| format!(" (set {r} Hz)"));
+        let marks: Vec<String> = [
+            (b.hosts_without_answer, "with no rate within it"),
+            (b.hosts_at_highest_measured, "within it at every rate they measured (a lower bound)"),
+            (b.hosts_bounds_only, "answered from bounds only"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} hosts {what}"))
+        .collect();
+        let marks = if marks.is_empty() { String::new() } else { format!("; {}", marks.join(", ")) };
+        let (p95, every) = (hz(b.p95_host_max_hz), hz(b.every_host_max_hz));
+        let pct = b.budget_pct;
+        format!("  {pct:>4} % budget: the 95th-percentile host up to {p95}{set}, every host up to {every}{marks}")
+    })
 }
 
 /// The answer box: the fleet's answer first, then what to look at.
 pub fn answer_box(f: &Fleet) -> Vec<String> {
     let c = &f.fleet;
-    let counted = if c.hosts == c.distinct_hosts {
-        format!("{} hosts", c.hosts)
-    } else {
-        format!("{} host-dates of {} hosts", c.hosts, c.distinct_hosts)
+    let counted = match c.hosts == c.distinct_hosts {
+        true => format!("{} hosts", c.hosts),
+        false => format!("{} host-dates of {} hosts", c.hosts, c.distinct_hosts),
     };
-    let mut out = vec![format!(
-        "Fleet answer: {counted} in {} class{} ({} by {}; {} sets{}{})",
-        f.classes.len(),
-        if f.classes.len() == 1 { "" } else { "es" },
-        if f.all {
-            "every date"
-        } else {
-            "newest set per host"
-        },
-        f.by.join(" x "),
-        f.sets,
-        match (f.made, f.cached) {
-            (0, 0) => String::new(),
-            (m, 0) => format!(", {m} made from their tables"),
-            (0, c) => format!(", {c} unchanged since the last run"),
-            (m, c) => format!(", {m} made from their tables, {c} unchanged since the last run"),
-        },
-        if f.missing.is_empty() {
-            String::new()
-        } else {
-            format!(", {} hosts missing", f.missing.len())
-        },
-    )];
-    out.push(format!(
-        "  cost per sample (at the rate nearest {}{}): median {}, p95 {}, max {}",
-        hz(f.at_hz),
-        if c.with_cost < c.hosts {
-            format!("; {} of them measured it", c.with_cost)
-        } else {
-            String::new()
-        },
-        us(c.cost_median_ns),
-        us(c.cost_p95_ns),
-        us(c.cost_max_ns)
-    ));
-    out.extend(budget_lines(c).into_iter().map(|l| format!("  {l}")));
+    let es = if f.classes.len() == 1 { "" } else { "es" };
+    let newest = if f.opts.all {
+        "every date"
+    } else {
+        "newest set per host"
+    };
+    let read = match (f.made, f.cached) {
+        (0, 0) => String::new(),
+        (m, 0) => format!(", {m} made from their tables"),
+        (0, c) => format!(", {c} unchanged since the last run"),
+        (m, c) => format!(", {m} made from their tables, {c} unchanged since the last run"),
+    };
+    let missing = match f.missing.len() {
+        0 => String::new(),
+        n => format!(", {n} hosts missing"),
+    };
+    let measured = match c.with_cost < c.hosts {
+        true => format!("; {} of them measured it", c.with_cost),
+        false => String::new(),
+    };
+    let (n, by, sets) = (f.classes.len(), f.opts.by.join(" x "), f.sets);
+    let (median, p95, max) = (us(c.cost_median_ns), us(c.cost_p95_ns), us(c.cost_max_ns));
+    let mut out = vec![
+        format!(
+            "Fleet answer: {counted} in {n} class{es} ({newest} by {by}; {sets} sets{read}{missing})"
+        ),
+        format!(
+            "  cost per sample (at the rate nearest {}{measured}): median {median}, p95 {p95}, max {max}",
+            hz(f.opts.at_hz)
+        ),
+    ];
+    out.extend(budget_lines(c));
     out.push(format!(
         "  at {}: the costliest host loses {:.3} %, the median host {:.3} % (cost x rate)",
-        hz(f.rate_hz),
-        loss_at(c.cost_max_ns, f.rate_hz),
-        loss_at(c.cost_median_ns, f.rate_hz)
+        hz(f.opts.rate_hz),
+        loss_at(c.cost_max_ns, f.opts.rate_hz),
+        loss_at(c.cost_median_ns, f.opts.rate_hz)
     ));
     for cl in &f.classes {
-        let one = &cl.budgets[1.min(cl.budgets.len() - 1)];
+        let s = |n: usize| if n == 1 { "" } else { "s" };
+        let hosts = match cl.hosts == cl.distinct_hosts {
+            true => format!("{} host{}", cl.hosts, s(cl.hosts)),
+            false => format!(
+                "{} host-dates of {} host{}",
+                cl.hosts,
+                cl.distinct_hosts,
+                s(cl.distinct_hosts)
+            ),
+        };
+        let single = if cl.single {
+            " (a class of one: its host's own answer)"
+        } else {
+            ""
+        };
+        let one = hz(cl.budgets[1.min(cl.budgets.len() - 1)].p95_host_max_hz);
+        let median = us(cl.cost_median_ns);
         out.push(format!(
-            "  class {}: {}{}, median {}, 1 % -> {} (95th pct host)",
-            cl.class,
-            if cl.hosts == cl.distinct_hosts {
-                format!("{} host{}", cl.hosts, if cl.hosts == 1 { "" } else { "s" })
-            } else {
-                format!(
-                    "{} host-dates of {} host{}",
-                    cl.hosts,
-                    cl.distinct_hosts,
-                    if cl.distinct_hosts == 1 { "" } else { "s" }
-                )
-            },
-            if cl.single {
-                " (a class of one: its host's own answer)"
-            } else {
-                ""
-            },
-            us(cl.cost_median_ns),
-            hz(one.p95_host_max_hz)
+            "  class {}: {hosts}{single}, median {median}, 1 % -> {one} (95th pct host)",
+            cl.class
         ));
     }
     out.extend(look_at(f).into_iter().map(|l| format!("  look at: {l}")));
@@ -160,70 +145,46 @@ const NAMED: usize = 5;
 
 /// `n hosts: a, b, c and 4 more`.
 fn some_named(names: &[String]) -> String {
-    let shown = names
-        .iter()
-        .take(NAMED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > NAMED {
-        format!(
-            "{} hosts: {shown} and {} more (hosts.csv)",
-            names.len(),
-            names.len() - NAMED
-        )
-    } else {
-        shown
+    let shown = names[..names.len().min(NAMED)].join(", ");
+    match names.len() {
+        n if n > NAMED => format!("{n} hosts: {shown} and {} more (hosts.csv)", n - NAMED),
+        _ => shown,
     }
 }
 
 /// The hosts to look at, one line per kind, a few named on each.
 fn look_at(f: &Fleet) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut outliers: Vec<(&str, &super::classes::Outlier)> = f
-        .classes
-        .iter()
+    let mut outliers: Vec<(&str, &Outlier)> = (f.classes.iter())
         .flat_map(|c| c.outliers.iter().map(move |o| (c.class.as_str(), o)))
         .collect();
     outliers.sort_by(|a, b| b.1.z.abs().total_cmp(&a.1.z.abs()));
-    for (class, o) in outliers.iter().take(NAMED) {
-        out.push(format!(
-            "host {} costs {} ({:.2}x its class median, modified z {:.1}) in class {class}",
-            o.host,
-            us(o.cost_ns),
-            o.ratio,
-            o.z,
-        ));
-    }
-    if outliers.len() > NAMED {
-        out.push(format!(
-            "{} more hosts outside their class's spread (hosts.csv, outside_spread)",
-            outliers.len() - NAMED
-        ));
-    }
-    if !f.fleet.conservative.is_empty() {
-        out.push(format!(
-            "conservative answers (model and throughput disagreed): {}",
-            some_named(&f.fleet.conservative)
-        ));
-    }
-    if !f.fleet.drifted.is_empty() {
-        out.push(format!(
-            "cost moved during the sweep: {}",
-            some_named(&f.fleet.drifted)
-        ));
-    }
-    let unjudged: Vec<&str> = f
-        .classes
-        .iter()
-        .filter(|c| !c.spread_judged)
-        .map(|c| c.class.as_str())
+    let mut out: Vec<String> = (outliers.iter().take(NAMED))
+        .map(|(class, o)| {
+            let (host, cost, ratio, z) = (&o.host, us(o.cost_ns), o.ratio, o.z);
+            format!("host {host} costs {cost} ({ratio:.2}x its class median, modified z {z:.1}) in class {class}")
+        })
         .collect();
-    if !unjudged.is_empty() {
+    if outliers.len() > NAMED {
+        let more = outliers.len() - NAMED;
         out.push(format!(
-            "spread not judged in {} class(es) of fewer than {} hosts",
-            unjudged.len(),
-            super::classes::SPREAD_MIN_HOSTS
+            "{more} more hosts outside their class's spread (hosts.csv, outside_spread)"
+        ));
+    }
+    for (names, what) in [
+        (
+            &f.fleet.conservative,
+            "conservative answers (model and throughput disagreed)",
+        ),
+        (&f.fleet.drifted, "cost moved during the sweep"),
+    ] {
+        if !names.is_empty() {
+            out.push(format!("{what}: {}", some_named(names)));
+        }
+    }
+    let unjudged = f.classes.iter().filter(|c| !c.spread_judged).count();
+    if unjudged > 0 {
+        out.push(format!(
+            "spread not judged in {unjudged} class(es) of fewer than {SPREAD_MIN_HOSTS} hosts"
         ));
     }
     out
@@ -231,13 +192,10 @@ fn look_at(f: &Fleet) -> Vec<String> {
 
 /// report.md's text.
 fn markdown(f: &Fleet, figures: &[String]) -> String {
-    let mut md = String::new();
-    let _ = writeln!(md, "# Fleet: what perf sampling costs, host by host\n");
-    let _ = writeln!(md, "```");
-    for l in answer_box(f) {
-        let _ = writeln!(md, "{l}");
-    }
-    let _ = writeln!(md, "```\n");
+    let mut md = format!(
+        "# Fleet: what perf sampling costs, host by host\n\n```\n{}\n```\n\n",
+        answer_box(f).join("\n")
+    );
     for fig in figures {
         let _ = writeln!(md, "![{fig}]({fig})\n");
     }
@@ -252,100 +210,81 @@ fn markdown(f: &Fleet, figures: &[String]) -> String {
          `quantile_cont`), so 95 % of the hosts are within budget at it. A host is outside \
          its class's spread when its modified z-score exceeds {} (classes of {} or more \
          hosts). The lines on the figure are the cost per sample each budget allows at {}.\n",
-        if f.all { " and every earlier one" } else { "" },
-        hz(f.at_hz),
-        super::classes::OUTLIER_Z,
-        super::classes::SPREAD_MIN_HOSTS,
-        hz(f.rate_hz),
+        if f.opts.all {
+            " and every earlier one"
+        } else {
+            ""
+        },
+        hz(f.opts.at_hz),
+        OUTLIER_Z,
+        SPREAD_MIN_HOSTS,
+        hz(f.opts.rate_hz),
     );
-    let _ = writeln!(md, "## Classes\n");
-    let mut header = "| class | hosts | median | p95 | max |".to_string();
-    let mut rule = "|---|---|---|---|---|".to_string();
+    md.push_str("## Classes\n\n");
+    let mut header = "class | hosts | median | p95 | max".to_string();
     for (pct, _) in SUMMARY_BUDGETS {
-        let _ = write!(header, " {pct} %: p95 host | {pct} %: every host |");
-        rule.push_str("---|---|");
+        let _ = write!(header, " | {pct} %: p95 host | {pct} %: every host");
     }
-    let _ = writeln!(md, "{header}\n{rule}");
-    for c in std::iter::once(&f.fleet).chain(f.classes.iter()) {
-        let mut row = format!(
-            "| {}{} | {} | {} | {} | {} |",
-            c.class,
-            if c.single { " (one host)" } else { "" },
-            c.hosts,
-            us(c.cost_median_ns),
-            us(c.cost_p95_ns),
-            us(c.cost_max_ns)
-        );
-        for b in &c.budgets {
-            let _ = write!(
-                row,
-                " {} | {} |",
-                hz(b.p95_host_max_hz),
-                hz(b.every_host_max_hz)
+    md += &markdown_table(
+        &header,
+        std::iter::once(&f.fleet).chain(&f.classes).map(|c| {
+            let single = if c.single { " (one host)" } else { "" };
+            let (median, p95, max) = (us(c.cost_median_ns), us(c.cost_p95_ns), us(c.cost_max_ns));
+            let mut row = format!(
+                "{}{single} | {} | {median} | {p95} | {max}",
+                c.class, c.hosts
             );
-        }
-        let _ = writeln!(md, "{row}");
-    }
+            for b in &c.budgets {
+                let (p95, every) = (hz(b.p95_host_max_hz), hz(b.every_host_max_hz));
+                let _ = write!(row, " | {p95} | {every}");
+            }
+            row
+        }),
+    );
     let look = look_at(f);
     if !look.is_empty() {
-        let _ = writeln!(md, "\n## Hosts to look at\n");
-        for l in look {
-            let _ = writeln!(md, "- {l}");
-        }
+        let _ = writeln!(md, "\n## Hosts to look at\n\n- {}", look.join("\n- "));
     }
-    let _ = writeln!(md, "\n## Hosts\n");
+    md.push_str("\n## Hosts\n\n");
     const SHOWN: usize = 100;
-    let _ = writeln!(
-        md,
-        "| host | date | class | rate | cost | 95 % CI | 1 % budget |\n|---|---|---|---|---|---|---|"
+    let mut hosts: Vec<&HostObs> = f.hosts.iter().collect();
+    hosts.sort_by(|a, b| (b.cost_ns.unwrap_or(-1.0)).total_cmp(&a.cost_ns.unwrap_or(-1.0)));
+    md += &markdown_table(
+        "host | date | class | rate | cost | 95 % CI | 1 % budget",
+        hosts.iter().take(SHOWN).map(|o| {
+            let (host, date, class, rate) = (&o.host, &o.date, label(o), o.freq_hz);
+            let (cost, lo, hi) = (
+                opt_us(o.cost_ns),
+                opt_us(o.cost_lo_ns),
+                opt_us(o.cost_hi_ns),
+            );
+            let one = o.max_hz.get(1).copied().flatten().map_or("none".into(), hz);
+            format!("{host} | {date} | {class} | {rate} Hz | {cost} | {lo} to {hi} | {one}")
+        }),
     );
-    let mut hosts: Vec<&super::hosts::HostObs> = f.hosts.iter().collect();
-    hosts.sort_by(|a, b| {
-        b.cost_ns
-            .unwrap_or(-1.0)
-            .total_cmp(&a.cost_ns.unwrap_or(-1.0))
-    });
-    for o in hosts.iter().take(SHOWN) {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} Hz | {} | {} to {} | {} |",
-            o.host,
-            o.date,
-            super::classes::label(o),
-            o.freq_hz,
-            o.cost_ns.map_or("-".to_string(), us),
-            o.cost_lo_ns.map_or("-".to_string(), us),
-            o.cost_hi_ns.map_or("-".to_string(), us),
-            o.max_hz
-                .get(1)
-                .copied()
-                .flatten()
-                .map_or("none".to_string(), hz)
-        );
-    }
     if hosts.len() > SHOWN {
+        let n = hosts.len();
         let _ = writeln!(
             md,
-            "\nThe {SHOWN} costliest of {} hosts; hosts.csv has every one.",
-            hosts.len()
+            "\nThe {SHOWN} costliest of {n} hosts; hosts.csv has every one."
         );
     }
     if !f.missing.is_empty() {
-        let _ = writeln!(md, "\n## Missing hosts\n");
+        md.push_str("\n## Missing hosts\n\n");
         for m in &f.missing {
             let _ = writeln!(md, "- {} on {}: {} ({})", m.host, m.date, m.stage, m.reason);
         }
     }
     if !f.skipped.is_empty() || !f.notes.is_empty() {
-        let _ = writeln!(md, "\n## Left out\n");
+        md.push_str("\n## Left out\n\n");
         for n in &f.notes {
             let _ = writeln!(md, "- {n}");
         }
         if !f.skipped.is_empty() {
+            let n = f.skipped.len();
             let _ = writeln!(
                 md,
-                "- {} sets skipped, each with its reason in skipped.csv",
-                f.skipped.len()
+                "- {n} sets skipped, each with its reason in skipped.csv"
             );
         }
     }
@@ -363,40 +302,16 @@ fn markdown(f: &Fleet, figures: &[String]) -> String {
 /// figures and the CSVs. Returns report.md's path.
 pub fn write(out: &Path, f: &Fleet) -> Result<PathBuf, AnalysisError> {
     std::fs::create_dir_all(out).map_err(|e| AnalysisError::write(out, e))?;
-    let mut figures: Vec<String> = Vec::new();
-    let name = |p: &PathBuf| {
-        p.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    match super::figures::write_figure(out, f) {
-        Ok(files) => figures.extend(
-            files
-                .iter()
-                .filter(|p| p.extension().is_some_and(|e| e == "svg"))
-                .map(name),
-        ),
-        Err(e) => tracing::warn!("fleet figure not drawn: {e}"),
-    }
-    match super::figures::write_over_time(out, f) {
-        Ok(Some(files)) => figures.extend(
-            files
-                .iter()
-                .filter(|p| p.extension().is_some_and(|e| e == "svg"))
-                .map(name),
-        ),
-        Ok(None) => {}
-        Err(e) => tracing::warn!("fleet figure over time not drawn: {e}"),
-    }
-    super::tables::write_fleet_csv(&out.join("fleet.csv"), f)?;
-    super::tables::write_hosts_csv(&out.join("hosts.csv"), f)?;
-    super::tables::write_rows(&out.join("missing.csv"), &f.missing)?;
-    super::tables::write_rows(&out.join("skipped.csv"), &f.skipped)?;
+    let figures = super::figures::write(out, f);
+    tables::write_fleet_csv(&out.join("fleet.csv"), f)?;
+    tables::write_hosts_csv(&out.join("hosts.csv"), f)?;
+    write_rows_or_empty(&out.join("missing.csv"), &f.missing)?;
+    write_rows_or_empty(&out.join("skipped.csv"), &f.skipped)?;
     let md = markdown(f, &figures);
-    let md_path = out.join("report.md");
-    std::fs::write(&md_path, &md).map_err(|e| AnalysisError::write(&md_path, e))?;
     let html = crate::report::html::render(&md, "Fleet: perf sampling cost", out);
-    let html_path = out.join("report.html");
-    std::fs::write(&html_path, html).map_err(|e| AnalysisError::write(&html_path, e))?;
-    Ok(md_path)
+    for (name, text) in [("report.md", &md), ("report.html", &html)] {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| AnalysisError::write(&path, e))?;
+    }
+    Ok(out.join("report.md"))
 }

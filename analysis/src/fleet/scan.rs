@@ -8,8 +8,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
-use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, rows_from_frame};
+use results_format::MANIFEST_JSON;
+use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, read_summary};
+use results_format::summary::{rows_from_frame, summary_schema};
 
+use super::cache::{CACHE_DIR, Cache, CacheKey, Entry, Stamp, stamp};
+use super::pick::{in_scope, representative};
 pub use super::row::FleetRow;
 
 /// A host the playbook wrote `missing.json` for.
@@ -49,6 +53,13 @@ pub struct Scan {
     pub cached: usize,
     /// Rows left out per summary file (for the cache).
     left_out_by_file: BTreeMap<PathBuf, usize>,
+}
+
+impl Scan {
+    fn skip(&mut self, path: &Path, reason: impl Into<String>) {
+        let (path, reason) = (path.to_path_buf(), reason.into());
+        self.skipped.push(Skipped { path, reason });
+    }
 }
 
 /// What a scan reads of each summary, and how much of it it keeps.
@@ -92,49 +103,39 @@ fn walk(dir: &Path, found: &mut Found) -> std::io::Result<()> {
     let (mut summary, mut manifest, mut missing) = (false, false, false);
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let kind = entry.file_type()?;
-        let kind = if kind.is_symlink() {
-            std::fs::metadata(entry.path())?.file_type()
-        } else {
-            kind
-        };
-        if kind.is_dir() {
-            if !skip_dir(&name) {
-                subdirs.push(entry.path());
-            }
-        } else if name == SUMMARY_PARQUET {
-            summary = true;
-        } else if name == results_format::MANIFEST_JSON {
-            manifest = true;
-        } else if name == "missing.json" {
-            missing = true;
+        let mut kind = entry.file_type()?;
+        if kind.is_symlink() {
+            kind = std::fs::metadata(entry.path())?.file_type();
+        }
+        match entry.file_name().to_string_lossy().as_ref() {
+            name if kind.is_dir() && !skip_dir(name) => subdirs.push(entry.path()),
+            _ if kind.is_dir() => {}
+            SUMMARY_PARQUET => summary = true,
+            MANIFEST_JSON => manifest = true,
+            "missing.json" => missing = true,
+            _ => {}
         }
     }
     if summary {
         found.summaries.push(dir.join(SUMMARY_PARQUET));
-        return Ok(());
-    }
-    if manifest {
+    } else if manifest {
         found.without_summary.push(dir.to_path_buf());
-        return Ok(());
-    }
-    if missing {
-        found.missing.push(dir.join("missing.json"));
-    }
-    subdirs.sort();
-    for d in subdirs {
-        walk(&d, found)?;
+    } else {
+        if missing {
+            found.missing.push(dir.join("missing.json"));
+        }
+        subdirs.sort();
+        for d in subdirs {
+            walk(&d, found)?;
+        }
     }
     Ok(())
 }
 
 /// The `key=value` folders of `path` below `root`, in order.
 pub fn hive_keys(root: &Path, path: &Path) -> Vec<(String, String)> {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
+    let below = path.strip_prefix(root).unwrap_or(path).components();
+    below
         .filter_map(|c| {
             let s = c.as_os_str().to_string_lossy();
             s.split_once('=')
@@ -152,30 +153,28 @@ pub fn day_of(us: i64) -> Option<String> {
 /// (the scan's hive columns), else from the set's path below `root`, else
 /// the rows' own hostname and start day.
 fn place(
-    root: &Path,
-    set_dir: &Path,
-    made: bool,
+    (root, set_dir, made): (&Path, &Path, bool),
     rows: Vec<SummaryRow>,
     keys: Option<BTreeMap<String, String>>,
-) -> Vec<FleetRow> {
+) -> impl Iterator<Item = FleetRow> {
     let keys = keys.unwrap_or_else(|| hive_keys(root, set_dir).into_iter().collect());
-    rows.into_iter()
-        .map(|row| FleetRow {
-            host: keys
-                .get("host")
-                .cloned()
-                .or_else(|| row.hostname.clone())
-                .unwrap_or_else(|| "(unknown)".to_string()),
-            date: keys
-                .get("date")
-                .cloned()
-                .or_else(|| row.started_at.and_then(day_of))
-                .unwrap_or_default(),
-            set_dir: set_dir.to_path_buf(),
+    let set_dir = set_dir.to_path_buf();
+    rows.into_iter().map(move |row| {
+        let host = keys.get("host").cloned().or_else(|| row.hostname.clone());
+        let date = keys
+            .get("date")
+            .cloned()
+            .or_else(|| row.started_at.and_then(day_of));
+        let host = host.unwrap_or_else(|| "(unknown)".to_string());
+        let date = date.unwrap_or_default();
+        FleetRow {
+            host,
+            date,
+            set_dir: set_dir.clone(),
             made,
             row,
-        })
-        .collect()
+        }
+    })
 }
 
 /// The column polars' scan adds with each row's file.
@@ -190,92 +189,74 @@ fn scan_group(
     keys: &[String],
     columns: Option<&[String]>,
 ) -> PolarsResult<DataFrame> {
-    let mut hive_schema = Schema::default();
-    for k in keys {
-        hive_schema.insert(k.as_str().into(), DataType::String);
-    }
-    let sources: Vec<PlRefPath> = paths
-        .iter()
-        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
+    let hive_schema: Schema = (keys.iter())
+        .map(|k| Field::new(k.as_str().into(), DataType::String))
         .collect();
-    let root_len = root.to_string_lossy().len();
     let args = ScanArgsParquet {
         hive_options: HiveOptions {
             enabled: Some(!keys.is_empty()),
-            hive_start_idx: root_len,
+            hive_start_idx: root.to_string_lossy().len(),
             schema: (!keys.is_empty()).then(|| Arc::new(hive_schema)),
             try_parse_dates: false,
         },
-        schema: Some(Arc::new(results_format::summary::summary_schema())),
+        schema: Some(Arc::new(summary_schema())),
         allow_missing_columns: true,
         include_file_paths: Some(PATH_COLUMN.into()),
         glob: false,
         cache: false,
         ..Default::default()
     };
-    let lf = LazyFrame::scan_parquet_files(sources.into_iter().collect(), args)?;
-    let lf = match columns {
-        // Only what the caller reads (projection pushdown: the other
-        // columns are never decoded), with the hive keys and the file.
-        Some(cols) => lf.select(
-            cols.iter()
-                .map(String::as_str)
-                .chain(keys.iter().map(String::as_str))
-                .chain([PATH_COLUMN])
-                .map(col)
-                .collect::<Vec<_>>(),
-        ),
-        None => lf,
+    let sources = paths
+        .iter()
+        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()));
+    let lf = LazyFrame::scan_parquet_files(sources.collect(), args)?;
+    let Some(cols) = columns else {
+        return lf.collect();
     };
-    lf.collect()
+    // Only what the caller reads (projection pushdown: the other columns
+    // are never decoded), with the hive keys and the file.
+    let keys = keys.iter().map(String::as_str);
+    let cols = cols
+        .iter()
+        .map(String::as_str)
+        .chain(keys)
+        .chain([PATH_COLUMN]);
+    lf.select(cols.map(col).collect::<Vec<_>>()).collect()
 }
 
-/// Reads every summary in `paths` with one lazy scan per set of hive keys;
-/// a scan that fails (a file of another shape) is redone file by file, so
-/// one bad file is named and skipped, not the fleet.
+/// Reads every summary in `paths` with one lazy scan per set of hive keys
+/// (and per [`BATCH`]); a scan that fails (a file of another shape) is
+/// redone file by file, so one bad file is named and skipped, not the
+/// fleet.
 fn read_summaries(root: &Path, paths: &[PathBuf], opts: &ScanOptions, scan: &mut Scan) {
     let mut groups: BTreeMap<Vec<String>, Vec<PathBuf>> = BTreeMap::new();
     for p in paths {
-        let keys: Vec<String> = hive_keys(root, p.parent().unwrap_or(p))
+        let keys = hive_keys(root, p.parent().unwrap_or(p))
             .into_iter()
-            .map(|(k, _)| k)
-            .collect();
-        groups.entry(keys).or_default().push(p.clone());
+            .map(|(k, _)| k);
+        groups.entry(keys.collect()).or_default().push(p.clone());
     }
-    for (keys, group) in groups {
+    for (keys, group) in &groups {
         for batch in group.chunks(BATCH) {
-            read_batch(root, batch, &keys, opts, scan);
-        }
-    }
-}
-
-fn read_batch(
-    root: &Path,
-    group: &[PathBuf],
-    keys: &[String],
-    opts: &ScanOptions,
-    scan: &mut Scan,
-) {
-    match scan_group(root, group, keys, opts.columns.as_deref())
-        .and_then(|df| split_by_file(&df, keys))
-    {
-        Ok(by_file) => {
-            for (path, (rows, hive)) in by_file {
-                accept(root, &path, rows, Some(hive), opts, scan);
-            }
-        }
-        Err(e) => {
-            tracing::warn!(
-                "one scan of {} summaries failed ({e}); reading them one by one",
-                group.len()
-            );
-            for path in group {
-                match results_format::summary::read_summary(path) {
-                    Ok(rows) => accept(root, path, rows, None, opts, scan),
-                    Err(e) => scan.skipped.push(Skipped {
-                        path: path.clone(),
-                        reason: e.to_string(),
-                    }),
+            let read = scan_group(root, batch, keys, opts.columns.as_deref())
+                .and_then(|df| split_by_file(&df, keys));
+            match read {
+                Ok(by_file) => {
+                    for (path, (rows, hive)) in by_file {
+                        accept(root, &path, rows, Some(hive), opts, scan);
+                    }
+                }
+                Err(e) => {
+                    let n = batch.len();
+                    tracing::warn!(
+                        "one scan of {n} summaries failed ({e}); reading them one by one"
+                    );
+                    for path in batch {
+                        match read_summary(path) {
+                            Ok(rows) => accept(root, path, rows, None, opts, scan),
+                            Err(e) => scan.skip(path, e.to_string()),
+                        }
+                    }
                 }
             }
         }
@@ -290,26 +271,18 @@ type FileRows = (Vec<SummaryRow>, BTreeMap<String, String>);
 fn split_by_file(df: &DataFrame, keys: &[String]) -> PolarsResult<BTreeMap<PathBuf, FileRows>> {
     let rows = rows_from_frame(df)?;
     let paths = df.column(PATH_COLUMN)?.str()?.clone();
-    let hive: Vec<(String, StringChunked)> = keys
-        .iter()
-        .map(|k| {
-            Ok((
-                k.clone(),
-                df.column(k)?.cast(&DataType::String)?.str()?.clone(),
-            ))
-        })
+    let hive: Vec<(&String, StringChunked)> = (keys.iter())
+        .map(|k| Ok((k, df.column(k)?.cast(&DataType::String)?.str()?.clone())))
         .collect::<PolarsResult<_>>()?;
     let mut by_file: BTreeMap<PathBuf, FileRows> = BTreeMap::new();
     for (i, (row, path)) in rows.into_iter().zip(paths.iter()).enumerate() {
-        let entry = by_file
-            .entry(PathBuf::from(path.unwrap_or_default()))
-            .or_insert_with(|| {
-                let values = hive
-                    .iter()
-                    .filter_map(|(k, c)| c.get(i).map(|v| (k.clone(), v.to_string())))
-                    .collect();
-                (Vec::new(), values)
-            });
+        let path = PathBuf::from(path.unwrap_or_default());
+        let entry = by_file.entry(path).or_insert_with(|| {
+            let values = hive
+                .iter()
+                .filter_map(|(k, c)| c.get(i).map(|v| (k.to_string(), v.to_string())));
+            (Vec::new(), values.collect())
+        });
         entry.0.push(row);
     }
     Ok(by_file)
@@ -322,15 +295,16 @@ fn kept(rows: Vec<SummaryRow>, opts: &ScanOptions, left_out: &mut usize) -> Vec<
         return rows;
     };
     let n = rows.len();
-    let scoped: Vec<SummaryRow> = rows.into_iter().filter(super::pick::in_scope).collect();
+    let mut scoped: Vec<SummaryRow> = rows.into_iter().filter(in_scope).collect();
     *left_out += n - scoped.len();
-    let refs: Vec<&SummaryRow> = scoped.iter().collect();
-    match super::pick::representative(&refs, at) {
-        Some(i) => vec![scoped[i].clone()],
+    let standing = representative(&scoped.iter().collect::<Vec<_>>(), at);
+    match standing {
+        Some(i) => vec![scoped.swap_remove(i)],
         None => scoped,
     }
 }
 
+/// One summary's rows into the scan, or the file into `skipped`.
 fn accept(
     root: &Path,
     path: &Path,
@@ -339,27 +313,22 @@ fn accept(
     opts: &ScanOptions,
     scan: &mut Scan,
 ) {
-    let set_dir = path.parent().unwrap_or(path).to_path_buf();
     if let Err(e) = check_versions(path, &rows) {
-        scan.skipped.push(Skipped {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        });
-        return;
+        return scan.skip(path, e.to_string());
     }
     if rows.is_empty() {
-        scan.skipped.push(Skipped {
-            path: path.to_path_buf(),
-            reason: "the summary has no rows (no rate above 0 Hz was analysed)".to_string(),
-        });
-        return;
+        return scan.skip(
+            path,
+            "the summary has no rows (no rate above 0 Hz was analysed)",
+        );
     }
     scan.sets += 1;
     let mut left_out = 0;
     let rows = kept(rows, opts, &mut left_out);
     scan.left_out += left_out;
     scan.left_out_by_file.insert(path.to_path_buf(), left_out);
-    scan.rows.extend(place(root, &set_dir, false, rows, hive));
+    let set_dir = path.parent().unwrap_or(path);
+    scan.rows.extend(place((root, set_dir, false), rows, hive));
 }
 
 /// [`read_summaries`] for the summaries that are new or changed since the
@@ -369,21 +338,16 @@ fn read_with_cache(
     root: &Path,
     paths: &[PathBuf],
     opts: &ScanOptions,
-    key: &super::cache::CacheKey,
+    key: &CacheKey,
     scan: &mut Scan,
 ) {
-    use super::cache::{Cache, Entry, stamp};
     let mut old = Cache::load(root, key);
-    let mut stamps: BTreeMap<PathBuf, super::cache::Stamp> = BTreeMap::new();
+    let mut stamps: BTreeMap<PathBuf, Stamp> = BTreeMap::new();
     let mut to_read: Vec<PathBuf> = Vec::new();
     for p in paths {
-        let Some(st) = stamp(p) else {
-            to_read.push(p.clone());
-            continue;
-        };
-        stamps.insert(p.clone(), st);
-        match old.entries.remove(p) {
-            Some(e) if e.stamp == st => {
+        let st = stamp(p);
+        match (st, old.entries.remove(p)) {
+            (Some(st), Some(e)) if e.stamp == st => {
                 scan.sets += 1;
                 scan.cached += 1;
                 scan.left_out += e.left_out;
@@ -392,12 +356,13 @@ fn read_with_cache(
             }
             _ => to_read.push(p.clone()),
         }
+        stamps.extend(st.map(|st| (p.clone(), st)));
     }
     if scan.cached > 0 {
+        let (n, dir) = (scan.cached, root.join(CACHE_DIR));
         tracing::info!(
-            "{} summaries from {}, {} read",
-            scan.cached,
-            root.join(super::cache::CACHE_DIR).display(),
+            "{n} summaries from {}, {} read",
+            dir.display(),
             to_read.len()
         );
     }
@@ -405,15 +370,17 @@ fn read_with_cache(
     let mut new = Cache::default();
     for r in scan.rows.iter().filter(|r| !r.made) {
         let path = r.set_dir.join(SUMMARY_PARQUET);
-        let Some(st) = stamps.get(&path) else {
+        let Some(&stamp) = stamps.get(&path) else {
             continue;
         };
-        new.entries
-            .entry(path.clone())
-            .or_insert_with(|| Entry {
-                stamp: *st,
-                rows: Vec::new(),
-                left_out: scan.left_out_by_file.get(&path).copied().unwrap_or(0),
+        let left_out = scan.left_out_by_file.get(&path).copied().unwrap_or(0);
+        let entry = new.entries.entry(path);
+        let rows = Vec::new();
+        entry
+            .or_insert(Entry {
+                stamp,
+                rows,
+                left_out,
             })
             .rows
             .push(r.clone());
@@ -428,22 +395,20 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
     let mut found = Found::default();
     walk(root, &mut found)?;
     let mut scan = Scan::default();
-    let key = match (&opts.columns, opts.one_row_at) {
-        (Some(cols), Some(at)) if opts.cache => Some(super::cache::CacheKey::new(at, cols)),
-        _ => None,
-    };
-    match &key {
-        None => read_summaries(root, &found.summaries, opts, &mut scan),
-        Some(key) => read_with_cache(root, &found.summaries, opts, key, &mut scan),
+    match (&opts.columns, opts.one_row_at) {
+        (Some(cols), Some(at)) if opts.cache => {
+            let key = CacheKey::new(at, cols);
+            read_with_cache(root, &found.summaries, opts, &key, &mut scan);
+        }
+        _ => read_summaries(root, &found.summaries, opts, &mut scan),
     }
     for dir in &found.without_summary {
         if !opts.make {
-            scan.skipped.push(Skipped {
-                path: dir.clone(),
-                reason: "no summary.parquet (written before summaries; `analysis summary DIR` \
-                         makes one, or drop --no-make)"
-                    .to_string(),
-            });
+            scan.skip(
+                dir,
+                "no summary.parquet (written before summaries; `analysis summary DIR` \
+                 makes one, or drop --no-make)",
+            );
             continue;
         }
         match crate::summary_of(dir) {
@@ -451,39 +416,35 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
                 scan.sets += 1;
                 scan.made += 1;
                 let rows = kept(rows, opts, &mut scan.left_out);
-                scan.rows.extend(place(root, dir, true, rows, None));
+                scan.rows.extend(place((root, dir, true), rows, None));
             }
-            Ok(_) => scan.skipped.push(Skipped {
-                path: dir.clone(),
-                reason: "no summary.parquet, and its tables give no rate above 0 Hz".to_string(),
-            }),
-            Err(e) => scan.skipped.push(Skipped {
-                path: dir.clone(),
-                reason: format!(
+            Ok(_) => scan.skip(
+                dir,
+                "no summary.parquet, and its tables give no rate above 0 Hz",
+            ),
+            Err(e) => scan.skip(
+                dir,
+                format!(
                     "no summary.parquet, and it could not be made from its tables: {}",
                     results_format::message_chain(&e)
                 ),
-            }),
+            ),
         }
     }
     for path in &found.missing {
-        let keys: BTreeMap<String, String> = hive_keys(root, path.parent().unwrap_or(path))
-            .into_iter()
-            .collect();
         let read = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
             .and_then(|s| serde_json::from_str::<Missing>(&s).map_err(|e| e.to_string()));
         match read {
             Ok(mut m) => {
                 if m.date.is_empty() {
-                    m.date = keys.get("date").cloned().unwrap_or_default();
+                    let keys = hive_keys(root, path.parent().unwrap_or(path));
+                    let date = keys.into_iter().rev().find(|(k, _)| k == "date");
+                    m.date = date.map(|(_, v)| v).unwrap_or_default();
                 }
                 scan.missing.push(m);
             }
-            Err(e) => scan.skipped.push(Skipped {
-                path: path.clone(),
-                reason: format!("missing.json unreadable: {e}"),
-            }),
+            Err(e) => scan.skip(path, format!("missing.json unreadable: {e}")),
         }
     }
     Ok(scan)

@@ -1,140 +1,99 @@
 //! The fleet's tables as CSV: fleet.csv (one row per class, the fleet
-//! first), hosts.csv (one row per host), and missing.csv / skipped.csv.
+//! first), hosts.csv (one row per host), and missing.csv / skipped.csv;
+//! and the one CSV and Markdown table writer of `analysis fleet`,
+//! `analysis history` and `analysis compare`.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use results_format::summary::SUMMARY_BUDGETS;
 
 use super::Fleet;
+use super::classes::label;
+use crate::columns::{csv_records, write_csv};
 use crate::error::AnalysisError;
 
-fn csv_err(path: &Path) -> impl Fn(csv::Error) -> AnalysisError + '_ {
-    move |e| AnalysisError::write(path, std::io::Error::other(e))
+/// `v`'s text, empty for none.
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |x| x.to_string())
+}
+
+/// `names` (literals) as a header's cells.
+pub fn cells(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
 }
 
 /// fleet.csv: the fleet's row first, then one per class.
 pub fn write_fleet_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    let mut header = vec![
-        "class".to_string(),
-        "hosts".into(),
-        "cost_median_ns".into(),
-        "cost_p95_ns".into(),
-        "cost_max_ns".into(),
-    ];
+    let mut header = cells(&[
+        "class",
+        "hosts",
+        "cost_median_ns",
+        "cost_p95_ns",
+        "cost_max_ns",
+    ]);
     for (_, stem) in SUMMARY_BUDGETS {
-        header.push(format!("budget_{stem}_p95_host_max_hz"));
-        header.push(format!("budget_{stem}_every_host_max_hz"));
-        header.push(format!("budget_{stem}_p95_host_rate_hz"));
-    }
-    header.extend(
-        ["single", "outliers", "conservative", "drifted"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    w.write_record(&header).map_err(csv_err(path))?;
-    for c in std::iter::once(&f.fleet).chain(f.classes.iter()) {
-        let mut rec = vec![
-            c.class.clone(),
-            c.hosts.to_string(),
-            c.cost_median_ns.to_string(),
-            c.cost_p95_ns.to_string(),
-            c.cost_max_ns.to_string(),
-        ];
-        for b in &c.budgets {
-            rec.push(b.p95_host_max_hz.to_string());
-            rec.push(b.every_host_max_hz.to_string());
-            rec.push(b.p95_host_rate_hz.map_or(String::new(), |r| r.to_string()));
+        for what in ["p95_host_max_hz", "every_host_max_hz", "p95_host_rate_hz"] {
+            header.push(format!("budget_{stem}_{what}"));
         }
-        rec.push(c.single.to_string());
-        rec.push(
-            c.outliers
-                .iter()
-                .map(|o| o.host.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-        rec.push(c.conservative.join(" "));
-        rec.push(c.drifted.join(" "));
-        w.write_record(&rec).map_err(csv_err(path))?;
     }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
+    header.extend(cells(&["single", "outliers", "conservative", "drifted"]));
+    let rows: Vec<Vec<String>> = std::iter::once(&f.fleet)
+        .chain(&f.classes)
+        .map(|c| {
+            let mut rec = vec![c.class.clone(), c.hosts.to_string()];
+            rec.extend([c.cost_median_ns, c.cost_p95_ns, c.cost_max_ns].map(|v| v.to_string()));
+            for b in &c.budgets {
+                rec.extend([
+                    b.p95_host_max_hz.to_string(),
+                    b.every_host_max_hz.to_string(),
+                ]);
+                rec.push(opt(b.p95_host_rate_hz));
+            }
+            let outliers: Vec<&str> = c.outliers.iter().map(|o| o.host.as_str()).collect();
+            rec.extend([c.single.to_string(), outliers.join(" ")]);
+            rec.extend([c.conservative.join(" "), c.drifted.join(" ")]);
+            rec
+        })
+        .collect();
+    write_csv(path, csv_records(&header, &rows))
 }
 
+/// hosts.csv: one row per host (or host-date).
 pub fn write_hosts_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    let mut header: Vec<String> = ["host", "date", "set", "class"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut header = cells(&["host", "date", "set", "class", "freq_hz", "cost_ns"]);
+    header.extend(cells(&["cost_lo_ns", "cost_hi_ns", "cost_pred_hi_ns"]));
     header.extend(
-        [
-            "freq_hz",
-            "cost_ns",
-            "cost_lo_ns",
-            "cost_hi_ns",
-            "cost_pred_hi_ns",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
+        SUMMARY_BUDGETS
+            .iter()
+            .map(|(_, s)| format!("budget_{s}_max_hz")),
     );
-    for (_, stem) in SUMMARY_BUDGETS {
-        header.push(format!("budget_{stem}_max_hz"));
-    }
-    header.extend(
-        [
-            "outside_spread",
-            "conservative",
-            "drifted",
-            "bounds_only",
-            "made_from_tables",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    w.write_record(&header).map_err(csv_err(path))?;
-    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
-    let outside: std::collections::BTreeSet<(&str, &str)> = f
+    header.extend(cells(&["outside_spread", "conservative", "drifted"]));
+    header.extend(cells(&["bounds_only", "made_from_tables"]));
+    let outside: BTreeSet<(&str, &str)> = f
         .classes
         .iter()
         .flat_map(|c| {
             c.outliers
                 .iter()
-                .map(move |o| (c.class.as_str(), o.host.as_str()))
+                .map(|o| (c.class.as_str(), o.host.as_str()))
         })
         .collect();
-    for o in &f.hosts {
-        let class = super::classes::label(o);
-        let mut rec = vec![
-            o.host.clone(),
-            o.date.clone(),
-            o.set.clone(),
-            super::classes::label(o),
-            o.freq_hz.to_string(),
-            opt(o.cost_ns),
-            opt(o.cost_lo_ns),
-            opt(o.cost_hi_ns),
-            opt(o.cost_pred_hi_ns),
-        ];
-        rec.extend(o.max_hz.iter().map(|v| opt(*v)));
-        rec.extend([
-            outside
-                .contains(&(class.as_str(), o.host.as_str()))
-                .to_string(),
-            o.conservative.to_string(),
-            o.drifted.to_string(),
-            o.bounds_only.to_string(),
-            o.made.to_string(),
-        ]);
-        w.write_record(&rec).map_err(csv_err(path))?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
-}
-
-pub fn write_rows<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<(), AnalysisError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    for r in rows {
-        w.serialize(r).map_err(csv_err(path))?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
+    let rows: Vec<Vec<String>> = f
+        .hosts
+        .iter()
+        .map(|o| {
+            let class = label(o);
+            let outside = outside.contains(&(class.as_str(), o.host.as_str()));
+            let mut rec = vec![o.host.clone(), o.date.clone(), o.set.clone(), class];
+            rec.push(o.freq_hz.to_string());
+            rec.extend([o.cost_ns, o.cost_lo_ns, o.cost_hi_ns, o.cost_pred_hi_ns].map(opt));
+            rec.extend(o.max_hz.iter().map(|v| opt(*v)));
+            rec.extend(
+                [outside, o.conservative, o.drifted, o.bounds_only, o.made].map(|b| b.to_string()),
+            );
+            rec
+        })
+        .collect();
+    write_csv(path, csv_records(&header, &rows))
 }
