@@ -18,6 +18,7 @@ mod profiler;
 mod resolve;
 mod subject;
 mod user_command;
+pub use user_command::find_program;
 mod values;
 
 pub use profiler::profiler_argv;
@@ -455,9 +456,9 @@ impl PartialEq for BudgetPct {
 impl Eq for BudgetPct {}
 
 impl SweepOptions {
-    /// The lists one randomised block is made of (`plan::block`).
-    pub fn block_spec(&self) -> crate::plan::block::BlockSpec<'_> {
-        crate::plan::block::BlockSpec {
+    /// The lists one randomised block is made of (`crate::block`).
+    pub fn block_spec(&self) -> crate::block::BlockSpec<'_> {
+        crate::block::BlockSpec {
             freqs_hz: &self.freqs_hz,
             designs: &self.designs,
             contents: &self.contents,

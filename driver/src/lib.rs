@@ -20,6 +20,7 @@
 #![deny(unsafe_code)]
 
 mod backend;
+pub mod block;
 pub mod check;
 pub mod config;
 pub mod contents;

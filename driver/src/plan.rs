@@ -67,7 +67,6 @@ pub(crate) fn sampler_config_for(
     cfg
 }
 
-pub mod block;
 pub mod judge;
 
 /// One planned run, as in the manifest's `plan`.
@@ -104,7 +103,7 @@ pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
     let mut plan = Vec::new();
     let mut run_id = 0u32;
     for rep in 0..opts.reps {
-        let mut block = block::block(opts.block_spec());
+        let mut block = crate::block::block(opts.block_spec());
         block.shuffle(&mut rng);
         for (kind, design, contents, workload, freq_hz) in block {
             plan.push(PlannedRun {
@@ -180,7 +179,7 @@ pub fn planned_ns(plan: &[PlannedRun], duration_ns: u64) -> u64 {
         .saturating_mul(duration_ns)
 }
 
-pub use block::{BlockSpec, block_text, planned_loop_ns};
+pub use crate::block::{BlockSpec, block_text, planned_loop_ns};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -3,10 +3,10 @@
 //! with `{freq}` and `{cpu}`, and the settings that do not apply to it.
 
 use super::user_command::join;
+use super::user_command::{find_program, split_command};
 use super::{
     ConfigError, Design, ExperimentFile, FlagList, FlagSettings, Origin, invalid, parse_design,
 };
-use crate::subject::command::{find_program, split_command};
 
 /// The placeholder for the run's sampling rate, Hz.
 const FREQ_PLACEHOLDER: &str = "{freq}";

@@ -449,7 +449,7 @@ pub fn check_sweep_time(
     (duration_origin, reps_origin): (String, String),
     limit_origin: String,
 ) -> Result<(), ConfigError> {
-    use crate::plan::block::{block, block_text, planned_loop_ns};
+    use crate::block::{block, block_text, planned_loop_ns};
     let runs = block(opts.block_spec())
         .len()
         .saturating_mul(usize::try_from(opts.reps).unwrap_or(usize::MAX));

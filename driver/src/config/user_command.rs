@@ -1,11 +1,12 @@
 //! The `--command` settings: the user's program, its warm-up, and the
 //! settings that do not apply to it (each refused with the reason).
 
+use std::path::{Path, PathBuf};
+
 use super::{
     ConfigError, Design, ExperimentFile, FlagList, FlagSettings, OneOrMany, Origin, ScopeName,
     invalid, parse_design, parse_scope,
 };
-use crate::subject::command::{find_program, split_command};
 
 /// Most warm-up runs allowed.
 pub const MAX_WARMUP: i64 = 100;
@@ -185,4 +186,44 @@ pub(super) fn check_warmup(n: i64, text: &str, origin: &Origin) -> Result<u32, C
             "give e.g. --warmup 2",
         )),
     }
+}
+
+/// The argv of `--command` (or the experiment file's `command`), split like
+/// a POSIX shell splits words (quotes and backslashes; no expansion, no
+/// pipes: for those give `sh -c '...'`).
+pub fn split_command(text: &str) -> Result<Vec<String>, String> {
+    let argv = shell_words::split(text).map_err(|e| format!("cannot split it into words: {e}"))?;
+    if argv.is_empty() {
+        return Err("no program in it".to_string());
+    }
+    Ok(argv)
+}
+
+/// Where `program` is run from: itself when it names a path (has a `/`),
+/// else the first executable of that name on `path_var` (`$PATH`).
+// Kept by hand rather than the `which` crate: fifteen lines that name each
+// failure (missing, not executable, not on the PATH searched) in the error
+// the user sees, which `which` would still need wrapped.
+pub fn find_program(program: &str, path_var: Option<&str>) -> Result<PathBuf, String> {
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if is_executable(p) {
+            Ok(p.to_path_buf())
+        } else if p.exists() {
+            Err(format!("{program} is not an executable file"))
+        } else {
+            Err(format!("{program} does not exist"))
+        };
+    }
+    let dirs = path_var.unwrap_or("");
+    dirs.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| format!("no executable {program} on PATH ({dirs})"))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

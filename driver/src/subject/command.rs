@@ -9,7 +9,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -20,46 +20,6 @@ use workload::clock::monotonic_raw_ns;
 
 /// How much of a failed command's stderr a run records.
 pub const STDERR_TAIL_BYTES: usize = 2000;
-
-/// The argv of `--command` (or the experiment file's `command`), split like
-/// a POSIX shell splits words (quotes and backslashes; no expansion, no
-/// pipes: for those give `sh -c '...'`).
-pub fn split_command(text: &str) -> Result<Vec<String>, String> {
-    let argv = shell_words::split(text).map_err(|e| format!("cannot split it into words: {e}"))?;
-    if argv.is_empty() {
-        return Err("no program in it".to_string());
-    }
-    Ok(argv)
-}
-
-/// Where `program` is run from: itself when it names a path (has a `/`),
-/// else the first executable of that name on `path_var` (`$PATH`).
-// Kept by hand rather than the `which` crate: fifteen lines that name each
-// failure (missing, not executable, not on the PATH searched) in the error
-// the user sees, which `which` would still need wrapped.
-pub fn find_program(program: &str, path_var: Option<&str>) -> Result<PathBuf, String> {
-    if program.contains('/') {
-        let p = Path::new(program);
-        return if is_executable(p) {
-            Ok(p.to_path_buf())
-        } else if p.exists() {
-            Err(format!("{program} is not an executable file"))
-        } else {
-            Err(format!("{program} does not exist"))
-        };
-    }
-    let dirs = path_var.unwrap_or("");
-    dirs.split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(program))
-        .find(|p| is_executable(p))
-        .ok_or_else(|| format!("no executable {program} on PATH ({dirs})"))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
 
 /// One finished run of the command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use results_format::timeline::{TIMELINE_CSV, TimelineRow};
 /// Whether `program` is on PATH; else skips (or fails under require).
 fn have(program: &str) -> bool {
     let path = std::env::var("PATH").ok();
-    if driver::subject::command::find_program(program, path.as_deref()).is_ok() {
+    if driver::config::find_program(program, path.as_deref()).is_ok() {
         return true;
     }
     common::skip_or_fail(&format!("{program} is not installed"));
