@@ -227,3 +227,44 @@ fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{find_program, split_command};
+
+    #[test]
+    fn splits_like_a_shell_and_refuses_nothing_or_open_quotes() {
+        assert_eq!(
+            split_command("gzip -9 -c 'a file.bin'").unwrap(),
+            vec!["gzip", "-9", "-c", "a file.bin"]
+        );
+        assert!(split_command("  ").unwrap_err().contains("no program"));
+        assert!(
+            split_command("sh -c 'echo")
+                .unwrap_err()
+                .contains("cannot split")
+        );
+    }
+
+    #[test]
+    fn finds_programs_on_path_and_names_what_is_missing() {
+        let found = find_program("sh", Some("/nonexistent:/bin:/usr/bin")).unwrap();
+        assert!(found.ends_with("sh"), "{found:?}");
+        let e = find_program("no-such-program-xyz", Some("/bin:/usr/bin")).unwrap_err();
+        assert!(
+            e.contains("no executable no-such-program-xyz on PATH (/bin:/usr/bin)"),
+            "{e}"
+        );
+        assert!(
+            find_program("/etc/passwd", None)
+                .unwrap_err()
+                .contains("not an executable")
+        );
+        assert!(
+            find_program("./missing/prog", None)
+                .unwrap_err()
+                .contains("does not exist")
+        );
+    }
+}

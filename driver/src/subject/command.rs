@@ -369,41 +369,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn splits_like_a_shell_and_refuses_nothing_or_open_quotes() {
-        assert_eq!(
-            split_command("gzip -9 -c 'a file.bin'").unwrap(),
-            vec!["gzip", "-9", "-c", "a file.bin"]
-        );
-        assert!(split_command("  ").unwrap_err().contains("no program"));
-        assert!(
-            split_command("sh -c 'echo")
-                .unwrap_err()
-                .contains("cannot split")
-        );
-    }
-
-    #[test]
-    fn finds_programs_on_path_and_names_what_is_missing() {
-        let found = find_program("sh", Some("/nonexistent:/bin:/usr/bin")).unwrap();
-        assert!(found.ends_with("sh"), "{found:?}");
-        let e = find_program("no-such-program-xyz", Some("/bin:/usr/bin")).unwrap_err();
-        assert!(
-            e.contains("no executable no-such-program-xyz on PATH (/bin:/usr/bin)"),
-            "{e}"
-        );
-        assert!(
-            find_program("/etc/passwd", None)
-                .unwrap_err()
-                .contains("not an executable")
-        );
-        assert!(
-            find_program("./missing/prog", None)
-                .unwrap_err()
-                .contains("does not exist")
-        );
-    }
-
-    #[test]
     fn cpu_ticks_add_the_waited_for_children() {
         use procfs::FromRead;
         // pid (comm with ") (" in it) state ppid ... utime stime cutime
