@@ -130,11 +130,23 @@ fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
     let (_, o) = traced_100khz(None);
     // ~18 MB into a 16 MiB ring: the drain thread had to decode during the
     // run (its free space fell below the 8 MiB reserve), and lost nothing.
+    // On a slow day the kernel delivers less (a sample cost 2x as much on
+    // 2026-11-28 and 11-29, and under 8 MiB arrived): the decoding during
+    // the run is checked where more than 12 MiB arrived, so that the free
+    // space surely fell below the reserve.
     assert_eq!(o.ring_bytes, 16 << 20);
-    assert!(
-        o.drained_in_window_bytes > 0,
-        "nothing decoded during the run"
-    );
+    if o.drained_bytes > 12 << 20 {
+        assert!(
+            o.drained_in_window_bytes > 0,
+            "nothing decoded during the run, of {} bytes",
+            o.drained_bytes
+        );
+    } else {
+        eprintln!(
+            "only {} bytes arrived: the ring never needed a drain during the run",
+            o.drained_bytes
+        );
+    }
     let lt = count(&o, HandlerSource::LocalTimer);
     assert!(lt > 0.5 * o.samples as f64, "local_timer intervals {lt}");
 }
