@@ -227,13 +227,13 @@ pub const EXCLUDED_PHASES_CSV: &str = "excluded_phases.csv";
 /// One row of excluded_phases.csv: a phase of `phase_faults`
 /// with its run's rate, group and reason (no table holds it flat).
 #[derive(Default, serde::Serialize)]
-struct ExcludedPhaseRow {
-    run_id: u32,
-    freq_hz: u64,
-    phase: u32,
-    group: u32,
-    reason: &'static str,
-    detail: String,
+pub struct ExcludedPhaseRow {
+    pub run_id: u32,
+    pub freq_hz: u64,
+    pub phase: u32,
+    pub group: u32,
+    pub reason: &'static str,
+    pub detail: String,
 }
 
 /// excluded_phases.csv: every phase left out, with its run, ABBA group
@@ -259,14 +259,6 @@ fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), Ana
 /// Every warning whole, one row per run it concerns (written when there
 /// are warnings; report.md has one line per kind).
 pub const WARNING_RUNS_CSV: &str = "warning_runs.csv";
-
-/// excluded_phases.csv's header (its row type's fields, in order).
-pub fn excluded_phases_header() -> Vec<String> {
-    ["run_id", "freq_hz", "phase", "group", "reason", "detail"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect()
-}
 
 /// The folder under `report/` that keeps the report made while the raw
 /// folders were present, once they are removed (`keep_report_made_with_raw`).

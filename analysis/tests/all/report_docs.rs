@@ -64,7 +64,7 @@ fn headers() -> Vec<(&'static str, Vec<String>)> {
         ),
         (
             "excluded_phases.csv",
-            analysis::report::excluded_phases_header(),
+            header::<analysis::report::ExcludedPhaseRow>(&[]),
         ),
         (
             "warning_runs.csv",
