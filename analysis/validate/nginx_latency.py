@@ -276,8 +276,10 @@ def compare(out, model, analysis):
             net, se_net = m - cm, float(np.hypot(se_m, se_c))
             q = pred.get((f, p), {})
             e = q.get("added_ns")
-            pm, plo, phi, se_p = ((e["value"] / 1e3, e["lo"] / 1e3, e["hi"] / 1e3, e["se"] / 1e3) if e
-                                  else (float("nan"),) * 4)
+            # One block resolving the percentile gives a value without an
+            # interval: the JSON writes its NaN bounds as null.
+            us = lambda k: float("nan") if not e or e.get(k) is None else e[k] / 1e3
+            pm, plo, phi, se_p = us("value"), us("lo"), us("hi"), us("se")
             lim = 1.96 * float(np.hypot(se_net, se_p))
             verdict = "agree" if abs(net - pm) <= lim else ("DISAGREE" if np.isfinite(lim) else "-")
             rows.append({
