@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod classes;
+pub mod compact;
 pub mod figures;
 pub mod hosts;
 pub mod pick;
@@ -54,6 +55,21 @@ pub struct FleetOptions {
     #[arg(long = "no-cache", action = clap::ArgAction::SetFalse)]
     #[serde(skip)]
     pub cache: bool,
+    /// Compact instead of answering: each date's summaries under ROOT
+    /// into one table, OUT/date=DAY/summaries.parquet, merged with what
+    /// OUT holds, atomically per day. `analysis fleet OUT` reads it.
+    #[arg(long, value_name = "OUT")]
+    #[serde(skip)]
+    pub compact: Option<PathBuf>,
+    /// With --compact: only these days (YYYY-MM-DD, comma-separated).
+    #[arg(
+        long = "date",
+        value_name = "DAY",
+        value_delimiter = ',',
+        requires = "compact"
+    )]
+    #[serde(skip)]
+    pub dates: Vec<String>,
 }
 
 /// The fleet's answer and what it rests on.

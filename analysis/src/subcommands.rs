@@ -180,6 +180,9 @@ pub fn fleet(
             .into());
         }
     }
+    if let Some(to) = &opts.compact {
+        return compact_fleet(root, to, &opts.dates, json);
+    }
     let fleet = crate::fleet::analyse(root, opts)?;
     let md = crate::fleet::present::write(&out.unwrap_or_else(|| root.join("report")), &fleet)?;
     eprint_lines(&crate::fleet::present::answer_box(&fleet));
@@ -187,6 +190,34 @@ pub fn fleet(
         println!("{}", serde_json::to_string_pretty(&fleet)?);
     } else {
         println!("{}", md.display());
+    }
+    Ok(())
+}
+
+/// `analysis fleet ROOT --compact OUT`: one line per day on stderr, the
+/// tables' paths on stdout (--json: what was done).
+fn compact_fleet(root: &Path, out: &Path, dates: &[String], json: bool) -> anyhow::Result<()> {
+    let done = crate::fleet::compact::compact(root, out, dates)?;
+    for s in &done.skipped {
+        eprintln!("skipped {}: {}", s.path.display(), s.reason);
+    }
+    for d in &done.days {
+        eprintln!(
+            "{}: {} sets ({} from the landing zone, {} kept), {} rows, {:.1} MB",
+            d.date,
+            d.sets,
+            d.from_landing,
+            d.kept,
+            d.rows,
+            d.bytes as f64 / 1e6
+        );
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&done)?);
+    } else {
+        done.days
+            .iter()
+            .for_each(|d| println!("{}", d.table.display()));
     }
     Ok(())
 }

@@ -21,6 +21,7 @@ It reads summaries only: sets without one (analysis fleet makes those from
 their tables) are invisible to it, so compare on a dataset where every
 set has its summary (`analysis fleet --no-make`).
 """
+import glob
 import json
 import os
 import subprocess
@@ -32,6 +33,17 @@ import duckdb
 BUDGETS = [(0.1, "0p1"), (1.0, "1"), (5.0, "5")]
 
 
+def source(root: str) -> str:
+    """The summary rows under ROOT with a `set_key` naming each set: the
+    landing zone's files (each file a set), or a compacted fleet's day
+    tables (`analysis fleet --compact`: `host` and `set_dir` columns)."""
+    if glob.glob(f"{root}/**/summaries.parquet", recursive=True):
+        return (f"SELECT *, set_dir AS set_key FROM read_parquet('{root}/**/summaries.parquet', "
+                "hive_partitioning = true)")
+    return (f"SELECT *, filename AS set_key FROM read_parquet('{root}/**/summary.parquet', "
+            "hive_partitioning = true, union_by_name = true, filename = true)")
+
+
 def sql(root: str, at: float) -> str:
     budgets = ",\n".join(
         f"""    quantile_cont(coalesce(budget_{s}_max_hz, 0), 0.05) AS b{s}_p95,
@@ -40,23 +52,21 @@ def sql(root: str, at: float) -> str:
     )
     return f"""
 WITH s AS (
-  SELECT *
-  FROM read_parquet('{root}/**/summary.parquet', hive_partitioning = true,
-                    union_by_name = true, filename = true)
+  SELECT * FROM ({source(root)})
   WHERE coalesce(subject, 'loop') = 'loop' AND coalesce(config_primary, true)
 ),
 sets AS (
-  SELECT host, CAST(date AS VARCHAR) AS date, started_at, filename,
+  SELECT host, CAST(date AS VARCHAR) AS date, started_at, set_key,
          dense_rank() OVER (PARTITION BY host
                             ORDER BY CAST(date AS VARCHAR) DESC, started_at DESC) AS newest
-  FROM (SELECT DISTINCT host, date, started_at, filename FROM s)
+  FROM (SELECT DISTINCT host, date, started_at, set_key FROM s)
 ),
 rep AS (
   SELECT s.*,
-         row_number() OVER (PARTITION BY s.filename
+         row_number() OVER (PARTITION BY s.set_key
                             ORDER BY cost_per_sample_ns IS NULL,
                                      greatest(freq_hz / {at}, {at} / freq_hz), freq_hz) AS k
-  FROM s JOIN sets USING (host, filename)
+  FROM s JOIN sets USING (host, set_key)
   WHERE sets.newest = 1 AND freq_hz > 0
 ),
 hosts AS (

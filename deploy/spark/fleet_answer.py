@@ -30,7 +30,10 @@ analysis/src/fleet/):
 
 Summary files of an older version lack some columns: they read as null
 (`mergeSchema`). A file of a newer `format_version` than this job knows
-is refused by name, as `analysis fleet` refuses it.
+is refused by name, as `analysis fleet` refuses it. ROOT may also be a
+compacted fleet (`analysis fleet LANDING --compact ROOT`:
+`date=DAY/summaries.parquet`, one table per day with `host` and `set_dir`
+columns), which answers the same.
 """
 import argparse
 import json
@@ -76,26 +79,26 @@ def nice_prime_below(hz):
 
 
 def read(spark, root):
-    """Every summary row under ROOT with its host, date and set folder."""
-    from pyspark.sql import functions as F
-
+    """Every summary row under ROOT with its host, date and set folder:
+    from the `host=`/`date=` folders of the landing zone, or from a day
+    table's own `host` and `set_dir` columns (`analysis fleet --compact`)."""
     from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
 
     try:
         df = (spark.read.option("mergeSchema", "true").option("recursiveFileLookup", "true")
-              .option("pathGlobFilter", "summary.parquet").parquet(root))
+              .option("pathGlobFilter", "{summary,summaries}.parquet").parquet(root))
     except AnalysisException as e:
         raise BadInput(f"{root}: {str(e).splitlines()[0]} (expected a fleet dataset, "
-                       "host=NAME/date=DAY/<set>/summary.parquet)") from None
+                       "host=NAME/date=DAY/<set>/summary.parquet, or its day tables)") from None
     df = df.withColumn("_file", F.input_file_name())
-    df = df.withColumn("set_dir", F.regexp_replace("_file", "/summary\\.parquet$", ""))
-    path_key = lambda k: F.regexp_extract("_file", f"/{k}=([^/]+)/", 1)
+    own = lambda c: F.col(c) if c in df.columns else F.lit(None).cast("string")
+    path_key = lambda k: F.nullif(F.regexp_extract("_file", f"/{k}=([^/]+)/", 1), F.lit(""))
     day = F.date_format(F.col("started_at"), "yyyy-MM-dd")  # the session's time zone is UTC
-    hostname = F.col("hostname") if "hostname" in df.columns else F.lit(None)
-    return (df.withColumn("host", F.when(path_key("host") != "", path_key("host"))
-                          .otherwise(F.coalesce(hostname, F.lit("(unknown)"))))
-              .withColumn("date", F.when(path_key("date") != "", path_key("date"))
-                          .otherwise(F.coalesce(day, F.lit("")))))
+    return (df.withColumn("set_dir", F.coalesce(own("set_dir"),
+                                                F.regexp_replace("_file", "/summary\\.parquet$", "")))
+              .withColumn("host", F.coalesce(own("host"), path_key("host"), own("hostname"), F.lit("(unknown)")))
+              .withColumn("date", F.coalesce(path_key("date"), day, F.lit(""))))
 
 
 def class_value(df, col):

@@ -370,6 +370,92 @@ pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), FormatError
     crate::parquet::write_atomic_small(path, df)
 }
 
+/// A fleet day's summaries in one table (`analysis fleet ROOT --compact
+/// OUT` writes `OUT/date=DAY/summaries.parquet`): every summary column of
+/// this version, after two of its own. No `date` column: the folder is the
+/// partition key.
+pub const DAY_TABLE: &str = "summaries.parquet";
+/// The day table's own columns, before the summary's: the host (its
+/// `host=` folder) and the set's folder relative to the fleet's root.
+pub const DAY_TABLE_KEYS: [&str; 2] = ["host", "set_dir"];
+
+/// One row of a day table: a summary row with its host and set folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DayRow {
+    /// The `host=` folder's value.
+    pub host: String,
+    /// The set's folder, relative to the fleet's root.
+    pub set_dir: String,
+    /// The summary row, unified to this version.
+    pub row: SummaryRow,
+}
+
+/// Writes a day table atomically (a temporary file beside it, then a
+/// rename: a reader sees the old table or the new one, never half), zstd
+/// with statistics as lake engines expect; every row's `format_version`
+/// is this version's, since every column of it is written.
+pub fn write_day_table(path: &Path, rows: &[DayRow]) -> Result<(), FormatError> {
+    let summary: Vec<SummaryRow> = (rows.iter())
+        .map(|d| SummaryRow {
+            format_version: Some(SUMMARY_VERSION),
+            ..d.row.clone()
+        })
+        .collect();
+    let as_err = |e: PolarsError| FormatError::write(path, std::io::Error::other(e.to_string()));
+    let mut df = summary_frame(&summary).map_err(as_err)?;
+    let keys = [
+        Column::new(
+            "host".into(),
+            rows.iter().map(|d| d.host.as_str()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "set_dir".into(),
+            rows.iter().map(|d| d.set_dir.as_str()).collect::<Vec<_>>(),
+        ),
+    ];
+    for (i, c) in keys.into_iter().enumerate() {
+        df.insert_column(i, c).map_err(as_err)?;
+    }
+    crate::parquet::write_atomic(path, df)
+}
+
+/// Reads a day table: only `columns` of the summary where given (the
+/// others null), with its keys.
+pub fn read_day_table(
+    path: &Path,
+    columns: Option<&[String]>,
+) -> Result<Vec<DayRow>, SummaryError> {
+    let corrupt = |e: PolarsError| FormatError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let file = std::fs::File::open(path).map_err(FormatError::io(path))?;
+    let mut reader = ParquetReader::new(file);
+    if let Some(cols) = columns {
+        let mut want: Vec<String> = DAY_TABLE_KEYS.iter().map(|k| k.to_string()).collect();
+        want.extend(cols.iter().cloned());
+        reader = reader.with_columns(Some(want));
+    }
+    let df = reader.finish().map_err(corrupt)?;
+    let rows = rows_from_frame(&df).map_err(corrupt)?;
+    check_versions(path, &rows)?;
+    let key = |k: &str| -> Result<Vec<String>, SummaryError> {
+        let c = df.column(k).and_then(|c| c.str().cloned()).map_err(|_| {
+            FormatError::MissingColumn {
+                path: path.to_path_buf(),
+                column: k.to_string(),
+            }
+        })?;
+        Ok(c.iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect())
+    };
+    let (hosts, dirs) = (key("host")?, key("set_dir")?);
+    Ok((rows.into_iter().zip(hosts).zip(dirs))
+        .map(|((row, host), set_dir)| DayRow { host, set_dir, row })
+        .collect())
+}
+
 /// Why a summary is not read.
 #[derive(Debug, thiserror::Error)]
 pub enum SummaryError {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 use results_format::MANIFEST_JSON;
+use results_format::summary::{DAY_TABLE, read_day_table};
 use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, read_summary};
 use results_format::summary::{rows_from_frame, summary_schema};
 
@@ -85,6 +86,8 @@ const BATCH: usize = 4096;
 #[derive(Debug, Default)]
 struct Found {
     summaries: Vec<PathBuf>,
+    /// Day tables (`analysis fleet --compact`'s).
+    tables: Vec<PathBuf>,
     without_summary: Vec<PathBuf>,
     missing: Vec<PathBuf>,
 }
@@ -111,6 +114,7 @@ fn walk(dir: &Path, found: &mut Found) -> std::io::Result<()> {
             name if kind.is_dir() && !skip_dir(name) => subdirs.push(entry.path()),
             _ if kind.is_dir() => {}
             SUMMARY_PARQUET => summary = true,
+            DAY_TABLE => found.tables.push(entry.path()),
             MANIFEST_JSON => manifest = true,
             "missing.json" => missing = true,
             _ => {}
@@ -331,6 +335,33 @@ fn accept(
     scan.rows.extend(place((root, set_dir, false), rows, hive));
 }
 
+/// A day table's sets into the scan (each as if read from its own
+/// summary: its host and folder from the table, its date from the
+/// table's `date=` folder), or the table into `skipped`.
+fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
+    let rows = match read_day_table(path, opts.columns.as_deref()) {
+        Ok(rows) => rows,
+        Err(e) => return scan.skip(path, e.to_string()),
+    };
+    let date = hive_keys(root, path.parent().unwrap_or(path))
+        .into_iter()
+        .rev()
+        .find(|(k, _)| k == "date");
+    let mut sets: BTreeMap<(String, String), Vec<SummaryRow>> = BTreeMap::new();
+    for d in rows {
+        sets.entry((d.host, d.set_dir)).or_default().push(d.row);
+    }
+    for ((host, set_dir), rows) in sets {
+        scan.sets += 1;
+        let rows = kept(rows, opts, &mut scan.left_out);
+        let mut keys: BTreeMap<String, String> = date.iter().cloned().collect();
+        keys.insert("host".into(), host);
+        let set_dir = PathBuf::from(set_dir);
+        scan.rows
+            .extend(place((root, &set_dir, false), rows, Some(keys)));
+    }
+}
+
 /// [`read_summaries`] for the summaries that are new or changed since the
 /// cache under `root`; the others from it. The cache is then rewritten
 /// with what this scan holds.
@@ -401,6 +432,9 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
             read_with_cache(root, &found.summaries, opts, &key, &mut scan);
         }
         _ => read_summaries(root, &found.summaries, opts, &mut scan),
+    }
+    for path in &found.tables {
+        read_table(root, path, opts, &mut scan);
     }
     for dir in &found.without_summary {
         if !opts.make {

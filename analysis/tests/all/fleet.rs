@@ -398,3 +398,174 @@ fn analysis_history_reads_a_check_history_and_names_a_damaged_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no check history"));
 }
+
+/// The files of the `date=` folders under `out`, by path: a hash of
+/// their bytes.
+fn tables(out: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    use std::hash::{Hash, Hasher};
+    let mut t = std::collections::BTreeMap::new();
+    for day in std::fs::read_dir(out).unwrap() {
+        let day = day.unwrap().path();
+        if !day
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("date=")
+        {
+            continue;
+        }
+        for f in std::fs::read_dir(day).unwrap() {
+            let p = f.unwrap().path();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::fs::read(&p).unwrap().hash(&mut h);
+            t.insert(p, h.finish());
+        }
+    }
+    t
+}
+
+fn compact(root: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let o = analysis()
+        .arg("fleet")
+        .arg(root)
+        .arg("--compact")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// The figures `analysis fleet --json` gives, without what names the
+/// files read.
+fn figures(j: &serde_json::Value) -> (serde_json::Value, serde_json::Value) {
+    (j["fleet"].clone(), j["classes"].clone())
+}
+
+#[test]
+fn a_compacted_fleet_answers_as_its_landing_zone_and_compacts_idempotently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, out) = (tmp.path().join("landing"), tmp.path().join("days"));
+    let (d1, d2) = ("2026-11-27", "2026-11-28");
+    for i in 0..6 {
+        let model = if i % 2 == 0 { "EPYC" } else { "Xeon" };
+        let cost = 5000.0 + 700.0 * i as f64;
+        put(
+            &root,
+            &format!("h{i}"),
+            d1,
+            &rows(&format!("h{i}"), model, cost, 1900.0 - 50.0 * i as f64, T0),
+        );
+        put(
+            &root,
+            &format!("h{i}"),
+            d2,
+            &rows(&format!("h{i}"), model, cost * 1.1, 1800.0, T0 + DAY),
+        );
+    }
+    // An older writer's summary, without columns added since: unified.
+    let old = put(
+        &root,
+        "h9",
+        d2,
+        &rows("h9", "EPYC", 6100.0, 1700.0, T0 + DAY),
+    );
+    {
+        use polars::prelude::*;
+        let path = old.join(SUMMARY_PARQUET);
+        let df = ParquetReader::new(std::fs::File::open(&path).unwrap()).finish();
+        let mut df = df.unwrap().drop("drift_moved").unwrap();
+        df = df.drop("budget_pct").unwrap();
+        ParquetWriter::new(std::fs::File::create(&path).unwrap())
+            .finish(&mut df)
+            .unwrap();
+    }
+    // A damaged per-host file: named and left out; its day compacts.
+    let bad = put(
+        &root,
+        "h8",
+        d2,
+        &rows("h8", "EPYC", 5000.0, 1900.0, T0 + DAY),
+    );
+    std::fs::write(bad.join(SUMMARY_PARQUET), b"PAR1 not a parquet file").unwrap();
+
+    let o = compact(&root, &out, &[]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("host=h8") && said.contains("skipped"),
+        "{said}"
+    );
+    let first = tables(&out);
+    assert_eq!(first.len(), 2, "one table per day: {:?}", first.keys());
+    let landing = json_of(&root, &["--out", tmp.path().join("r1").to_str().unwrap()]);
+    let days = json_of(&out, &["--out", tmp.path().join("r2").to_str().unwrap()]);
+    assert_eq!(figures(&landing), figures(&days));
+    assert_eq!(days["fleet"]["hosts"], 7);
+    let all =
+        |r: &Path, o: &str| json_of(r, &["--all", "--out", tmp.path().join(o).to_str().unwrap()]);
+    assert_eq!(figures(&all(&root, "r3")), figures(&all(&out, "r4")));
+
+    // Twice: the same bytes. A temporary file left by a killed run is
+    // ignored by readers and removed.
+    let stale = out.join(format!("date={d1}")).join(".parquet-killed");
+    std::fs::write(&stale, b"half").unwrap();
+    assert_eq!(
+        figures(&json_of(
+            &out,
+            &["--out", tmp.path().join("r5").to_str().unwrap()]
+        )),
+        figures(&days)
+    );
+    compact(&root, &out, &[]);
+    assert!(!stale.exists());
+    assert_eq!(tables(&out), first, "a second compaction changed a table");
+
+    // A host that lands later is merged; a set whose landing files went
+    // is kept; --date compacts that day only.
+    put(
+        &root,
+        "h7",
+        d2,
+        &rows("h7", "Xeon", 9000.0, 900.0, T0 + DAY),
+    );
+    std::fs::remove_dir_all(root.join("host=h0").join(format!("date={d2}"))).unwrap();
+    let o = compact(&root, &out, &["--date", d2]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains(&format!("{d2}: 8 sets (7 from the landing zone, 1 kept)")),
+        "{said}"
+    );
+    let after = tables(&out);
+    assert_eq!(
+        after[&out.join(format!("date={d1}")).join("summaries.parquet")],
+        first[&out.join(format!("date={d1}")).join("summaries.parquet")]
+    );
+    assert_eq!(
+        json_of(&out, &["--out", tmp.path().join("r6").to_str().unwrap()])["fleet"]["hosts"],
+        8
+    );
+
+    // Bad input: exit 2, one line naming the value.
+    for args in [vec!["--date", "2026-13-01"], vec![]] {
+        let target = if args.is_empty() {
+            root.join("days")
+        } else {
+            out.clone()
+        };
+        let o = analysis()
+            .arg("fleet")
+            .arg(&root)
+            .arg("--compact")
+            .arg(&target)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
