@@ -15,13 +15,23 @@
 //! observations (0.25 where a class has one). Its rates within budget are
 //! divided by the same factor, since a sample costing f times as much
 //! allows 1/f the rate. Written as `OUT/host=syn-NNNNNN/date=D/<set>/
-//! summary.parquet`, D one of `--days` days.
+//! summary.parquet`, D one of `--days` days ending 2026-11-27.
+//!
+//! `--day-tables`: every host measured on every one of the `--days` days
+//! instead, written straight into the compacted form (`OUT/date=D/
+//! summaries.parquet`, as `analysis fleet --compact` writes it: a year of
+//! 10 000 hosts is 3.65 M sets, too many files otherwise); each day's cost
+//! is the host's times a day-to-day draw (log sd `--day-sd`, default
+//! 0.05). `--plant DAY:CLASS:FACTOR` multiplies the costs of the class
+//! whose label starts with CLASS by FACTOR from day DAY (0-based) on: a
+//! known move for `analysis fleet --all` to find.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use analysis::fleet::{classes, hosts, scan};
 use rand::{Rng, SeedableRng};
+use results_format::summary::{DAY_TABLE, DayRow, write_day_table};
 use results_format::summary::{SUMMARY_BUDGETS, SUMMARY_PARQUET, SummaryRow, write_summary};
 
 struct Args {
@@ -30,6 +40,9 @@ struct Args {
     from: Vec<PathBuf>,
     seed: u64,
     days: u32,
+    day_tables: bool,
+    day_sd: f64,
+    plant: Option<(u32, String, f64)>,
 }
 
 fn args() -> Result<Args, String> {
@@ -39,6 +52,9 @@ fn args() -> Result<Args, String> {
         from: Vec::new(),
         seed: 2026,
         days: 1,
+        day_tables: false,
+        day_sd: 0.05,
+        plant: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -49,11 +65,22 @@ fn args() -> Result<Args, String> {
             "--from" => a.from.push(PathBuf::from(value()?)),
             "--seed" => a.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--days" => a.days = value()?.parse().map_err(|e| format!("--days: {e}"))?,
+            "--day-tables" => a.day_tables = true,
+            "--day-sd" => a.day_sd = value()?.parse().map_err(|e| format!("--day-sd: {e}"))?,
+            "--plant" => {
+                let v = value()?;
+                let bad = || format!("--plant {v}: expected DAY:CLASS:FACTOR, e.g. 200:AMD:1.3");
+                let mut it = v.splitn(3, ':');
+                let day = it.next().and_then(|d| d.parse().ok()).ok_or_else(bad)?;
+                let class = it.next().ok_or_else(bad)?.to_string();
+                let f = it.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+                a.plant = Some((day, class, f));
+            }
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
     if a.out.as_os_str().is_empty() || a.from.is_empty() {
-        return Err("usage: synth_fleet --hosts N --out DIR --from ROOT [--from ROOT ...] [--seed S] [--days D]".into());
+        return Err("usage: synth_fleet --hosts N --out DIR --from ROOT [--from ROOT ...] [--seed S] [--days D] [--day-tables [--day-sd SD] [--plant DAY:CLASS:FACTOR]]".into());
     }
     if a.out.exists() {
         return Err(format!("{}: exists; give a new directory", a.out.display()));
@@ -161,14 +188,22 @@ fn main() -> Result<(), String> {
         .collect();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(a.seed);
     let started = std::time::Instant::now();
+    let last = chrono::NaiveDate::from_ymd_opt(2026, 11, 27).ok_or("date")?;
+    let days: Vec<chrono::NaiveDate> = (0..a.days.max(1))
+        .rev()
+        .map(|back| last - chrono::Days::new(u64::from(back)))
+        .collect();
+    if a.day_tables {
+        return day_tables(&a, &days, &shapes, &sigma, &weighted, &mut rng);
+    }
     for i in 0..a.hosts {
         let class = weighted[rng.random_range(0..weighted.len())];
         let options = &shapes[class];
         let shape = &options[rng.random_range(0..options.len())];
-        let day = rng.random_range(0..a.days.max(1));
+        let day = days[rng.random_range(0..days.len())];
         let factor = (sigma[class] * normal(&mut rng)).exp();
         let host = format!("syn-{i:06}");
-        let date = format!("2026-11-{:02}", 27 - a.days.clamp(1, 26) + 1 + day);
+        let date = day.format("%Y-%m-%d").to_string();
         let set = format!("{}T0000Z-{host}", date.replace('-', ""));
         let started_at = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d")
             .map_err(|e| e.to_string())?
@@ -198,6 +233,78 @@ fn main() -> Result<(), String> {
     eprintln!(
         "{} hosts in {} ({:.1} s)",
         a.hosts,
+        a.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `--day-tables`: every host on every day, one day table per day.
+fn day_tables(
+    a: &Args,
+    days: &[chrono::NaiveDate],
+    shapes: &BTreeMap<String, Vec<Vec<SummaryRow>>>,
+    sigma: &BTreeMap<&String, f64>,
+    weighted: &[&String],
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    // Each host: its class, shape and own cost factor, kept every day.
+    let hosts: Vec<(&String, &Vec<SummaryRow>, f64)> = (0..a.hosts)
+        .map(|_| {
+            let class = weighted[rng.random_range(0..weighted.len())];
+            let options = &shapes[class];
+            let shape = &options[rng.random_range(0..options.len())];
+            (class, shape, (sigma[class] * normal(rng)).exp())
+        })
+        .collect();
+    let mut n = 0usize;
+    for (d, day) in days.iter().enumerate() {
+        let date = day.format("%Y-%m-%d").to_string();
+        let started_at = day
+            .and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc().timestamp_micros());
+        let mut table = Vec::new();
+        for (i, (class, shape, factor)) in hosts.iter().enumerate() {
+            let planted = match &a.plant {
+                Some((from, prefix, f))
+                    if d as u32 >= *from && class.starts_with(prefix.as_str()) =>
+                {
+                    *f
+                }
+                _ => 1.0,
+            };
+            let f = factor * planted * (a.day_sd * normal(rng)).exp();
+            let host = format!("syn-{i:06}");
+            let set = format!("{}T0000Z-{host}", date.replace('-', ""));
+            for mut r in scaled(shape, f) {
+                r.hostname = Some(host.clone());
+                r.set = Some(set.clone());
+                r.started_at = started_at;
+                let set_dir = format!("host={host}/date={date}/{set}");
+                table.push(DayRow {
+                    host: host.clone(),
+                    set_dir,
+                    row: r,
+                });
+            }
+            n += 1;
+        }
+        let dir = a.out.join(format!("date={date}"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_day_table(&dir.join(DAY_TABLE), &table).map_err(|e| e.to_string())?;
+        if (d + 1) % 30 == 0 {
+            eprintln!(
+                "{} days written ({:.1} s)",
+                d + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    eprintln!(
+        "{n} host-days ({} hosts x {} days) in {} ({:.1} s)",
+        a.hosts,
+        days.len(),
         a.out.display(),
         started.elapsed().as_secs_f64()
     );

@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod classes;
 pub mod compact;
+pub mod days;
 pub mod figures;
 pub mod hosts;
 pub mod pick;
@@ -87,6 +88,9 @@ pub struct Fleet {
     pub fleet: classes::ClassFigures,
     pub classes: Vec<classes::ClassFigures>,
     pub hosts: Vec<hosts::HostObs>,
+    /// With `--all`: each class's cost day by day, and the days it moved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub days: Vec<days::ClassDay>,
     pub missing: Vec<scan::Missing>,
     pub skipped: Vec<scan::Skipped>,
     pub notes: Vec<String>,
@@ -134,6 +138,10 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         });
     }
     let (classes, fleet) = classes::all_figures(&hosts.obs);
+    let days = match opts.all {
+        true => days::class_days(&hosts.obs),
+        false => Vec::new(),
+    };
     Ok(Fleet {
         root: root.to_path_buf(),
         opts: opts.clone(),
@@ -143,6 +151,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         fleet,
         classes,
         hosts: hosts.obs,
+        days,
         missing: hosts.missing,
         skipped: scan.skipped,
         notes: hosts.notes,

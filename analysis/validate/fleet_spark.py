@@ -3,7 +3,10 @@
 local mode) compared with `analysis fleet ROOT --no-make --json`.
 
     pip install pyspark duckdb   # and a Java runtime (Debian: default-jre-headless)
-    python3 analysis/validate/fleet_spark.py ROOT [ANALYSIS_BINARY] [--at 1000] [--two-versions]
+    python3 analysis/validate/fleet_spark.py ROOT [ANALYSIS_BINARY] [--at 1000] [--two-versions] [--all]
+
+--all compares every date per host, and each class's days (hosts, median
+with its interval, p95, 1 % rate, ratio, whether it moved).
 
 --two-versions compares on a copy of ROOT in which every other summary is
 rewritten as an older writer left it, without the columns added since
@@ -99,7 +102,8 @@ def main():
             root = os.path.join(tmp, "fleet")
             print(f"two versions: {old} of {n} summaries rewritten without {len(LATER)} later columns")
         t0 = time.perf_counter()
-        job = subprocess.run([sys.executable, JOB, root, "--master", "local[2]", "--at", at,
+        every = ["--all"] if "--all" in sys.argv else []
+        job = subprocess.run([sys.executable, JOB, root, "--master", "local[2]", "--at", at, *every,
                               "--out", os.path.join(tmp, "spark.json")], capture_output=True, text=True)
         took = time.perf_counter() - t0
         if job.returncode != 0:
@@ -108,7 +112,7 @@ def main():
             return 1
         spark = json.load(open(os.path.join(tmp, "spark.json")))
         ours = json.loads(subprocess.run(
-            [binary, "fleet", root, "--no-make", "--no-cache", "--json", "--at", at,
+            [binary, "fleet", root, "--no-make", "--no-cache", "--json", "--at", at, *every,
              "--out", os.path.join(tmp, "report")], capture_output=True, text=True, check=True).stdout)
         if "--two-versions" in sys.argv:
             refused = newer_refused(root, tmp)
@@ -133,6 +137,24 @@ def main():
                 worst = max(worst, abs(x - y) / max(1.0, abs(x), abs(y)))
     print(f"{len(s)} rows (classes + fleet), {n} figures compared, largest relative difference "
           f"{worst:.3g}: {'PASS' if bad == 0 else 'FAIL'}")
+    if every:
+        ad = {(d["class"], d["date"]): d for d in ours["days"]}
+        sd = {(d["class"], d["date"]): d for d in spark["days"]}
+        if set(ad) != set(sd):
+            print(f"FAIL: class-days differ: {len(set(ad) ^ set(sd))} on one side only")
+            bad += 1
+        keys = ("hosts", "with_cost", "cost_median_ns", "cost_median_lo_ns", "cost_median_hi_ns",
+                "cost_p95_ns", "p95_host_1pct_max_hz", "ratio_to_reference")
+        for k in sorted(set(ad) & set(sd)):
+            for what in keys:
+                if not close(ad[k][what], sd[k][what]):
+                    bad += 1
+                    print(f"FAIL {k}: {what}: analysis {ad[k][what]!r}, spark {sd[k][what]!r}")
+            if ad[k]["moved"] != sd[k]["moved"]:
+                bad += 1
+                print(f"FAIL {k}: moved: analysis {ad[k]['moved']}, spark {sd[k]['moved']}")
+        moved = sum(1 for d in ad.values() if d["moved"])
+        print(f"{len(ad)} class-days compared ({moved} moved in analysis): {'PASS' if bad == 0 else 'FAIL'}")
     if "--two-versions" in sys.argv and not refused:
         bad += 1
     return 0 if bad == 0 else 1

@@ -3,7 +3,7 @@
 fleet --json`, over the same `host=NAME/date=DAY/<set>/summary.parquet`
 dataset, on any Spark master.
 
-    spark-submit deploy/spark/fleet_answer.py ROOT [--at 1000] [--by COLS] [--out answer.json]
+    spark-submit deploy/spark/fleet_answer.py ROOT [--at 1000] [--by COLS] [--all] [--out answer.json]
     python3 deploy/spark/fleet_answer.py ROOT --master 'local[2]'   # PySpark from PyPI
 
 ROOT is a local folder or any URI Spark reads (s3a://, hdfs://, abfss://).
@@ -34,6 +34,10 @@ is refused by name, as `analysis fleet` refuses it. ROOT may also be a
 compacted fleet (`analysis fleet LANDING --compact ROOT`:
 `date=DAY/summaries.parquet`, one table per day with `host` and `set_dir`
 columns), which answers the same.
+
+`--all` keeps every date per host, as `analysis fleet --all`, and adds
+`days`: each class's cost day by day and the days it moved
+(analysis/src/fleet/days.rs states the rule).
 """
 import argparse
 import json
@@ -48,6 +52,10 @@ CLASS_COLUMNS = ["cpu_model_name", "virtualised", "event", "cpu_vendor", "cpu_fa
                  "cpu_model", "hypervisor", "pmu", "kernel", "scope", "contents",
                  "work_kind", "cpus", "tool_version"]
 MAX_SUGGESTED_HZ = 1e7
+# analysis/src/fleet/days.rs: the familywise error of a class's history,
+# and the fewest hosts with a cost for a day to be judged.
+HISTORY_ALPHA = 0.05
+SPREAD_MIN_HOSTS = 5
 
 
 class BadInput(Exception):
@@ -115,7 +123,64 @@ def class_value(df, col):
     return F.coalesce(text, F.lit("-"))
 
 
-def answer(spark, root, at, by):
+def class_days(hosts):
+    """Each class's cost day by day and the days it moved, as
+    analysis/src/fleet/days.rs defines them: the median's interval from
+    its order statistics at confidence 1 - 0.05 / (the class's days), a day
+    moved when it lies wholly above or below the median of the class's
+    daily medians (days of 5 or more hosts with a cost)."""
+    from statistics import NormalDist
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    cost = F.col("cost_per_sample_ns")
+    per_class = hosts.groupBy("class").agg(F.countDistinct("date").alias("days")).collect()
+    spark = hosts.sparkSession
+    zs = spark.createDataFrame(
+        [(r["class"], NormalDist().inv_cdf(1.0 - HISTORY_ALPHA / r["days"] / 2.0)) for r in per_class],
+        "class string, z double")
+    day = Window.partitionBy("class", "date")
+    ranked = (hosts.join(zs, "class")
+              .withColumn("n", F.count(cost).over(day))
+              .withColumn("rk", F.row_number().over(day.orderBy(cost.asc_nulls_last()))))
+    half = F.col("z") * F.sqrt(F.col("n").cast("double"))
+    lo = F.greatest(F.floor((F.col("n") - half) / 2.0), F.lit(1))
+    lo = F.least(lo, F.col("n"))
+    hi = F.greatest(F.least(F.ceil(1.0 + (F.col("n") + half) / 2.0), F.col("n")), lo)
+    ranked = ranked.withColumn("lo_rank", lo).withColumn("hi_rank", hi)
+    days = (ranked.groupBy("class", "date").agg(
+        F.count(F.lit(1)).alias("hosts"),
+        F.count(cost).alias("with_cost"),
+        F.expr("percentile(cost_per_sample_ns, 0.5)").alias("cost_median_ns"),
+        F.max(F.when((F.col("rk") == F.col("lo_rank")) & (F.col("n") >= SPREAD_MIN_HOSTS), cost)).alias("cost_median_lo_ns"),
+        F.max(F.when((F.col("rk") == F.col("hi_rank")) & (F.col("n") >= SPREAD_MIN_HOSTS), cost)).alias("cost_median_hi_ns"),
+        F.expr("percentile(cost_per_sample_ns, 0.95)").alias("cost_p95_ns"),
+        F.expr("percentile(coalesce(budget_1_max_hz, 0D), 0.05)").alias("p95_host_1pct_max_hz"),
+    ).collect())
+    out = sorted((r.asDict() for r in days), key=lambda d: (d["class"], d["date"]))
+    by_class = {}
+    for d in out:
+        by_class.setdefault(d["class"], []).append(d)
+    for members in by_class.values():
+        medians = sorted(d["cost_median_ns"] for d in members if d["cost_median_ns"] is not None)
+        ref = quantile(medians, 0.5) if len(medians) > 1 else None
+        for d in members:
+            d["ratio_to_reference"] = d["cost_median_ns"] / ref if ref and d["cost_median_ns"] is not None else None
+            lo_, hi_ = d["cost_median_lo_ns"], d["cost_median_hi_ns"]
+            d["moved"] = (None if ref is None else "up" if lo_ is not None and lo_ > ref
+                          else "down" if hi_ is not None and hi_ < ref else None)
+    return out
+
+
+def quantile(sorted_values, q):
+    """Type 7, as numpy and analysis."""
+    h = (len(sorted_values) - 1) * q
+    i = math.floor(h)
+    return sorted_values[i] + (h - i) * (sorted_values[min(i + 1, len(sorted_values) - 1)] - sorted_values[i])
+
+
+def answer(spark, root, at, by, all_dates=False):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -135,11 +200,12 @@ def answer(spark, root, at, by):
     df = df.where((F.coalesce(F.col("subject"), F.lit("loop")) == "loop")
                   & F.coalesce(F.col("config_primary"), F.lit(True)))
     df = df.withColumn("started_us", F.unix_micros(F.col("started_at").cast("timestamp")))
-    # Per host its newest set.
+    # Per host its newest set (--all: every set).
     sets = df.select("host", "date", "started_us", "set_dir", "set", "hostname").distinct()
     newest = Window.partitionBy("host").orderBy(
         F.col("date").desc(), F.col("started_us").desc_nulls_last(), F.col("set_dir").desc())
-    sets = sets.withColumn("k", F.row_number().over(newest)).where("k = 1").drop("k")
+    if not all_dates:
+        sets = sets.withColumn("k", F.row_number().over(newest)).where("k = 1").drop("k")
     # The same set under two hosts: counted once, under the first host.
     copies = Window.partitionBy(F.coalesce("set", F.lit("")), "started_us",
                                 F.coalesce("hostname", F.lit(""))).orderBy("host")
@@ -184,11 +250,14 @@ def answer(spark, root, at, by):
     }
     if not fleet or fleet[0]["hosts"] == 0:
         raise BadInput(f"{root}: no usable summary.parquet (host=NAME/date=DAY/<set>/summary.parquet)")
-    return {
-        "root": root, "by": by, "at_hz": at,
+    out = {
+        "root": root, "by": by, "at_hz": at, "all": all_dates,
         "fleet": figures("fleet", fleet[0]),
         "classes": sorted((figures(r["class"], r) for r in by_class), key=lambda c: c["class"]),
     }
+    if all_dates:
+        out["days"] = class_days(hosts)
+    return out
 
 
 def main():
@@ -198,6 +267,8 @@ def main():
     p.add_argument("--at", type=float, default=1000.0,
                    help="a host's cost is taken at its measured rate nearest this, Hz (default 1000)")
     p.add_argument("--by", default=DEFAULT_BY, help=f"class columns, comma-separated (default {DEFAULT_BY})")
+    p.add_argument("--all", action="store_true",
+                   help="every date per host, not only the newest; adds each class's days and the days it moved")
     p.add_argument("--master", help="Spark master URL when not run by spark-submit, e.g. 'local[2]'")
     p.add_argument("--out", help="write the JSON answer here instead of stdout")
     a = p.parse_args()
@@ -219,7 +290,7 @@ def main():
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
     try:
-        out = answer(spark, a.root, a.at, by)
+        out = answer(spark, a.root, a.at, by, a.all)
     except BadInput as e:
         print(f"fleet_answer: {e}", file=sys.stderr)
         return 2

@@ -124,6 +124,11 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
             cl.class
         ));
     }
+    out.extend(
+        super::days::moved_lines(&f.days)
+            .into_iter()
+            .map(|l| format!("  {l}")),
+    );
     out.extend(look_at(f).into_iter().map(|l| format!("  look at: {l}")));
     for m in &f.missing {
         out.push(format!(
@@ -241,6 +246,21 @@ fn markdown(f: &Fleet, figures: &[String]) -> String {
             row
         }),
     );
+    if !f.days.is_empty() {
+        let moved = super::days::moved_lines(&f.days);
+        let _ = writeln!(
+            md,
+            "\n## Each class by day\n\nclass_days.csv has each class's hosts, median cost with \
+             its interval, p95 and 1 % rate on each of its days. A day moved when its median's \
+             interval (order statistics, confidence 1 - {} / the class's days) lies wholly \
+             above or below the median of the class's daily medians. {}\n",
+            super::days::HISTORY_ALPHA,
+            match moved.is_empty() {
+                true => "No class moved.".to_string(),
+                false => moved.iter().map(|l| format!("\n- {l}")).collect::<String>(),
+            }
+        );
+    }
     let look = look_at(f);
     if !look.is_empty() {
         let _ = writeln!(md, "\n## Hosts to look at\n\n- {}", look.join("\n- "));
@@ -307,6 +327,9 @@ pub fn write(out: &Path, f: &Fleet) -> Result<PathBuf, AnalysisError> {
     tables::write_hosts_csv(&out.join("hosts.csv"), f)?;
     write_rows_or_empty(&out.join("missing.csv"), &f.missing)?;
     write_rows_or_empty(&out.join("skipped.csv"), &f.skipped)?;
+    if f.opts.all {
+        write_rows_or_empty(&out.join("class_days.csv"), &f.days)?;
+    }
     let md = markdown(f, &figures);
     let html = crate::report::html::render(&md, "Fleet: perf sampling cost", out);
     for (name, text) in [("report.md", &md), ("report.html", &html)] {
