@@ -41,7 +41,7 @@ pub enum Design {
     /// The paired design's phases in a run whose loop stamps its timeline:
     /// the same run gives the paired loss and the gap time and loop speed
     /// outside the gaps, sampling on against off, so the loss splits into
-    /// what the gaps hold and what lies outside them (issue 32).
+    /// what the gaps hold and what lies outside them.
     Split,
 }
 

@@ -1,6 +1,6 @@
 //! The whole pipeline (files on disk -> `analysis::report_dir` -> the
 //! written report) on generated result sets with degenerate values: it
-//! returns a report or a clean error, and never panics (issue 33).
+//! returns a report or a clean error, and never panics.
 //!
 //! Each case writes a results directory with the crate's own writers
 //! (runs.csv and phases.csv through `ResultsDir`, the raw Parquet files

@@ -1,4 +1,4 @@
-//! `--profiler` result sets (issue 20): a hand-made set whose numbers are
+//! `--profiler` result sets: a hand-made set whose numbers are
 //! known, through the table, the recommendation, the report and the CLI.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -200,7 +200,7 @@ fn missing_and_corrupt_files_are_named() {
     let dir = tmp.path().join("r");
     let util_ids = write_results(&dir);
     // A damaged or missing events file excludes its run, named with the
-    // reason; the rest is reported (issue 13; analysis/tests/corrupt.rs).
+    // reason; the rest is reported (analysis/tests/all/corrupt.rs).
     let victim = dir.join(format!("events/run-{}.parquet", util_ids[0]));
     let excluded = |dir: &std::path::Path| {
         let rs = analysis::load::load(dir).unwrap();

@@ -1,5 +1,5 @@
-//! report.html and a result set whose raw folders were removed on purpose
-//! (issue 21): the page parses strictly as XML, holds the answer box first
+//! report.html and a result set whose raw folders were removed on purpose:
+//! the page parses strictly as XML, holds the answer box first
 //! and fetches nothing; a set without events/ or gaps/ still reports every
 //! section that does not need them, says what it skipped, and exits 0.
 

@@ -2,7 +2,7 @@
 //! when perf is unavailable; otherwise they skip with a printed reason
 //! (tests/all/common).
 //!
-//! What they assert holds however busy the host is (issue 33): a session
+//! What they assert holds however busy the host is: a session
 //! opened, sampled the CPU it was given, lost nothing, and its records are
 //! consistent with each other (samples inside handler intervals, on the
 //! right CPU, in time order). How many samples a second the kernel

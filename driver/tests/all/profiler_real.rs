@@ -1,5 +1,5 @@
 //! `driver sweep --profiler` against the real kernel with real profilers
-//! (issue 20): perf record (Debian's linux-perf) and bpftrace, which CI
+//! perf record (Debian's linux-perf) and bpftrace, which CI
 //! installs. Under PERF_TESTS=require a missing profiler fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -80,7 +80,7 @@ fn profiled_sweep(template: &str, freq: &str, reps: &str, out: &Path) -> std::pr
 /// started, sampled the measured CPU (perf's own data file: its samples,
 /// all on that CPU, none lost), was stopped and reaped, and the report
 /// was written. How closely the profiler's extra interruptions track its
-/// rate is a magnitude a busy host moves (issue 33: [79, 388, 2198]/s at
+/// rate is a magnitude a busy host moves ([79, 388, 2198]/s at
 /// 1 kHz one evening, where 500..2500 had been asserted): it is printed
 /// here and measured by `analysis/validate/profiler_check.py` and
 /// `gaps_vs_perf_record.py` on a quiet machine.
@@ -197,7 +197,7 @@ fn bpftrace_as_the_profiler() {
     // at least a tenth of 500 Hz over the run's 1 s, a loose bound that
     // only a profiler that barely ran misses. How many more interruptions
     // the loop saw is a magnitude a busy host moves (a burst in one 0 Hz
-    // run once made a block read -741/s; issue 33): printed, not asserted;
+    // run once made a block read -741/s): printed, not asserted;
     // `analysis/validate/profiler_check.py` measures it on a quiet host.
     let text = std::fs::read_to_string(&printed).unwrap();
     let samples: u64 = text
@@ -248,8 +248,9 @@ fn a_profiler_that_cannot_start_stops_the_sweep_before_anything_is_measured() {
     assert!(!out.exists());
 }
 
-/// `--profiler` on the user's `--command` (issue 28's real server runs
-/// this way): perf record samples the measured CPU while the command runs,
+/// `--profiler` on the user's `--command` (as analysis/validate/
+/// nginx_latency.py runs its real server): perf record samples the
+/// measured CPU while the command runs,
 /// started before it and stopped after; our sampler opens nothing; each
 /// run's command finds its own folder in PERF_OVERHEAD_RUN_DIR and what it
 /// writes there stays in the set; the report says who sampled.

@@ -1,4 +1,4 @@
-//! The split design against the real kernel (issue 32): sampling switched
+//! The split design against the real kernel: sampling switched
 //! in ABBA phases inside runs whose loop stamps its timeline. What holds
 //! however busy the host is: each run wrote its phases and its gaps, the
 //! sampler was on in the on phases and off in the others (a sample in an

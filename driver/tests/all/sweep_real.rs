@@ -4,7 +4,7 @@
 //! PERF_TESTS=require when they are missing, else skips with a reason
 //! (tests/all/common).
 //!
-//! What is asserted holds however busy the host is (issue 33): the runs
+//! What is asserted holds however busy the host is: the runs
 //! ran, sampled, lost nothing, wrote their files, and the report's numbers
 //! follow from the raw files. Magnitudes a busy host moves (the rate the
 //! sampler achieved, what sampling costs, how far 40 kHz's loss lies above
@@ -62,7 +62,7 @@ impl Drop for CpuHog {
     }
 }
 
-/// A busy host is a case the main command must survive (issue 33): the
+/// A busy host is a case the main command must survive: the
 /// quick experiment with a busy loop on another CPU than the measured one
 /// (the driver's own threads, its phase controller and the drain, run
 /// there and must share it) ends as on a quiet host: exit 0, the results
@@ -217,7 +217,7 @@ fn quick_experiment_end_to_end() {
     // microseconds and each off phase held at most 1 ms of sampling; on a
     // busy one the controller can be preempted between the two, so only
     // the totals are compared (a phase the controller could not keep is
-    // issue 33's section 2, for the report to exclude, not for this test).
+    // the report's to exclude, not this test's).
     for f in [1000, 40000] {
         let (on, off) = phases
             .iter()

@@ -3,7 +3,7 @@
 //!
 //! results/ is also where the README's main command writes a user's own
 //! sets. Those are not tracked, so they never decide whether the tests
-//! pass (issue 33: a new set whose analysis panicked made
+//! pass (a new set whose analysis panicked made
 //! `the_recommended_rate_never_falls_as_the_budget_grows` fail, and with
 //! it the whole test command). `committed_sets_leave_out_what_a_user_added`
 //! (analysis/tests/all/report.rs) checks this on a scratch repository.
