@@ -134,12 +134,15 @@ pub fn plot(
             .filter(|r| r.size_ns == size && r.measured.value.is_finite())
             .collect();
         if !at.is_empty() {
+            let us = |pick: fn(&LatencyRow) -> f64| -> Vec<f64> {
+                at.iter().map(|r| pick(r) / 1e3).collect()
+            };
             series.push(PointSeries {
                 label: format!("{} requests, measured", size_label(size)),
                 x: at.iter().map(|r| r.freq_hz as f64).collect(),
-                y: at.iter().map(|r| r.measured.value / 1e3).collect(),
-                y_lo: at.iter().map(|r| r.measured.lo / 1e3).collect(),
-                y_hi: at.iter().map(|r| r.measured.hi / 1e3).collect(),
+                y: us(|r| r.measured.value),
+                y_lo: us(|r| r.measured.lo),
+                y_hi: us(|r| r.measured.hi),
             });
         }
         let curve: Vec<(f64, f64)> = p99
@@ -188,11 +191,7 @@ pub fn plot(
         ("sampling rate (Hz)", "added p99 over 0 Hz (us)"),
         &series,
         &lines,
-        Axes {
-            log_x: true,
-            log_y: true,
-            y_include: None,
-        },
+        Axes::LOG_LOG,
         &out.join("latency"),
     ))
 }
