@@ -9,6 +9,7 @@ use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
 use crate::recommend::Recommendation;
+use crate::stats::Estimate;
 
 /// Columns per line, frame included.
 pub const WIDTH: usize = 100;
@@ -16,7 +17,8 @@ pub const WIDTH: usize = 100;
 pub const MAX_LINES: usize = 12;
 
 /// A rate for people: 100 Hz, 2 kHz, 2.5 kHz, 100 kHz.
-fn hz(f: f64) -> String {
+fn hz(f: u64) -> String {
+    let f = f as f64;
     if f >= 1000.0 {
         let k = f / 1000.0;
         if (k - k.round()).abs() < 1e-9 {
@@ -73,19 +75,22 @@ fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
     lines
 }
 
+/// A cost in ns as "2.1 us [1.9, 2.3]".
+fn us(c: Estimate) -> String {
+    format!(
+        "{:.1} us [{:.1}, {:.1}]",
+        c.value / 1e3,
+        c.lo / 1e3,
+        c.hi / 1e3
+    )
+}
+
 /// The cost of one sample at the lowest rate the model measured, in words,
 /// and the loss model's outside term where the recommendation charged it.
 fn cost_line(a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
-    let mut v = vec![cost_words(a)];
-    v.extend(recs.iter().flatten().find_map(|r| r.outside_ns).map(|c| {
-        format!(
-            "+ {:.1} us [{:.1}, {:.1}] outside the gaps",
-            c.value / 1e3,
-            c.lo / 1e3,
-            c.hi / 1e3
-        )
-    }));
-    v
+    let outside = recs.iter().flatten().find_map(|r| r.outside_ns);
+    let outside = outside.map(|c| format!("+ {} outside the gaps", us(c)));
+    std::iter::once(cost_words(a)).chain(outside).collect()
 }
 
 /// The model's cost of one sample at its lowest rate, in words.
@@ -97,7 +102,7 @@ fn cost_words(a: &Findings) -> String {
         .and_then(|ps| ps.rows.iter().find(|r| r.total_ns.value.is_finite()));
     // The loss model's gaps term: the table's total less the long episodes
     // where it charged them (they are the model's between-run evidence).
-    let cost = |r: &PerSampleRow| -> crate::stats::Estimate {
+    let cost = |r: &PerSampleRow| -> Estimate {
         a.budgets
             .model
             .as_ref()
@@ -112,11 +117,9 @@ fn cost_words(a: &Findings) -> String {
     };
     match row {
         Some(r) => format!(
-            "one sample costs the application {:.1} us [{:.1}, {:.1}] at {} ({} runs, gaps design)",
-            cost(r).value / 1e3,
-            cost(r).lo / 1e3,
-            cost(r).hi / 1e3,
-            hz(r.freq_hz as f64),
+            "one sample costs the application {} at {} ({} runs, gaps design)",
+            us(cost(r)),
+            hz(r.freq_hz),
             r.runs
         ),
         None if a.quality.raw_removed.gaps => {
@@ -134,27 +137,23 @@ fn loss_parts(a: &Findings) -> Vec<String> {
             .rows
             .iter()
             .filter(|r| r.predicted_loss_pct.value.is_finite())
-            .map(|r| match r.paired_loss_pct {
-                Some(p) if r.agreement == Some(Agreement::Disagree) && under_predicts(r) => {
-                    format!(
-                        "{} {} (paired {})",
-                        hz(r.freq_hz as f64),
-                        loss_pct(r.predicted_loss_pct.value),
-                        pct(p.value)
-                    )
-                }
-                _ => format!(
-                    "{} {}",
-                    hz(r.freq_hz as f64),
+            .map(|r| {
+                let under = r.agreement == Some(Agreement::Disagree) && under_predicts(r);
+                let paired = r.paired_loss_pct.filter(|_| under);
+                let paired =
+                    paired.map_or(String::new(), |p| format!(" (paired {})", pct(p.value)));
+                format!(
+                    "{} {}{paired}",
+                    hz(r.freq_hz),
                     loss_pct(r.predicted_loss_pct.value)
-                ),
+                )
             })
             .collect();
     }
     a.tables
         .primary_loss()
         .iter()
-        .map(|l| format!("{} {}", hz(l.freq_hz as f64), loss_pct(l.trusted().value)))
+        .map(|l| format!("{} {}", hz(l.freq_hz), loss_pct(l.trusted().value)))
         .collect()
 }
 
@@ -193,7 +192,7 @@ fn latency_line(a: &Findings) -> Option<String> {
     Some(format!(
         "p99 of a 1 ms request: {:+.1} us{ci} at {} (the 1 % rate; {:.0} us at 0 Hz)",
         e.value / 1e3,
-        hz(l.rate_hz as f64),
+        hz(l.rate_hz),
         l.baseline_ns / 1e3
     ))
 }
@@ -208,17 +207,15 @@ fn budget_parts(a: &Findings) -> Vec<String> {
 
 /// A recommendation in a few words.
 fn budget_words(rec: Option<&Recommendation>) -> String {
-    match rec {
-        Some(r) => match r.rate_hz {
-            Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
-            Some(hz_) if r.at_highest_measured => {
-                format!(">= {hz_} Hz (every measured rate within)")
-            }
-            Some(hz_) => format!("{hz_} Hz"),
-            None if !r.resolvable => "not resolved".to_string(),
-            None => "none measured".to_string(),
-        },
-        None => "no answer".to_string(),
+    let Some(r) = rec else {
+        return "no answer".to_string();
+    };
+    match r.rate_hz {
+        Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
+        Some(hz_) if r.at_highest_measured => format!(">= {hz_} Hz (every measured rate within)"),
+        Some(hz_) => format!("{hz_} Hz"),
+        None if !r.resolvable => "not resolved".to_string(),
+        None => "none measured".to_string(),
     }
 }
 
@@ -244,45 +241,22 @@ fn incomplete_part(rs: &ResultSet) -> Option<String> {
 fn trust_parts(rs: &ResultSet, a: &Findings) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(ps) = &a.gaps.per_sample {
-        let at = |w: Agreement| -> Vec<String> {
-            ps.rows
-                .iter()
-                .filter(|r| r.agreement == Some(w))
-                .map(|r| hz(r.freq_hz as f64))
-                .collect()
-        };
-        let agree = at(Agreement::Agree);
-        let (under, over): (Vec<&PerSampleRow>, Vec<&PerSampleRow>) = ps
-            .rows
-            .iter()
-            .filter(|r| r.agreement == Some(Agreement::Disagree))
-            .partition(|r| under_predicts(r));
-        let rates = |rows: &[&PerSampleRow]| -> String {
-            rows.iter()
-                .map(|r| hz(r.freq_hz as f64))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let at = |w: Agreement| ps.rows.iter().filter(move |r| r.agreement == Some(w));
+        let agree: Vec<&PerSampleRow> = at(Agreement::Agree).collect();
+        let (under, over): (Vec<_>, Vec<_>) =
+            at(Agreement::Disagree).partition(|r| under_predicts(r));
         if agree.is_empty() && under.is_empty() && over.is_empty() {
             v.push("no paired loss resolves to check the model".to_string());
         }
-        if !agree.is_empty() {
-            v.push(format!(
-                "model agrees with throughput at {}",
-                agree.join(", ")
-            ));
-        }
-        if !under.is_empty() {
-            v.push(format!(
-                "model UNDER-PREDICTS the throughput loss at {}",
-                rates(&under)
-            ));
-        }
-        if !over.is_empty() {
-            v.push(format!(
-                "model predicts more than throughput at {}",
-                rates(&over)
-            ));
+        for (rows, words) in [
+            (agree, "model agrees with throughput at"),
+            (under, "model UNDER-PREDICTS the throughput loss at"),
+            (over, "model predicts more than throughput at"),
+        ] {
+            let rates: Vec<String> = rows.iter().map(|r| hz(r.freq_hz)).collect();
+            if !rates.is_empty() {
+                v.push(format!("{words} {}", rates.join(", ")));
+            }
         }
         if let Some(d) = &ps.drift {
             v.push(format!(
@@ -327,7 +301,7 @@ fn groups_left_out(a: &Findings) -> Option<String> {
     let parts: Vec<String> = by_freq
         .iter()
         .filter(|(_, (left, _))| *left > 0)
-        .map(|(&f, (left, of))| format!("{left} of {of} at {}", hz(f as f64)))
+        .map(|(&f, (left, of))| format!("{left} of {of} at {}", hz(f)))
         .collect();
     (!parts.is_empty()).then(|| format!("ABBA groups left out: {}", parts.join(", ")))
 }
@@ -341,13 +315,13 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
     if m.fits.is_empty() {
         return None;
     }
-    let ps: Vec<String> = m
-        .fits
-        .iter()
+    use crate::recommend::evidence::Class;
+    let ps: Vec<String> = (m.fits.iter())
         .map(|f| {
-            let class = match f.class {
-                crate::recommend::evidence::Class::WithinRuns => "within",
-                crate::recommend::evidence::Class::BetweenRuns => "between",
+            let class = if f.class == Class::WithinRuns {
+                "within"
+            } else {
+                "between"
             };
             format!("{class} p {:.2}", f.p_holm)
         })
@@ -357,16 +331,11 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
     } else {
         ""
     };
-    Some(match m.outside {
-        Some(_) => format!(
-            "loss OUTSIDE the gaps grows with the rate ({}){het}",
-            ps.join(", ")
-        ),
-        None => format!(
-            "outside the gaps: no growth with rate ({}){het}",
-            ps.join(", ")
-        ),
-    })
+    let words = match m.outside {
+        Some(_) => "loss OUTSIDE the gaps grows with the rate",
+        None => "outside the gaps: no growth with rate",
+    };
+    Some(format!("{words} ({}){het}", ps.join(", ")))
 }
 
 /// "speed mode changed inside 3 of 40 phases": the split phases whose two
@@ -446,9 +415,7 @@ fn profiler_body(
     let inner = WIDTH - 4;
     let mut body = wrap("", &host_parts(rs), inner);
     body.extend(wrap("profiler: ", std::slice::from_ref(&t.template), inner));
-    let cost: Vec<String> = t
-        .rows
-        .iter()
+    let cost: Vec<String> = (t.rows.iter())
         .filter(|r| r.cost_per_interruption_ns.value.is_finite() && r.resolved())
         .map(|r| {
             let c = &r.cost_per_interruption_ns;
@@ -457,47 +424,31 @@ fn profiler_body(
             } else {
                 String::new()
             };
-            format!(
-                "{:.1} us{interval} at {}",
-                c.value / 1000.0,
-                hz(r.freq_hz as f64)
-            )
+            format!("{:.1} us{interval} at {}", c.value / 1000.0, hz(r.freq_hz))
         })
         .collect();
-    let cost = if cost.is_empty() {
-        vec!["not resolved (see the profiler table)".to_string()]
-    } else {
-        cost
+    let cost = match cost.is_empty() {
+        true => vec!["not resolved (see the profiler table)".to_string()],
+        false => cost,
     };
     body.extend(wrap(
         "one interruption costs the application ",
         &cost,
         inner,
     ));
-    let loss: Vec<String> = t
-        .rows
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {}",
-                hz(r.freq_hz as f64),
-                loss_pct(r.gap_loss_pct.value)
-            )
-        })
-        .collect();
-    body.extend(wrap("loss: ", &loss, inner));
+    let per_rate = |v: &dyn Fn(&crate::subject::profiler::ProfilerRow) -> String| -> Vec<String> {
+        t.rows
+            .iter()
+            .map(|r| format!("{} {}", hz(r.freq_hz), v(r)))
+            .collect()
+    };
+    body.extend(wrap(
+        "loss: ",
+        &per_rate(&|r| loss_pct(r.gap_loss_pct.value)),
+        inner,
+    ));
     body.extend(wrap("highest rate within ", &budget_parts(a), inner));
-    let own: Vec<String> = t
-        .rows
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {}",
-                hz(r.freq_hz as f64),
-                pct(r.profiler_cpu_pct.value).replace(" %", " % of a CPU")
-            )
-        })
-        .collect();
+    let own = per_rate(&|r| pct(r.profiler_cpu_pct.value).replace(" %", " % of a CPU"));
     body.extend(wrap("its own CPU: ", &own, inner));
     // Rates whose extra interruptions lie outside the +-5 % band, and rates
     // where the background hides them (the interval holds the rate but is
@@ -506,16 +457,15 @@ fn profiler_body(
     let mut trust: Vec<String> = Vec::new();
     let mut hidden: Vec<String> = Vec::new();
     for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {
-        let f = r.freq_hz as f64;
-        let e = &r.excess_episodes_per_s;
+        let (f, e) = (r.freq_hz as f64, &r.excess_episodes_per_s);
         if e.lo > f * (1.0 + band) || e.hi < f * (1.0 - band) {
             trust.push(format!(
                 "{:.0} % of the rate seen at {}",
                 r.tracking_pct,
-                hz(f)
+                hz(r.freq_hz)
             ));
         } else {
-            hidden.push(hz(f));
+            hidden.push(hz(r.freq_hz));
         }
     }
     if !hidden.is_empty() {
@@ -571,9 +521,9 @@ mod tests {
 
     #[test]
     fn rates_losses_and_wrapping() {
-        assert_eq!(hz(100.0), "100 Hz");
-        assert_eq!(hz(2000.0), "2 kHz");
-        assert_eq!(hz(2500.0), "2.5 kHz");
+        assert_eq!(hz(100), "100 Hz");
+        assert_eq!(hz(2000), "2 kHz");
+        assert_eq!(hz(2500), "2.5 kHz");
         assert_eq!(pct(0.2174), "0.217 %");
         assert_eq!(pct(96.78), "96.8 %");
         let parts: Vec<String> = (0..10).map(|i| format!("part number {i}")).collect();
