@@ -226,65 +226,27 @@ fn per_sample_sections(s: &mut String, a: &Findings) {
     s.push_str(&crate::report::contents::render(a));
 }
 
-/// What each table and fit file beside the report holds, one line each.
-const TABLES: [(&str, &str); 17] = [
-    (
-        "util.csv",
-        "Table 1, handler CPU utilisation and time per sample by rate",
-    ),
-    (
-        "loss.csv",
-        "Table 2, performance loss by rate and design, each run's count",
-    ),
-    (
-        "tracing.csv",
-        "the loss with the handler tracepoints on and off, by rate",
-    ),
-    (
-        "per_sample.csv",
-        "the gaps design by rate: the cost's parts, A/A control, cap",
-    ),
-    (
-        "cost_by_run.csv",
-        "each gaps run's cost per sample, in sweep order",
-    ),
-    (
-        "latency.csv",
-        "added request latency by rate, size and percentile",
-    ),
-    (
-        "latency_runs.csv",
-        "the same, each run against its block's 0 Hz run",
-    ),
-    (
-        "split.csv",
-        "the split design's loss in the gaps and outside them, by rate",
-    ),
-    ("split_phases.csv", "the split design's phases"),
-    ("by_contents.csv", "what a sample costs by sample contents"),
-    (
-        "after_effect.csv",
-        "the after-effect from throughput, by rate",
-    ),
-    ("command.csv", "your command's runs, by rate"),
-    ("profiler.csv", "your profiler's runs, by rate"),
-    (
-        "excluded_phases.csv",
-        "the paired design's phases left out, with their reasons",
-    ),
-    (
-        "warning_runs.csv",
-        "every warning whole with its remedy, a row per run and kind",
-    ),
-    (
-        "fit.json",
-        "the fitted factors (utilisation and loss against the rate)",
-    ),
-    (
-        "loss_model.json",
-        "the loss model the recommendations rest on",
-    ),
-];
+/// What each table and fit file beside the report holds, one line each:
+/// the file's name, then after the first ": " what it holds.
+const TABLES: &str = "\
+util.csv: Table 1, handler CPU utilisation and time per sample by rate
+loss.csv: Table 2, performance loss by rate and design, each run's count
+tracing.csv: the loss with the handler tracepoints on and off, by rate
+per_sample.csv: the gaps design by rate: the cost's parts, A/A control, cap
+cost_by_run.csv: each gaps run's cost per sample, in sweep order
+latency.csv: added request latency by rate, size and percentile
+latency_runs.csv: the same, each run against its block's 0 Hz run
+split.csv: the split design's loss in the gaps and outside them, by rate
+split_phases.csv: the split design's phases
+by_contents.csv: what a sample costs by sample contents
+after_effect.csv: the after-effect from throughput, by rate
+command.csv: your command's runs, by rate
+profiler.csv: your profiler's runs, by rate
+excluded_phases.csv: the paired design's phases left out, with their reasons
+warning_runs.csv: every warning whole with its remedy, a row per run and kind
+fit.json: the fitted factors (utilisation and loss against the rate)
+loss_model.json: the loss model the recommendations rest on
+";
 
 /// The tables beside the report, one line each, and where the method is.
 fn tables(s: &mut String, files: &[PathBuf]) {
@@ -294,8 +256,10 @@ fn tables(s: &mut String, files: &[PathBuf]) {
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == name))
     };
-    for (name, what) in TABLES.iter().filter(|(n, _)| here(n)) {
-        let _ = writeln!(s, "- {name}: {what}");
+    for line in TABLES.lines() {
+        if line.split_once(": ").is_some_and(|(name, _)| here(name)) {
+            let _ = writeln!(s, "- {line}");
+        }
     }
     let _ = writeln!(
         s,
