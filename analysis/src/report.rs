@@ -325,54 +325,35 @@ fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Analysis
     write_file(path, &json)
 }
 
-/// The units of fit.json's numbers.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FitUnits {
-    /// Of `cost_per_sample*`.
-    pub cost_per_sample: &'static str,
-    /// Of the loss fits' y.
-    pub loss: &'static str,
-    /// Of the utilisation fits' y.
-    pub util: &'static str,
-    /// Of every fit's x: the rate the kernel delivered, not the request.
-    pub x: &'static str,
-}
-
-/// The 2014 article's factor, for comparison.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Reference2014 {
-    /// Its cost per sample, ns.
-    pub cost_per_sample_ns: f64,
-    /// Its utilisation factor, % per kHz.
-    pub delta_pct_per_khz: f64,
-}
-
-/// fit.json: the fits, their units and the reference factor (fields in
-/// the order the file has always had them).
+/// fit.json: the fits, the 2014 article's factor for comparison and the
+/// units of the numbers (fields in the order the file has always had
+/// them).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FitDocument<'a> {
     /// The fitted factors.
     pub fits: &'a crate::tables::Fits,
-    /// The 2014 article's.
-    pub reference_2014: Reference2014,
-    /// What the numbers are in.
-    pub units: FitUnits,
+    /// The 2014 article's: its cost per sample (ns) and its utilisation
+    /// factor (% per kHz).
+    pub reference_2014: serde_json::Value,
+    /// Of `cost_per_sample*`, of the loss and utilisation fits' y, and of
+    /// every fit's x (the rate the kernel delivered, not the request).
+    pub units: serde_json::Value,
 }
 
 /// fit.json of `a`.
 pub fn fit_document(a: &Findings) -> FitDocument<'_> {
     FitDocument {
         fits: &a.tables.fits,
-        reference_2014: Reference2014 {
-            cost_per_sample_ns: ARTICLE_DELTA_PCT_PER_KHZ * 1e4,
-            delta_pct_per_khz: ARTICLE_DELTA_PCT_PER_KHZ,
-        },
-        units: FitUnits {
-            cost_per_sample: "ns",
-            loss: "percent",
-            util: "percent",
-            x: "achieved sample rate, kHz",
-        },
+        reference_2014: serde_json::json!({
+            "cost_per_sample_ns": ARTICLE_DELTA_PCT_PER_KHZ * 1e4,
+            "delta_pct_per_khz": ARTICLE_DELTA_PCT_PER_KHZ,
+        }),
+        units: serde_json::json!({
+            "cost_per_sample": "ns",
+            "loss": "percent",
+            "util": "percent",
+            "x": "achieved sample rate, kHz",
+        }),
     }
 }
 
