@@ -102,15 +102,15 @@ fn has_bars(s: &PointSeries) -> bool {
 fn check_series(file: &Path, s: &PointSeries) -> Result<(), PlotError> {
     let what = |field: &str| format!("series '{}' {field}", s.label);
     let n = s.x.len();
+    let bars = [("y_lo", &s.y_lo), ("y_hi", &s.y_hi)];
     check_len(file, &what("y"), ("y", s.y.len()), ("x", n))?;
-    if has_bars(s) {
-        check_len(file, &what("y_lo"), ("y_lo", s.y_lo.len()), ("x", n))?;
-        check_len(file, &what("y_hi"), ("y_hi", s.y_hi.len()), ("x", n))?;
+    for (name, v) in bars.into_iter().filter(|_| has_bars(s)) {
+        check_len(file, &what(name), (name, v.len()), ("x", n))?;
     }
-    check_finite(file, &what("x"), &s.x)?;
-    check_finite(file, &what("y"), &s.y)?;
-    check_finite(file, &what("y_lo"), &s.y_lo)?;
-    check_finite(file, &what("y_hi"), &s.y_hi)
+    for (name, v) in [("x", &s.x), ("y", &s.y)].into_iter().chain(bars) {
+        check_finite(file, &what(name), v)?;
+    }
+    Ok(())
 }
 
 /// A fit's coefficients are finite and its band's vectors are of one length
@@ -119,25 +119,24 @@ fn check_fit(file: &Path, f: &FitLine) -> Result<(), PlotError> {
     let what = |field: &str| format!("fit '{}' {field}", f.label);
     check_finite(file, &what("intercept"), &[f.intercept])?;
     check_finite(file, &what("slope"), &[f.slope])?;
-    let n = f.band_x.len();
-    check_len(
-        file,
-        &what("band_lo"),
-        ("band_lo", f.band_lo.len()),
-        ("band_x", n),
-    )?;
-    check_len(
-        file,
-        &what("band_hi"),
-        ("band_hi", f.band_hi.len()),
-        ("band_x", n),
-    )?;
-    check_finite(file, &what("band_x"), &f.band_x)?;
-    check_finite(file, &what("band_lo"), &f.band_lo)?;
-    check_finite(file, &what("band_hi"), &f.band_hi)?;
+    for (name, v) in [("band_lo", &f.band_lo), ("band_hi", &f.band_hi)] {
+        check_len(
+            file,
+            &what(name),
+            (name, v.len()),
+            ("band_x", f.band_x.len()),
+        )?;
+    }
     let (cx, cy): (Vec<f64>, Vec<f64>) = f.curve.iter().copied().unzip();
-    check_finite(file, &what("curve x"), &cx)?;
-    check_finite(file, &what("curve y"), &cy)
+    let band = [
+        ("band_x", &f.band_x),
+        ("band_lo", &f.band_lo),
+        ("band_hi", &f.band_hi),
+    ];
+    for (name, v) in band.into_iter().chain([("curve x", &cx), ("curve y", &cy)]) {
+        check_finite(file, &what(name), v)?;
+    }
+    Ok(())
 }
 
 /// The points of one series that the axes can show, y values placed on the
@@ -155,50 +154,43 @@ impl ShownSeries {
     /// Keep the points of `s` that `axes` can show and widen `extents` to
     /// them; `file` names the plot in the warnings.
     fn new(s: &PointSeries, axes: Axes, place: YPlace, extents: &mut Extents, file: &Path) -> Self {
-        let n = s.x.len();
         let bars = has_bars(s);
-        let mut shown = Self {
-            series: PointSeries {
-                label: s.label.clone(),
-                x: Vec::with_capacity(n),
-                y: Vec::with_capacity(n),
-                y_lo: Vec::with_capacity(n),
-                y_hi: Vec::with_capacity(n),
-            },
-            skipped_x: 0,
-            skipped_y: 0,
-        };
-        for i in 0..n {
-            if axes.log_x && s.x[i] <= 0.0 {
-                shown.skipped_x += 1;
+        let (mut skipped_x, mut skipped_y) = (0, 0);
+        let mut kept = PointSeries::new(s.label.clone(), []);
+        for i in 0..s.x.len() {
+            let (x, y) = (s.x[i], s.y[i]);
+            if axes.log_x && x <= 0.0 {
+                skipped_x += 1;
                 tracing::warn!(
-                    series = %s.label, x = s.x[i], plot = %file.display(),
+                    series = %s.label, x, plot = %file.display(),
                     "point with x <= 0 cannot be shown on a log axis; skipped"
                 );
                 continue;
             }
-            if axes.log_y && s.y[i] <= 0.0 {
-                shown.skipped_y += 1;
+            if axes.log_y && y <= 0.0 {
+                skipped_y += 1;
                 continue;
             }
             let (lo, hi) = if bars {
-                (
-                    place.at(s.y_lo[i].min(s.y[i])),
-                    place.at(s.y_hi[i].max(s.y[i])),
-                )
+                (s.y_lo[i].min(y), s.y_hi[i].max(y))
             } else {
-                (place.at(s.y[i]), place.at(s.y[i]))
+                (y, y)
             };
-            let kept = &mut shown.series;
-            kept.x.push(s.x[i]);
-            kept.y.push(place.at(s.y[i]));
+            let (lo, hi) = (place.at(lo), place.at(hi));
+            kept.x.push(x);
+            kept.y.push(place.at(y));
             kept.y_lo.push(lo);
             kept.y_hi.push(hi);
-            extents.x.add(s.x[i]);
+            extents.x.add(x);
             extents.y.add(lo);
             extents.y.add(hi);
         }
-        shown
+        let series = kept;
+        Self {
+            series,
+            skipped_x,
+            skipped_y,
+        }
     }
 }
 
@@ -286,17 +278,10 @@ fn chart_notes(
     (skipped_x, skipped_y): (usize, usize),
     extrapolated: bool,
 ) -> Vec<String> {
-    let mut notes = Vec::new();
-    if skipped_x > 0 {
-        notes.push(format!(
-            "{skipped_x} point(s) with {x_label} <= 0 not shown (log axis)"
-        ));
-    }
-    if skipped_y > 0 {
-        notes.push(format!(
-            "{skipped_y} point(s) with {y_label} <= 0 not shown (log axis)"
-        ));
-    }
+    let skipped = [(skipped_x, x_label), (skipped_y, y_label)].into_iter();
+    let mut notes: Vec<String> = (skipped.filter(|(n, _)| *n > 0))
+        .map(|(n, label)| format!("{n} point(s) with {label} <= 0 not shown (log axis)"))
+        .collect();
     if extrapolated {
         notes.push("dashed: fit extrapolated beyond the range of its confidence band".into());
     }
