@@ -9,7 +9,9 @@ use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
 use crate::recommend::Recommendation;
+use crate::row_types::LossRow;
 use crate::stats::Estimate;
+use crate::subject::profiler::{ProfilerRow, ProfilerTable};
 
 /// Columns per line, frame included.
 pub const WIDTH: usize = 100;
@@ -49,6 +51,11 @@ fn loss_pct(v: f64) -> String {
     } else {
         pct(v)
     }
+}
+
+/// [`wrap`] to the box's inside, frame excluded.
+fn inside(lead: &str, parts: &[String]) -> Vec<String> {
+    wrap(lead, parts, WIDTH - 4)
 }
 
 /// `parts` joined by " | " into lines of at most `width` columns, the
@@ -95,25 +102,17 @@ fn cost_line(a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
 
 /// The model's cost of one sample at its lowest rate, in words.
 fn cost_words(a: &Findings) -> String {
-    let row: Option<&PerSampleRow> = a
-        .gaps
-        .per_sample
-        .as_ref()
-        .and_then(|ps| ps.rows.iter().find(|r| r.total_ns.value.is_finite()));
+    let rows = a.gaps.per_sample.iter().flat_map(|ps| &ps.rows);
+    let row: Option<&PerSampleRow> = rows.clone().find(|r| r.total_ns.value.is_finite());
     // The loss model's gaps term: the table's total less the long episodes
     // where it charged them (they are the model's between-run evidence).
     let cost = |r: &PerSampleRow| -> Estimate {
-        a.budgets
-            .model
-            .as_ref()
-            .and_then(|m| {
-                m.gaps
-                    .iter()
-                    .zip(&m.gaps_mean)
-                    .find(|(p, _)| p.freq_hz == r.freq_hz)
-                    .map(|(_, e)| *e)
-            })
-            .unwrap_or(r.total_ns)
+        let Some(m) = &a.budgets.model else {
+            return r.total_ns;
+        };
+        let mut gaps = m.gaps.iter().zip(&m.gaps_mean);
+        gaps.find(|(p, _)| p.freq_hz == r.freq_hz)
+            .map_or(r.total_ns, |(_, e)| *e)
     };
     match row {
         Some(r) => format!(
@@ -133,28 +132,22 @@ fn cost_words(a: &Findings) -> String {
 /// exists, else the measured throughput loss.
 fn loss_parts(a: &Findings) -> Vec<String> {
     if let Some(ps) = a.gaps.per_sample.as_ref().filter(|p| !p.rows.is_empty()) {
-        return ps
+        let rows = ps
             .rows
             .iter()
-            .filter(|r| r.predicted_loss_pct.value.is_finite())
-            .map(|r| {
-                let under = r.agreement == Some(Agreement::Disagree) && under_predicts(r);
-                let paired = r.paired_loss_pct.filter(|_| under);
-                let paired =
-                    paired.map_or(String::new(), |p| format!(" (paired {})", pct(p.value)));
-                format!(
-                    "{} {}{paired}",
-                    hz(r.freq_hz),
-                    loss_pct(r.predicted_loss_pct.value)
-                )
-            })
-            .collect();
+            .filter(|r| r.predicted_loss_pct.value.is_finite());
+        let part = |r: &PerSampleRow| {
+            let under = r.agreement == Some(Agreement::Disagree) && under_predicts(r);
+            let paired = r.paired_loss_pct.filter(|_| under);
+            let paired = paired.map_or(String::new(), |p| format!(" (paired {})", pct(p.value)));
+            let loss = loss_pct(r.predicted_loss_pct.value);
+            format!("{} {loss}{paired}", hz(r.freq_hz))
+        };
+        return rows.map(part).collect();
     }
-    a.tables
-        .primary_loss()
-        .iter()
-        .map(|l| format!("{} {}", hz(l.freq_hz), loss_pct(l.trusted().value)))
-        .collect()
+    let primary = a.tables.primary_loss();
+    let part = |l: &&LossRow| format!("{} {}", hz(l.freq_hz), loss_pct(l.trusted().value));
+    primary.iter().map(part).collect()
 }
 
 /// The highest rate within each report budget, short ("659 Hz",
@@ -163,15 +156,14 @@ fn loss_parts(a: &Findings) -> Vec<String> {
 /// The recommendations are those the pipeline worked out
 /// ([`Findings::budgets`]).
 pub fn budget_answers(a: &Findings) -> Vec<(f64, String)> {
+    let b = &a.budgets;
     match &a.subject.profiler {
-        Some(_) => a
-            .budgets
+        Some(_) => b
             .profiler
             .iter()
             .map(|r| (r.budget_pct, r.rate_words()))
             .collect(),
-        None => a
-            .budgets
+        None => b
             .sampler
             .iter()
             .map(|(b, r)| (*b, budget_words(r.as_ref().ok())))
@@ -199,8 +191,8 @@ fn latency_line(a: &Findings) -> Option<String> {
 
 /// The box's "highest rate within" parts.
 fn budget_parts(a: &Findings) -> Vec<String> {
-    budget_answers(a)
-        .into_iter()
+    let answers = budget_answers(a).into_iter();
+    answers
         .map(|(b, words)| format!("{b} %: {words}"))
         .collect()
 }
@@ -316,21 +308,17 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
         return None;
     }
     use crate::recommend::evidence::Class;
-    let ps: Vec<String> = (m.fits.iter())
-        .map(|f| {
-            let class = if f.class == Class::WithinRuns {
-                "within"
-            } else {
-                "between"
-            };
-            format!("{class} p {:.2}", f.p_holm)
-        })
-        .collect();
-    let het = if m.heterogeneous() {
-        "; HETEROGENEITY: within/between disagree"
-    } else {
-        ""
+    let class = |c: Class| {
+        if c == Class::WithinRuns {
+            "within"
+        } else {
+            "between"
+        }
     };
+    let ps: Vec<String> = (m.fits.iter())
+        .map(|f| format!("{} p {:.2}", class(f.class), f.p_holm))
+        .collect();
+    let het = ["", "; HETEROGENEITY: within/between disagree"][usize::from(m.heterogeneous())];
     let words = match m.outside {
         Some(_) => "loss OUTSIDE the gaps grows with the rate",
         None => "outside the gaps: no growth with rate",
@@ -353,8 +341,8 @@ fn mode_changes(t: &crate::split::SplitTable) -> Option<String> {
 /// Whether the paired loss lies above the gaps term's prediction (the
 /// model under-predicts there).
 fn under_predicts(r: &PerSampleRow) -> bool {
-    r.paired_loss_pct
-        .is_some_and(|p| p.value > r.predicted_loss_pct.value)
+    let p = r.paired_loss_pct;
+    p.is_some_and(|p| p.value > r.predicted_loss_pct.value)
 }
 
 /// The box, one string per line, frame included, from the
@@ -365,29 +353,22 @@ pub fn answer_box(rs: &ResultSet, a: &Findings) -> Vec<String> {
         let (body, trust) = profiler_body(rs, a, t);
         return framed(title, body, trust);
     }
-    let inner = WIDTH - 4;
-    let recs: Vec<Option<&Recommendation>> = a
-        .budgets
-        .sampler
-        .iter()
-        .map(|(_, r)| r.as_ref().ok())
-        .collect();
+    let sampler = a.budgets.sampler.iter();
+    let recs: Vec<Option<&Recommendation>> = sampler.map(|(_, r)| r.as_ref().ok()).collect();
     let mut host = host_parts(rs);
     // The event of a sampled run: a 0 Hz run opens none.
-    host.extend(
-        rs.runs
-            .iter()
-            .find(|r| !r.event.is_empty())
-            .or(rs.runs.first())
-            .map(|r| format!("{}, {} scope", r.event, r.scope)),
-    );
-    let mut body = wrap("", &host, inner);
-    body.extend(wrap("", &cost_line(a, &recs), inner));
-    body.extend(wrap("loss: ", &loss_parts(a), inner));
-    body.extend(wrap("highest rate within ", &budget_parts(a), inner));
+    let run = rs
+        .runs
+        .iter()
+        .find(|r| !r.event.is_empty())
+        .or(rs.runs.first());
+    host.extend(run.map(|r| format!("{}, {} scope", r.event, r.scope)));
+    let mut body = inside("", &host);
+    body.extend(inside("", &cost_line(a, &recs)));
+    body.extend(inside("loss: ", &loss_parts(a)));
+    body.extend(inside("highest rate within ", &budget_parts(a)));
     body.extend(latency_line(a));
-    let trust = wrap("trust: ", &trust_parts(rs, a), inner);
-    framed(title, body, trust)
+    framed(title, body, inside("trust: ", &trust_parts(rs, a)))
 }
 
 /// The host's name, CPU model and kernel, as far as the manifest knows.
@@ -407,14 +388,9 @@ fn host_parts(rs: &ResultSet) -> Vec<String> {
 /// interruptions costs, the loss at each rate, the highest rate within
 /// each budget, its own CPU, and whether its interruptions track its rate.
 /// The body's lines and the trust lines, apart: the frame keeps the trust.
-fn profiler_body(
-    rs: &ResultSet,
-    a: &Findings,
-    t: &crate::subject::profiler::ProfilerTable,
-) -> (Vec<String>, Vec<String>) {
-    let inner = WIDTH - 4;
-    let mut body = wrap("", &host_parts(rs), inner);
-    body.extend(wrap("profiler: ", std::slice::from_ref(&t.template), inner));
+fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String>, Vec<String>) {
+    let mut body = inside("", &host_parts(rs));
+    body.extend(inside("profiler: ", std::slice::from_ref(&t.template)));
     let cost: Vec<String> = (t.rows.iter())
         .filter(|r| r.cost_per_interruption_ns.value.is_finite() && r.resolved())
         .map(|r| {
@@ -431,25 +407,20 @@ fn profiler_body(
         true => vec!["not resolved (see the profiler table)".to_string()],
         false => cost,
     };
-    body.extend(wrap(
-        "one interruption costs the application ",
-        &cost,
-        inner,
-    ));
-    let per_rate = |v: &dyn Fn(&crate::subject::profiler::ProfilerRow) -> String| -> Vec<String> {
+    body.extend(inside("one interruption costs the application ", &cost));
+    let per_rate = |v: &dyn Fn(&ProfilerRow) -> String| -> Vec<String> {
         t.rows
             .iter()
             .map(|r| format!("{} {}", hz(r.freq_hz), v(r)))
             .collect()
     };
-    body.extend(wrap(
+    body.extend(inside(
         "loss: ",
         &per_rate(&|r| loss_pct(r.gap_loss_pct.value)),
-        inner,
     ));
-    body.extend(wrap("highest rate within ", &budget_parts(a), inner));
+    body.extend(inside("highest rate within ", &budget_parts(a)));
     let own = per_rate(&|r| pct(r.profiler_cpu_pct.value).replace(" %", " % of a CPU"));
-    body.extend(wrap("its own CPU: ", &own, inner));
+    body.extend(inside("its own CPU: ", &own));
     // Rates whose extra interruptions lie outside the +-5 % band, and rates
     // where the background hides them (the interval holds the rate but is
     // wider than the band).
@@ -459,11 +430,8 @@ fn profiler_body(
     for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {
         let (f, e) = (r.freq_hz as f64, &r.excess_episodes_per_s);
         if e.lo > f * (1.0 + band) || e.hi < f * (1.0 - band) {
-            trust.push(format!(
-                "{:.0} % of the rate seen at {}",
-                r.tracking_pct,
-                hz(r.freq_hz)
-            ));
+            let seen = format!("{:.0} %", r.tracking_pct);
+            trust.push(format!("{seen} of the rate seen at {}", hz(r.freq_hz)));
         } else {
             hidden.push(hz(r.freq_hz));
         }
@@ -479,7 +447,7 @@ fn profiler_body(
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
-    (body, wrap("trust: ", &trust, inner))
+    (body, inside("trust: ", &trust))
 }
 
 /// The frame around the box's lines, cut to [`MAX_LINES`] lines of

@@ -39,11 +39,8 @@ fn series(label: &str, pts: &[(u64, Estimate)]) -> PointSeries {
 
 /// The 2014 reference's points above 0 Hz, without bars.
 fn reference_series(pts: &[(u64, f64)]) -> PointSeries {
-    let shown = pts
-        .iter()
-        .filter(|(f, _)| *f > 0)
-        .map(|&(f, v)| (f as f64, v));
-    PointSeries::new("2014 reference", shown)
+    let shown = pts.iter().filter(|(f, _)| *f > 0);
+    PointSeries::new("2014 reference", shown.map(|&(f, v)| (f as f64, v)))
 }
 
 /// A fit in %/kHz drawn against x in Hz, with its 95 % band over the
@@ -99,13 +96,12 @@ impl PlotOutcome {
     /// `series` against a log x axis without fit lines, into `stem`.svg
     /// and `stem`.png.
     fn points(&mut self, stem: PathBuf, title: &str, labels: (&str, &str), series: &[PointSeries]) {
-        self.add(plot_vs_freq(
+        self.add(plot_vs_freq_axes(
             title,
-            labels.0,
-            labels.1,
+            labels,
             series,
             &[],
-            true,
+            Axes::LOG_X,
             &stem,
         ));
     }
@@ -115,25 +111,21 @@ impl PlotOutcome {
 /// answers at the report budgets ([`Findings::budgets`]).
 pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    let paired: Vec<(u64, Estimate)> = (a.tables.primary_loss().into_iter())
-        .map(|r| (r.freq_hz, r.trusted()))
-        .collect();
-    let ref_loss: Vec<(u64, f64)> = reference
-        .loss
-        .iter()
-        .map(|r| (r.freq_hz, r.loss_pct))
-        .collect();
-    let util: Vec<(u64, Estimate)> = a
-        .tables
-        .util
-        .iter()
-        .map(|r| (r.freq_hz, r.util_pct))
-        .collect();
+    let (primary, ref_loss, util) = (
+        a.tables.primary_loss(),
+        reference.loss.iter(),
+        a.tables.util.iter(),
+    );
+    let paired: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
+    let ref_loss: Vec<(u64, f64)> = ref_loss.map(|r| (r.freq_hz, r.loss_pct)).collect();
+    let util: Vec<(u64, Estimate)> = util.map(|r| (r.freq_hz, r.util_pct)).collect();
     let per_sample = a.gaps.per_sample.iter().flat_map(|ps| &ps.rows);
     budget_plot(&mut files, out, a, &paired, &ref_loss);
     let fits = &a.tables.fits;
     // Utilisation spans three decades from 100 Hz to 100 kHz: on a linear
     // axis the production rates sit on the floor.
+    let util_fit =
+        (fits.util_origin.as_ref()).map(|f| (format!("util = {:.4} %/kHz x f", f.slope), f));
     host_plot(
         &mut files,
         out.join("util_vs_freq"),
@@ -143,9 +135,7 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
         ),
         &util,
         &reference.util,
-        fits.util_origin
-            .as_ref()
-            .map(|f| (format!("util = {:.4} %/kHz x f", f.slope), f)),
+        util_fit,
         Axes::LOG_LOG,
     );
     let loss_fit = fits.loss_line.as_ref().map(|f| {
@@ -162,10 +152,8 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
         Axes::LOG_X,
     );
     durations_plot(&mut files, out, a);
-    let cost: Vec<(u64, Estimate)> = (per_sample.clone())
-        .filter(|r| r.total_ns.value.is_finite())
-        .map(|r| (r.freq_hz, r.total_ns))
-        .collect();
+    let cost = per_sample.clone().filter(|r| r.total_ns.value.is_finite());
+    let cost: Vec<(u64, Estimate)> = cost.map(|r| (r.freq_hz, r.total_ns)).collect();
     if !cost.is_empty() {
         files.points(
             out.join("cost_per_sample"),
@@ -176,8 +164,8 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
     }
     cost_over_time_plot(&mut files, out, a);
     contents_plots(&mut files, out, a);
-    let predicted: Vec<(u64, Estimate)> = per_sample
-        .filter(|r| r.predicted_loss_pct.value.is_finite())
+    let predicted = per_sample.filter(|r| r.predicted_loss_pct.value.is_finite());
+    let predicted: Vec<(u64, Estimate)> = predicted
         .map(|r| (r.freq_hz, r.predicted_loss_pct))
         .collect();
     production_rates(&mut files, out, [&util, &predicted, &paired]);
@@ -214,10 +202,7 @@ fn host_plot(
         return;
     }
     let s = series("this host (95% CI)", pts);
-    let fits: Vec<FitLine> = fit
-        .map(|(label, f)| fit_line(label, f, range(&s.x)))
-        .into_iter()
-        .collect();
+    let fits = Vec::from_iter(fit.map(|(label, f)| fit_line(label, f, range(&s.x))));
     let all = [s, reference_series(reference)];
     files.add(plot_vs_freq_axes(
         title,
@@ -258,14 +243,9 @@ fn budget_plot(
     if predicted.is_empty() && paired.is_empty() {
         return;
     }
-    let answers: Vec<(f64, f64)> = (a.budgets.sampler.iter())
-        .filter_map(|(b, r)| {
-            r.as_ref()
-                .ok()
-                .and_then(|r| r.rate_hz)
-                .map(|hz| (hz as f64, *b))
-        })
-        .collect();
+    let sampler = a.budgets.sampler.iter();
+    let answers = sampler.filter_map(|(b, r)| Some((r.as_ref().ok()?.rate_hz? as f64, *b)));
+    let answers: Vec<(f64, f64)> = answers.collect();
     let model = model_curve(a, answers.iter().map(|(hz, _)| *hz));
     // The paired points a little right of their rate, so a prediction
     // that agrees does not hide under them.
@@ -320,9 +300,7 @@ fn budget_colour(budget_pct: f64) -> (u8, u8, u8) {
     let i = crate::recommend::BUDGETS_PCT
         .iter()
         .position(|&b| b == budget_pct);
-    i.and_then(|i| COLOURS.get(i))
-        .copied()
-        .unwrap_or((120, 110, 20))
+    *i.and_then(|i| COLOURS.get(i)).unwrap_or(&(120, 110, 20))
 }
 
 /// How far right of its rate a paired point is drawn (x factor, log axis).
@@ -338,11 +316,8 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
     let curve = a.budgets.model.as_ref()?.curve();
     let measured: Vec<f64> = curve.points.iter().map(|p| p.freq_hz as f64).collect();
     let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let lo = measured
-        .iter()
-        .copied()
-        .chain(answers)
-        .fold(f64::INFINITY, f64::min);
+    let lo = measured.iter().copied().chain(answers);
+    let lo = lo.fold(f64::INFINITY, f64::min);
     if !(lo > 0.0 && hi > lo) {
         return None;
     }
@@ -400,11 +375,8 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let Some(ps) = &a.gaps.per_sample else {
         return;
     };
-    let costs: Vec<_> = ps
-        .run_costs
-        .iter()
-        .filter(|c| c.total_ns.is_finite())
-        .collect();
+    let costs = ps.run_costs.iter().filter(|c| c.total_ns.is_finite());
+    let costs: Vec<_> = costs.collect();
     let Some(t0) = costs.iter().map(|c| c.started_at_ns).min() else {
         return;
     };
