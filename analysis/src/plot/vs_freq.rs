@@ -68,12 +68,9 @@ struct YPlace {
 impl YPlace {
     /// The placement for these series on a linear (`log_y` false) or log y axis.
     fn new(log_y: bool, series: &[PointSeries]) -> Self {
-        let floor_y = series
-            .iter()
-            .flat_map(|s| s.y.iter().chain(&s.y_lo))
-            .copied()
-            .filter(|v| *v > 0.0 && v.is_finite())
-            .fold(f64::INFINITY, f64::min);
+        let values = series.iter().flat_map(|s| s.y.iter().chain(&s.y_lo));
+        let positive = values.filter(|v| **v > 0.0 && v.is_finite());
+        let floor_y = positive.fold(f64::INFINITY, |m, &v| m.min(v));
         Self { log_y, floor_y }
     }
 
@@ -216,30 +213,22 @@ impl PreparedFit {
         // cannot be shown: sampled densely, those left out.
         let line = |a: f64, b: f64| {
             let pts = sample_line(f.intercept, f.slope, a, b, log_x || (log_y && a > 0.0));
-            if log_y {
-                pts.into_iter()
-                    .filter(|p| p.1 > 0.0)
-                    .map(|(x, y)| (x, y.log10()))
-                    .collect()
-            } else {
-                pts
-            }
+            let shown = pts.into_iter().filter(|p| !log_y || p.1 > 0.0);
+            shown
+                .map(|(x, y)| (x, if log_y { y.log10() } else { y }))
+                .collect()
         };
         let (solid, dashed) = if f.curve.is_empty() {
-            let dashed: Vec<Vec<(f64, f64)>> = [(xe.lo, s_lo), (s_hi, xe.hi)]
+            let outside = [(xe.lo, s_lo), (s_hi, xe.hi)]
                 .into_iter()
-                .filter(|(a, b)| b > a)
-                .map(|(a, b)| line(a, b))
-                .collect();
+                .filter(|(a, b)| b > a);
+            let dashed: Vec<Vec<(f64, f64)>> = outside.map(|(a, b)| line(a, b)).collect();
             (line(s_lo, s_hi), dashed)
         } else {
             // A curve is drawn as given, where the axes can show it.
-            let shown = f
-                .curve
-                .iter()
-                .filter(|(x, y)| (!log_x || *x > 0.0) && (!log_y || *y > 0.0))
-                .map(|&(x, y)| (x, place.at(y)))
-                .collect();
+            let curve = f.curve.iter();
+            let shown = curve.filter(|(x, y)| (!log_x || *x > 0.0) && (!log_y || *y > 0.0));
+            let shown = shown.map(|&(x, y)| (x, place.at(y))).collect();
             (shown, Vec::new())
         };
         if log_x {
@@ -344,10 +333,10 @@ impl VsFreq {
         }
         // Fit curves over the data's x extent, sampled densely enough to be
         // smooth on either axis type.
-        let prepared_fits: Vec<PreparedFit> = fits
+        let prepared = fits
             .iter()
-            .map(|f| PreparedFit::new(f, axes, place, extents.x))
-            .collect();
+            .map(|f| PreparedFit::new(f, axes, place, extents.x));
+        let prepared_fits: Vec<PreparedFit> = prepared.collect();
         for p in prepared_fits.iter().flat_map(PreparedFit::line_points) {
             extents.y.add(p.1);
         }

@@ -40,11 +40,9 @@ impl VsFreq {
     /// The fits whose band can be drawn (two points or more), with their
     /// colours.
     fn fits_with_band(&self) -> impl Iterator<Item = (&FitLine, RGBColor)> {
-        self.fits
-            .iter()
-            .enumerate()
-            .filter(|(_, pf)| pf.fit.band_x.len() >= 2)
-            .map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
+        let fits = self.fits.iter().enumerate();
+        let banded = fits.filter(|(_, pf)| pf.fit.band_x.len() >= 2);
+        banded.map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
     }
 
     /// The x tick labels: compact powers of ten on a log axis, else plain
@@ -177,12 +175,8 @@ impl VsFreq {
         X: Ranged<ValueType = f64>,
     {
         let nothing = || std::iter::empty::<PathElement<(f64, f64)>>();
-        for (i, PreparedFit { fit, .. }) in self
-            .fits
-            .iter()
-            .enumerate()
-            .filter(|(_, pf)| !pf.fit.label_at_end)
-        {
+        let fits = self.fits.iter().enumerate();
+        for (i, PreparedFit { fit, .. }) in fits.filter(|(_, pf)| !pf.fit.label_at_end) {
             let colour = self.fit_colour(i);
             chart
                 .draw_series(nothing())?
