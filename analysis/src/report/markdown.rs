@@ -48,10 +48,10 @@ const BUDGET_SVG: &str = "budget.svg";
 
 /// A plot's file name, when it is an SVG.
 fn svg_name(p: &Path) -> Option<String> {
-    p.extension()
-        .is_some_and(|e| e == "svg")
-        .then(|| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .flatten()
+    let name = p
+        .file_name()
+        .filter(|_| p.extension().is_some_and(|e| e == "svg"));
+    name.map(|n| n.to_string_lossy().into_owned())
 }
 
 /// Title, the answer box and the budget plot, host, what ran, and the runs
@@ -178,14 +178,10 @@ fn summary(s: &mut String, a: &Findings) {
 /// model's terms and tests) are written once, after them.
 fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     let _ = writeln!(s, "## How each recommendation was reached\n");
-    let oks: Vec<&crate::recommend::Recommendation> = at_budgets
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok())
-        .collect();
+    let oks = at_budgets.iter().filter_map(|(_, r)| r.as_ref().ok());
+    let oks: Vec<&crate::recommend::Recommendation> = oks.collect();
     let shared: Vec<&String> = match oks.split_first() {
-        Some((first, rest)) if !rest.is_empty() => first
-            .reasoning
-            .iter()
+        Some((first, rest)) if !rest.is_empty() => (first.reasoning.iter())
             .filter(|l| rest.iter().all(|r| r.reasoning.contains(l)))
             .collect(),
         _ => Vec::new(),
@@ -291,11 +287,8 @@ fn skipped(s: &mut String, a: &Findings, kept_with_raw: bool) {
 
 /// The plots.
 fn footer(s: &mut String, plots: &[PathBuf]) {
-    let names: Vec<String> = plots
-        .iter()
-        .filter_map(|p| svg_name(p))
-        .filter(|n| n != BUDGET_SVG)
-        .collect();
+    let names = plots.iter().filter_map(|p| svg_name(p));
+    let names: Vec<String> = names.filter(|n| n != BUDGET_SVG).collect();
     if names.is_empty() {
         return;
     }
