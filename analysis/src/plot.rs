@@ -494,14 +494,9 @@ fn legend_corner(points: &[(f64, f64)], legend_h_frac: f64) -> SeriesLabelPositi
     let w = 0.42;
     let h = legend_h_frac.clamp(0.15, 0.9);
     let count = |x_left: bool, y_top: bool| {
-        points
-            .iter()
-            .filter(|(x, y)| {
-                let in_x = if x_left { *x <= w } else { *x >= 1.0 - w };
-                let in_y = if y_top { *y >= 1.0 - h } else { *y <= h };
-                in_x && in_y
-            })
-            .count()
+        let in_x = |x: f64| if x_left { x <= w } else { x >= 1.0 - w };
+        let in_y = |y: f64| if y_top { y >= 1.0 - h } else { y <= h };
+        points.iter().filter(|&&(x, y)| in_x(x) && in_y(y)).count()
     };
     use SeriesLabelPosition::{LowerLeft, LowerRight, UpperLeft, UpperRight};
     let corners = [

@@ -119,14 +119,11 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
     let mut fallbacks: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
     for r in runs {
         if !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event {
-            fallbacks
-                .entry((r.requested_event.clone(), r.event.clone()))
-                .or_default()
-                .push(r);
+            let pair = (r.requested_event.clone(), r.event.clone());
+            fallbacks.entry(pair).or_default().push(r);
         }
     }
-    fallbacks
-        .iter()
+    (fallbacks.iter())
         .map(|((req, got), runs)| {
             let w = Warning::with_remedy(
                 Rule::Fallback,
@@ -285,10 +282,7 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
 
 /// One warning per frequency whose paired loss differs between runs.
 fn runs_disagree(a: &Measured) -> Vec<Warning> {
-    a.tables
-        .loss
-        .iter()
-        .filter(|r| r.runs_disagree())
+    (a.tables.loss.iter().filter(|r| r.runs_disagree()))
         .map(|row| {
             let ((f, p), by_run) = (row.between_runs.unwrap_or_default(), row.trusted());
             Warning::with_remedy(
@@ -322,10 +316,7 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
 
 /// One warning per frequency whose tracepoints cost measurable loss.
 fn tracing(a: &Measured) -> Vec<Warning> {
-    a.tables
-        .tracing
-        .iter()
-        .filter(|r| r.significant())
+    (a.tables.tracing.iter().filter(|r| r.significant()))
         .map(|row| {
             Warning::with_remedy(
                 Rule::Tracing,
@@ -346,9 +337,8 @@ fn tracing(a: &Measured) -> Vec<Warning> {
 /// Util runs without handler intervals. No remedy.
 fn no_handler(a: &Measured) -> Option<Warning> {
     let intervals = a.tables.run_intervals.iter();
-    let empty: Vec<u32> = (intervals.filter(|(_, iv)| iv.handler.count == 0))
-        .map(|(id, _)| *id)
-        .collect();
+    let empty = intervals.filter(|(_, iv)| iv.handler.count == 0);
+    let empty: Vec<u32> = empty.map(|(id, _)| *id).collect();
     (!empty.is_empty()).then(|| {
         Warning::new(
             Rule::NoHandler,
