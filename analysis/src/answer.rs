@@ -9,6 +9,9 @@ use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
 use crate::recommend::Recommendation;
+use crate::row_types::LossRow;
+use crate::stats::Estimate;
+use crate::subject::profiler::{ProfilerRow, ProfilerTable};
 
 /// Columns per line, frame included.
 pub const WIDTH: usize = 100;
@@ -16,7 +19,8 @@ pub const WIDTH: usize = 100;
 pub const MAX_LINES: usize = 12;
 
 /// A rate for people: 100 Hz, 2 kHz, 2.5 kHz, 100 kHz.
-fn hz(f: f64) -> String {
+fn hz(f: u64) -> String {
+    let f = f as f64;
     if f >= 1000.0 {
         let k = f / 1000.0;
         if (k - k.round()).abs() < 1e-9 {
@@ -49,6 +53,11 @@ fn loss_pct(v: f64) -> String {
     }
 }
 
+/// [`wrap`] to the box's inside, frame excluded.
+fn inside(lead: &str, parts: &[String]) -> Vec<String> {
+    wrap(lead, parts, WIDTH - 4)
+}
+
 /// `parts` joined by " | " into lines of at most `width` columns, the
 /// first starting with `lead` and the others indented as far.
 fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
@@ -73,50 +82,43 @@ fn wrap(lead: &str, parts: &[String], width: usize) -> Vec<String> {
     lines
 }
 
+/// A cost in ns as "2.1 us [1.9, 2.3]".
+fn us(c: Estimate) -> String {
+    format!(
+        "{:.1} us [{:.1}, {:.1}]",
+        c.value / 1e3,
+        c.lo / 1e3,
+        c.hi / 1e3
+    )
+}
+
 /// The cost of one sample at the lowest rate the model measured, in words,
 /// and the loss model's outside term where the recommendation charged it.
 fn cost_line(a: &Findings, recs: &[Option<&Recommendation>]) -> Vec<String> {
-    let mut v = vec![cost_words(a)];
-    v.extend(recs.iter().flatten().find_map(|r| r.outside_ns).map(|c| {
-        format!(
-            "+ {:.1} us [{:.1}, {:.1}] outside the gaps",
-            c.value / 1e3,
-            c.lo / 1e3,
-            c.hi / 1e3
-        )
-    }));
-    v
+    let outside = recs.iter().flatten().find_map(|r| r.outside_ns);
+    let outside = outside.map(|c| format!("+ {} outside the gaps", us(c)));
+    std::iter::once(cost_words(a)).chain(outside).collect()
 }
 
 /// The model's cost of one sample at its lowest rate, in words.
 fn cost_words(a: &Findings) -> String {
-    let row: Option<&PerSampleRow> = a
-        .gaps
-        .per_sample
-        .as_ref()
-        .and_then(|ps| ps.rows.iter().find(|r| r.total_ns.value.is_finite()));
+    let rows = a.gaps.per_sample.iter().flat_map(|ps| &ps.rows);
+    let row: Option<&PerSampleRow> = rows.clone().find(|r| r.total_ns.value.is_finite());
     // The loss model's gaps term: the table's total less the long episodes
     // where it charged them (they are the model's between-run evidence).
-    let cost = |r: &PerSampleRow| -> crate::stats::Estimate {
-        a.budgets
-            .model
-            .as_ref()
-            .and_then(|m| {
-                m.gaps
-                    .iter()
-                    .zip(&m.gaps_mean)
-                    .find(|(p, _)| p.freq_hz == r.freq_hz)
-                    .map(|(_, e)| *e)
-            })
-            .unwrap_or(r.total_ns)
+    let cost = |r: &PerSampleRow| -> Estimate {
+        let Some(m) = &a.budgets.model else {
+            return r.total_ns;
+        };
+        let mut gaps = m.gaps.iter().zip(&m.gaps_mean);
+        gaps.find(|(p, _)| p.freq_hz == r.freq_hz)
+            .map_or(r.total_ns, |(_, e)| *e)
     };
     match row {
         Some(r) => format!(
-            "one sample costs the application {:.1} us [{:.1}, {:.1}] at {} ({} runs, gaps design)",
-            cost(r).value / 1e3,
-            cost(r).lo / 1e3,
-            cost(r).hi / 1e3,
-            hz(r.freq_hz as f64),
+            "one sample costs the application {} at {} ({} runs, gaps design)",
+            us(cost(r)),
+            hz(r.freq_hz),
             r.runs
         ),
         None if a.quality.raw_removed.gaps => {
@@ -130,32 +132,22 @@ fn cost_words(a: &Findings) -> String {
 /// exists, else the measured throughput loss.
 fn loss_parts(a: &Findings) -> Vec<String> {
     if let Some(ps) = a.gaps.per_sample.as_ref().filter(|p| !p.rows.is_empty()) {
-        return ps
+        let rows = ps
             .rows
             .iter()
-            .filter(|r| r.predicted_loss_pct.value.is_finite())
-            .map(|r| match r.paired_loss_pct {
-                Some(p) if r.agreement == Some(Agreement::Disagree) && under_predicts(r) => {
-                    format!(
-                        "{} {} (paired {})",
-                        hz(r.freq_hz as f64),
-                        loss_pct(r.predicted_loss_pct.value),
-                        pct(p.value)
-                    )
-                }
-                _ => format!(
-                    "{} {}",
-                    hz(r.freq_hz as f64),
-                    loss_pct(r.predicted_loss_pct.value)
-                ),
-            })
-            .collect();
+            .filter(|r| r.predicted_loss_pct.value.is_finite());
+        let part = |r: &PerSampleRow| {
+            let under = r.agreement == Some(Agreement::Disagree) && under_predicts(r);
+            let paired = r.paired_loss_pct.filter(|_| under);
+            let paired = paired.map_or(String::new(), |p| format!(" (paired {})", pct(p.value)));
+            let loss = loss_pct(r.predicted_loss_pct.value);
+            format!("{} {loss}{paired}", hz(r.freq_hz))
+        };
+        return rows.map(part).collect();
     }
-    a.tables
-        .primary_loss()
-        .iter()
-        .map(|l| format!("{} {}", hz(l.freq_hz as f64), loss_pct(l.trusted().value)))
-        .collect()
+    let primary = a.tables.primary_loss();
+    let part = |l: &&LossRow| format!("{} {}", hz(l.freq_hz), loss_pct(l.trusted().value));
+    primary.iter().map(part).collect()
 }
 
 /// The highest rate within each report budget, short ("659 Hz",
@@ -164,15 +156,14 @@ fn loss_parts(a: &Findings) -> Vec<String> {
 /// The recommendations are those the pipeline worked out
 /// ([`Findings::budgets`]).
 pub fn budget_answers(a: &Findings) -> Vec<(f64, String)> {
+    let b = &a.budgets;
     match &a.subject.profiler {
-        Some(_) => a
-            .budgets
+        Some(_) => b
             .profiler
             .iter()
             .map(|r| (r.budget_pct, r.rate_words()))
             .collect(),
-        None => a
-            .budgets
+        None => b
             .sampler
             .iter()
             .map(|(b, r)| (*b, budget_words(r.as_ref().ok())))
@@ -193,32 +184,30 @@ fn latency_line(a: &Findings) -> Option<String> {
     Some(format!(
         "p99 of a 1 ms request: {:+.1} us{ci} at {} (the 1 % rate; {:.0} us at 0 Hz)",
         e.value / 1e3,
-        hz(l.rate_hz as f64),
+        hz(l.rate_hz),
         l.baseline_ns / 1e3
     ))
 }
 
 /// The box's "highest rate within" parts.
 fn budget_parts(a: &Findings) -> Vec<String> {
-    budget_answers(a)
-        .into_iter()
+    let answers = budget_answers(a).into_iter();
+    answers
         .map(|(b, words)| format!("{b} %: {words}"))
         .collect()
 }
 
 /// A recommendation in a few words.
 fn budget_words(rec: Option<&Recommendation>) -> String {
-    match rec {
-        Some(r) => match r.rate_hz {
-            Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
-            Some(hz_) if r.at_highest_measured => {
-                format!(">= {hz_} Hz (every measured rate within)")
-            }
-            Some(hz_) => format!("{hz_} Hz"),
-            None if !r.resolvable => "not resolved".to_string(),
-            None => "none measured".to_string(),
-        },
-        None => "no answer".to_string(),
+    let Some(r) = rec else {
+        return "no answer".to_string();
+    };
+    match r.rate_hz {
+        Some(hz_) if r.bound_only => format!("<= {hz_} Hz (bound)"),
+        Some(hz_) if r.at_highest_measured => format!(">= {hz_} Hz (every measured rate within)"),
+        Some(hz_) => format!("{hz_} Hz"),
+        None if !r.resolvable => "not resolved".to_string(),
+        None => "none measured".to_string(),
     }
 }
 
@@ -244,45 +233,22 @@ fn incomplete_part(rs: &ResultSet) -> Option<String> {
 fn trust_parts(rs: &ResultSet, a: &Findings) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(ps) = &a.gaps.per_sample {
-        let at = |w: Agreement| -> Vec<String> {
-            ps.rows
-                .iter()
-                .filter(|r| r.agreement == Some(w))
-                .map(|r| hz(r.freq_hz as f64))
-                .collect()
-        };
-        let agree = at(Agreement::Agree);
-        let (under, over): (Vec<&PerSampleRow>, Vec<&PerSampleRow>) = ps
-            .rows
-            .iter()
-            .filter(|r| r.agreement == Some(Agreement::Disagree))
-            .partition(|r| under_predicts(r));
-        let rates = |rows: &[&PerSampleRow]| -> String {
-            rows.iter()
-                .map(|r| hz(r.freq_hz as f64))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let at = |w: Agreement| ps.rows.iter().filter(move |r| r.agreement == Some(w));
+        let agree: Vec<&PerSampleRow> = at(Agreement::Agree).collect();
+        let (under, over): (Vec<_>, Vec<_>) =
+            at(Agreement::Disagree).partition(|r| under_predicts(r));
         if agree.is_empty() && under.is_empty() && over.is_empty() {
             v.push("no paired loss resolves to check the model".to_string());
         }
-        if !agree.is_empty() {
-            v.push(format!(
-                "model agrees with throughput at {}",
-                agree.join(", ")
-            ));
-        }
-        if !under.is_empty() {
-            v.push(format!(
-                "model UNDER-PREDICTS the throughput loss at {}",
-                rates(&under)
-            ));
-        }
-        if !over.is_empty() {
-            v.push(format!(
-                "model predicts more than throughput at {}",
-                rates(&over)
-            ));
+        for (rows, words) in [
+            (agree, "model agrees with throughput at"),
+            (under, "model UNDER-PREDICTS the throughput loss at"),
+            (over, "model predicts more than throughput at"),
+        ] {
+            let rates: Vec<String> = rows.iter().map(|r| hz(r.freq_hz)).collect();
+            if !rates.is_empty() {
+                v.push(format!("{words} {}", rates.join(", ")));
+            }
         }
         if let Some(d) = &ps.drift {
             v.push(format!(
@@ -327,7 +293,7 @@ fn groups_left_out(a: &Findings) -> Option<String> {
     let parts: Vec<String> = by_freq
         .iter()
         .filter(|(_, (left, _))| *left > 0)
-        .map(|(&f, (left, of))| format!("{left} of {of} at {}", hz(f as f64)))
+        .map(|(&f, (left, of))| format!("{left} of {of} at {}", hz(f)))
         .collect();
     (!parts.is_empty()).then(|| format!("ABBA groups left out: {}", parts.join(", ")))
 }
@@ -341,32 +307,23 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
     if m.fits.is_empty() {
         return None;
     }
-    let ps: Vec<String> = m
-        .fits
-        .iter()
-        .map(|f| {
-            let class = match f.class {
-                crate::recommend::evidence::Class::WithinRuns => "within",
-                crate::recommend::evidence::Class::BetweenRuns => "between",
-            };
-            format!("{class} p {:.2}", f.p_holm)
-        })
-        .collect();
-    let het = if m.heterogeneous() {
-        "; HETEROGENEITY: within/between disagree"
-    } else {
-        ""
+    use crate::recommend::evidence::Class;
+    let class = |c: Class| {
+        if c == Class::WithinRuns {
+            "within"
+        } else {
+            "between"
+        }
     };
-    Some(match m.outside {
-        Some(_) => format!(
-            "loss OUTSIDE the gaps grows with the rate ({}){het}",
-            ps.join(", ")
-        ),
-        None => format!(
-            "outside the gaps: no growth with rate ({}){het}",
-            ps.join(", ")
-        ),
-    })
+    let ps: Vec<String> = (m.fits.iter())
+        .map(|f| format!("{} p {:.2}", class(f.class), f.p_holm))
+        .collect();
+    let het = ["", "; HETEROGENEITY: within/between disagree"][usize::from(m.heterogeneous())];
+    let words = match m.outside {
+        Some(_) => "loss OUTSIDE the gaps grows with the rate",
+        None => "outside the gaps: no growth with rate",
+    };
+    Some(format!("{words} ({}){het}", ps.join(", ")))
 }
 
 /// "speed mode changed inside 3 of 40 phases": the split phases whose two
@@ -384,8 +341,8 @@ fn mode_changes(t: &crate::split::SplitTable) -> Option<String> {
 /// Whether the paired loss lies above the gaps term's prediction (the
 /// model under-predicts there).
 fn under_predicts(r: &PerSampleRow) -> bool {
-    r.paired_loss_pct
-        .is_some_and(|p| p.value > r.predicted_loss_pct.value)
+    let p = r.paired_loss_pct;
+    p.is_some_and(|p| p.value > r.predicted_loss_pct.value)
 }
 
 /// The box, one string per line, frame included, from the
@@ -396,29 +353,22 @@ pub fn answer_box(rs: &ResultSet, a: &Findings) -> Vec<String> {
         let (body, trust) = profiler_body(rs, a, t);
         return framed(title, body, trust);
     }
-    let inner = WIDTH - 4;
-    let recs: Vec<Option<&Recommendation>> = a
-        .budgets
-        .sampler
-        .iter()
-        .map(|(_, r)| r.as_ref().ok())
-        .collect();
+    let sampler = a.budgets.sampler.iter();
+    let recs: Vec<Option<&Recommendation>> = sampler.map(|(_, r)| r.as_ref().ok()).collect();
     let mut host = host_parts(rs);
     // The event of a sampled run: a 0 Hz run opens none.
-    host.extend(
-        rs.runs
-            .iter()
-            .find(|r| !r.event.is_empty())
-            .or(rs.runs.first())
-            .map(|r| format!("{}, {} scope", r.event, r.scope)),
-    );
-    let mut body = wrap("", &host, inner);
-    body.extend(wrap("", &cost_line(a, &recs), inner));
-    body.extend(wrap("loss: ", &loss_parts(a), inner));
-    body.extend(wrap("highest rate within ", &budget_parts(a), inner));
+    let run = rs
+        .runs
+        .iter()
+        .find(|r| !r.event.is_empty())
+        .or(rs.runs.first());
+    host.extend(run.map(|r| format!("{}, {} scope", r.event, r.scope)));
+    let mut body = inside("", &host);
+    body.extend(inside("", &cost_line(a, &recs)));
+    body.extend(inside("loss: ", &loss_parts(a)));
+    body.extend(inside("highest rate within ", &budget_parts(a)));
     body.extend(latency_line(a));
-    let trust = wrap("trust: ", &trust_parts(rs, a), inner);
-    framed(title, body, trust)
+    framed(title, body, inside("trust: ", &trust_parts(rs, a)))
 }
 
 /// The host's name, CPU model and kernel, as far as the manifest knows.
@@ -438,17 +388,10 @@ fn host_parts(rs: &ResultSet) -> Vec<String> {
 /// interruptions costs, the loss at each rate, the highest rate within
 /// each budget, its own CPU, and whether its interruptions track its rate.
 /// The body's lines and the trust lines, apart: the frame keeps the trust.
-fn profiler_body(
-    rs: &ResultSet,
-    a: &Findings,
-    t: &crate::subject::profiler::ProfilerTable,
-) -> (Vec<String>, Vec<String>) {
-    let inner = WIDTH - 4;
-    let mut body = wrap("", &host_parts(rs), inner);
-    body.extend(wrap("profiler: ", std::slice::from_ref(&t.template), inner));
-    let cost: Vec<String> = t
-        .rows
-        .iter()
+fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String>, Vec<String>) {
+    let mut body = inside("", &host_parts(rs));
+    body.extend(inside("profiler: ", std::slice::from_ref(&t.template)));
+    let cost: Vec<String> = (t.rows.iter())
         .filter(|r| r.cost_per_interruption_ns.value.is_finite() && r.resolved())
         .map(|r| {
             let c = &r.cost_per_interruption_ns;
@@ -457,48 +400,27 @@ fn profiler_body(
             } else {
                 String::new()
             };
-            format!(
-                "{:.1} us{interval} at {}",
-                c.value / 1000.0,
-                hz(r.freq_hz as f64)
-            )
+            format!("{:.1} us{interval} at {}", c.value / 1000.0, hz(r.freq_hz))
         })
         .collect();
-    let cost = if cost.is_empty() {
-        vec!["not resolved (see the profiler table)".to_string()]
-    } else {
-        cost
+    let cost = match cost.is_empty() {
+        true => vec!["not resolved (see the profiler table)".to_string()],
+        false => cost,
     };
-    body.extend(wrap(
-        "one interruption costs the application ",
-        &cost,
-        inner,
+    body.extend(inside("one interruption costs the application ", &cost));
+    let per_rate = |v: &dyn Fn(&ProfilerRow) -> String| -> Vec<String> {
+        t.rows
+            .iter()
+            .map(|r| format!("{} {}", hz(r.freq_hz), v(r)))
+            .collect()
+    };
+    body.extend(inside(
+        "loss: ",
+        &per_rate(&|r| loss_pct(r.gap_loss_pct.value)),
     ));
-    let loss: Vec<String> = t
-        .rows
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {}",
-                hz(r.freq_hz as f64),
-                loss_pct(r.gap_loss_pct.value)
-            )
-        })
-        .collect();
-    body.extend(wrap("loss: ", &loss, inner));
-    body.extend(wrap("highest rate within ", &budget_parts(a), inner));
-    let own: Vec<String> = t
-        .rows
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {}",
-                hz(r.freq_hz as f64),
-                pct(r.profiler_cpu_pct.value).replace(" %", " % of a CPU")
-            )
-        })
-        .collect();
-    body.extend(wrap("its own CPU: ", &own, inner));
+    body.extend(inside("highest rate within ", &budget_parts(a)));
+    let own = per_rate(&|r| pct(r.profiler_cpu_pct.value).replace(" %", " % of a CPU"));
+    body.extend(inside("its own CPU: ", &own));
     // Rates whose extra interruptions lie outside the +-5 % band, and rates
     // where the background hides them (the interval holds the rate but is
     // wider than the band).
@@ -506,16 +428,12 @@ fn profiler_body(
     let mut trust: Vec<String> = Vec::new();
     let mut hidden: Vec<String> = Vec::new();
     for r in t.rows.iter().filter(|r| r.tracking_note().is_some()) {
-        let f = r.freq_hz as f64;
-        let e = &r.excess_episodes_per_s;
+        let (f, e) = (r.freq_hz as f64, &r.excess_episodes_per_s);
         if e.lo > f * (1.0 + band) || e.hi < f * (1.0 - band) {
-            trust.push(format!(
-                "{:.0} % of the rate seen at {}",
-                r.tracking_pct,
-                hz(f)
-            ));
+            let seen = format!("{:.0} %", r.tracking_pct);
+            trust.push(format!("{seen} of the rate seen at {}", hz(r.freq_hz)));
         } else {
-            hidden.push(hz(f));
+            hidden.push(hz(r.freq_hz));
         }
     }
     if !hidden.is_empty() {
@@ -529,7 +447,7 @@ fn profiler_body(
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
-    (body, wrap("trust: ", &trust, inner))
+    (body, inside("trust: ", &trust))
 }
 
 /// The frame around the box's lines, cut to [`MAX_LINES`] lines of
@@ -571,9 +489,9 @@ mod tests {
 
     #[test]
     fn rates_losses_and_wrapping() {
-        assert_eq!(hz(100.0), "100 Hz");
-        assert_eq!(hz(2000.0), "2 kHz");
-        assert_eq!(hz(2500.0), "2.5 kHz");
+        assert_eq!(hz(100), "100 Hz");
+        assert_eq!(hz(2000), "2 kHz");
+        assert_eq!(hz(2500), "2.5 kHz");
         assert_eq!(pct(0.2174), "0.217 %");
         assert_eq!(pct(96.78), "96.8 %");
         let parts: Vec<String> = (0..10).map(|i| format!("part number {i}")).collect();

@@ -221,6 +221,33 @@ macro_rules! display {
     )*};
 }
 
+/// Serializer methods for what a row cannot hold: an error naming it.
+macro_rules! unsupported {
+    ($($f:ident($($a:ty),*) -> $r:ty: $what:literal),*) => {$(
+        fn $f(self, $(_: $a),*) -> Result<$r, Error> {
+            Err(unsupported($what))
+        }
+    )*};
+}
+
+/// Serializer methods that write an empty cell.
+macro_rules! empty {
+    ($($f:ident($($a:ty),*)),*) => {$(
+        fn $f(self, $(_: $a),*) -> Result<(), Error> {
+            self.push(String::new())
+        }
+    )*};
+}
+
+/// The `end` of a compound serializer: nothing left to write.
+macro_rules! end {
+    () => {
+        fn end(self) -> Result<(), Error> {
+            Ok(())
+        }
+    };
+}
+
 impl<'a> ser::Serializer for &'a mut Cells {
     type Ok = ();
     type Error = Error;
@@ -242,20 +269,20 @@ impl<'a> ser::Serializer for &'a mut Cells {
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
         self.number(v)
     }
-    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
-        Err(unsupported("bytes"))
-    }
-    fn serialize_none(self) -> Result<(), Error> {
-        self.push(String::new())
-    }
+    empty!(
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str)
+    );
+    unsupported!(serialize_bytes(&[u8]) -> (): "bytes",
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant:
+            "an enum with data",
+        serialize_map(Option<usize>) -> Self::SerializeMap: "a map",
+        serialize_struct_variant(&'static str, u32, &'static str, usize)
+            -> Self::SerializeStructVariant: "an enum with data");
+
     fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<(), Error> {
         v.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<(), Error> {
-        self.push(String::new())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
-        self.push(String::new())
     }
     fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Error> {
         self.push(v.to_string())
@@ -302,31 +329,10 @@ impl<'a> ser::Serializer for &'a mut Cells {
             names: names.into_iter(),
         })
     }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(unsupported("an enum with data"))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(unsupported("a map"))
-    }
     /// A struct's fields, each named by its key; a struct inside a row
     /// adds its fields to the row's.
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Error> {
         Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(unsupported("an enum with data"))
     }
 }
 
@@ -341,9 +347,7 @@ impl SerializeStruct for &mut Cells {
         key.clone_into(&mut self.key);
         v.serialize(&mut **self)
     }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
+    end!();
 }
 
 impl SerializeTuple for &mut Cells {
@@ -352,9 +356,7 @@ impl SerializeTuple for &mut Cells {
     fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
         v.serialize(&mut **self)
     }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
+    end!();
 }
 
 /// The columns of a sequence field, `name1`, `name2`, ...
@@ -372,9 +374,7 @@ impl ser::SerializeSeq for Runs<'_> {
         self.cells.key = format!("{}{}", self.base, self.i);
         v.serialize(&mut *self.cells)
     }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
+    end!();
 }
 
 /// The columns of a field written by [`cells`], named in turn.
@@ -393,9 +393,7 @@ impl SerializeTupleStruct for Named<'_> {
             .ok_or_else(|| unsupported("an unnamed column"))?;
         v.serialize(&mut *self.cells)
     }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
+    end!();
 }
 
 /// The CSV that `fill` writes.

@@ -60,12 +60,8 @@ impl Column {
     fn at(&self, f: u64) -> [Option<Estimate>; 3] {
         if let Some(t) = &self.a.subject.profiler {
             let r = t.rows.iter().find(|r| r.freq_hz == f);
-            let cost = r.map(|r| r.cost_per_interruption_ns);
-            return [
-                r.map(|r| r.throughput_loss_pct),
-                r.map(|r| r.gap_loss_pct),
-                cost,
-            ];
+            let (loss, gap) = (r.map(|r| r.throughput_loss_pct), r.map(|r| r.gap_loss_pct));
+            return [loss, gap, r.map(|r| r.cost_per_interruption_ns)];
         }
         let loss = self
             .a
@@ -179,11 +175,8 @@ fn setup_and_fit_rows(cols: &[Column]) -> Vec<Vec<String>> {
 fn answer_rows(cols: &[Column]) -> Vec<Vec<String>> {
     let answers: Vec<Vec<(f64, String)>> = cols.iter().map(|c| budget_answers(&c.a)).collect();
     let answer = |a: &Vec<(f64, String)>, b: f64| {
-        let words = a
-            .iter()
-            .find(|(budget, _)| *budget == b)
-            .map(|(_, words)| words);
-        words.cloned().unwrap_or_default()
+        let words = a.iter().find(|(budget, _)| *budget == b);
+        words.map(|(_, words)| words.clone()).unwrap_or_default()
     };
     let cells = |b: f64| answers.iter().map(|a| answer(a, b)).collect();
     let rows = BUDGETS_PCT.iter();
@@ -202,17 +195,15 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
         freqs.extend(c.freqs());
     }
     let at = |i: usize, f: u64, d: usize| -> Vec<String> {
-        let at = cols
-            .iter()
-            .map(|c| c.at(f)[i].map_or(String::new(), |e| fmt_est(&e, d)));
-        at.collect()
+        let cell = |c: &Column| c.at(f)[i].map_or(String::new(), |e| fmt_est(&e, d));
+        cols.iter().map(cell).collect()
     };
     let util = |f: u64| -> Vec<String> {
-        let util = cols
-            .iter()
-            .map(|c| c.a.tables.util.iter().find(|r| r.freq_hz == f));
-        util.map(|r| r.map_or(String::new(), |r| fmt_est(&r.util_pct, 4)))
-            .collect()
+        let cell = |c: &Column| {
+            let r = c.a.tables.util.iter().find(|r| r.freq_hz == f);
+            r.map_or(String::new(), |r| fmt_est(&r.util_pct, 4))
+        };
+        cols.iter().map(cell).collect()
     };
     let rows =
         |name: &str, cells: &dyn Fn(u64) -> Vec<String>, reference: &dyn Fn(u64) -> String| {
@@ -239,10 +230,8 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
 /// Build the comparison of `dirs` (each a results directory).
 pub fn compare(dirs: &[&Path]) -> Result<Comparison, AnalysisError> {
     let reference = Reference::article_2014()?;
-    let cols: Vec<Column> = dirs
-        .iter()
-        .map(|dir| Column::load(dir))
-        .collect::<Result<_, _>>()?;
+    let cols = dirs.iter().map(|dir| Column::load(dir));
+    let cols: Vec<Column> = cols.collect::<Result<_, _>>()?;
     let header = row(
         "quantity",
         cols.iter().map(|c| c.label.clone()).collect(),

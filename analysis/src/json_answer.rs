@@ -77,13 +77,11 @@ pub fn profiler(rec: &ProfilerRecommendation, t: &ProfilerTable, rows: Vec<Summa
 /// of the two budgets' rates, the loss budget's own stays as
 /// `loss_rate_hz`, and `l` whole goes under `latency`.
 pub fn with_latency(mut answer: Answer, l: &crate::recommend::latency::LatencyAnswer) -> Answer {
+    let (rate, latency) = (serde_json::json!(answer.rate_hz), serde_json::to_value(l));
+    answer.extra.insert("loss_rate_hz".into(), rate);
     answer
         .extra
-        .insert("loss_rate_hz".into(), serde_json::json!(answer.rate_hz));
-    answer.extra.insert(
-        "latency".into(),
-        serde_json::to_value(l).unwrap_or_default(),
-    );
+        .insert("latency".into(), latency.unwrap_or_default());
     answer.rate_hz = l.combined(answer.rate_hz);
     answer.reasons.extend(l.reasons.iter().cloned());
     answer

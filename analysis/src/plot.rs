@@ -76,6 +76,21 @@ pub struct PointSeries {
     pub y_hi: Vec<f64>,
 }
 
+impl PointSeries {
+    /// Points `(x, y)` without error bars.
+    pub fn new(label: impl Into<String>, pts: impl IntoIterator<Item = (f64, f64)>) -> Self {
+        let (x, y) = pts.into_iter().unzip();
+        let (y_lo, y_hi) = (Vec::new(), Vec::new());
+        Self {
+            label: label.into(),
+            x,
+            y,
+            y_lo,
+            y_hi,
+        }
+    }
+}
+
 /// A fitted line `y = intercept + slope * x`, with an optional confidence
 /// band given point-wise at `band_x` (all three vectors empty = no band).
 #[derive(Debug, Clone, Default)]
@@ -130,11 +145,9 @@ pub fn plot_vs_freq(
 ) -> Result<Vec<PathBuf>, PlotError> {
     let axes = Axes {
         log_x,
-        log_y: false,
-        y_include: None,
+        ..Axes::LOG_X
     };
-    let fig = VsFreq::prepare(title, (x_label, y_label), series, fits, axes, out_stem)?;
-    render(&fig, out_stem)
+    plot_vs_freq_axes(title, (x_label, y_label), series, fits, axes, out_stem)
 }
 
 /// Which axes of [`plot_vs_freq_axes`] are log10.
@@ -148,6 +161,20 @@ pub struct Axes {
     /// A y value the axis shows whatever the data (the budget plot's 100 %
     /// loss: room above the data for the legend).
     pub y_include: Option<f64>,
+}
+
+impl Axes {
+    /// Log x, linear y.
+    pub const LOG_X: Axes = Axes {
+        log_x: true,
+        log_y: false,
+        y_include: None,
+    };
+    /// Both log.
+    pub const LOG_LOG: Axes = Axes {
+        log_y: true,
+        ..Axes::LOG_X
+    };
 }
 
 /// [`plot_vs_freq`] with a choice of log axes.
@@ -467,33 +494,20 @@ fn legend_corner(points: &[(f64, f64)], legend_h_frac: f64) -> SeriesLabelPositi
     let w = 0.42;
     let h = legend_h_frac.clamp(0.15, 0.9);
     let count = |x_left: bool, y_top: bool| {
-        points
-            .iter()
-            .filter(|(x, y)| {
-                let in_x = if x_left { *x <= w } else { *x >= 1.0 - w };
-                let in_y = if y_top { *y >= 1.0 - h } else { *y <= h };
-                in_x && in_y
-            })
-            .count()
+        let in_x = |x: f64| if x_left { x <= w } else { x >= 1.0 - w };
+        let in_y = |y: f64| if y_top { y >= 1.0 - h } else { y <= h };
+        points.iter().filter(|&&(x, y)| in_x(x) && in_y(y)).count()
     };
-    let candidates = [
-        (SeriesLabelPosition::UpperLeft, count(true, true)),
-        (SeriesLabelPosition::UpperRight, count(false, true)),
-        (SeriesLabelPosition::LowerRight, count(false, false)),
-        (SeriesLabelPosition::LowerLeft, count(true, false)),
+    use SeriesLabelPosition::{LowerLeft, LowerRight, UpperLeft, UpperRight};
+    let corners = [
+        (UpperLeft, true, true),
+        (UpperRight, false, true),
+        (LowerRight, false, false),
     ];
-    let mut best = 0;
-    for (i, c) in candidates.iter().enumerate() {
-        if c.1 < candidates[best].1 {
-            best = i;
-        }
-    }
-    match best {
-        0 => SeriesLabelPosition::UpperLeft,
-        1 => SeriesLabelPosition::UpperRight,
-        2 => SeriesLabelPosition::LowerRight,
-        _ => SeriesLabelPosition::LowerLeft,
-    }
+    // The first of the fewest covered.
+    (corners.into_iter().chain([(LowerLeft, true, false)]))
+        .min_by_key(|&(_, left, top)| count(left, top))
+        .map_or(UpperLeft, |c| c.0)
 }
 
 /// A band given at a few x values is drawn with straight edges between them;

@@ -49,7 +49,7 @@ pub struct Written {
 /// carries over) and moved into place at the end; an error or a panic on
 /// the way removes the staging folder and leaves the earlier report as it
 /// was.
-pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisError> {
+pub fn write(rs: &ResultSet, a: &Findings) -> Result<Written, AnalysisError> {
     let dir = rs.dir.as_path();
     let reference = Reference::article_2014()?;
     let target = dir.join("report");
@@ -59,7 +59,7 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
     }
     let out = staging.0.clone();
     std::fs::create_dir_all(&out).map_err(|e| AnalysisError::write(&out, e))?;
-    let kept = keep_report_made_with_raw(&out, analysis.quality.raw_removed)?;
+    let kept = keep_report_made_with_raw(&out, a.quality.raw_removed)?;
     // Every table and plot this report writes, so that any left by an
     // earlier report of other data can go (stale_files).
     let mut written: Vec<PathBuf> = Vec::new();
@@ -68,66 +68,58 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
         written.push(p.clone());
         p
     };
-    write_rows(
-        &path("util.csv"),
-        &util_rows(analysis, &reference),
-        Numbers::Plain,
-    )?;
-    write_rows(&path("loss.csv"), &analysis.tables.loss, Numbers::Plain)?;
-    write_rows(
-        &path("tracing.csv"),
-        &analysis.tables.tracing,
-        Numbers::Plain,
-    )?;
-    if let Some(ps) = &analysis.gaps.per_sample {
+    write_rows(&path("util.csv"), &util_rows(a, &reference), Numbers::Plain)?;
+    write_rows(&path("loss.csv"), &a.tables.loss, Numbers::Plain)?;
+    write_rows(&path("tracing.csv"), &a.tables.tracing, Numbers::Plain)?;
+    if let Some(ps) = &a.gaps.per_sample {
         write_rows(&path("per_sample.csv"), &ps.rows, Numbers::Plain)?;
         write_rows(&path("cost_by_run.csv"), &ps.run_costs, Numbers::Csv)?;
     }
-    if let Some(t) = &analysis.gaps.latency {
+    if let Some(t) = &a.gaps.latency {
         write_rows(&path("latency.csv"), &t.rows, Numbers::Plain)?;
         write_rows(&path("latency_runs.csv"), &t.runs, Numbers::Plain)?;
     }
-    if !analysis.gaps.split.rows.is_empty() {
-        let split = &analysis.gaps.split;
-        write_rows(&path("split.csv"), &split.rows, Numbers::Plain)?;
-        write_rows(&path("split_phases.csv"), &split.phases, Numbers::Plain)?;
+    if !a.gaps.split.rows.is_empty() {
+        write_rows(&path("split.csv"), &a.gaps.split.rows, Numbers::Plain)?;
+        write_rows(
+            &path("split_phases.csv"),
+            &a.gaps.split.phases,
+            Numbers::Plain,
+        )?;
     }
-    if !analysis.contents.rows.is_empty() {
+    if !a.contents.rows.is_empty() {
         write_rows(
             &path("by_contents.csv"),
-            &analysis.contents.rows,
+            &a.contents.rows,
             Numbers::PlainNaN,
         )?;
     }
-    if !analysis.contents.after_rows.is_empty() {
-        let rows = &analysis.contents.after_rows;
-        write_rows(&path("after_effect.csv"), rows, Numbers::PlainNaN)?;
+    if !a.contents.after_rows.is_empty() {
+        write_rows(
+            &path("after_effect.csv"),
+            &a.contents.after_rows,
+            Numbers::PlainNaN,
+        )?;
     }
-    if let Some(t) = &analysis.subject.profiler {
+    if let Some(t) = &a.subject.profiler {
         write_rows(&path("profiler.csv"), &t.rows, Numbers::Plain)?;
     }
-    if !analysis.phase_faults.is_empty() {
-        write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), analysis)?;
+    if !a.phase_faults.is_empty() {
+        write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), a)?;
     }
-    if !analysis.quality.warnings.is_empty() {
-        let rows = WarningRunRow::of(&analysis.quality.warnings);
+    if !a.quality.warnings.is_empty() {
+        let rows = WarningRunRow::of(&a.quality.warnings);
         write_rows(&path(WARNING_RUNS_CSV), &rows, Numbers::Plain)?;
     }
-    let command = &analysis.subject.command;
+    let command = &a.subject.command;
     if !command.is_empty() {
         write_rows(&path("command.csv"), command, Numbers::PlainNaN)?;
     }
-    if let Some(m) = &analysis.budgets.model {
-        let p = path("loss_model.json");
-        let json = serde_json::to_string_pretty(m)
-            .map_err(|e| AnalysisError::write(&p, std::io::Error::other(e)))?;
-        write_file(&p, &json)?;
+    if let Some(m) = &a.budgets.model {
+        write_json(&path("loss_model.json"), m)?;
     }
-    let fit_path = path("fit.json");
-    let fit_json = serde_json::to_string_pretty(&fit_document(analysis))
-        .map_err(|e| AnalysisError::write(&fit_path, std::io::Error::other(e)))?;
-    write_file(&fit_path, &fit_json)?;
-    let plots = crate::report::figures::write_plots(&out, analysis, &reference);
+    write_json(&path("fit.json"), &fit_document(a))?;
+    let plots = crate::report::figures::write_plots(&out, a, &reference);
     written.extend(plots.files.iter().cloned());
     remove_stale(&out, &written);
     let mut command_section = if command.is_empty() {
@@ -139,30 +131,19 @@ pub fn write(rs: &ResultSet, analysis: &Findings) -> Result<Written, AnalysisErr
             rs.profiler_template().as_deref(),
         )
     };
-    if let Some(t) = &analysis.subject.profiler {
+    if let Some(t) = &a.subject.profiler {
         command_section.push_str(&crate::subject::profiler::report::render(
             t,
-            &analysis.budgets.profiler,
+            &a.budgets.profiler,
             rs.runs.first().map_or(0, |r| r.cpu),
         ));
     }
-    let answer = crate::answer::answer_box(rs, analysis);
+    let answer = crate::answer::answer_box(rs, a);
     write_file(&out.join(ANSWER_TXT), &(answer.join("\n") + "\n"))?;
-    let md = markdown::render(
-        rs,
-        analysis,
-        &plots,
-        &command_section,
-        &answer,
-        kept,
-        &written,
-    );
+    let md = markdown::render(rs, a, &plots, &command_section, &answer, kept, &written);
     write_file(&out.join("report.md"), &md)?;
-    let title = md
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("# "))
-        .unwrap_or("perf sampling overhead");
+    let title = md.lines().next().and_then(|l| l.strip_prefix("# "));
+    let title = title.unwrap_or("perf sampling overhead");
     write_file(&out.join(REPORT_HTML), &html::render(&md, title, &out))?;
     staging.commit(&target)?;
     Ok(Written {
@@ -332,59 +313,47 @@ fn remove_stale(out: &Path, written: &[PathBuf]) {
     }
 }
 
-/// The sweep's `--command`, shell-quoted, from the manifest's options.
+/// Writes `text` to `path`.
 fn write_file(path: &Path, text: &str) -> Result<(), AnalysisError> {
     std::fs::write(path, text).map_err(|e| AnalysisError::write(path, e))
 }
 
-/// The units of fit.json's numbers.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FitUnits {
-    /// Of `cost_per_sample*`.
-    pub cost_per_sample: &'static str,
-    /// Of the loss fits' y.
-    pub loss: &'static str,
-    /// Of the utilisation fits' y.
-    pub util: &'static str,
-    /// Of every fit's x: the rate the kernel delivered, not the request.
-    pub x: &'static str,
+/// Writes `value` to `path` as pretty JSON.
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), AnalysisError> {
+    let json = serde_json::to_string_pretty(value)
+        .map_err(|e| AnalysisError::write(path, std::io::Error::other(e)))?;
+    write_file(path, &json)
 }
 
-/// The 2014 article's factor, for comparison.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Reference2014 {
-    /// Its cost per sample, ns.
-    pub cost_per_sample_ns: f64,
-    /// Its utilisation factor, % per kHz.
-    pub delta_pct_per_khz: f64,
-}
-
-/// fit.json: the fits, their units and the reference factor (fields in
-/// the order the file has always had them).
+/// fit.json: the fits, the 2014 article's factor for comparison and the
+/// units of the numbers (fields in the order the file has always had
+/// them).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FitDocument<'a> {
     /// The fitted factors.
     pub fits: &'a crate::tables::Fits,
-    /// The 2014 article's.
-    pub reference_2014: Reference2014,
-    /// What the numbers are in.
-    pub units: FitUnits,
+    /// The 2014 article's: its cost per sample (ns) and its utilisation
+    /// factor (% per kHz).
+    pub reference_2014: serde_json::Value,
+    /// Of `cost_per_sample*`, of the loss and utilisation fits' y, and of
+    /// every fit's x (the rate the kernel delivered, not the request).
+    pub units: serde_json::Value,
 }
 
 /// fit.json of `a`.
 pub fn fit_document(a: &Findings) -> FitDocument<'_> {
     FitDocument {
         fits: &a.tables.fits,
-        reference_2014: Reference2014 {
-            cost_per_sample_ns: ARTICLE_DELTA_PCT_PER_KHZ * 1e4,
-            delta_pct_per_khz: ARTICLE_DELTA_PCT_PER_KHZ,
-        },
-        units: FitUnits {
-            cost_per_sample: "ns",
-            loss: "percent",
-            util: "percent",
-            x: "achieved sample rate, kHz",
-        },
+        reference_2014: serde_json::json!({
+            "cost_per_sample_ns": ARTICLE_DELTA_PCT_PER_KHZ * 1e4,
+            "delta_pct_per_khz": ARTICLE_DELTA_PCT_PER_KHZ,
+        }),
+        units: serde_json::json!({
+            "cost_per_sample": "ns",
+            "loss": "percent",
+            "util": "percent",
+            "x": "achieved sample rate, kHz",
+        }),
     }
 }
 

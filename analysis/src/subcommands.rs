@@ -57,6 +57,21 @@ fn eprint_lines(lines: &[String]) {
     }
 }
 
+/// The answer box on stderr, then on stdout `json` where given, else the
+/// report's path.
+fn answer_and(
+    answer: &[String],
+    json: Option<&impl serde::Serialize>,
+    md: &Path,
+) -> anyhow::Result<()> {
+    eprint_lines(answer);
+    match json {
+        Some(v) => println!("{}", serde_json::to_string_pretty(v)?),
+        None => println!("{}", md.display()),
+    }
+    Ok(())
+}
+
 /// `analysis report DIR`: the answer box on stderr, report.md's path on
 /// stdout.
 pub fn report(dir: &Path) -> anyhow::Result<()> {
@@ -74,10 +89,8 @@ pub fn report(dir: &Path) -> anyhow::Result<()> {
 /// The set's summary rows of its primary configuration: what a `--json`
 /// answer rests on.
 fn primary_rows(rs: &ResultSet, a: &Findings) -> Vec<SummaryRow> {
-    crate::summary::summary_rows(rs, a)
-        .into_iter()
-        .filter(|r| r.config_primary != Some(false))
-        .collect()
+    let rows = crate::summary::summary_rows(rs, a).into_iter();
+    rows.filter(|r| r.config_primary != Some(false)).collect()
 }
 
 /// `analysis recommend DIR`: the highest rate within `budget` (and within
@@ -89,10 +102,8 @@ pub fn recommend_rate(
     json: bool,
 ) -> anyhow::Result<()> {
     let budget = parse_budget(budget)?;
-    let lat_budget = latency_budget
-        .map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)))
-        .transpose()
-        .map_err(invalid)?;
+    let lat_budget = latency_budget.map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)));
+    let lat_budget = lat_budget.transpose().map_err(invalid)?;
     let rs = load::load(dir)?;
     let a = pipeline::analyse(&rs)?;
     let lat = match (lat_budget, &a.gaps.latency) {
@@ -152,9 +163,8 @@ pub fn predict_latency(
         .latency
         .as_ref()
         .ok_or_else(|| no_gaps(dir, "the latency model"))?;
-    t.model
-        .check_size(size_ns, &format!("--size {size}"))
-        .map_err(invalid)?;
+    let checked = t.model.check_size(size_ns, &format!("--size {size}"));
+    checked.map_err(invalid)?;
     let rows = latency::predict::predict(&t.model, size_ns, rates, percentiles);
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -185,13 +195,11 @@ pub fn fleet(
     }
     let fleet = crate::fleet::analyse(root, opts)?;
     let md = crate::fleet::present::write(&out.unwrap_or_else(|| root.join("report")), &fleet)?;
-    eprint_lines(&crate::fleet::present::answer_box(&fleet));
-    if json {
-        println!("{}", serde_json::to_string_pretty(&fleet)?);
-    } else {
-        println!("{}", md.display());
-    }
-    Ok(())
+    answer_and(
+        &crate::fleet::present::answer_box(&fleet),
+        json.then_some(&fleet),
+        &md,
+    )
 }
 
 /// `analysis fleet ROOT --compact OUT`: one line per day on stderr, the
@@ -240,13 +248,11 @@ pub fn history(
     let h = crate::history::analyse(dir, &opts)?;
     let out = out.unwrap_or_else(|| dir.join("history-report"));
     let md = crate::history::present::write(&out, &h)?;
-    eprint_lines(&crate::history::present::answer_box(&h));
-    if json {
-        println!("{}", serde_json::to_string_pretty(&h)?);
-    } else {
-        println!("{}", md.display());
-    }
-    Ok(())
+    answer_and(
+        &crate::history::present::answer_box(&h),
+        json.then_some(&h),
+        &md,
+    )
 }
 
 /// `analysis compare DIR...`: Markdown or CSV on stdout.
@@ -294,14 +300,12 @@ fn summary_into(
         None => dir.to_path_buf(),
         Some(root) => {
             let first = rows.first();
-            let host = host
-                .map(str::to_owned)
-                .or_else(|| first.and_then(|r| r.hostname.clone()))
-                .unwrap_or_else(|| "unknown".to_string());
-            let date = first
-                .and_then(|r| r.started_at)
-                .and_then(crate::fleet::scan::day_of)
-                .unwrap_or_else(|| "unknown".to_string());
+            let host = host.map(str::to_owned).or_else(|| first?.hostname.clone());
+            let date = first.and_then(|r| crate::fleet::scan::day_of(r.started_at?));
+            let (host, date) = (
+                host.as_deref().unwrap_or("unknown"),
+                date.as_deref().unwrap_or("unknown"),
+            );
             let name = dir.file_name().unwrap_or_default();
             let t = root.join(format!("host={host}/date={date}")).join(name);
             std::fs::create_dir_all(&t)?;

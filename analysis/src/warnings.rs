@@ -3,7 +3,7 @@
 //! runs, runs that disagree, tracing that costs, missing runs), each with
 //! the runs it concerns and what to read instead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use results_format::{Design, RunKind, RunStatus, Status};
 
@@ -31,14 +31,9 @@ use lowered::lowered_limit;
 /// Every warning of a report, in the order they are shown: the sweep's
 /// status and the driver's own, then each check over the runs and tables.
 pub(crate) fn warnings(rs: &ResultSet, a: &Measured) -> Vec<Warning> {
-    let mut w: Vec<Warning> = Vec::new();
-    w.extend(incomplete(rs));
-    w.extend(
-        rs.manifest
-            .warnings
-            .iter()
-            .map(|m| Warning::new(Rule::Driver, m.clone())),
-    );
+    let mut w: Vec<Warning> = incomplete(rs).into_iter().collect();
+    let driver = rs.manifest.warnings.iter();
+    w.extend(driver.map(|m| Warning::new(Rule::Driver, m.clone())));
     w.extend(fallbacks(&rs.runs));
     w.extend(failed(&rs.runs));
     w.extend(throttled(&rs.runs));
@@ -63,9 +58,7 @@ fn select(runs: &[Run], f: impl Fn(&Run) -> bool) -> Vec<&Run> {
 
 /// "at 100, 4000 Hz": the distinct rates of `runs`.
 fn at_rates(runs: &[&Run]) -> String {
-    let mut f: Vec<u64> = runs.iter().map(|r| r.freq_hz).collect();
-    f.sort_unstable();
-    f.dedup();
+    let f: BTreeSet<u64> = runs.iter().map(|r| r.freq_hz).collect();
     let f: Vec<String> = f.iter().map(u64::to_string).collect();
     format!("at {} Hz", f.join(", "))
 }
@@ -89,11 +82,8 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
         .map(|&i| u32::try_from(i).unwrap_or(u32::MAX));
     if rs.manifest.status != Status::Complete {
         // The sweep raised the kernel's rate limit: its resume must too.
-        let raise = rs
-            .manifest
-            .settings_changed
-            .iter()
-            .any(|c| c.path.ends_with("perf_event_max_sample_rate"));
+        let mut changed = rs.manifest.settings_changed.iter();
+        let raise = changed.any(|c| c.path.ends_with("perf_event_max_sample_rate"));
         return Some(Warning::with_remedy(
             Rule::Incomplete,
             format!(
@@ -129,14 +119,11 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
     let mut fallbacks: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
     for r in runs {
         if !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event {
-            fallbacks
-                .entry((r.requested_event.clone(), r.event.clone()))
-                .or_default()
-                .push(r);
+            let pair = (r.requested_event.clone(), r.event.clone());
+            fallbacks.entry(pair).or_default().push(r);
         }
     }
-    fallbacks
-        .iter()
+    (fallbacks.iter())
         .map(|((req, got), runs)| {
             let w = Warning::with_remedy(
                 Rule::Fallback,
@@ -191,11 +178,9 @@ fn throttled(runs: &[Run]) -> Option<Warning> {
 fn thinned(runs: &[Run]) -> Option<Warning> {
     let thin = select(runs, |r| r.ok() && r.is_thinned());
     let covered = |r: &Run| 100.0 * r.raw_kept_ns.unwrap_or(0) as f64 / r.window_ns.max(1) as f64;
-    let least = thin
-        .iter()
-        .map(|r| covered(r))
-        .fold(f64::INFINITY, f64::min);
-    let most = thin.iter().map(|r| covered(r)).fold(0.0, f64::max);
+    let shares: Vec<f64> = thin.iter().map(|r| covered(r)).collect();
+    let least = shares.iter().copied().fold(f64::INFINITY, f64::min);
+    let most = shares.iter().copied().fold(0.0, f64::max);
     let (least, most) = (format!("{least:.0}"), format!("{most:.0}"));
     let share = if least == most {
         least
@@ -230,10 +215,10 @@ fn records(runs: &[Run]) -> Option<Warning> {
              entries/exits"
         )
     };
-    let total = lost.iter().fold([0; 4], |acc, r| {
-        let c = counts(r);
-        [acc[0] + c[0], acc[1] + c[1], acc[2] + c[2], acc[3] + c[3]]
-    });
+    let total = lost
+        .iter()
+        .map(|r| counts(r))
+        .fold([0; 4], |acc, c| std::array::from_fn(|i| acc[i] + c[i]));
     (!lost.is_empty()).then(|| {
         let w = Warning::with_remedy(
             Rule::Records,
@@ -297,10 +282,7 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
 
 /// One warning per frequency whose paired loss differs between runs.
 fn runs_disagree(a: &Measured) -> Vec<Warning> {
-    a.tables
-        .loss
-        .iter()
-        .filter(|r| r.runs_disagree())
+    (a.tables.loss.iter().filter(|r| r.runs_disagree()))
         .map(|row| {
             let ((f, p), by_run) = (row.between_runs.unwrap_or_default(), row.trusted());
             Warning::with_remedy(
@@ -334,10 +316,7 @@ fn noisy(runs: &[Run]) -> Option<Warning> {
 
 /// One warning per frequency whose tracepoints cost measurable loss.
 fn tracing(a: &Measured) -> Vec<Warning> {
-    a.tables
-        .tracing
-        .iter()
-        .filter(|r| r.significant())
+    (a.tables.tracing.iter().filter(|r| r.significant()))
         .map(|row| {
             Warning::with_remedy(
                 Rule::Tracing,
@@ -357,13 +336,9 @@ fn tracing(a: &Measured) -> Vec<Warning> {
 
 /// Util runs without handler intervals. No remedy.
 fn no_handler(a: &Measured) -> Option<Warning> {
-    let empty: Vec<u32> = a
-        .tables
-        .run_intervals
-        .iter()
-        .filter(|(_, iv)| iv.handler.count == 0)
-        .map(|(id, _)| *id)
-        .collect();
+    let intervals = a.tables.run_intervals.iter();
+    let empty = intervals.filter(|(_, iv)| iv.handler.count == 0);
+    let empty: Vec<u32> = empty.map(|(id, _)| *id).collect();
     (!empty.is_empty()).then(|| {
         Warning::new(
             Rule::NoHandler,
@@ -375,30 +350,19 @@ fn no_handler(a: &Measured) -> Option<Warning> {
 
 /// No loss can be computed (no 0 Hz baseline, or no loss runs). No remedy.
 fn no_loss(runs: &[Run]) -> Option<Warning> {
-    let has_loss = runs
-        .iter()
-        .any(|r| r.ok() && r.kind == RunKind::Loss && r.freq_hz > 0);
+    let loss = runs.iter().filter(|r| r.ok() && r.kind == RunKind::Loss);
+    let has_loss = loss.clone().any(|r| r.freq_hz > 0);
     let classic = |at_zero: bool| {
-        runs.iter().any(|r| {
-            r.ok()
-                && r.kind == RunKind::Loss
-                && r.design == Design::Classic
-                && (r.freq_hz == 0) == at_zero
-        })
+        (loss.clone()).any(|r| r.design == Design::Classic && (r.freq_hz == 0) == at_zero)
     };
-    if classic(false) && !classic(true) {
-        Some(Warning::new(
-            Rule::NoLoss,
-            "no successful 0 Hz loss runs: classic loss cannot be computed",
-        ))
+    let text = if classic(false) && !classic(true) {
+        "no successful 0 Hz loss runs: classic loss cannot be computed"
     } else if !has_loss {
-        Some(Warning::new(
-            Rule::NoLoss,
-            "no loss runs: Table 2 and the recommendation are empty",
-        ))
+        "no loss runs: Table 2 and the recommendation are empty"
     } else {
-        None
-    }
+        return None;
+    };
+    Some(Warning::new(Rule::NoLoss, text))
 }
 
 /// A run left out of every table (a file of it unreadable).

@@ -129,14 +129,9 @@ impl Bins {
     /// About [`DURATION_BINS`] bins of a nice width from the smallest
     /// duration to the largest per-group 99.5th percentile.
     fn new(groups: &[Group]) -> Self {
-        let min = groups
-            .iter()
-            .map(|g| g.stats.min)
-            .fold(f64::INFINITY, f64::min);
-        let top = groups
-            .iter()
-            .map(|g| g.stats.p995)
-            .fold(f64::NEG_INFINITY, f64::max);
+        let stats = groups.iter().map(|g| &g.stats);
+        let min = stats.clone().map(|s| s.min).fold(f64::INFINITY, f64::min);
+        let top = stats.map(|s| s.p995).fold(f64::NEG_INFINITY, f64::max);
         let span = if top > min {
             top - min
         } else {
@@ -144,9 +139,8 @@ impl Bins {
         };
         // Whole-nanosecond data binned finer than 1 ns would alternate full
         // and empty bins: never go below 1 ns then.
-        let integral = groups
-            .iter()
-            .all(|g| g.values.iter().all(|v| v.fract() == 0.0));
+        let mut values = groups.iter().flat_map(|g| g.values);
+        let integral = values.all(|v| v.fract() == 0.0);
         let width = nice_step(span / DURATION_BINS);
         let width = if integral { width.max(1.0) } else { width };
         let lo = (min / width).floor() * width;

@@ -8,16 +8,8 @@ pub(super) fn nice_step(raw: f64) -> f64 {
     }
     let mag = 10f64.powf(raw.log10().floor());
     let m = raw / mag;
-    let f = if m <= 1.0 {
-        1.0
-    } else if m <= 2.0 {
-        2.0
-    } else if m <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    f * mag
+    let f = [1.0, 2.0, 5.0].into_iter().find(|&f| m <= f);
+    f.unwrap_or(10.0) * mag
 }
 
 /// Tick label formatting chosen once per axis from its range: an SI prefix
@@ -34,17 +26,10 @@ pub(super) struct TickFmt {
 impl TickFmt {
     pub(super) fn new(lo: f64, hi: f64, si: bool) -> Self {
         let max_abs = lo.abs().max(hi.abs());
-        let (scale, suffix) = if !si {
-            (1.0, "")
-        } else if max_abs >= 1e9 {
-            (1e9, "G")
-        } else if max_abs >= 1e6 {
-            (1e6, "M")
-        } else if max_abs >= 1e4 {
-            (1e3, "k")
-        } else {
-            (1.0, "")
-        };
+        // (from, scale, suffix): thousands from 10 000 up.
+        let si_scales = [(1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")];
+        let si_scale = si_scales.into_iter().find(|t| si && max_abs >= t.0);
+        let (scale, suffix) = si_scale.map_or((1.0, ""), |t| (t.1, t.2));
         let step = nice_step((hi - lo).abs() / 10.0) / scale;
         let decimals = if step >= 1.0 {
             0
@@ -61,10 +46,8 @@ impl TickFmt {
     /// Labels for an axis that holds log10 of the values.
     pub(super) fn log10() -> Self {
         Self {
-            scale: 1.0,
-            suffix: "",
-            decimals: 0,
             log10: true,
+            ..Self::new(0.0, 0.0, false)
         }
     }
     pub(super) fn fmt(&self, v: f64) -> String {
@@ -108,13 +91,8 @@ pub(super) fn fmt_significant(v: f64) -> String {
 
 /// Compact label for a log-axis tick: 100, 2k, 10k, 1.5M.
 pub(super) fn fmt_log_tick(v: f64) -> String {
-    let (scale, suffix) = if v >= 1e6 {
-        (1e6, "M")
-    } else if v >= 1e3 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
+    let si = [(1e6, "M"), (1e3, "k")].into_iter().find(|t| v >= t.0);
+    let (scale, suffix) = si.unwrap_or((1.0, ""));
     let s = format!("{:.3}", v / scale);
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("{s}{suffix}")
@@ -135,21 +113,16 @@ pub(super) fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
         }
         k += 1;
     }
-    let decades: Vec<f64> = all.iter().filter(|(m, _)| *m == 1).map(|p| p.1).collect();
-    let bold = if decades.len() >= 2 {
-        decades
-    } else {
-        let one_two_five: Vec<f64> = all
-            .iter()
-            .filter(|(m, _)| matches!(m, 1 | 2 | 5))
+    let at = |ms: &[i32]| -> Vec<f64> {
+        all.iter()
+            .filter(|(m, _)| ms.contains(m))
             .map(|p| p.1)
-            .collect();
-        if one_two_five.len() >= 2 {
-            one_two_five
-        } else {
-            all.iter().map(|p| p.1).collect()
-        }
+            .collect()
     };
-    let light = all.iter().map(|p| p.1).collect();
-    (bold, light)
+    let light = at(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // The decades, else 1-2-5, else every tick, whichever first gives two.
+    let bold = [at(&[1]), at(&[1, 2, 5])]
+        .into_iter()
+        .find(|b| b.len() >= 2);
+    (bold.unwrap_or_else(|| light.clone()), light)
 }

@@ -68,12 +68,9 @@ struct YPlace {
 impl YPlace {
     /// The placement for these series on a linear (`log_y` false) or log y axis.
     fn new(log_y: bool, series: &[PointSeries]) -> Self {
-        let floor_y = series
-            .iter()
-            .flat_map(|s| s.y.iter().chain(&s.y_lo))
-            .copied()
-            .filter(|v| *v > 0.0 && v.is_finite())
-            .fold(f64::INFINITY, f64::min);
+        let values = series.iter().flat_map(|s| s.y.iter().chain(&s.y_lo));
+        let positive = values.filter(|v| **v > 0.0 && v.is_finite());
+        let floor_y = positive.fold(f64::INFINITY, |m, &v| m.min(v));
         Self { log_y, floor_y }
     }
 
@@ -102,15 +99,15 @@ fn has_bars(s: &PointSeries) -> bool {
 fn check_series(file: &Path, s: &PointSeries) -> Result<(), PlotError> {
     let what = |field: &str| format!("series '{}' {field}", s.label);
     let n = s.x.len();
+    let bars = [("y_lo", &s.y_lo), ("y_hi", &s.y_hi)];
     check_len(file, &what("y"), ("y", s.y.len()), ("x", n))?;
-    if has_bars(s) {
-        check_len(file, &what("y_lo"), ("y_lo", s.y_lo.len()), ("x", n))?;
-        check_len(file, &what("y_hi"), ("y_hi", s.y_hi.len()), ("x", n))?;
+    for (name, v) in bars.into_iter().filter(|_| has_bars(s)) {
+        check_len(file, &what(name), (name, v.len()), ("x", n))?;
     }
-    check_finite(file, &what("x"), &s.x)?;
-    check_finite(file, &what("y"), &s.y)?;
-    check_finite(file, &what("y_lo"), &s.y_lo)?;
-    check_finite(file, &what("y_hi"), &s.y_hi)
+    for (name, v) in [("x", &s.x), ("y", &s.y)].into_iter().chain(bars) {
+        check_finite(file, &what(name), v)?;
+    }
+    Ok(())
 }
 
 /// A fit's coefficients are finite and its band's vectors are of one length
@@ -119,25 +116,24 @@ fn check_fit(file: &Path, f: &FitLine) -> Result<(), PlotError> {
     let what = |field: &str| format!("fit '{}' {field}", f.label);
     check_finite(file, &what("intercept"), &[f.intercept])?;
     check_finite(file, &what("slope"), &[f.slope])?;
-    let n = f.band_x.len();
-    check_len(
-        file,
-        &what("band_lo"),
-        ("band_lo", f.band_lo.len()),
-        ("band_x", n),
-    )?;
-    check_len(
-        file,
-        &what("band_hi"),
-        ("band_hi", f.band_hi.len()),
-        ("band_x", n),
-    )?;
-    check_finite(file, &what("band_x"), &f.band_x)?;
-    check_finite(file, &what("band_lo"), &f.band_lo)?;
-    check_finite(file, &what("band_hi"), &f.band_hi)?;
+    for (name, v) in [("band_lo", &f.band_lo), ("band_hi", &f.band_hi)] {
+        check_len(
+            file,
+            &what(name),
+            (name, v.len()),
+            ("band_x", f.band_x.len()),
+        )?;
+    }
     let (cx, cy): (Vec<f64>, Vec<f64>) = f.curve.iter().copied().unzip();
-    check_finite(file, &what("curve x"), &cx)?;
-    check_finite(file, &what("curve y"), &cy)
+    let band = [
+        ("band_x", &f.band_x),
+        ("band_lo", &f.band_lo),
+        ("band_hi", &f.band_hi),
+    ];
+    for (name, v) in band.into_iter().chain([("curve x", &cx), ("curve y", &cy)]) {
+        check_finite(file, &what(name), v)?;
+    }
+    Ok(())
 }
 
 /// The points of one series that the axes can show, y values placed on the
@@ -155,50 +151,43 @@ impl ShownSeries {
     /// Keep the points of `s` that `axes` can show and widen `extents` to
     /// them; `file` names the plot in the warnings.
     fn new(s: &PointSeries, axes: Axes, place: YPlace, extents: &mut Extents, file: &Path) -> Self {
-        let n = s.x.len();
         let bars = has_bars(s);
-        let mut shown = Self {
-            series: PointSeries {
-                label: s.label.clone(),
-                x: Vec::with_capacity(n),
-                y: Vec::with_capacity(n),
-                y_lo: Vec::with_capacity(n),
-                y_hi: Vec::with_capacity(n),
-            },
-            skipped_x: 0,
-            skipped_y: 0,
-        };
-        for i in 0..n {
-            if axes.log_x && s.x[i] <= 0.0 {
-                shown.skipped_x += 1;
+        let (mut skipped_x, mut skipped_y) = (0, 0);
+        let mut kept = PointSeries::new(s.label.clone(), []);
+        for i in 0..s.x.len() {
+            let (x, y) = (s.x[i], s.y[i]);
+            if axes.log_x && x <= 0.0 {
+                skipped_x += 1;
                 tracing::warn!(
-                    series = %s.label, x = s.x[i], plot = %file.display(),
+                    series = %s.label, x, plot = %file.display(),
                     "point with x <= 0 cannot be shown on a log axis; skipped"
                 );
                 continue;
             }
-            if axes.log_y && s.y[i] <= 0.0 {
-                shown.skipped_y += 1;
+            if axes.log_y && y <= 0.0 {
+                skipped_y += 1;
                 continue;
             }
             let (lo, hi) = if bars {
-                (
-                    place.at(s.y_lo[i].min(s.y[i])),
-                    place.at(s.y_hi[i].max(s.y[i])),
-                )
+                (s.y_lo[i].min(y), s.y_hi[i].max(y))
             } else {
-                (place.at(s.y[i]), place.at(s.y[i]))
+                (y, y)
             };
-            let kept = &mut shown.series;
-            kept.x.push(s.x[i]);
-            kept.y.push(place.at(s.y[i]));
+            let (lo, hi) = (place.at(lo), place.at(hi));
+            kept.x.push(x);
+            kept.y.push(place.at(y));
             kept.y_lo.push(lo);
             kept.y_hi.push(hi);
-            extents.x.add(s.x[i]);
+            extents.x.add(x);
             extents.y.add(lo);
             extents.y.add(hi);
         }
-        shown
+        let series = kept;
+        Self {
+            series,
+            skipped_x,
+            skipped_y,
+        }
     }
 }
 
@@ -224,30 +213,22 @@ impl PreparedFit {
         // cannot be shown: sampled densely, those left out.
         let line = |a: f64, b: f64| {
             let pts = sample_line(f.intercept, f.slope, a, b, log_x || (log_y && a > 0.0));
-            if log_y {
-                pts.into_iter()
-                    .filter(|p| p.1 > 0.0)
-                    .map(|(x, y)| (x, y.log10()))
-                    .collect()
-            } else {
-                pts
-            }
+            let shown = pts.into_iter().filter(|p| !log_y || p.1 > 0.0);
+            shown
+                .map(|(x, y)| (x, if log_y { y.log10() } else { y }))
+                .collect()
         };
         let (solid, dashed) = if f.curve.is_empty() {
-            let dashed: Vec<Vec<(f64, f64)>> = [(xe.lo, s_lo), (s_hi, xe.hi)]
+            let outside = [(xe.lo, s_lo), (s_hi, xe.hi)]
                 .into_iter()
-                .filter(|(a, b)| b > a)
-                .map(|(a, b)| line(a, b))
-                .collect();
+                .filter(|(a, b)| b > a);
+            let dashed: Vec<Vec<(f64, f64)>> = outside.map(|(a, b)| line(a, b)).collect();
             (line(s_lo, s_hi), dashed)
         } else {
             // A curve is drawn as given, where the axes can show it.
-            let shown = f
-                .curve
-                .iter()
-                .filter(|(x, y)| (!log_x || *x > 0.0) && (!log_y || *y > 0.0))
-                .map(|&(x, y)| (x, place.at(y)))
-                .collect();
+            let curve = f.curve.iter();
+            let shown = curve.filter(|(x, y)| (!log_x || *x > 0.0) && (!log_y || *y > 0.0));
+            let shown = shown.map(|&(x, y)| (x, place.at(y))).collect();
             (shown, Vec::new())
         };
         if log_x {
@@ -286,17 +267,10 @@ fn chart_notes(
     (skipped_x, skipped_y): (usize, usize),
     extrapolated: bool,
 ) -> Vec<String> {
-    let mut notes = Vec::new();
-    if skipped_x > 0 {
-        notes.push(format!(
-            "{skipped_x} point(s) with {x_label} <= 0 not shown (log axis)"
-        ));
-    }
-    if skipped_y > 0 {
-        notes.push(format!(
-            "{skipped_y} point(s) with {y_label} <= 0 not shown (log axis)"
-        ));
-    }
+    let skipped = [(skipped_x, x_label), (skipped_y, y_label)].into_iter();
+    let mut notes: Vec<String> = (skipped.filter(|(n, _)| *n > 0))
+        .map(|(n, label)| format!("{n} point(s) with {label} <= 0 not shown (log axis)"))
+        .collect();
     if extrapolated {
         notes.push("dashed: fit extrapolated beyond the range of its confidence band".into());
     }
@@ -359,10 +333,10 @@ impl VsFreq {
         }
         // Fit curves over the data's x extent, sampled densely enough to be
         // smooth on either axis type.
-        let prepared_fits: Vec<PreparedFit> = fits
+        let prepared = fits
             .iter()
-            .map(|f| PreparedFit::new(f, axes, place, extents.x))
-            .collect();
+            .map(|f| PreparedFit::new(f, axes, place, extents.x));
+        let prepared_fits: Vec<PreparedFit> = prepared.collect();
         for p in prepared_fits.iter().flat_map(PreparedFit::line_points) {
             extents.y.add(p.1);
         }

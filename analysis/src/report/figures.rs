@@ -18,10 +18,15 @@ use results_format::timeline::RecoveryRow;
 /// Most paired runs drawn (one per frequency, lowest run id first).
 const MAX_PAIRED_TRACES: usize = 6;
 
+/// The x axis of the plots against the requested rate.
+const FREQ: &str = "sampling frequency (Hz)";
+
 fn finite_or(v: f64, fallback: f64) -> f64 {
     if v.is_finite() { v } else { fallback }
 }
 
+/// A series of estimates with their 95 % bars (a bound that is not finite:
+/// no bar on that side).
 fn series(label: &str, pts: &[(u64, Estimate)]) -> PointSeries {
     PointSeries {
         label: label.to_string(),
@@ -32,58 +37,40 @@ fn series(label: &str, pts: &[(u64, Estimate)]) -> PointSeries {
     }
 }
 
-fn reference_series(label: &str, pts: &[(u64, f64)]) -> PointSeries {
-    let pts: Vec<(u64, f64)> = pts.iter().copied().filter(|(f, _)| *f > 0).collect();
-    PointSeries {
-        label: label.to_string(),
-        x: pts.iter().map(|(f, _)| *f as f64).collect(),
-        y: pts.iter().map(|(_, v)| *v).collect(),
-        y_lo: Vec::new(),
-        y_hi: Vec::new(),
-    }
+/// The 2014 reference's points above 0 Hz, without bars.
+fn reference_series(pts: &[(u64, f64)]) -> PointSeries {
+    let shown = pts.iter().filter(|(f, _)| *f > 0);
+    PointSeries::new("2014 reference", shown.map(|&(f, v)| (f as f64, v)))
 }
 
 /// A fit in %/kHz drawn against x in Hz, with its 95 % band over the
-/// measured range (geometric grid, as the x axis is logarithmic).
-fn fit_line(label: String, fit: &LineFit, x_min_hz: f64, x_max_hz: f64) -> FitLine {
-    let mut band_x = Vec::new();
-    let (mut band_lo, mut band_hi) = (Vec::new(), Vec::new());
-    if x_min_hz > 0.0 && x_max_hz > x_min_hz {
-        let n = 60;
-        for i in 0..=n {
-            let x = x_min_hz * (x_max_hz / x_min_hz).powf(i as f64 / n as f64);
-            let k = x / 1000.0;
-            let h = fit.band_half_width(k);
-            if !h.is_finite() {
-                band_x.clear();
-                band_lo.clear();
-                band_hi.clear();
-                break;
-            }
-            band_x.push(x);
-            band_lo.push(fit.at(k) - h);
-            band_hi.push(fit.at(k) + h);
-        }
-    }
+/// measured range (geometric grid, as the x axis is logarithmic; no band
+/// where any of it is not finite).
+fn fit_line(label: String, fit: &LineFit, (lo, hi): (f64, f64)) -> FitLine {
+    let grid =
+        (lo > 0.0 && hi > lo).then(|| (0..=60).map(|i| lo * (hi / lo).powf(i as f64 / 60.0)));
+    let band: Option<Vec<(f64, f64)>> = (grid.into_iter().flatten())
+        .map(|x| Some((x, fit.band_half_width(x / 1000.0))).filter(|(_, h)| h.is_finite()))
+        .collect();
+    let band = band.unwrap_or_default();
     FitLine {
         label,
         intercept: fit.intercept,
         slope: fit.slope / 1000.0,
-        band_x,
-        band_lo,
-        band_hi,
+        band_lo: band.iter().map(|&(x, h)| fit.at(x / 1000.0) - h).collect(),
+        band_hi: band.iter().map(|&(x, h)| fit.at(x / 1000.0) + h).collect(),
+        band_x: band.into_iter().map(|(x, _)| x).collect(),
         ..FitLine::default()
     }
 }
 
+/// The smallest positive and the largest of `x`.
 fn range(x: &[f64]) -> (f64, f64) {
-    let lo = x
-        .iter()
-        .copied()
-        .filter(|v| *v > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let hi = x.iter().copied().fold(0.0, f64::max);
-    (lo, hi)
+    let lo = x.iter().copied().filter(|v| *v > 0.0);
+    (
+        lo.fold(f64::INFINITY, f64::min),
+        x.iter().copied().fold(0.0, f64::max),
+    )
 }
 
 /// Plots written and plots that failed (a failed plot does not cost the
@@ -95,7 +82,7 @@ pub struct PlotOutcome {
 }
 
 impl PlotOutcome {
-    fn add(&mut self, r: Result<Vec<PathBuf>, crate::plot::PlotError>) {
+    fn add(&mut self, r: Result<Vec<PathBuf>, PlotError>) {
         match r {
             Ok(f) => self.files.extend(f),
             Err(e) => {
@@ -105,23 +92,94 @@ impl PlotOutcome {
             }
         }
     }
+
+    /// `series` against a log x axis without fit lines, into `stem`.svg
+    /// and `stem`.png.
+    fn points(&mut self, stem: PathBuf, title: &str, labels: (&str, &str), series: &[PointSeries]) {
+        self.add(plot_vs_freq_axes(
+            title,
+            labels,
+            series,
+            &[],
+            Axes::LOG_X,
+            &stem,
+        ));
+    }
 }
 
 /// Draw every plot that has data into `out`; the budget plot marks the
 /// answers at the report budgets ([`Findings::budgets`]).
 pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    budget_plot(&mut files, out, a, reference);
-    util_plot(&mut files, out, a, reference);
-    loss_plot(&mut files, out, a, reference);
+    let (primary, ref_loss, util) = (
+        a.tables.primary_loss(),
+        reference.loss.iter(),
+        a.tables.util.iter(),
+    );
+    let paired: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
+    let ref_loss: Vec<(u64, f64)> = ref_loss.map(|r| (r.freq_hz, r.loss_pct)).collect();
+    let util: Vec<(u64, Estimate)> = util.map(|r| (r.freq_hz, r.util_pct)).collect();
+    let per_sample = a.gaps.per_sample.iter().flat_map(|ps| &ps.rows);
+    budget_plot(&mut files, out, a, &paired, &ref_loss);
+    let fits = &a.tables.fits;
+    // Utilisation spans three decades from 100 Hz to 100 kHz: on a linear
+    // axis the production rates sit on the floor.
+    let util_fit =
+        (fits.util_origin.as_ref()).map(|f| (format!("util = {:.4} %/kHz x f", f.slope), f));
+    host_plot(
+        &mut files,
+        out.join("util_vs_freq"),
+        (
+            "Handler CPU utilisation",
+            "handler utilisation (%, log scale)",
+        ),
+        &util,
+        &reference.util,
+        util_fit,
+        Axes::LOG_LOG,
+    );
+    let loss_fit = fits.loss_line.as_ref().map(|f| {
+        let label = format!("loss = {:.3}% + {:.4} %/kHz x f", f.intercept, f.slope);
+        (label, f)
+    });
+    host_plot(
+        &mut files,
+        out.join("loss_vs_freq"),
+        ("Workload performance loss", "loss (%)"),
+        &paired,
+        &ref_loss,
+        loss_fit,
+        Axes::LOG_X,
+    );
     durations_plot(&mut files, out, a);
-    cost_plot(&mut files, out, a);
+    let cost = per_sample.clone().filter(|r| r.total_ns.value.is_finite());
+    let cost: Vec<(u64, Estimate)> = cost.map(|r| (r.freq_hz, r.total_ns)).collect();
+    if !cost.is_empty() {
+        files.points(
+            out.join("cost_per_sample"),
+            "What one sample costs the application (gaps design)",
+            (FREQ, "total cost per sample (ns)"),
+            &[series("direct + after-effect (95% CI)", &cost)],
+        );
+    }
     cost_over_time_plot(&mut files, out, a);
     contents_plots(&mut files, out, a);
-    if let Some(f) = production_rates(a, &out.join("production_rates")) {
-        files.add(f);
+    let predicted = per_sample.filter(|r| r.predicted_loss_pct.value.is_finite());
+    let predicted: Vec<(u64, Estimate)> = predicted
+        .map(|r| (r.freq_hz, r.predicted_loss_pct))
+        .collect();
+    production_rates(&mut files, out, [&util, &predicted, &paired]);
+    if !a.gaps.recovery.is_empty() {
+        files.points(
+            out.join("recovery"),
+            "Speed recovery after a gap",
+            (
+                "time since the end of the last gap (ns)",
+                "mean excess per chunk (ns)",
+            ),
+            &recovery_series(&a.gaps.recovery),
+        );
     }
-    recovery_plot(&mut files, out, a);
     paired_plot(&mut files, out, a);
     if let Some(r) = a.gaps.latency.as_ref().and_then(|t| latency::plot(out, t)) {
         files.add(r);
@@ -129,101 +187,108 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
     files
 }
 
+/// This host's points against the rate (95 % bars) beside the 2014
+/// reference's, with the fit over the points' range where there is one.
+fn host_plot(
+    files: &mut PlotOutcome,
+    stem: PathBuf,
+    (title, y_label): (&str, &str),
+    pts: &[(u64, Estimate)],
+    reference: &[(u64, f64)],
+    fit: Option<(String, &LineFit)>,
+    axes: Axes,
+) {
+    if pts.is_empty() {
+        return;
+    }
+    let s = series("this host (95% CI)", pts);
+    let fits = Vec::from_iter(fit.map(|(label, f)| fit_line(label, f, range(&s.x))));
+    let all = [s, reference_series(reference)];
+    files.add(plot_vs_freq_axes(
+        title,
+        (FREQ, y_label),
+        &all,
+        &fits,
+        axes,
+        &stem,
+    ));
+}
+
 /// The question itself, first: the loss each rate costs (the model's
 /// prediction with the next run's 95 % prediction interval, the paired
 /// throughput loss with its interval), the budgets as lines and each
 /// recommended rate on its budget, log-log, with the 2014 points.
-fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Reference) {
-    let predicted: Vec<(u64, Estimate)> = a
-        .gaps
-        .per_sample
-        .iter()
-        .flat_map(|ps| &ps.rows)
+fn budget_plot(
+    files: &mut PlotOutcome,
+    out: &Path,
+    a: &Findings,
+    paired: &[(u64, Estimate)],
+    ref_loss: &[(u64, f64)],
+) {
+    let predicted: Vec<(u64, Estimate)> = (a.gaps.per_sample.iter().flat_map(|ps| &ps.rows))
         .filter(|r| r.predicted_loss_pct.value.is_finite() && r.total_pred_ns.hi.is_finite())
         .map(|r| {
             let at = |c: f64| crate::percost::predicted_loss_pct(r.achieved_hz, c);
-            let e = Estimate {
-                lo: at(r.total_pred_ns.lo),
-                hi: at(r.total_pred_ns.hi),
-                ..r.predicted_loss_pct
-            };
-            (r.freq_hz, e)
+            let (lo, hi) = (at(r.total_pred_ns.lo), at(r.total_pred_ns.hi));
+            (
+                r.freq_hz,
+                Estimate {
+                    lo,
+                    hi,
+                    ..r.predicted_loss_pct
+                },
+            )
         })
-        .collect();
-    let paired: Vec<(u64, Estimate)> = a
-        .tables
-        .primary_loss()
-        .into_iter()
-        .map(|r| (r.freq_hz, r.trusted()))
         .collect();
     if predicted.is_empty() && paired.is_empty() {
         return;
     }
-    let answers: Vec<(u64, f64)> = a
-        .budgets
-        .sampler
-        .iter()
-        .filter_map(|(b, r)| r.as_ref().ok().and_then(|r| r.rate_hz).map(|hz| (hz, *b)))
-        .collect();
-    let model = model_curve(a, answers.iter().map(|(hz, _)| *hz as f64));
+    let sampler = a.budgets.sampler.iter();
+    let answers = sampler.filter_map(|(b, r)| Some((r.as_ref().ok()?.rate_hz? as f64, *b)));
+    let answers: Vec<(f64, f64)> = answers.collect();
+    let model = model_curve(a, answers.iter().map(|(hz, _)| *hz));
     // The paired points a little right of their rate, so a prediction
     // that agrees does not hide under them.
-    let mut paired_series = series("paired throughput loss (95% CI; drawn just right)", &paired);
+    let mut paired_series = series("paired throughput loss (95% CI; drawn just right)", paired);
     for x in &mut paired_series.x {
         *x *= PAIRED_DODGE;
     }
     let mut all = vec![
         series("predicted loss (bars: the next run's 95% PI)", &predicted),
         paired_series,
-        PointSeries {
-            label: "recommended rate, on its budget".to_string(),
-            x: answers.iter().map(|(hz, _)| *hz as f64).collect(),
-            y: answers.iter().map(|(_, b)| *b).collect(),
-            y_lo: Vec::new(),
-            y_hi: Vec::new(),
-        },
-        reference_series(
-            "2014 reference",
-            &reference
-                .loss
-                .iter()
-                .map(|r| (r.freq_hz, r.loss_pct))
-                .collect::<Vec<_>>(),
-        ),
+        PointSeries::new("recommended rate, on its budget", answers),
+        reference_series(ref_loss),
     ];
     // Shapes go circle, triangle, square in series order: the answers get
     // their own; the 2014 points, last, a circle of another colour.
     all.retain(|s| !s.x.is_empty());
-    let mut lines: Vec<FitLine> = crate::recommend::BUDGETS_PCT
-        .iter()
+    let mut lines: Vec<FitLine> = (crate::recommend::BUDGETS_PCT.iter())
         .map(|&b| FitLine {
             label: format!("budget {b} %"),
             intercept: b,
-            slope: 0.0,
-            band_x: Vec::new(),
-            band_lo: Vec::new(),
-            band_hi: Vec::new(),
             label_at_end: true,
             colour: Some(budget_colour(b)),
             ..FitLine::default()
         })
         .collect();
     lines.extend(model);
+    let labels = (
+        "sampling rate (Hz, log scale)",
+        "loss of the application (%, log scale)",
+    );
+    // All of the application's time: the top the losses approach, and
+    // room above the budgets for the legend.
+    let axes = Axes {
+        y_include: Some(100.0),
+        ..Axes::LOG_LOG
+    };
+    let title = "What each sampling rate costs, against the budgets";
     files.add(plot_vs_freq_axes(
-        "What each sampling rate costs, against the budgets",
-        (
-            "sampling rate (Hz, log scale)",
-            "loss of the application (%, log scale)",
-        ),
+        title,
+        labels,
         &all,
         &lines,
-        Axes {
-            log_x: true,
-            log_y: true,
-            // All of the application's time: the top the losses approach,
-            // and room above the budgets for the legend.
-            y_include: Some(100.0),
-        },
+        axes,
         &out.join("budget"),
     ));
 }
@@ -231,14 +296,11 @@ fn budget_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Re
 /// Each budget's line colour, the same in every report: orange, sky blue,
 /// dark yellow (Okabe-Ito), from the tightest budget up.
 fn budget_colour(budget_pct: f64) -> (u8, u8, u8) {
-    match crate::recommend::BUDGETS_PCT
+    const COLOURS: [(u8, u8, u8); 2] = [(230, 159, 0), (86, 180, 233)];
+    let i = crate::recommend::BUDGETS_PCT
         .iter()
-        .position(|&b| b == budget_pct)
-    {
-        Some(0) => (230, 159, 0),
-        Some(1) => (86, 180, 233),
-        _ => (120, 110, 20),
-    }
+        .position(|&b| b == budget_pct);
+    *i.and_then(|i| COLOURS.get(i)).unwrap_or(&(120, 110, 20))
 }
 
 /// How far right of its rate a paired point is drawn (x factor, log axis).
@@ -254,11 +316,8 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
     let curve = a.budgets.model.as_ref()?.curve();
     let measured: Vec<f64> = curve.points.iter().map(|p| p.freq_hz as f64).collect();
     let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let lo = measured
-        .iter()
-        .copied()
-        .chain(answers)
-        .fold(f64::INFINITY, f64::min);
+    let lo = measured.iter().copied().chain(answers);
+    let lo = lo.fold(f64::INFINITY, f64::min);
     if !(lo > 0.0 && hi > lo) {
         return None;
     }
@@ -274,15 +333,11 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
     xs.dedup();
     let charged: Vec<(f64, Estimate)> = xs.iter().map(|&x| (x, curve.at(x).cost_ns)).collect();
     let loss = |pick: fn(&Estimate) -> f64| -> Vec<f64> {
-        charged
-            .iter()
-            .map(|(x, c)| crate::percost::predicted_loss_pct(*x, pick(c)))
-            .collect()
+        let at = |(x, c): &(f64, Estimate)| crate::percost::predicted_loss_pct(*x, pick(c));
+        charged.iter().map(at).collect()
     };
     Some(FitLine {
         label: "predicted loss, rate x the cost per sample charged".to_string(),
-        intercept: 0.0,
-        slope: 0.0,
         band_lo: loss(|c| c.lo),
         band_hi: loss(|c| c.hi),
         curve: xs.iter().copied().zip(loss(|c| c.value)).collect(),
@@ -293,85 +348,9 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
     })
 }
 
-/// Handler utilisation against the rate, log-log, with the 2014 points.
-fn util_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Reference) {
-    if !a.tables.util.is_empty() {
-        let pts: Vec<(u64, Estimate)> = a
-            .tables
-            .util
-            .iter()
-            .map(|r| (r.freq_hz, r.util_pct))
-            .collect();
-        let s = series("this host (95% CI)", &pts);
-        let (lo, hi) = range(&s.x);
-        let mut fits = Vec::new();
-        if let Some(f) = &a.tables.fits.util_origin {
-            fits.push(fit_line(
-                format!("util = {:.4} %/kHz x f", f.slope),
-                f,
-                lo,
-                hi,
-            ));
-        }
-        // Utilisation spans three decades from 100 Hz to 100 kHz: on a
-        // linear axis the production rates sit on the floor.
-        files.add(plot_vs_freq_axes(
-            "Handler CPU utilisation",
-            (
-                "sampling frequency (Hz)",
-                "handler utilisation (%, log scale)",
-            ),
-            &[s, reference_series("2014 reference", &reference.util)],
-            &fits,
-            Axes {
-                log_x: true,
-                log_y: true,
-                y_include: None,
-            },
-            &out.join("util_vs_freq"),
-        ));
-    }
-}
-
-/// Throughput loss against the rate, with the 2014 points and the fit.
-fn loss_plot(files: &mut PlotOutcome, out: &Path, a: &Findings, reference: &Reference) {
-    let ref_loss: Vec<(u64, f64)> = reference
-        .loss
-        .iter()
-        .map(|r| (r.freq_hz, r.loss_pct))
-        .collect();
-    let primary = a.tables.primary_loss();
-    if !primary.is_empty() {
-        let pts: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
-        let s = series("this host (95% CI)", &pts);
-        let (lo, hi) = range(&s.x);
-        let mut fits = Vec::new();
-        if let Some(f) = &a.tables.fits.loss_line {
-            fits.push(fit_line(
-                format!("loss = {:.3}% + {:.4} %/kHz x f", f.intercept, f.slope),
-                f,
-                lo,
-                hi,
-            ));
-        }
-        files.add(plot_vs_freq(
-            "Workload performance loss",
-            "sampling frequency (Hz)",
-            "loss (%)",
-            &[s, reference_series("2014 reference", &ref_loss)],
-            &fits,
-            true,
-            &out.join("loss_vs_freq"),
-        ));
-    }
-}
-
 /// The handler durations' distribution per rate.
 fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
-    let groups: Vec<(String, Vec<f64>)> = a
-        .tables
-        .durations
-        .iter()
+    let groups: Vec<(String, Vec<f64>)> = (a.tables.durations.iter())
         .filter(|g| !g.durations_ns.is_empty())
         .map(|g| {
             (
@@ -381,34 +360,12 @@ fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
         })
         .collect();
     if !groups.is_empty() {
+        let title = "Handler duration distribution";
         files.add(plot_durations(
-            "Handler duration distribution",
+            title,
             &groups,
             &out.join("handler_durations"),
         ));
-    }
-}
-
-/// The gaps design's cost per sample against the rate.
-fn cost_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
-    if let Some(ps) = &a.gaps.per_sample {
-        let pts: Vec<(u64, Estimate)> = ps
-            .rows
-            .iter()
-            .filter(|r| r.total_ns.value.is_finite())
-            .map(|r| (r.freq_hz, r.total_ns))
-            .collect();
-        if !pts.is_empty() {
-            files.add(plot_vs_freq(
-                "What one sample costs the application (gaps design)",
-                "sampling frequency (Hz)",
-                "total cost per sample (ns)",
-                &[series("direct + after-effect (95% CI)", &pts)],
-                &[],
-                true,
-                &out.join("cost_per_sample"),
-            ));
-        }
     }
 }
 
@@ -418,31 +375,18 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let Some(ps) = &a.gaps.per_sample else {
         return;
     };
-    let costs: Vec<_> = ps
-        .run_costs
-        .iter()
-        .filter(|c| c.total_ns.is_finite())
-        .collect();
+    let costs = ps.run_costs.iter().filter(|c| c.total_ns.is_finite());
+    let costs: Vec<_> = costs.collect();
     let Some(t0) = costs.iter().map(|c| c.started_at_ns).min() else {
         return;
     };
-    let mut freqs: Vec<u64> = costs.iter().map(|c| c.freq_hz).collect();
-    freqs.sort_unstable();
-    freqs.dedup();
-    let by: Vec<PointSeries> = freqs
-        .iter()
-        .map(|&f| {
-            let at: Vec<_> = costs.iter().filter(|c| c.freq_hz == f).collect();
-            PointSeries {
-                label: format!("{f} Hz"),
-                x: at
-                    .iter()
-                    .map(|c| c.started_at_ns.saturating_sub(t0) as f64 / 60e9)
-                    .collect(),
-                y: at.iter().map(|c| c.total_ns).collect(),
-                y_lo: Vec::new(),
-                y_hi: Vec::new(),
-            }
+    let freqs: std::collections::BTreeSet<u64> = costs.iter().map(|c| c.freq_hz).collect();
+    let by: Vec<PointSeries> = (freqs.into_iter())
+        .map(|f| {
+            let at = costs.iter().filter(|c| c.freq_hz == f);
+            let minutes =
+                at.map(|c| (c.started_at_ns.saturating_sub(t0) as f64 / 60e9, c.total_ns));
+            PointSeries::new(format!("{f} Hz"), minutes)
         })
         .collect();
     files.add(plot_vs_freq(
@@ -458,68 +402,42 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
 
 /// The cost per sample by contents (handler and application).
 fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Findings) {
-    if a.contents.names.len() > 1 {
-        type Pick = fn(&crate::contents::ContentsRow) -> Option<Estimate>;
-        let measures: [(&str, &str, Pick); 2] = [
-            ("handler", "handler time per sample (ns)", |r| r.handler_ns),
-            ("application", "application cost per sample (ns)", |r| {
-                r.total_ns
-            }),
-        ];
-        for (stem, y_label, pick) in measures {
-            let by: Vec<PointSeries> = a
-                .contents
-                .names
-                .iter()
-                .filter_map(|c| {
-                    let pts: Vec<(u64, Estimate)> = a
-                        .contents
-                        .rows
-                        .iter()
-                        .filter(|r| &r.sample == c)
-                        .filter_map(|r| pick(r).map(|e| (r.freq_hz, e)))
-                        .filter(|(_, e)| e.value.is_finite())
-                        .collect();
-                    (!pts.is_empty()).then(|| series(&format!("{c} (95% CI)"), &pts))
-                })
-                .collect();
-            if !by.is_empty() {
-                files.add(plot_vs_freq(
-                    &format!("What one sample costs by contents: {stem}"),
-                    "sampling frequency (Hz)",
-                    y_label,
-                    &by,
-                    &[],
-                    true,
-                    &out.join(format!("cost_by_contents_{stem}")),
-                ));
-            }
-        }
+    if a.contents.names.len() <= 1 {
+        return;
     }
-}
-
-/// The loop's speed recovery after a gap.
-fn recovery_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
-    if !a.gaps.recovery.is_empty() {
-        files.add(plot_vs_freq(
-            "Speed recovery after a gap",
-            "time since the end of the last gap (ns)",
-            "mean excess per chunk (ns)",
-            &recovery_series(&a.gaps.recovery),
-            &[],
-            true,
-            &out.join("recovery"),
-        ));
+    type Pick = fn(&crate::contents::ContentsRow) -> Option<Estimate>;
+    let measures: [(&str, &str, Pick); 2] = [
+        ("handler", "handler time per sample (ns)", |r| r.handler_ns),
+        ("application", "application cost per sample (ns)", |r| {
+            r.total_ns
+        }),
+    ];
+    for (stem, y_label, pick) in measures {
+        let by: Vec<PointSeries> = (a.contents.names.iter())
+            .filter_map(|c| {
+                let pts: Vec<(u64, Estimate)> = (a.contents.rows.iter())
+                    .filter(|r| &r.sample == c)
+                    .filter_map(|r| pick(r).map(|e| (r.freq_hz, e)))
+                    .filter(|(_, e)| e.value.is_finite())
+                    .collect();
+                (!pts.is_empty()).then(|| series(&format!("{c} (95% CI)"), &pts))
+            })
+            .collect();
+        if !by.is_empty() {
+            files.points(
+                out.join(format!("cost_by_contents_{stem}")),
+                &format!("What one sample costs by contents: {stem}"),
+                (FREQ, y_label),
+                &by,
+            );
+        }
     }
 }
 
 /// A paired run per rate: the loop rate per phase.
 fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let mut seen = std::collections::BTreeSet::new();
-    let traces: Vec<PairedTrace> = a
-        .tables
-        .paired
-        .iter()
+    let traces: Vec<PairedTrace> = (a.tables.paired.iter())
         .filter(|t| !t.t_s.is_empty() && t.rate.iter().all(|r| r.is_finite()))
         .filter(|t| seen.insert(t.freq_hz))
         .take(MAX_PAIRED_TRACES)
@@ -531,11 +449,8 @@ fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
         })
         .collect();
     if !traces.is_empty() {
-        files.add(plot_paired(
-            "Paired runs: loop rate per phase",
-            &traces,
-            &out.join("paired_phases"),
-        ));
+        let title = "Paired runs: loop rate per phase";
+        files.add(plot_paired(title, &traces, &out.join("paired_phases")));
     }
 }
 
@@ -544,52 +459,33 @@ const PRODUCTION_MAX_HZ: u64 = 4000;
 
 /// The production rates alone (<= 4 kHz), so their values are not flattened
 /// by 100 kHz on one linear axis: handler utilisation, the gaps design's
-/// predicted loss and the paired throughput loss, all % of a CPU. None when
-/// no rate that low was measured.
-fn production_rates(a: &Findings, stem: &Path) -> Option<Result<Vec<PathBuf>, PlotError>> {
-    let low = |f: u64| f > 0 && f <= PRODUCTION_MAX_HZ;
-    let util: Vec<(u64, Estimate)> = a
-        .tables
-        .util
-        .iter()
-        .filter(|r| low(r.freq_hz))
-        .map(|r| (r.freq_hz, r.util_pct))
+/// predicted loss and the paired throughput loss (`measures`, in that
+/// order), all % of a CPU. No plot when no rate that low was measured.
+fn production_rates(files: &mut PlotOutcome, out: &Path, measures: [&[(u64, Estimate)]; 3]) {
+    let labels = [
+        "handler utilisation (95% CI)",
+        "predicted loss, gaps design (95% CI)",
+        "throughput loss (95% CI)",
+    ];
+    let series: Vec<PointSeries> = (labels.into_iter().zip(measures))
+        .map(|(label, pts)| {
+            let low = pts
+                .iter()
+                .copied()
+                .filter(|(f, _)| *f > 0 && *f <= PRODUCTION_MAX_HZ);
+            (label, low.collect::<Vec<_>>())
+        })
+        .filter(|(_, pts)| !pts.is_empty())
+        .map(|(label, pts)| series(label, &pts))
         .collect();
-    let predicted: Vec<(u64, Estimate)> = a
-        .gaps
-        .per_sample
-        .iter()
-        .flat_map(|ps| &ps.rows)
-        .filter(|r| low(r.freq_hz) && r.predicted_loss_pct.value.is_finite())
-        .map(|r| (r.freq_hz, r.predicted_loss_pct))
-        .collect();
-    let paired: Vec<(u64, Estimate)> = a
-        .tables
-        .primary_loss()
-        .into_iter()
-        .filter(|r| low(r.freq_hz))
-        .map(|r| (r.freq_hz, r.trusted()))
-        .collect();
-    let series: Vec<PointSeries> = [
-        ("handler utilisation (95% CI)", &util),
-        ("predicted loss, gaps design (95% CI)", &predicted),
-        ("throughput loss (95% CI)", &paired),
-    ]
-    .into_iter()
-    .filter(|(_, pts)| !pts.is_empty())
-    .map(|(label, pts)| series(label, pts))
-    .collect();
-    (!series.is_empty()).then(|| {
-        plot_vs_freq(
+    if !series.is_empty() {
+        files.points(
+            out.join("production_rates"),
             &format!("What sampling costs at production rates (<= {PRODUCTION_MAX_HZ} Hz)"),
-            "sampling frequency (Hz)",
-            "% of a CPU",
+            (FREQ, "% of a CPU"),
             &series,
-            &[],
-            true,
-            stem,
-        )
-    })
+        );
+    }
 }
 
 /// Where a recovery bin is drawn on the log axis: its geometric middle
@@ -622,18 +518,10 @@ fn recovery_series(rows: &[RecoveryRow]) -> Vec<PointSeries> {
     }
     by.into_iter()
         .map(|(f, bins)| {
-            let pts: Vec<(f64, f64)> = bins
-                .into_iter()
+            let pts = (bins.into_iter())
                 .filter(|(_, (e, c))| *c > 0 && e.is_finite())
-                .map(|((from, to), (e, c))| (bin_x(from, to), e / c as f64))
-                .collect();
-            PointSeries {
-                label: format!("{f} Hz"),
-                x: pts.iter().map(|p| p.0).collect(),
-                y: pts.iter().map(|p| p.1).collect(),
-                y_lo: Vec::new(),
-                y_hi: Vec::new(),
-            }
+                .map(|((from, to), (e, c))| (bin_x(from, to), e / c as f64));
+            PointSeries::new(format!("{f} Hz"), pts)
         })
         .filter(|s| !s.x.is_empty())
         .collect()

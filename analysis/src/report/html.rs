@@ -39,17 +39,9 @@ fn raw(s: impl Into<String>) -> Event<'static> {
 
 /// Escapes text for an HTML element or attribute.
 fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    // `&` first, so the entities are not escaped again.
+    let s = s.replace('&', "&amp;").replace('<', "&lt;");
+    s.replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// An SVG file of the report directory, ready to inline (its XML
@@ -60,13 +52,7 @@ fn inline_svg(dir: &Path, name: &str) -> String {
         .then(|| std::fs::read_to_string(dir.join(name)).ok())
         .flatten();
     match text {
-        Some(t) => {
-            let body = match t.find("<svg") {
-                Some(i) => &t[i..],
-                None => t.as_str(),
-            };
-            format!("<figure>{body}</figure>\n")
-        }
+        Some(t) => format!("<figure>{}</figure>\n", &t[t.find("<svg").unwrap_or(0)..]),
         None => format!("<p><em>figure {} is missing</em></p>\n", escape(name)),
     }
 }

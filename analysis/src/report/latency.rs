@@ -42,19 +42,13 @@ pub fn render(t: Option<&LatencyTable>) -> String {
 fn findings(t: &LatencyTable) -> Vec<String> {
     let mut out = Vec::new();
     let both: Vec<&LatencyRow> = t.rows.iter().filter(|r| r.agrees().is_some()).collect();
-    let off: Vec<String> = both
-        .iter()
-        .filter(|r| r.agrees() == Some(false))
+    let off = both.iter().filter(|r| r.agrees() == Some(false));
+    let off: Vec<String> = (off)
         .map(|r| {
-            format!(
-                "{} {} p{} by {:+.1} us [{:+.1}, {:+.1}]",
-                hz(r.freq_hz),
-                size_label(r.size_ns),
-                r.percentile,
-                r.difference.value / 1e3,
-                r.difference.lo / 1e3,
-                r.difference.hi / 1e3
-            )
+            let (d, p) = (r.difference, r.percentile);
+            let (v, lo, hi) = (d.value / 1e3, d.lo / 1e3, d.hi / 1e3);
+            let (f, size) = (hz(r.freq_hz), size_label(r.size_ns));
+            format!("{f} {size} p{p} by {v:+.1} us [{lo:+.1}, {hi:+.1}]")
         })
         .collect();
     if off.is_empty() {
@@ -70,12 +64,10 @@ fn findings(t: &LatencyTable) -> Vec<String> {
             off.join("; ")
         ));
     }
-    let unresolved: Vec<String> = t
-        .rows
-        .iter()
-        .filter(|r| {
-            r.percentile == 50.0 && !r.measured.value.is_finite() && r.predicted.value.is_finite()
-        })
+    let unresolved = (t.rows.iter()).filter(|r| {
+        r.percentile == 50.0 && !r.measured.value.is_finite() && r.predicted.value.is_finite()
+    });
+    let unresolved: Vec<String> = (unresolved)
         .map(|r| format!("{} {}", hz(r.freq_hz), size_label(r.size_ns)))
         .collect();
     if !unresolved.is_empty() {
@@ -85,20 +77,13 @@ fn findings(t: &LatencyTable) -> Vec<String> {
         ));
     }
     // Periodic against Poisson: the largest difference in the added p99.
-    let gap = t
-        .rows
-        .iter()
-        .filter(|r| {
-            r.percentile == 99.0
-                && r.measured.value.is_finite()
-                && r.predicted.value.is_finite()
-                && r.poisson.value.is_finite()
-        })
-        .max_by(|a, b| {
-            (a.poisson.value - a.predicted.value)
-                .abs()
-                .total_cmp(&(b.poisson.value - b.predicted.value).abs())
-        });
+    let finite = |r: &&LatencyRow| {
+        let values = [r.measured.value, r.predicted.value, r.poisson.value];
+        r.percentile == 99.0 && values.iter().all(|v| v.is_finite())
+    };
+    let apart = |r: &&LatencyRow| (r.poisson.value - r.predicted.value).abs();
+    let p99 = t.rows.iter().filter(finite);
+    let gap = p99.max_by(|a, b| apart(a).total_cmp(&apart(b)));
     if let Some(r) = gap {
         out.push(format!(
             "Periodic or Poisson timing: the samples are periodic (a per-CPU timer); timed as Poisson arrivals instead, the added p99 would differ by up to {:+.1} us where it is measured ({} {} requests: {:+.1} against {:+.1} us): a periodic timer puts W x rate samples in a request, give or take one, where Poisson arrivals vary by their square root.",
@@ -129,24 +114,27 @@ pub fn plot(
     let mut series = Vec::new();
     let mut lines = Vec::new();
     for &size in &sizes {
-        let at: Vec<&&LatencyRow> = p99
+        let at = p99
             .iter()
-            .filter(|r| r.size_ns == size && r.measured.value.is_finite())
-            .collect();
+            .filter(|r| r.size_ns == size && r.measured.value.is_finite());
+        let at: Vec<&&LatencyRow> = at.collect();
         if !at.is_empty() {
+            let us = |pick: fn(&LatencyRow) -> f64| -> Vec<f64> {
+                at.iter().map(|r| pick(r) / 1e3).collect()
+            };
             series.push(PointSeries {
                 label: format!("{} requests, measured", size_label(size)),
                 x: at.iter().map(|r| r.freq_hz as f64).collect(),
-                y: at.iter().map(|r| r.measured.value / 1e3).collect(),
-                y_lo: at.iter().map(|r| r.measured.lo / 1e3).collect(),
-                y_hi: at.iter().map(|r| r.measured.hi / 1e3).collect(),
+                y: us(|r| r.measured.value),
+                y_lo: us(|r| r.measured.lo),
+                y_hi: us(|r| r.measured.hi),
             });
         }
-        let curve: Vec<(f64, f64)> = p99
+        let curve = p99
             .iter()
-            .filter(|r| r.size_ns == size && r.predicted.value > 0.0)
-            .map(|r| (r.freq_hz as f64, r.predicted.value / 1e3))
-            .collect();
+            .filter(|r| r.size_ns == size && r.predicted.value > 0.0);
+        let curve: Vec<(f64, f64)> =
+            (curve.map(|r| (r.freq_hz as f64, r.predicted.value / 1e3))).collect();
         if curve.len() >= 2 {
             // The measured series' colour, or the next free one.
             let colour = if at.is_empty() {
@@ -165,11 +153,11 @@ pub fn plot(
     if series.is_empty() && lines.is_empty() {
         return None;
     }
-    let budget_us = p99
+    let line = p99
         .iter()
-        .find(|r| r.size_ns == crate::latency::at_rate::LINE_SIZE_NS)
-        .map(|r| r.baseline_ns * 0.05 / 1e3)
-        .filter(|b| b.is_finite() && *b > 0.0);
+        .find(|r| r.size_ns == crate::latency::at_rate::LINE_SIZE_NS);
+    let budget_us = line.map(|r| r.baseline_ns * 0.05 / 1e3);
+    let budget_us = budget_us.filter(|b| b.is_finite() && *b > 0.0);
     if let (Some(b), Some(lo), Some(hi)) = (
         budget_us,
         t.rows.iter().map(|r| r.freq_hz).min(),
@@ -188,11 +176,7 @@ pub fn plot(
         ("sampling rate (Hz)", "added p99 over 0 Hz (us)"),
         &series,
         &lines,
-        Axes {
-            log_x: true,
-            log_y: true,
-            y_include: None,
-        },
+        Axes::LOG_LOG,
         &out.join("latency"),
     ))
 }

@@ -48,10 +48,10 @@ const BUDGET_SVG: &str = "budget.svg";
 
 /// A plot's file name, when it is an SVG.
 fn svg_name(p: &Path) -> Option<String> {
-    p.extension()
-        .is_some_and(|e| e == "svg")
-        .then(|| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .flatten()
+    let name = p
+        .file_name()
+        .filter(|_| p.extension().is_some_and(|e| e == "svg"));
+    name.map(|n| n.to_string_lossy().into_owned())
 }
 
 /// Title, the answer box and the budget plot, host, what ran, and the runs
@@ -178,14 +178,10 @@ fn summary(s: &mut String, a: &Findings) {
 /// model's terms and tests) are written once, after them.
 fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     let _ = writeln!(s, "## How each recommendation was reached\n");
-    let oks: Vec<&crate::recommend::Recommendation> = at_budgets
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok())
-        .collect();
+    let oks = at_budgets.iter().filter_map(|(_, r)| r.as_ref().ok());
+    let oks: Vec<&crate::recommend::Recommendation> = oks.collect();
     let shared: Vec<&String> = match oks.split_first() {
-        Some((first, rest)) if !rest.is_empty() => first
-            .reasoning
-            .iter()
+        Some((first, rest)) if !rest.is_empty() => (first.reasoning.iter())
             .filter(|l| rest.iter().all(|r| r.reasoning.contains(l)))
             .collect(),
         _ => Vec::new(),
@@ -226,65 +222,27 @@ fn per_sample_sections(s: &mut String, a: &Findings) {
     s.push_str(&crate::report::contents::render(a));
 }
 
-/// What each table and fit file beside the report holds, one line each.
-const TABLES: [(&str, &str); 17] = [
-    (
-        "util.csv",
-        "Table 1, handler CPU utilisation and time per sample by rate",
-    ),
-    (
-        "loss.csv",
-        "Table 2, performance loss by rate and design, each run's count",
-    ),
-    (
-        "tracing.csv",
-        "the loss with the handler tracepoints on and off, by rate",
-    ),
-    (
-        "per_sample.csv",
-        "the gaps design by rate: the cost's parts, A/A control, cap",
-    ),
-    (
-        "cost_by_run.csv",
-        "each gaps run's cost per sample, in sweep order",
-    ),
-    (
-        "latency.csv",
-        "added request latency by rate, size and percentile",
-    ),
-    (
-        "latency_runs.csv",
-        "the same, each run against its block's 0 Hz run",
-    ),
-    (
-        "split.csv",
-        "the split design's loss in the gaps and outside them, by rate",
-    ),
-    ("split_phases.csv", "the split design's phases"),
-    ("by_contents.csv", "what a sample costs by sample contents"),
-    (
-        "after_effect.csv",
-        "the after-effect from throughput, by rate",
-    ),
-    ("command.csv", "your command's runs, by rate"),
-    ("profiler.csv", "your profiler's runs, by rate"),
-    (
-        "excluded_phases.csv",
-        "the paired design's phases left out, with their reasons",
-    ),
-    (
-        "warning_runs.csv",
-        "every warning whole with its remedy, a row per run and kind",
-    ),
-    (
-        "fit.json",
-        "the fitted factors (utilisation and loss against the rate)",
-    ),
-    (
-        "loss_model.json",
-        "the loss model the recommendations rest on",
-    ),
-];
+/// What each table and fit file beside the report holds, one line each:
+/// the file's name, then after the first ": " what it holds.
+const TABLES: &str = "\
+util.csv: Table 1, handler CPU utilisation and time per sample by rate
+loss.csv: Table 2, performance loss by rate and design, each run's count
+tracing.csv: the loss with the handler tracepoints on and off, by rate
+per_sample.csv: the gaps design by rate: the cost's parts, A/A control, cap
+cost_by_run.csv: each gaps run's cost per sample, in sweep order
+latency.csv: added request latency by rate, size and percentile
+latency_runs.csv: the same, each run against its block's 0 Hz run
+split.csv: the split design's loss in the gaps and outside them, by rate
+split_phases.csv: the split design's phases
+by_contents.csv: what a sample costs by sample contents
+after_effect.csv: the after-effect from throughput, by rate
+command.csv: your command's runs, by rate
+profiler.csv: your profiler's runs, by rate
+excluded_phases.csv: the paired design's phases left out, with their reasons
+warning_runs.csv: every warning whole with its remedy, a row per run and kind
+fit.json: the fitted factors (utilisation and loss against the rate)
+loss_model.json: the loss model the recommendations rest on
+";
 
 /// The tables beside the report, one line each, and where the method is.
 fn tables(s: &mut String, files: &[PathBuf]) {
@@ -294,8 +252,10 @@ fn tables(s: &mut String, files: &[PathBuf]) {
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == name))
     };
-    for (name, what) in TABLES.iter().filter(|(n, _)| here(n)) {
-        let _ = writeln!(s, "- {name}: {what}");
+    for line in TABLES.lines() {
+        if line.split_once(": ").is_some_and(|(name, _)| here(name)) {
+            let _ = writeln!(s, "- {line}");
+        }
     }
     let _ = writeln!(
         s,
@@ -327,11 +287,8 @@ fn skipped(s: &mut String, a: &Findings, kept_with_raw: bool) {
 
 /// The plots.
 fn footer(s: &mut String, plots: &[PathBuf]) {
-    let names: Vec<String> = plots
-        .iter()
-        .filter_map(|p| svg_name(p))
-        .filter(|n| n != BUDGET_SVG)
-        .collect();
+    let names = plots.iter().filter_map(|p| svg_name(p));
+    let names: Vec<String> = names.filter(|n| n != BUDGET_SVG).collect();
     if names.is_empty() {
         return;
     }

@@ -21,11 +21,8 @@ pub(super) fn phases(a: &Measured) -> Vec<Warning> {
     for (freq_hz, runs) in &by_freq {
         // The controller's faults (every recorded run has some fault or a
         // group left out, paired_loss records no other).
-        let controller: Vec<&ExcludedPhase> = runs
-            .iter()
-            .flat_map(|r| &r.excluded)
-            .filter(|e| !e.fault.is_bad_input())
-            .collect();
+        let faults = runs.iter().flat_map(|r| &r.excluded);
+        let controller: Vec<&ExcludedPhase> = faults.filter(|e| !e.fault.is_bad_input()).collect();
         let groups: usize = runs.iter().map(|r| r.groups).sum();
         let left: usize = runs.iter().map(|r| r.groups_excluded).sum();
         let per_run = runs.iter().filter(|r| r.groups_excluded > 0).map(|r| {
@@ -69,12 +66,8 @@ pub(super) fn phases(a: &Measured) -> Vec<Warning> {
             .with_values(per_run),
         );
     }
-    let bad: Vec<&ExcludedPhase> = a
-        .phase_faults
-        .iter()
-        .flat_map(|r| &r.excluded)
-        .filter(|e| e.fault.is_bad_input())
-        .collect();
+    let faults = a.phase_faults.iter().flat_map(|r| &r.excluded);
+    let bad: Vec<&ExcludedPhase> = faults.filter(|e| e.fault.is_bad_input()).collect();
     if !bad.is_empty() {
         out.push(
             Warning::with_remedy(
@@ -110,12 +103,8 @@ fn plural(n: usize, word: &str) -> String {
 
 /// Groups of a run that hold a nonsense row.
 fn bad_groups(r: &RunPhaseFaults) -> usize {
-    let mut g: Vec<u32> = r
-        .excluded
-        .iter()
-        .filter(|e| e.fault.is_bad_input())
-        .map(|e| e.phase / 4)
-        .collect();
+    let bad = r.excluded.iter().filter(|e| e.fault.is_bad_input());
+    let mut g: Vec<u32> = bad.map(|e| e.phase / 4).collect();
     g.dedup();
     g.len()
 }
@@ -132,11 +121,11 @@ fn reasons(faults: &[&ExcludedPhase]) -> String {
         "late" => "started late",
         _ => "unreadable",
     };
-    counts
+    let counts: Vec<String> = counts
         .iter()
         .map(|(code, n)| format!("{n} {}", word(code)))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    counts.join(", ")
 }
 
 #[cfg(test)]

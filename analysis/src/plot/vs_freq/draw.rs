@@ -40,11 +40,9 @@ impl VsFreq {
     /// The fits whose band can be drawn (two points or more), with their
     /// colours.
     fn fits_with_band(&self) -> impl Iterator<Item = (&FitLine, RGBColor)> {
-        self.fits
-            .iter()
-            .enumerate()
-            .filter(|(_, pf)| pf.fit.band_x.len() >= 2)
-            .map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
+        let fits = self.fits.iter().enumerate();
+        let banded = fits.filter(|(_, pf)| pf.fit.band_x.len() >= 2);
+        banded.map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
     }
 
     /// The x tick labels: compact powers of ten on a log axis, else plain
@@ -156,22 +154,12 @@ impl VsFreq {
             })
         }))?;
         let pts = s.x.iter().zip(&s.y).map(|(x, y)| (*x, *y));
-        let anno = match i % 3 {
-            0 => chart.draw_series(pts.map(|p| Circle::new(p, 4, colour.filled())))?,
-            1 => chart.draw_series(pts.map(|p| TriangleMarker::new(p, 6, colour.filled())))?,
-            _ => chart.draw_series(pts.map(|p| {
-                EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], colour.filled())
-            }))?,
-        };
-        anno.label(s.label.clone()).legend(move |(x, y)| {
-            let c = (x + 10, y);
-            match i % 3 {
-                0 => Circle::new(c, 4, colour.filled()).into_dyn(),
-                1 => TriangleMarker::new(c, 6, colour.filled()).into_dyn(),
-                _ => Rectangle::new([(c.0 - 4, c.1 - 4), (c.0 + 4, c.1 + 4)], colour.filled())
-                    .into_dyn(),
-            }
-        });
+        let marked = pts.map(|p| EmptyElement::at(p) + marker(i, colour, (0, 0)));
+        let legend = move |(x, y)| marker(i, colour, (x + 10, y));
+        chart
+            .draw_series(marked)?
+            .label(s.label.clone())
+            .legend(legend);
         for j in 0..s.x.len() {
             legend_points.push(self.plot_frac((s.x[j], s.y_lo[j])));
             legend_points.push(self.plot_frac((s.x[j], s.y_hi[j])));
@@ -187,12 +175,8 @@ impl VsFreq {
         X: Ranged<ValueType = f64>,
     {
         let nothing = || std::iter::empty::<PathElement<(f64, f64)>>();
-        for (i, PreparedFit { fit, .. }) in self
-            .fits
-            .iter()
-            .enumerate()
-            .filter(|(_, pf)| !pf.fit.label_at_end)
-        {
+        let fits = self.fits.iter().enumerate();
+        for (i, PreparedFit { fit, .. }) in fits.filter(|(_, pf)| !pf.fit.label_at_end) {
             let colour = self.fit_colour(i);
             chart
                 .draw_series(nothing())?
@@ -246,6 +230,20 @@ impl VsFreq {
         let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
         let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
         legend_style(&mut chart, pos)
+    }
+}
+
+/// Series `i`'s marker, centred at pixel `c`: a circle, a triangle or a
+/// square, in turn.
+fn marker<'a, DB: DrawingBackend>(
+    i: usize,
+    colour: RGBColor,
+    c: (i32, i32),
+) -> DynElement<'a, DB, (i32, i32)> {
+    match i % 3 {
+        0 => Circle::new(c, 4, colour.filled()).into_dyn(),
+        1 => TriangleMarker::new(c, 6, colour.filled()).into_dyn(),
+        _ => Rectangle::new([(c.0 - 4, c.1 - 4), (c.0 + 4, c.1 + 4)], colour.filled()).into_dyn(),
     }
 }
 
