@@ -10,7 +10,7 @@ use crate::load::{ResultSet, Run};
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
 use crate::recommend::{BOUND_BASIS, MODEL_BASIS, Recommendation};
-use crate::stats::Estimate;
+use crate::stats::{Estimate, distinct_sorted};
 
 /// The word for an agreement in the summary (snake case, one per variant).
 pub fn agreement_word(a: Agreement) -> &'static str {
@@ -311,12 +311,10 @@ fn loop_rows(
         .map(|p| p.rows.iter().collect())
         .unwrap_or_default();
     let loss = a.tables.primary_loss();
-    let mut freqs: Vec<u64> = per_sample.iter().map(|r| r.freq_hz).collect();
+    let mut freqs = distinct_sorted(per_sample.iter().map(|r| r.freq_hz));
     if freqs.is_empty() {
-        freqs = loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
+        freqs = distinct_sorted(loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
     }
-    freqs.sort_unstable();
-    freqs.dedup();
     freqs
         .into_iter()
         .map(|f| {

@@ -19,7 +19,7 @@ use crate::row_types::{LossRow, TracepointCostRow, UtilRow};
 
 /// The fitted factors (rates in kHz: the achieved rate, [`fit_rate_khz`];
 /// utilisation and loss in %).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Fits {
     /// util % = delta x f_kHz (the article's form).
     pub util_origin: Option<LineFit>,
@@ -93,16 +93,6 @@ pub struct RunPhaseFaults {
 }
 
 impl Tables {
-    /// The most runs any loss row holds (loss.csv's and the loss table's
-    /// per-run columns).
-    pub fn most_loss_runs(&self) -> usize {
-        self.loss
-            .iter()
-            .map(|r| r.iterations.len())
-            .max()
-            .unwrap_or(0)
-    }
-
     /// The loss row used for fits and the recommendation at a frequency:
     /// the paired design where it exists (drift cancels within ABBA
     /// groups), else the split design's total (the same estimator on the
@@ -203,16 +193,7 @@ pub fn build_tables(
         util,
         loss,
         tracing: Vec::new(),
-        fits: Fits {
-            util_origin: None,
-            util_factor_up_to_hz: None,
-            util_line: None,
-            loss_line: None,
-            cost_per_sample_ns: None,
-            cost_per_sample_line_ns: None,
-            delta_mean_ratio: None,
-            loss_to_util_slope_ratio: None,
-        },
+        fits: Fits::default(),
         durations,
         paired,
         run_intervals,

@@ -97,18 +97,6 @@ impl GapsRun {
         self.row.samples as f64 / (self.window_ns() * 1e-9)
     }
 
-    /// Excess matched per sample, ns (before subtracting b): the matched
-    /// episodes under [`LONG_EPISODE_NS`] over the samples not in a longer
-    /// one.
-    pub fn matched_per_sample_ns(&self) -> f64 {
-        let short: u64 = self
-            .matched_excess_ns
-            .iter()
-            .filter(|&&e| e < LONG_EPISODE_NS)
-            .sum();
-        short as f64 / self.raw_samples().saturating_sub(self.samples_in_long) as f64
-    }
-
     /// Matched excess per sample split at `cap_ns` per sample, ns (before
     /// subtracting b): each matched episode under [`LONG_EPISODE_NS`]
     /// counts up to the cap times the samples it holds in the first part
@@ -133,6 +121,11 @@ impl GapsRun {
                 (c + x.min(cap), a + (x - cap).max(0.0))
             });
         (capped / n, above / n)
+    }
+
+    /// Long episodes per second of window.
+    pub fn long_per_s(&self) -> f64 {
+        self.long_episodes as f64 / (self.raw_window_ns() * 1e-9)
     }
 
     /// Share of the window in long episodes (their excess), %.

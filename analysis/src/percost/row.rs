@@ -9,7 +9,9 @@ use super::{
     predicted_loss_pct, recovery_horizon_ns,
 };
 use crate::row_types::{LossRow, UtilRow};
-use crate::stats::{Estimate, mean, quantile_sorted, t_interval, t_prediction};
+use crate::stats::{
+    Estimate, mean, mean_of, quantile_sorted, t_interval, t_interval_of, t_prediction,
+};
 use results_format::Design;
 
 /// One gaps run's cost per sample, ns.
@@ -239,7 +241,7 @@ impl RowContext<'_> {
         after_bound: Option<f64>,
     ) -> (PerSampleRow, Vec<RunCost>) {
         let n = at.len();
-        let achieved_hz = mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>());
+        let achieved_hz = mean_of(at.iter().map(|r| r.rate_hz()));
         let horizon = recovery_horizon_ns(achieved_hz);
         // Every per-run quantity needs b: none without 0 Hz runs.
         let parts: Vec<[f64; 4]> = if self.zero.is_empty() {
@@ -251,7 +253,7 @@ impl RowContext<'_> {
             if parts.is_empty() {
                 return nan_est(n);
             }
-            t_interval(&parts.iter().map(|p| p[k]).collect::<Vec<_>>())
+            t_interval_of(parts.iter().map(|p| p[k]))
         };
         let (above_cap_ns, long_ns) = (over(1), over(2));
         let charge = (
@@ -292,13 +294,13 @@ impl RowContext<'_> {
             if costs.is_empty() {
                 return nan_est(n);
             }
-            t_interval(&costs.iter().map(g).collect::<Vec<_>>())
+            t_interval_of(costs.iter().map(g))
         };
         let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
             if self.zero.is_empty() {
                 return nan_est(n);
             }
-            t_interval(&at.iter().map(|r| g(r)).collect::<Vec<_>>())
+            t_interval_of(at.iter().map(|r| g(r)))
         };
         let matched = MatchedEpisodes::of(at);
         let direct_ns = over(&|c| c.direct_ns);
@@ -347,11 +349,7 @@ impl RowContext<'_> {
             cap_ns: bg.cap_ns,
             above_cap_ns: nan_est(n),
             above_cap_charged: false,
-            long_per_s: t_interval(
-                &at.iter()
-                    .map(|r| r.long_episodes as f64 / (r.raw_window_ns() * 1e-9))
-                    .collect::<Vec<_>>(),
-            ),
+            long_per_s: t_interval_of(at.iter().map(|r| r.long_per_s())),
             long_ns: nan_est(n),
             long_charged: false,
             after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),

@@ -45,16 +45,9 @@ impl CostPoint {
             return None;
         }
         let k = 1.0 / predicted_loss_pct(rate, 1.0);
-        let e = l.trusted();
         Some(Self {
             freq_hz: l.freq_hz,
-            cost_ns: Estimate {
-                value: e.value * k,
-                lo: e.lo * k,
-                hi: e.hi * k,
-                se: e.se * k,
-                n: e.n,
-            },
+            cost_ns: l.trusted().scaled(k),
             source: CostSource::Throughput,
         })
     }
