@@ -318,12 +318,8 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
             (*row, *costs) = ctx.row_at(row.freq_hz, at, bg, Some(bound));
         }
     }
-    let mut run_costs: Vec<RunCost> = Vec::new();
-    let mut rows = Vec::new();
-    for (_, _, row, costs) in measured {
-        rows.push(row);
-        run_costs.extend(costs);
-    }
+    let (rows, costs): (Vec<_>, Vec<_>) = measured.into_iter().map(|m| (m.2, m.3)).unzip();
+    let mut run_costs: Vec<RunCost> = costs.concat();
     run_costs.sort_by_key(|c| (c.started_at_ns, c.run_id));
     let drift = cost_drift(&run_costs, &rows);
     PerSample {

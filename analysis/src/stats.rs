@@ -198,6 +198,12 @@ pub fn mean_of(x: impl IntoIterator<Item = f64>) -> f64 {
     mean(&x.into_iter().collect::<Vec<_>>())
 }
 
+/// `x` where it is above 0, else `or` (a rate delivered, else the one
+/// asked).
+pub fn positive_or(x: f64, or: f64) -> f64 {
+    if x > 0.0 { x } else { or }
+}
+
 /// The values an iterator yields, ascending.
 pub fn sorted(x: impl IntoIterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = x.into_iter().collect();

@@ -63,7 +63,7 @@ pub struct PairedRunTrace {
 
 /// Tables 1 (the handler's utilisation) and 2 (the loss), the tracepoint
 /// cost, the fitted factors, and what their figures draw.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Tables {
     pub util: Vec<UtilRow>,
     pub loss: Vec<LossRow>,
@@ -252,11 +252,9 @@ pub fn fit_all(a: &Tables) -> Fits {
             .filter(LineFit::describes)
             .map(|f| (a.util[k - 1].freq_hz, f))
     });
-    let util_line = if ux.len() >= 3 {
-        fit_line(&ux, &uy, uw.as_deref())
-    } else {
-        None
-    };
+    let util_line = (ux.len() >= 3)
+        .then(|| fit_line(&ux, &uy, uw.as_deref()))
+        .flatten();
 
     let primary = a.primary_loss();
     let lx: Vec<f64> = primary
@@ -266,11 +264,9 @@ pub fn fit_all(a: &Tables) -> Fits {
     let lest: Vec<Estimate> = primary.iter().map(|r| r.trusted()).collect();
     let ly: Vec<f64> = lest.iter().map(|e| e.value).collect();
     let lw = weights_from_variances(&variances(&lest));
-    let loss_line = if lx.len() >= 2 {
-        fit_line(&lx, &ly, lw.as_deref())
-    } else {
-        None
-    };
+    let loss_line = (lx.len() >= 2)
+        .then(|| fit_line(&lx, &ly, lw.as_deref()))
+        .flatten();
     let ratios: Vec<f64> = ux.iter().zip(&uy).map(|(x, y)| y / x).collect();
     Fits {
         cost_per_sample_ns: util_origin.map(|f| f.slope * 1e4),

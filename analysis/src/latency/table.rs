@@ -105,12 +105,7 @@ pub fn costs_of(run: &GapsRun) -> Vec<f64> {
         if e >= LONG_EPISODE_NS {
             continue;
         }
-        let k = run
-            .matched_samples_per_episode
-            .get(i)
-            .copied()
-            .unwrap_or(1)
-            .max(1);
+        let k = run.samples_of_matched(i);
         costs_ns.extend(std::iter::repeat_n(e as f64 / f64::from(k), k as usize));
     }
     costs_ns

@@ -111,16 +111,17 @@ impl GapsRun {
             .fold((0f64, 0f64), |(c, a), (i, &e)| {
                 // The cap is per sample: an episode that holds k samples'
                 // interrupts (dense rates join them) is capped at k caps.
-                let k = self
-                    .matched_samples_per_episode
-                    .get(i)
-                    .copied()
-                    .unwrap_or(1);
-                let cap = cap_ns * f64::from(k.max(1));
+                let cap = cap_ns * f64::from(self.samples_of_matched(i));
                 let x = e as f64;
                 (c + x.min(cap), a + (x - cap).max(0.0))
             });
         (capped / n, above / n)
+    }
+
+    /// The samples matched episode `i` holds (one where not recorded).
+    pub fn samples_of_matched(&self, i: usize) -> u32 {
+        let k = self.matched_samples_per_episode.get(i).copied();
+        k.unwrap_or(1).max(1)
     }
 
     /// Long episodes per second of window.
@@ -377,9 +378,6 @@ fn read_run(
     let mut run = GapsRun {
         row,
         recovery,
-        matched_excess_ns: Vec::new(),
-        samples_in_long: 0,
-        episodes: Vec::new(),
         thinned,
         ..GapsRun::default()
     };

@@ -117,38 +117,24 @@ impl MatchedEpisodes {
     }
 }
 
-/// What the tracing measured at one frequency, beside the direct cost.
-struct TracedTimes {
-    /// Handler time per sample (util runs at F), ns.
-    handler_ns: Option<f64>,
-    /// Whole timer interrupt (local_timer) time per handler call, ns.
-    interrupt_ns: Option<f64>,
-    /// `direct_ns` - interrupt (or - handler without local_timer), ns.
-    remainder_ns: Option<f64>,
-}
-
-impl TracedTimes {
-    /// The util table's times at `freq_hz`, and what of `direct_ns` they
-    /// leave.
-    fn at(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> Self {
-        let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
-        let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
-        let interrupt_ns = util_row
-            .and_then(|u| {
-                u.local_timer_util_pct
-                    .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
-            })
-            .filter(|v| v.is_finite());
-        let remainder_ns = interrupt_ns
-            .or(handler_ns)
-            .map(|x| direct_ns - x)
-            .filter(|v| v.is_finite());
-        Self {
-            handler_ns,
-            interrupt_ns,
-            remainder_ns,
-        }
-    }
+/// What the tracing measured at `freq_hz` beside the direct cost, ns:
+/// the handler's time per sample (util runs), the whole timer interrupt's
+/// (local_timer) per handler call, and `direct_ns` less the interrupt (or
+/// less the handler without local_timer).
+fn traced_times(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> [Option<f64>; 3] {
+    let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
+    let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
+    let interrupt_ns = util_row
+        .and_then(|u| {
+            u.local_timer_util_pct
+                .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
+        })
+        .filter(|v| v.is_finite());
+    let remainder_ns = interrupt_ns
+        .or(handler_ns)
+        .map(|x| direct_ns - x)
+        .filter(|v| v.is_finite());
+    [handler_ns, interrupt_ns, remainder_ns]
 }
 
 /// Whether a part of the cost is charged: its interval lies above 0
@@ -244,11 +230,8 @@ impl RowContext<'_> {
         let achieved_hz = mean_of(at.iter().map(|r| r.rate_hz()));
         let horizon = recovery_horizon_ns(achieved_hz);
         // Every per-run quantity needs b: none without 0 Hz runs.
-        let parts: Vec<[f64; 4]> = if self.zero.is_empty() {
-            Vec::new()
-        } else {
-            at.iter().map(|r| self.parts(r, bg, horizon)).collect()
-        };
+        let with_b = at.iter().filter(|_| !self.zero.is_empty());
+        let parts: Vec<[f64; 4]> = with_b.map(|r| self.parts(r, bg, horizon)).collect();
         let over = |k: usize| -> Estimate {
             if parts.is_empty() {
                 return nan_est(n);
@@ -305,7 +288,7 @@ impl RowContext<'_> {
         let matched = MatchedEpisodes::of(at);
         let direct_ns = over(&|c| c.direct_ns);
         let predicted = over(&|c| predicted_loss_pct(c.rate_hz, c.total_ns));
-        let traced = TracedTimes::at(self.util, f, direct_ns.value);
+        let [handler_ns, interrupt_ns, remainder_ns] = traced_times(self.util, f, direct_ns.value);
         let paired_loss_pct = self
             .loss
             .iter()
@@ -361,9 +344,9 @@ impl RowContext<'_> {
                 t_prediction(&totals)
             },
             direct_ns,
-            handler_ns: traced.handler_ns,
-            interrupt_ns: traced.interrupt_ns,
-            remainder_ns: traced.remainder_ns,
+            handler_ns,
+            interrupt_ns,
+            remainder_ns,
             agreement: paired_loss_pct
                 .filter(|_| predicted.value.is_finite())
                 .map(|p| agreement(&predicted, &p, after_bound.is_some())),
