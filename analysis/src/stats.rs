@@ -1,5 +1,7 @@
-//! Descriptive statistics and Student-t intervals. The distributions are
-//! statrs's; tests/fixtures checks the results against scipy.
+//! Descriptive statistics and Student-t intervals, and the few helpers
+//! every table shares (values sorted, distinct values, a rate delivered
+//! else asked). The distributions are statrs's; tests/fixtures checks the
+//! results against scipy.
 
 use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
