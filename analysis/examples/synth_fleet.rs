@@ -137,7 +137,17 @@ fn main() -> Result<(), String> {
             },
         )
         .map_err(|e| format!("{}: {e}", root.display()))?;
-        let obs = hosts::hosts(&s.rows, 0, &[], &by, 1000.0, true);
+        // Every set at 1000 Hz by the default classes (hosts reads only
+        // `by`, `at_hz` and `all`).
+        let opts = analysis::fleet::FleetOptions {
+            by: by.clone(),
+            at_hz: 1000.0,
+            rate_hz: 99.0,
+            all: true,
+            make: true,
+            cache: false,
+        };
+        let obs = hosts::hosts(&s.rows, 0, &[], &opts);
         for o in &obs.obs {
             let Some(cost) = o.cost_ns else { continue };
             let set_rows: Vec<SummaryRow> = s

@@ -11,7 +11,7 @@
 
 use crate::columns::lo_hi;
 use crate::contents::ConfigTables;
-use crate::stats::Estimate;
+use crate::stats::{Estimate, difference};
 
 /// One configuration and rate with both paired and gaps runs (a row of
 /// after_effect.csv).
@@ -36,19 +36,6 @@ pub struct AfterRow {
     pub timeline_after_ns: Estimate,
 }
 
-/// `e` times `k` (k > 0).
-fn scaled(e: &Estimate, k: f64) -> Estimate {
-    Estimate {
-        value: e.value * k,
-        lo: e.lo * k,
-        hi: e.hi * k,
-        se: e.se * k,
-        n: e.n,
-    }
-}
-
-use crate::stats::difference;
-
 /// The rows of every configuration (each analysed alone) at every rate
 /// where the paired loss and the gaps direct cost both exist.
 pub fn rows(analyses: &[ConfigTables<'_>]) -> Vec<AfterRow> {
@@ -66,7 +53,7 @@ pub fn rows(analyses: &[ConfigTables<'_>]) -> Vec<AfterRow> {
                 continue;
             }
             // loss % / 100 of each second, per achieved sample, in ns.
-            let throughput_ns = scaled(paired, 1e7 / r.achieved_hz);
+            let throughput_ns = paired.scaled(1e7 / r.achieved_hz);
             out.push(AfterRow {
                 sample: sample.to_string(),
                 freq_hz: r.freq_hz,
@@ -120,7 +107,7 @@ mod tests {
             se: 0.5,
             n: 4,
         };
-        let t = scaled(&loss, 1e7 / 4000.0);
+        let t = loss.scaled(1e7 / 4000.0);
         assert!((t.value - 5000.0).abs() < 1e-9);
         assert!((t.lo - 2500.0).abs() < 1e-9 && (t.hi - 7500.0).abs() < 1e-9);
         assert!((t.se - 1250.0).abs() < 1e-9);

@@ -14,7 +14,7 @@ use crate::columns::{lo_hi, value};
 use crate::load::{ResultSet, Run};
 use crate::percost::PerSample;
 use crate::row_types::UtilRow;
-use crate::stats::{Estimate, mean};
+use crate::stats::{Estimate, distinct_sorted, mean, mean_of};
 use workload::work::WorkKind;
 
 /// What the by-contents tables read of one configuration's analysis: its
@@ -100,14 +100,7 @@ pub fn contents_of(rs: &ResultSet) -> Vec<String> {
             out.push(key(&s, w));
         }
     }
-    let mut seen: Vec<String> = rs
-        .runs
-        .iter()
-        .filter(|r| r.freq_hz > 0)
-        .map(config_key)
-        .collect();
-    seen.sort();
-    seen.dedup();
+    let seen = distinct_sorted(rs.runs.iter().filter(|r| r.freq_hz > 0).map(config_key));
     out.retain(|c| seen.contains(c));
     for c in seen {
         if !out.contains(&c) {
@@ -200,13 +193,7 @@ pub fn ratio(a: &Estimate, b: &Estimate) -> Option<Estimate> {
     let r = a.value / b.value;
     let rel = ((a.se / a.value).powi(2) + (b.se / b.value).powi(2)).sqrt();
     let se = r.abs() * rel;
-    Some(Estimate {
-        value: r,
-        lo: r - 1.96 * se,
-        hi: r + 1.96 * se,
-        se,
-        n: a.n.min(b.n),
-    })
+    Some(Estimate::around(r, 1.96 * se, se, a.n.min(b.n)))
 }
 
 /// Builds the by-contents table from each contents' analysis.
@@ -214,13 +201,9 @@ pub fn rows(rs: &ResultSet, analyses: &[ConfigTables<'_>]) -> Vec<ContentsRow> {
     let mut out = Vec::new();
     for a in analyses {
         let sample = a.name;
-        let mut freqs: Vec<u64> = a.util.iter().map(|u| u.freq_hz).collect();
-        if let Some(ps) = a.per_sample {
-            freqs.extend(ps.rows.iter().map(|r| r.freq_hz));
-        }
-        freqs.sort_unstable();
-        freqs.dedup();
-        for f in freqs {
+        let gaps_rows = a.per_sample.map_or(&[][..], |ps| &ps.rows);
+        let freqs = a.util.iter().map(|u| u.freq_hz);
+        for f in distinct_sorted(freqs.chain(gaps_rows.iter().map(|r| r.freq_hz))) {
             let util = a.util.iter().find(|u| u.freq_hz == f);
             let gaps = a
                 .per_sample
@@ -230,7 +213,7 @@ pub fn rows(rs: &ResultSet, analyses: &[ConfigTables<'_>]) -> Vec<ContentsRow> {
                 .iter()
                 .filter(|r| r.ok() && r.freq_hz == f && config_key(r) == sample)
                 .collect();
-            let per_run = |g: fn(&Run) -> f64| mean(&runs.iter().map(|r| g(r)).collect::<Vec<_>>());
+            let per_run = |g: fn(&Run) -> f64| mean_of(runs.iter().map(|r| g(r)));
             out.push(ContentsRow {
                 sample: sample.to_string(),
                 freq_hz: f,

@@ -14,7 +14,7 @@ use crate::tables::{RunPhaseFaults, Tables};
 
 /// One configuration's measured tables: what the warnings and the loss
 /// model read.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Measured {
     /// Tables 1 and 2, the tracepoint cost and the fits.
     pub tables: Tables,
@@ -37,10 +37,8 @@ impl Measured {
     pub fn of_tables(tables: Tables, phase_faults: Vec<RunPhaseFaults>) -> Self {
         Self {
             tables,
-            gaps: GapsCost::default(),
-            contents: ContentsTables::default(),
-            subject: SubjectTables::default(),
             phase_faults,
+            ..Self::default()
         }
     }
 }

@@ -66,12 +66,6 @@ impl LineFit {
         (self.slope - h, self.slope + h)
     }
 
-    /// 95 % interval of the intercept.
-    pub fn intercept_ci(&self) -> (f64, f64) {
-        let h = self.dof_t() * self.se_intercept;
-        (self.intercept - h, self.intercept + h)
-    }
-
     /// The lack-of-fit test says one line describes the points: p >= 0.05.
     pub fn describes(&self) -> bool {
         self.lack_of_fit_p >= 0.05

@@ -121,15 +121,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         cache: opts.cache,
     };
     let scan = scan::scan(root, &read).map_err(|e| AnalysisError::corrupt(root, e))?;
-    let missing = &scan.missing;
-    let hosts = hosts::hosts(
-        &scan.rows,
-        scan.left_out,
-        missing,
-        &opts.by,
-        opts.at_hz,
-        opts.all,
-    );
+    let hosts = hosts::hosts(&scan.rows, scan.left_out, &scan.missing, opts);
     if hosts.obs.is_empty() {
         return Err(AnalysisError::NoSummary {
             root: root.to_path_buf(),

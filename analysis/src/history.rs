@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::AnalysisError;
 use crate::fleet::classes::quantile;
+use crate::stats::{mean, sorted, std_dev};
 
 pub mod present;
 
@@ -134,12 +135,6 @@ fn median(v: &[f64]) -> Option<f64> {
     quantile(&sorted(v.iter().copied().filter(|x| x.is_finite())), 0.5)
 }
 
-fn sorted(v: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = v.collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
 /// Reads DIR's history files and judges them.
 pub fn analyse(dir: &Path, opts: &HistoryOptions) -> Result<History, AnalysisError> {
     if !dir.is_dir() {
@@ -247,15 +242,10 @@ fn check(r: &SummaryRow, budget: Option<f64>, period: Period) -> CheckPoint {
 
 /// The coefficient of variation, lowest and highest of `costs`.
 fn spread(costs: &[f64]) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let n = costs.len() as f64;
     let min = costs.iter().copied().min_by(f64::total_cmp);
     let max = costs.iter().copied().max_by(f64::total_cmp);
-    if costs.len() < 2 {
-        return (None, min, max);
-    }
-    let mean = costs.iter().sum::<f64>() / n;
-    let var = costs.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (Some(var.sqrt() / mean), min, max)
+    let cv = (costs.len() >= 2).then(|| std_dev(costs) / mean(costs));
+    (cv, min, max)
 }
 
 fn period_rows(checks: &[CheckPoint], med: Option<f64>) -> Vec<PeriodRow> {

@@ -202,12 +202,10 @@ pub fn measure(
     let total: u64 = usable.iter().map(|(s, last, _)| last - s).sum();
     let mut out = SizeLatency {
         size_ns,
-        requests: 0,
-        cut: 0,
         independent: total as f64 / size_ns.max(1) as f64,
         elapsed_ns: [f64::NAN; 3],
         hit_share: f64::NAN,
-        sorted_ns: Vec::new(),
+        ..SizeLatency::default()
     };
     if total == 0 || size_ns == 0 {
         return out;

@@ -108,15 +108,12 @@ impl ResultSet {
 /// Load manifest.json (checking format_version), runs.csv and, if present,
 /// phases.csv.
 pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
+    let path = dir.to_path_buf();
     if dir.exists() && !dir.is_dir() {
-        return Err(AnalysisError::NotADirectory {
-            path: dir.to_path_buf(),
-        });
+        return Err(AnalysisError::NotADirectory { path });
     }
     if !dir.is_dir() {
-        return Err(AnalysisError::NoSuchDirectory {
-            path: dir.to_path_buf(),
-        });
+        return Err(AnalysisError::NoSuchDirectory { path });
     }
     let manifest = results_format::read_manifest(dir)?;
     let runs = results_format::read_runs(dir)?;
@@ -127,7 +124,7 @@ pub fn load(dir: &Path) -> Result<ResultSet, AnalysisError> {
     };
     let unrecorded = Unrecorded::of(&manifest, &runs);
     Ok(ResultSet {
-        dir: dir.to_path_buf(),
+        dir: path,
         manifest,
         runs,
         phases,

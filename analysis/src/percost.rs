@@ -25,7 +25,7 @@
 use crate::columns::lo_hi_se;
 use crate::load::gaps::{GapsRun, LONG_EPISODE_NS};
 use crate::row_types::{LossRow, UtilRow};
-use crate::stats::{Estimate, mean, t_interval};
+use crate::stats::{Estimate, distinct_sorted, mean_of, t_interval_of};
 
 mod background;
 mod drift;
@@ -277,28 +277,15 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
         .iter()
         .filter(|r| r.row.freq_hz == 0 && usable(r))
         .collect();
-    let zero_after = t_interval(
-        &zero
-            .iter()
-            .map(|r| r.after_per_episode_ns(RECOVERY_HORIZON_NS))
-            .collect::<Vec<_>>(),
+    let zero_after = t_interval_of(
+        zero.iter()
+            .map(|r| r.after_per_episode_ns(RECOVERY_HORIZON_NS)),
     );
-    let zero_gap = t_interval(&zero.iter().map(|r| r.gap_share_pct()).collect::<Vec<_>>());
-    let mut freqs: Vec<u64> = runs
-        .iter()
-        .map(|r| r.row.freq_hz)
-        .filter(|&f| f > 0)
-        .collect();
-    freqs.sort_unstable();
-    freqs.dedup();
+    let zero_gap = t_interval_of(zero.iter().map(|r| r.gap_share_pct()));
+    let freqs = distinct_sorted(runs.iter().map(|r| r.row.freq_hz).filter(|&f| f > 0));
     let background_cap_ns = episode_cap_ns(&zero);
-    let zero_long_share = t_interval(&zero.iter().map(|r| r.long_share_pct()).collect::<Vec<_>>());
-    let zero_long_per_s = t_interval(
-        &zero
-            .iter()
-            .map(|r| r.long_episodes as f64 / (r.raw_window_ns() * 1e-9))
-            .collect::<Vec<_>>(),
-    );
+    let zero_long_share = t_interval_of(zero.iter().map(|r| r.long_share_pct()));
+    let zero_long_per_s = t_interval_of(zero.iter().map(|r| r.long_per_s()));
     let ctx = RowContext {
         zero: &zero,
         zero_gap: zero_gap.value,
@@ -319,7 +306,7 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
             if at.is_empty() {
                 return None;
             }
-            let rate = mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>());
+            let rate = mean_of(at.iter().map(|r| r.rate_hz()));
             let bg = background_at(&zero, f, rate, cap_at(background_cap_ns, &at));
             let (row, costs) = ctx.row_at(f, &at, &bg, None);
             Some((at, bg, row, costs))
@@ -331,12 +318,8 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
             (*row, *costs) = ctx.row_at(row.freq_hz, at, bg, Some(bound));
         }
     }
-    let mut run_costs: Vec<RunCost> = Vec::new();
-    let mut rows = Vec::new();
-    for (_, _, row, costs) in measured {
-        rows.push(row);
-        run_costs.extend(costs);
-    }
+    let (rows, costs): (Vec<_>, Vec<_>) = measured.into_iter().map(|m| (m.2, m.3)).unzip();
+    let mut run_costs: Vec<RunCost> = costs.concat();
     run_costs.sort_by_key(|c| (c.started_at_ns, c.run_id));
     let drift = cost_drift(&run_costs, &rows);
     PerSample {

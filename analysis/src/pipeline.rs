@@ -24,7 +24,7 @@ use crate::warnings::{Rule, Warning};
 /// it derefs to: `a.tables`, `a.gaps`), what is judged of it, and the
 /// other configurations' own (the primary's, with the others in
 /// [`Findings::other_configs`]).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Findings {
     /// The measured tables.
     pub measured: Measured,
@@ -55,11 +55,10 @@ impl Findings {
     /// The findings of `tables` alone, every other part empty (the
     /// pipeline fills them).
     pub fn of_tables(tables: Tables, phase_faults: Vec<RunPhaseFaults>) -> Self {
+        let measured = Measured::of_tables(tables, phase_faults);
         Self {
-            measured: Measured::of_tables(tables, phase_faults),
-            quality: Quality::default(),
-            budgets: Budgets::default(),
-            other_configs: Vec::new(),
+            measured,
+            ..Self::default()
         }
     }
 }
@@ -334,47 +333,33 @@ fn read_all_intervals(
         .clamp(1, 8)
         .min(runs.len().max(1));
     let chunk = runs.len().div_ceil(workers).max(1);
-    type One = (u32, Result<RunIntervals, AnalysisError>);
-    let results: Vec<Vec<One>> = std::thread::scope(|s| {
-        let handles: Vec<_> = runs
-            .chunks(chunk)
+    let read = |r: &&Run| {
+        (
+            r.run_id,
+            read_run_intervals(&rs.events_path(r.run_id), r.cpu),
+        )
+    };
+    let panicked = |r: &&Run| {
+        let why = "the reader of its events file panicked".to_string();
+        (r.run_id, Err(AnalysisError::Insufficient(why)))
+    };
+    let results: Vec<(u32, Result<RunIntervals, AnalysisError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (runs.chunks(chunk))
             .map(|part| {
                 (
                     part,
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|r| {
-                                (
-                                    r.run_id,
-                                    read_run_intervals(&rs.events_path(r.run_id), r.cpu),
-                                )
-                            })
-                            .collect::<Vec<One>>()
-                    }),
+                    s.spawn(move || part.iter().map(read).collect::<Vec<_>>()),
                 )
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|(part, h)| {
-                h.join().unwrap_or_else(|_| {
-                    part.iter()
-                        .map(|r| {
-                            (
-                                r.run_id,
-                                Err(AnalysisError::Insufficient(
-                                    "the reader of its events file panicked".to_string(),
-                                )),
-                            )
-                        })
-                        .collect()
-                })
-            })
+        let joined = handles.into_iter().map(|(part, h)| (part, h.join()));
+        joined
+            .flat_map(|(part, r)| r.unwrap_or_else(|_| part.iter().map(panicked).collect()))
             .collect()
     });
     let mut map = BTreeMap::new();
     let mut excluded = Vec::new();
-    for (run_id, r) in results.into_iter().flatten() {
+    for (run_id, r) in results {
         match r {
             Ok(iv) => {
                 map.insert(run_id, iv);

@@ -41,7 +41,7 @@ use serde::Serialize;
 use crate::columns::lo_hi_se;
 use crate::error::AnalysisError;
 use crate::load::{Phase, ResultSet};
-use crate::stats::{Estimate, mean, t_interval};
+use crate::stats::{Estimate, mean, mean_of, t_interval_of};
 
 mod outlast;
 use outlast::{against_zero_hz, off_recovery};
@@ -303,10 +303,8 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
         if runs.is_empty() {
             continue;
         }
-        let run_mean = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<f64> {
-            runs.iter()
-                .map(|g| mean(&g.iter().map(f).collect::<Vec<_>>()))
-                .collect()
+        let run_mean = |f: fn(&(f64, f64, f64)) -> f64| {
+            t_interval_of(runs.iter().map(|g| mean_of(g.iter().map(f))))
         };
         let closure: Vec<f64> = runs
             .iter()
@@ -328,9 +326,9 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
             freq_hz,
             runs: runs.len(),
             groups: runs.iter().map(Vec::len).sum(),
-            total: t_interval(&run_mean(|x| x.0)),
-            in_gaps: t_interval(&run_mean(|x| x.1)),
-            outside: t_interval(&run_mean(|x| x.2)),
+            total: run_mean(|x| x.0),
+            in_gaps: run_mean(|x| x.1),
+            outside: run_mean(|x| x.2),
             closure_pp: mean(&closure),
             achieved_hz: if on_ns > 0 {
                 on_samples as f64 * 1e9 / on_ns as f64

@@ -1,5 +1,7 @@
-//! Descriptive statistics and Student-t intervals. The distributions are
-//! statrs's; tests/fixtures checks the results against scipy.
+//! Descriptive statistics and Student-t intervals, and the few helpers
+//! every table shares (values sorted, distinct values, a rate delivered
+//! else asked). The distributions are statrs's; tests/fixtures checks the
+//! results against scipy.
 
 use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
@@ -147,6 +149,30 @@ impl Estimate {
         }
     }
 
+    /// `value` +- `h`, with standard error `se`, from `n` values.
+    pub fn around(value: f64, h: f64, se: f64, n: usize) -> Self {
+        let (lo, hi) = (value - h, value + h);
+        Self {
+            value,
+            lo,
+            hi,
+            se,
+            n,
+        }
+    }
+
+    /// The estimate times `k` (k > 0): value, bounds and standard error.
+    pub fn scaled(&self, k: f64) -> Self {
+        let (value, lo, hi, se) = (self.value * k, self.lo * k, self.hi * k, self.se * k);
+        Self {
+            value,
+            lo,
+            hi,
+            se,
+            n: self.n,
+        }
+    }
+
     /// Half-width of the interval (NaN when undefined).
     pub fn half_width(&self) -> f64 {
         0.5 * (self.hi - self.lo)
@@ -159,27 +185,45 @@ pub fn t_interval(x: &[f64]) -> Estimate {
     let n = x.len();
     let m = mean(x);
     if n < 2 {
-        return Estimate {
-            value: m,
-            lo: f64::NAN,
-            hi: f64::NAN,
-            se: f64::NAN,
-            n,
-        };
+        return Estimate::point(m, n);
     }
     t_around(m, std_dev(x) / (n as f64).sqrt(), (n - 1) as f64, n)
 }
 
+/// [`t_interval`] of the values an iterator yields.
+pub fn t_interval_of(x: impl IntoIterator<Item = f64>) -> Estimate {
+    t_interval(&x.into_iter().collect::<Vec<_>>())
+}
+
+/// [`mean`] of the values an iterator yields.
+pub fn mean_of(x: impl IntoIterator<Item = f64>) -> f64 {
+    mean(&x.into_iter().collect::<Vec<_>>())
+}
+
+/// `x` where it is above 0, else `or` (a rate delivered, else the one
+/// asked).
+pub fn positive_or(x: f64, or: f64) -> f64 {
+    if x > 0.0 { x } else { or }
+}
+
+/// The values an iterator yields, ascending.
+pub fn sorted(x: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = x.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The distinct values an iterator yields, ascending.
+pub fn distinct_sorted<T: Ord>(x: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = x.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// `value` +- t(0.975, `df`) x `se`, from `n` values.
 fn t_around(value: f64, se: f64, df: f64, n: usize) -> Estimate {
-    let h = t_crit95(df) * se;
-    Estimate {
-        value,
-        lo: value - h,
-        hi: value + h,
-        se,
-        n,
-    }
+    Estimate::around(value, t_crit95(df) * se, se, n)
 }
 
 /// Mean with a 95 % **prediction** interval for one more value drawn like
@@ -235,13 +279,7 @@ pub fn loss_delta(on: &[f64], off: &[f64]) -> Estimate {
     let value = 100.0 * (1.0 - r);
     let n = on.len().min(off.len());
     if on.len() < 2 || off.len() < 2 {
-        return Estimate {
-            value,
-            lo: f64::NAN,
-            hi: f64::NAN,
-            se: f64::NAN,
-            n,
-        };
+        return Estimate::point(value, n);
     }
     let (n1, n0) = (on.len() as f64, off.len() as f64);
     // Relative variances of each mean.
@@ -250,13 +288,7 @@ pub fn loss_delta(on: &[f64], off: &[f64]) -> Estimate {
     let se = r * (v1 + v0).sqrt();
     let df = welch_df(v1, n1, v0, n0);
     let h = 100.0 * t_crit95(df) * se;
-    Estimate {
-        value,
-        lo: value - h,
-        hi: value + h,
-        se: 100.0 * se,
-        n,
-    }
+    Estimate::around(value, h, 100.0 * se, n)
 }
 
 /// The two-sided 95 % critical value for a sum or difference of
@@ -292,13 +324,7 @@ pub fn difference(a: &Estimate, b: &Estimate) -> Estimate {
     let value = a.value - b.value;
     let se = (a.se.powi(2) + b.se.powi(2)).sqrt();
     let h = satterthwaite_crit95(&[a, b]) * se;
-    Estimate {
-        value,
-        lo: value - h,
-        hi: value + h,
-        se,
-        n: a.n.min(b.n),
-    }
+    Estimate::around(value, h, se, a.n.min(b.n))
 }
 
 /// Welch-Satterthwaite degrees of freedom for two variance components

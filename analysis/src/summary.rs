@@ -10,7 +10,7 @@ use crate::load::{ResultSet, Run};
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
 use crate::recommend::{BOUND_BASIS, MODEL_BASIS, Recommendation};
-use crate::stats::Estimate;
+use crate::stats::{Estimate, distinct_sorted};
 
 /// The word for an agreement in the summary (snake case, one per variant).
 pub fn agreement_word(a: Agreement) -> &'static str {
@@ -48,6 +48,33 @@ fn finite(v: f64) -> Option<f64> {
 
 fn est(e: &Estimate) -> (Option<f64>, Option<f64>, Option<f64>) {
     (finite(e.value), finite(e.lo), finite(e.hi))
+}
+
+/// The row's cost per sample (value, 95 % bounds) from `e`.
+fn set_cost(row: &mut SummaryRow, e: &Estimate) {
+    (
+        row.cost_per_sample_ns,
+        row.cost_per_sample_lo_ns,
+        row.cost_per_sample_hi_ns,
+    ) = est(e);
+}
+
+/// The row's predicted loss (value, 95 % bounds) from `e`.
+fn set_predicted(row: &mut SummaryRow, e: &Estimate) {
+    (
+        row.predicted_loss_pct,
+        row.predicted_loss_lo_pct,
+        row.predicted_loss_hi_pct,
+    ) = est(e);
+}
+
+/// The row's throughput loss (value, 95 % bounds) from `e`.
+fn set_throughput(row: &mut SummaryRow, e: &Estimate) {
+    (
+        row.throughput_loss_pct,
+        row.throughput_loss_lo_pct,
+        row.throughput_loss_hi_pct,
+    ) = est(e);
 }
 
 fn json_str(v: &serde_json::Value, key: &str) -> Option<String> {
@@ -311,12 +338,10 @@ fn loop_rows(
         .map(|p| p.rows.iter().collect())
         .unwrap_or_default();
     let loss = a.tables.primary_loss();
-    let mut freqs: Vec<u64> = per_sample.iter().map(|r| r.freq_hz).collect();
+    let mut freqs = distinct_sorted(per_sample.iter().map(|r| r.freq_hz));
     if freqs.is_empty() {
-        freqs = loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
+        freqs = distinct_sorted(loss.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
     }
-    freqs.sort_unstable();
-    freqs.dedup();
     freqs
         .into_iter()
         .map(|f| {
@@ -327,29 +352,17 @@ fn loop_rows(
             if let Some(p) = per_sample.iter().find(|r| r.freq_hz == f) {
                 row.runs = Some(p.runs as i64);
                 row.achieved_hz = finite(p.achieved_hz);
-                (
-                    row.cost_per_sample_ns,
-                    row.cost_per_sample_lo_ns,
-                    row.cost_per_sample_hi_ns,
-                ) = est(&p.total_ns);
+                set_cost(&mut row, &p.total_ns);
                 row.cost_per_sample_pred_lo_ns = finite(p.total_pred_ns.lo);
                 row.cost_per_sample_pred_hi_ns = finite(p.total_pred_ns.hi);
                 row.cost_bounded = Some(p.after_effect_bound_ns.is_some());
-                (
-                    row.predicted_loss_pct,
-                    row.predicted_loss_lo_pct,
-                    row.predicted_loss_hi_pct,
-                ) = est(&p.predicted_loss_pct);
+                set_predicted(&mut row, &p.predicted_loss_pct);
                 row.agreement = p.agreement.map(|x| agreement_word(x).to_string());
             } else {
                 row.runs = Some(runs.iter().filter(|r| r.ok()).count() as i64);
             }
             if let Some(l) = loss.iter().find(|r| r.freq_hz == f) {
-                (
-                    row.throughput_loss_pct,
-                    row.throughput_loss_lo_pct,
-                    row.throughput_loss_hi_pct,
-                ) = est(&l.trusted());
+                set_throughput(&mut row, &l.trusted());
             }
             row
         })
@@ -400,21 +413,9 @@ fn profiler_rows(
             row.freq_hz = Some(p.freq_hz as i64);
             row.runs = Some(p.blocks as i64);
             counts(&mut row, &runs_at(rs, None, p.freq_hz));
-            (
-                row.cost_per_sample_ns,
-                row.cost_per_sample_lo_ns,
-                row.cost_per_sample_hi_ns,
-            ) = est(&p.cost_per_interruption_ns);
-            (
-                row.predicted_loss_pct,
-                row.predicted_loss_lo_pct,
-                row.predicted_loss_hi_pct,
-            ) = est(&p.gap_loss_pct);
-            (
-                row.throughput_loss_pct,
-                row.throughput_loss_lo_pct,
-                row.throughput_loss_hi_pct,
-            ) = est(&p.throughput_loss_pct);
+            set_cost(&mut row, &p.cost_per_interruption_ns);
+            set_predicted(&mut row, &p.gap_loss_pct);
+            set_throughput(&mut row, &p.throughput_loss_pct);
             row
         })
         .collect()
@@ -437,18 +438,10 @@ fn command_rows(
             row.achieved_hz = finite(c.achieved_hz);
             counts(&mut row, &runs_at(rs, None, c.freq_hz));
             if let Some(e) = &c.cost_per_sample_ns {
-                (
-                    row.cost_per_sample_ns,
-                    row.cost_per_sample_lo_ns,
-                    row.cost_per_sample_hi_ns,
-                ) = est(e);
+                set_cost(&mut row, e);
             }
             if let Some(e) = &c.loss_pct {
-                (
-                    row.throughput_loss_pct,
-                    row.throughput_loss_lo_pct,
-                    row.throughput_loss_hi_pct,
-                ) = est(e);
+                set_throughput(&mut row, e);
             }
             row
         })

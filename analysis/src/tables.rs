@@ -19,7 +19,7 @@ use crate::row_types::{LossRow, TracepointCostRow, UtilRow};
 
 /// The fitted factors (rates in kHz: the achieved rate, [`fit_rate_khz`];
 /// utilisation and loss in %).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Fits {
     /// util % = delta x f_kHz (the article's form).
     pub util_origin: Option<LineFit>,
@@ -63,7 +63,7 @@ pub struct PairedRunTrace {
 
 /// Tables 1 (the handler's utilisation) and 2 (the loss), the tracepoint
 /// cost, the fitted factors, and what their figures draw.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Tables {
     pub util: Vec<UtilRow>,
     pub loss: Vec<LossRow>,
@@ -93,16 +93,6 @@ pub struct RunPhaseFaults {
 }
 
 impl Tables {
-    /// The most runs any loss row holds (loss.csv's and the loss table's
-    /// per-run columns).
-    pub fn most_loss_runs(&self) -> usize {
-        self.loss
-            .iter()
-            .map(|r| r.iterations.len())
-            .max()
-            .unwrap_or(0)
-    }
-
     /// The loss row used for fits and the recommendation at a frequency:
     /// the paired design where it exists (drift cancels within ABBA
     /// groups), else the split design's total (the same estimator on the
@@ -203,16 +193,7 @@ pub fn build_tables(
         util,
         loss,
         tracing: Vec::new(),
-        fits: Fits {
-            util_origin: None,
-            util_factor_up_to_hz: None,
-            util_line: None,
-            loss_line: None,
-            cost_per_sample_ns: None,
-            cost_per_sample_line_ns: None,
-            delta_mean_ratio: None,
-            loss_to_util_slope_ratio: None,
-        },
+        fits: Fits::default(),
         durations,
         paired,
         run_intervals,
@@ -271,11 +252,9 @@ pub fn fit_all(a: &Tables) -> Fits {
             .filter(LineFit::describes)
             .map(|f| (a.util[k - 1].freq_hz, f))
     });
-    let util_line = if ux.len() >= 3 {
-        fit_line(&ux, &uy, uw.as_deref())
-    } else {
-        None
-    };
+    let util_line = (ux.len() >= 3)
+        .then(|| fit_line(&ux, &uy, uw.as_deref()))
+        .flatten();
 
     let primary = a.primary_loss();
     let lx: Vec<f64> = primary
@@ -285,11 +264,9 @@ pub fn fit_all(a: &Tables) -> Fits {
     let lest: Vec<Estimate> = primary.iter().map(|r| r.trusted()).collect();
     let ly: Vec<f64> = lest.iter().map(|e| e.value).collect();
     let lw = weights_from_variances(&variances(&lest));
-    let loss_line = if lx.len() >= 2 {
-        fit_line(&lx, &ly, lw.as_deref())
-    } else {
-        None
-    };
+    let loss_line = (lx.len() >= 2)
+        .then(|| fit_line(&lx, &ly, lw.as_deref()))
+        .flatten();
     let ratios: Vec<f64> = ux.iter().zip(&uy).map(|(x, y)| y / x).collect();
     Fits {
         cost_per_sample_ns: util_origin.map(|f| f.slope * 1e4),

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use results_format::summary::SUMMARY_BUDGETS;
 
 use super::hosts::HostObs;
+use crate::stats::sorted;
 
 /// A host whose modified z-score of cost in its class exceeds this is
 /// outside the class's spread (Iglewicz and Hoaglin's 3.5, as the command
@@ -81,20 +82,15 @@ pub struct ClassFigures {
     pub drifted: Vec<String>,
 }
 
-fn sorted(mut v: Vec<f64>) -> Vec<f64> {
-    v.sort_by(f64::total_cmp);
-    v
-}
-
 /// The figures of `obs` under the name `class`.
 pub fn figures(class: &str, obs: &[&HostObs]) -> ClassFigures {
-    let costs = sorted(obs.iter().filter_map(|o| o.cost_ns).collect());
+    let costs = sorted(obs.iter().filter_map(|o| o.cost_ns));
     let median = quantile(&costs, 0.5).unwrap_or(f64::NAN);
     let count = |is: &dyn Fn(&HostObs) -> bool| obs.iter().filter(|&&o| is(o)).count();
     let budgets = (SUMMARY_BUDGETS.iter().enumerate())
         .map(|(i, &(pct, _))| {
             let max_hz = |o: &HostObs| o.max_hz.get(i).copied().flatten();
-            let rates = sorted(obs.iter().map(|&o| max_hz(o).unwrap_or(0.0)).collect());
+            let rates = sorted(obs.iter().map(|&o| max_hz(o).unwrap_or(0.0)));
             let p95 = quantile(&rates, 0.05).unwrap_or(0.0);
             BudgetOver {
                 budget_pct: pct,
@@ -123,7 +119,7 @@ pub fn figures(class: &str, obs: &[&HostObs]) -> ClassFigures {
     };
     let mut outliers = Vec::new();
     if spread_judged {
-        let deviations = sorted(costs.iter().map(|c| (c - median).abs()).collect());
+        let deviations = sorted(costs.iter().map(|c| (c - median).abs()));
         let mad = quantile(&deviations, 0.5).unwrap_or(f64::NAN);
         for o in obs {
             let Some(cost) = o.cost_ns else { continue };

@@ -11,6 +11,7 @@ use super::Fleet;
 use super::classes::{label, quantile};
 use crate::error::AnalysisError;
 use crate::plot::{Axes, FitLine, PointSeries};
+use crate::stats::distinct_sorted;
 
 /// A series of points `[x, y, y_lo, y_hi]`.
 pub fn series(label: String, points: impl IntoIterator<Item = [f64; 4]>) -> PointSeries {
@@ -134,9 +135,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
 /// With `--all`: each class's median cost per sample by date (none
 /// otherwise, or with one date).
 fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
-    let mut dates: Vec<&str> = f.hosts.iter().map(|o| o.date.as_str()).collect();
-    dates.sort();
-    dates.dedup();
+    let dates = distinct_sorted(f.hosts.iter().map(|o| o.date.as_str()));
     if !f.opts.all || dates.len() < 2 {
         return Ok(Vec::new());
     }

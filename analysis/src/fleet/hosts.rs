@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 
+use super::FleetOptions;
 use super::pick::{in_scope, representative};
 use super::scan::{FleetRow, Missing};
 
@@ -119,15 +120,15 @@ pub struct Hosts {
 }
 
 /// The observations: per host the newest date, then the newest start
-/// (`all`: every set), each set's representative row.
+/// (`--all`: every set), each set's representative row at `--at`, its
+/// class by `--by`.
 pub fn hosts(
     rows: &[FleetRow],
     left_out: usize,
     missing: &[Missing],
-    by: &[String],
-    at: f64,
-    all: bool,
+    opts: &FleetOptions,
 ) -> Hosts {
+    let (by, at, all) = (&opts.by, opts.at_hz, opts.all);
     let mut out = Hosts::default();
     let left_out = left_out + rows.iter().filter(|r| !in_scope(&r.row)).count();
     if left_out > 0 {

@@ -8,7 +8,7 @@ use super::model::{MODEL_REQUESTS, Timing, predict, thinned};
 use super::{LostTime, PERCENTILES, SIZES_NS, SizeLatency, measure, spans};
 use crate::columns::{lo_hi_se, yes_no};
 use crate::load::gaps::{GapsRun, LONG_EPISODE_NS};
-use crate::stats::{Estimate, mean, quantile_sorted, t_interval};
+use crate::stats::{Estimate, mean, mean_of, quantile_sorted, t_interval};
 
 /// One gaps run's requests.
 #[derive(Debug, Clone)]
@@ -105,12 +105,7 @@ pub fn costs_of(run: &GapsRun) -> Vec<f64> {
         if e >= LONG_EPISODE_NS {
             continue;
         }
-        let k = run
-            .matched_samples_per_episode
-            .get(i)
-            .copied()
-            .unwrap_or(1)
-            .max(1);
+        let k = run.samples_of_matched(i);
         costs_ns.extend(std::iter::repeat_n(e as f64 / f64::from(k), k as usize));
     }
     costs_ns
@@ -233,30 +228,24 @@ fn cell(zero: &RunLatency, run: &RunLatency, si: usize) -> Cell {
 }
 
 fn row(freq_hz: u64, size_ns: u64, percentile: f64, pi: usize, cells: &[Cell]) -> LatencyRow {
-    let finite = |v: Vec<f64>| -> Vec<f64> { v.into_iter().filter(|x| x.is_finite()).collect() };
-    let measured = finite(cells.iter().map(|c| c.rate[pi] - c.zero[pi]).collect());
-    let predicted = finite(cells.iter().map(|c| c.periodic[pi]).collect());
-    let poisson = finite(cells.iter().map(|c| c.poisson[pi]).collect());
-    let difference = finite(
-        cells
-            .iter()
-            .map(|c| c.rate[pi] - c.zero[pi] - c.periodic[pi])
-            .collect(),
-    );
-    let (measured, predicted) = (t_interval(&measured), t_interval(&predicted));
-    let d = t_interval(&difference);
+    let finite = |f: &dyn Fn(&Cell) -> f64| -> Vec<f64> {
+        cells.iter().map(f).filter(|x| x.is_finite()).collect()
+    };
+    let measured = t_interval(&finite(&|c| c.rate[pi] - c.zero[pi]));
+    let predicted = t_interval(&finite(&|c| c.periodic[pi]));
+    let d = t_interval(&finite(&|c| c.rate[pi] - c.zero[pi] - c.periodic[pi]));
     LatencyRow {
         freq_hz,
         size_ns,
         percentile,
         blocks: measured.n.max(predicted.n),
-        baseline_ns: mean(&finite(cells.iter().map(|c| c.zero[pi]).collect())),
+        baseline_ns: mean(&finite(&|c| c.zero[pi])),
         measured,
         predicted,
-        poisson: t_interval(&poisson),
+        poisson: t_interval(&finite(&|c| c.poisson[pi])),
         difference: d,
         agrees: (d.lo.is_finite() && d.hi.is_finite()).then_some(d.lo <= 0.0 && d.hi >= 0.0),
-        hit_share: mean(&finite(cells.iter().map(|c| c.hit).collect())),
-        hit_share_predicted: mean(&cells.iter().map(|c| c.hit_predicted).collect::<Vec<_>>()),
+        hit_share: mean(&finite(&|c| c.hit)),
+        hit_share_predicted: mean_of(cells.iter().map(|c| c.hit_predicted)),
     }
 }

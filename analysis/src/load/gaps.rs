@@ -97,18 +97,6 @@ impl GapsRun {
         self.row.samples as f64 / (self.window_ns() * 1e-9)
     }
 
-    /// Excess matched per sample, ns (before subtracting b): the matched
-    /// episodes under [`LONG_EPISODE_NS`] over the samples not in a longer
-    /// one.
-    pub fn matched_per_sample_ns(&self) -> f64 {
-        let short: u64 = self
-            .matched_excess_ns
-            .iter()
-            .filter(|&&e| e < LONG_EPISODE_NS)
-            .sum();
-        short as f64 / self.raw_samples().saturating_sub(self.samples_in_long) as f64
-    }
-
     /// Matched excess per sample split at `cap_ns` per sample, ns (before
     /// subtracting b): each matched episode under [`LONG_EPISODE_NS`]
     /// counts up to the cap times the samples it holds in the first part
@@ -123,16 +111,22 @@ impl GapsRun {
             .fold((0f64, 0f64), |(c, a), (i, &e)| {
                 // The cap is per sample: an episode that holds k samples'
                 // interrupts (dense rates join them) is capped at k caps.
-                let k = self
-                    .matched_samples_per_episode
-                    .get(i)
-                    .copied()
-                    .unwrap_or(1);
-                let cap = cap_ns * f64::from(k.max(1));
+                let cap = cap_ns * f64::from(self.samples_of_matched(i));
                 let x = e as f64;
                 (c + x.min(cap), a + (x - cap).max(0.0))
             });
         (capped / n, above / n)
+    }
+
+    /// The samples matched episode `i` holds (one where not recorded).
+    pub fn samples_of_matched(&self, i: usize) -> u32 {
+        let k = self.matched_samples_per_episode.get(i).copied();
+        k.unwrap_or(1).max(1)
+    }
+
+    /// Long episodes per second of window.
+    pub fn long_per_s(&self) -> f64 {
+        self.long_episodes as f64 / (self.raw_window_ns() * 1e-9)
     }
 
     /// Share of the window in long episodes (their excess), %.
@@ -384,9 +378,6 @@ fn read_run(
     let mut run = GapsRun {
         row,
         recovery,
-        matched_excess_ns: Vec::new(),
-        samples_in_long: 0,
-        episodes: Vec::new(),
         thinned,
         ..GapsRun::default()
     };

@@ -9,7 +9,9 @@ use super::{
     predicted_loss_pct, recovery_horizon_ns,
 };
 use crate::row_types::{LossRow, UtilRow};
-use crate::stats::{Estimate, mean, quantile_sorted, t_interval, t_prediction};
+use crate::stats::{
+    Estimate, mean, mean_of, quantile_sorted, t_interval, t_interval_of, t_prediction,
+};
 use results_format::Design;
 
 /// One gaps run's cost per sample, ns.
@@ -115,38 +117,24 @@ impl MatchedEpisodes {
     }
 }
 
-/// What the tracing measured at one frequency, beside the direct cost.
-struct TracedTimes {
-    /// Handler time per sample (util runs at F), ns.
-    handler_ns: Option<f64>,
-    /// Whole timer interrupt (local_timer) time per handler call, ns.
-    interrupt_ns: Option<f64>,
-    /// `direct_ns` - interrupt (or - handler without local_timer), ns.
-    remainder_ns: Option<f64>,
-}
-
-impl TracedTimes {
-    /// The util table's times at `freq_hz`, and what of `direct_ns` they
-    /// leave.
-    fn at(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> Self {
-        let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
-        let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
-        let interrupt_ns = util_row
-            .and_then(|u| {
-                u.local_timer_util_pct
-                    .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
-            })
-            .filter(|v| v.is_finite());
-        let remainder_ns = interrupt_ns
-            .or(handler_ns)
-            .map(|x| direct_ns - x)
-            .filter(|v| v.is_finite());
-        Self {
-            handler_ns,
-            interrupt_ns,
-            remainder_ns,
-        }
-    }
+/// What the tracing measured at `freq_hz` beside the direct cost, ns:
+/// the handler's time per sample (util runs), the whole timer interrupt's
+/// (local_timer) per handler call, and `direct_ns` less the interrupt (or
+/// less the handler without local_timer).
+fn traced_times(util: &[UtilRow], freq_hz: u64, direct_ns: f64) -> [Option<f64>; 3] {
+    let util_row = util.iter().find(|u| u.freq_hz == freq_hz);
+    let handler_ns = util_row.map(|u| u.mean_ns).filter(|v| v.is_finite());
+    let interrupt_ns = util_row
+        .and_then(|u| {
+            u.local_timer_util_pct
+                .map(|lt| lt.value / 100.0 * 1e9 / u.calls_per_s)
+        })
+        .filter(|v| v.is_finite());
+    let remainder_ns = interrupt_ns
+        .or(handler_ns)
+        .map(|x| direct_ns - x)
+        .filter(|v| v.is_finite());
+    [handler_ns, interrupt_ns, remainder_ns]
 }
 
 /// Whether a part of the cost is charged: its interval lies above 0
@@ -239,19 +227,16 @@ impl RowContext<'_> {
         after_bound: Option<f64>,
     ) -> (PerSampleRow, Vec<RunCost>) {
         let n = at.len();
-        let achieved_hz = mean(&at.iter().map(|r| r.rate_hz()).collect::<Vec<_>>());
+        let achieved_hz = mean_of(at.iter().map(|r| r.rate_hz()));
         let horizon = recovery_horizon_ns(achieved_hz);
         // Every per-run quantity needs b: none without 0 Hz runs.
-        let parts: Vec<[f64; 4]> = if self.zero.is_empty() {
-            Vec::new()
-        } else {
-            at.iter().map(|r| self.parts(r, bg, horizon)).collect()
-        };
+        let with_b = at.iter().filter(|_| !self.zero.is_empty());
+        let parts: Vec<[f64; 4]> = with_b.map(|r| self.parts(r, bg, horizon)).collect();
         let over = |k: usize| -> Estimate {
             if parts.is_empty() {
                 return nan_est(n);
             }
-            t_interval(&parts.iter().map(|p| p[k]).collect::<Vec<_>>())
+            t_interval_of(parts.iter().map(|p| p[k]))
         };
         let (above_cap_ns, long_ns) = (over(1), over(2));
         let charge = (
@@ -292,18 +277,18 @@ impl RowContext<'_> {
             if costs.is_empty() {
                 return nan_est(n);
             }
-            t_interval(&costs.iter().map(g).collect::<Vec<_>>())
+            t_interval_of(costs.iter().map(g))
         };
         let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
             if self.zero.is_empty() {
                 return nan_est(n);
             }
-            t_interval(&at.iter().map(|r| g(r)).collect::<Vec<_>>())
+            t_interval_of(at.iter().map(|r| g(r)))
         };
         let matched = MatchedEpisodes::of(at);
         let direct_ns = over(&|c| c.direct_ns);
         let predicted = over(&|c| predicted_loss_pct(c.rate_hz, c.total_ns));
-        let traced = TracedTimes::at(self.util, f, direct_ns.value);
+        let [handler_ns, interrupt_ns, remainder_ns] = traced_times(self.util, f, direct_ns.value);
         let paired_loss_pct = self
             .loss
             .iter()
@@ -347,11 +332,7 @@ impl RowContext<'_> {
             cap_ns: bg.cap_ns,
             above_cap_ns: nan_est(n),
             above_cap_charged: false,
-            long_per_s: t_interval(
-                &at.iter()
-                    .map(|r| r.long_episodes as f64 / (r.raw_window_ns() * 1e-9))
-                    .collect::<Vec<_>>(),
-            ),
+            long_per_s: t_interval_of(at.iter().map(|r| r.long_per_s())),
             long_ns: nan_est(n),
             long_charged: false,
             after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),
@@ -363,9 +344,9 @@ impl RowContext<'_> {
                 t_prediction(&totals)
             },
             direct_ns,
-            handler_ns: traced.handler_ns,
-            interrupt_ns: traced.interrupt_ns,
-            remainder_ns: traced.remainder_ns,
+            handler_ns,
+            interrupt_ns,
+            remainder_ns,
             agreement: paired_loss_pct
                 .filter(|_| predicted.value.is_finite())
                 .map(|p| agreement(&predicted, &p, after_bound.is_some())),

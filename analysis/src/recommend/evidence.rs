@@ -31,7 +31,7 @@ use results_format::Design;
 use crate::percost::{PerSample, PerSampleRow, predicted_loss_pct};
 use crate::row_types::LossRow;
 use crate::split::SplitRow;
-use crate::stats::{Estimate, t_crit95};
+use crate::stats::{Estimate, positive_or, t_crit95};
 
 /// Above this total loss, % of the loop's work, a rate's point is left out
 /// of the outside term's fit: the loss is proportional to the rate only
@@ -141,11 +141,7 @@ fn paired(loss: &[LossRow], r: &PerSampleRow, gaps_mean: &Estimate) -> Option<Ev
         .iter()
         .find(|l| l.design == Design::Paired && l.freq_hz == r.freq_hz)?;
     let p = l.trusted();
-    let rate = if l.achieved_hz > 0.0 {
-        l.achieved_hz
-    } else {
-        r.achieved_hz
-    };
+    let rate = positive_or(l.achieved_hz, r.achieved_hz);
     if !in_linear_range(p.value) || !gaps_mean.value.is_finite() {
         return None;
     }
@@ -221,11 +217,7 @@ pub fn collect(
         else {
             continue;
         };
-        let rate = if r.achieved_hz > 0.0 {
-            r.achieved_hz
-        } else {
-            r.freq_hz as f64
-        };
+        let rate = positive_or(r.achieved_hz, r.freq_hz as f64);
         let (after_pct, after_se) = (
             predicted_loss_pct(rate, after.0),
             predicted_loss_pct(rate, after.1),

@@ -76,7 +76,7 @@ pub fn parse(text: &str) -> Result<LatencyBudget, String> {
 }
 
 /// The answer to a latency budget.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct LatencyAnswer {
     /// The budget as given.
     pub budget: String,
@@ -118,12 +118,7 @@ pub fn answer(model: &Model, b: &LatencyBudget, text: &str) -> Result<LatencyAns
         size_ns: b.size_ns,
         baseline_ns,
         limit_ns,
-        max_hz: None,
-        rate_hz: None,
-        added_ns: None,
-        at_highest_measured: false,
-        resolved: false,
-        reasons: Vec::new(),
+        ..Default::default()
     };
     let Some(highest) = model.highest_hz().filter(|_| at.is_resolved()) else {
         out.reasons.push(format!(

@@ -44,7 +44,7 @@ use super::search::{CostCurve, CostPoint, CostSource};
 use crate::percost::{PerSample, PerSampleRow, RunCost};
 use crate::row_types::LossRow;
 use crate::split::SplitRow;
-use crate::stats::{Estimate, t_crit95, t_interval, t_prediction};
+use crate::stats::{Estimate, distinct_sorted, t_crit95, t_interval, t_prediction};
 
 /// The family-wise error rate of the outside term's tests.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -295,13 +295,7 @@ pub fn fit_class(class: Class, pts: &[&Evidence], margin_ns: f64) -> Option<Clas
         class,
         points: n,
         intercepts: p - 1,
-        cost_ns: Estimate {
-            value: slope,
-            lo: slope - h,
-            hi: slope + h,
-            se,
-            n,
-        },
+        cost_ns: Estimate::around(slope, h, se, n),
         df,
         tau2,
         p: t_sf((slope - margin_ns) / se, df),
@@ -526,14 +520,8 @@ impl LossModel {
         }
         let k = self.fits.len();
         for f in &self.fits {
-            let mut rates: Vec<u64> = self
-                .evidence
-                .iter()
-                .filter(|e| e.class() == f.class)
-                .map(|e| e.freq_hz)
-                .collect();
-            rates.sort_unstable();
-            rates.dedup();
+            let in_class = self.evidence.iter().filter(|e| e.class() == f.class);
+            let rates = distinct_sorted(in_class.map(|e| e.freq_hz));
             v.push(format!(
                 "Loss outside the gaps term, {}: {:.0} ns per sample [{:.0}, {:.0}] as {} (between-rate scatter tau^2 {:.3} pp^2, {:.1} degrees of freedom), one-sided p {:.3} that it exceeds {:.0} ns, Holm-adjusted over {k} test{} {:.3}: {}.",
                 f.class.words(),

@@ -12,7 +12,7 @@ pub const PREDICTION_INTERVAL: &str =
 pub const MEAN_INTERVAL: &str = "95% interval of the mean loss over runs, upper end";
 
 /// A recommendation and its reasoning.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Recommendation {
     pub budget_pct: f64,
     /// Highest frequency (Hz) within budget; None when no measured rate is.
@@ -71,26 +71,10 @@ impl Recommendation {
     pub(crate) fn nothing_yet(budget_pct: f64, basis: String) -> Self {
         Self {
             budget_pct,
-            max_hz: None,
-            interpolated: false,
-            measured_hz: None,
-            measured_upper_pct: None,
-            suggested_hz: None,
             resolvable: true,
-            rate_hz: None,
-            predicted_loss_pct: None,
-            predicted_loss_lo_pct: None,
-            predicted_loss_hi_pct: None,
             basis,
             interval: MEAN_INTERVAL.to_string(),
-            bound_only: false,
-            at_highest_measured: false,
-            model_cost_ns: None,
-            outside_ns: None,
-            heterogeneity: false,
-            contributions: Vec::new(),
-            model_rate_hz: None,
-            reasoning: Vec::new(),
+            ..Self::default()
         }
     }
 

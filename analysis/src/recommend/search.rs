@@ -6,7 +6,7 @@
 use super::recommendation::{PREDICTION_INTERVAL, Recommendation};
 use crate::percost::predicted_loss_pct;
 use crate::row_types::LossRow;
-use crate::stats::Estimate;
+use crate::stats::{Estimate, positive_or};
 
 /// Where a cost per sample on a curve comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -36,25 +36,14 @@ impl CostPoint {
     /// 1e-7) ns, interval scaled alike. None without a positive achieved
     /// rate.
     pub fn throughput(l: &LossRow) -> Option<Self> {
-        let rate = if l.achieved_hz > 0.0 {
-            l.achieved_hz
-        } else {
-            l.freq_hz as f64
-        };
+        let rate = positive_or(l.achieved_hz, l.freq_hz as f64);
         if rate.is_nan() || rate <= 0.0 {
             return None;
         }
         let k = 1.0 / predicted_loss_pct(rate, 1.0);
-        let e = l.trusted();
         Some(Self {
             freq_hz: l.freq_hz,
-            cost_ns: Estimate {
-                value: e.value * k,
-                lo: e.lo * k,
-                hi: e.hi * k,
-                se: e.se * k,
-                n: e.n,
-            },
+            cost_ns: l.trusted().scaled(k),
             source: CostSource::Throughput,
         })
     }

@@ -180,13 +180,7 @@ fn predicted_loss(rec: &Recommendation, a: &Measured, safe: &LossRow) -> Estimat
         (Some(hz), Some(fit)) if rec.interpolated => {
             let x = hz as f64 / 1000.0;
             let (v, h) = (fit.at(x), fit.band_half_width(x));
-            Estimate {
-                value: v,
-                lo: v - h,
-                hi: v + h,
-                se: f64::NAN,
-                n: fit.n,
-            }
+            Estimate::around(v, h, f64::NAN, fit.n)
         }
         // At or below the measured rate within budget: its measured loss
         // (an upper estimate for a lower rate).

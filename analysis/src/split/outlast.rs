@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::SplitPhase;
-use crate::stats::{Estimate, mean, t_interval};
+use crate::stats::{Estimate, mean, t_interval, t_interval_of};
 
 /// Per block, 100 (1 - s / s0) of each rate's runs against the same
 /// block's 0 Hz runs, s the mean speed outside the gaps of the phases that
@@ -60,7 +60,7 @@ pub(super) fn off_recovery(phases: &[SplitPhase], freq_hz: u64) -> Estimate {
             by_run.entry(p.run_id).or_default().push(x);
         }
     }
-    t_interval(&by_run.values().map(|v| mean(v)).collect::<Vec<_>>())
+    t_interval_of(by_run.values().map(|v| mean(v)))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use results_format::timeline::{TIMELINE_CSV, TimelineRow};
 use crate::columns::{lo_hi, lo_hi_unit};
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
-use crate::stats::{Estimate, mean, t_interval};
+use crate::stats::{Estimate, distinct_sorted, mean, mean_of, t_interval};
 
 /// The excess episode rate may differ from the request by this share before
 /// the report says why.
@@ -149,7 +149,7 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
     let base: BTreeMap<u32, PerSecond> = zero
         .iter()
         .map(|(b, v)| {
-            let m = |f: fn(&PerSecond) -> f64| mean(&v.iter().map(f).collect::<Vec<_>>());
+            let m = |f: fn(&PerSecond) -> f64| mean_of(v.iter().map(f));
             (
                 *b,
                 PerSecond {
@@ -161,10 +161,7 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
             )
         })
         .collect();
-    let mut freqs: Vec<u64> = gaps.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
-    freqs.sort_unstable();
-    freqs.dedup();
-    let rows = freqs
+    let rows = distinct_sorted(gaps.iter().map(|r| r.freq_hz).filter(|&f| f > 0))
         .into_iter()
         .map(|f| {
             let mut row = row_at(f, &ok, &base, &failed, &gaps);
@@ -187,14 +184,7 @@ fn row_at(
     failed: &[(u32, String)],
     gaps: &[&Run],
 ) -> ProfilerRow {
-    let (mut x, mut y, mut c, mut d, mut cpu, mut wps) = (
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
+    let [mut x, mut y, mut c, mut d, mut cpu, mut wps]: [Vec<f64>; 6] = Default::default();
     let mut cpus: Vec<String> = Vec::new();
     let mut rss = 0u64;
     for (r, p) in ok.iter().filter(|(r, _)| r.freq_hz == f) {

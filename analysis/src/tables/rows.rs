@@ -10,7 +10,7 @@ use super::{DurationGroup, PairedRunTrace, RunPhaseFaults, Tables, abba_losses, 
 use crate::load::intervals::RunIntervals;
 use crate::load::{Phase, ResultSet, Run};
 use crate::row_types::{LossRow, TracepointCostRow, UtilRow};
-use crate::stats::{Estimate, loss_delta, mean, one_way_anova, t_interval};
+use crate::stats::{Estimate, loss_delta, mean, mean_of, one_way_anova, t_interval};
 
 /// Table 1: handler utilisation and durations per frequency.
 pub(super) fn util_table(
@@ -54,11 +54,6 @@ pub(super) fn util_table(
         if utils.is_empty() {
             continue;
         }
-        let achieved: Vec<f64> = runs
-            .iter()
-            .map(|r| r.achieved_hz)
-            .filter(|v| v.is_finite())
-            .collect();
         util.push(UtilRow {
             freq_hz,
             runs: utils.len(),
@@ -73,7 +68,7 @@ pub(super) fn util_table(
             p99_ns: crate::stats::median(&p99s),
             util_pct: t_interval(&utils),
             local_timer_util_pct: (lt_utils.len() == utils.len()).then(|| t_interval(&lt_utils)),
-            achieved_hz: mean(&achieved),
+            achieved_hz: mean_of(runs.iter().map(|r| r.achieved_hz).filter(|v| v.is_finite())),
         });
         durations.push(DurationGroup {
             freq_hz,
@@ -98,13 +93,7 @@ pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64])
     for (&freq_hz, runs) in classic {
         let rates: Vec<f64> = runs.iter().map(|r| r.rate()).collect();
         let loss_pct = if freq_hz == 0 {
-            Estimate {
-                value: 0.0,
-                lo: f64::NAN,
-                hi: f64::NAN,
-                se: f64::NAN,
-                n: rates.len(),
-            }
+            Estimate::point(0.0, rates.len())
         } else if baseline.is_empty() {
             Estimate::point(f64::NAN, rates.len())
         } else if command {
@@ -113,18 +102,9 @@ pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64])
             loss_delta(&rates, baseline)
         };
         let iterations: Vec<u64> = runs.iter().map(|r| r.iterations).collect();
-        let achieved: Vec<f64> = runs
-            .iter()
-            .map(|r| r.achieved_hz)
-            .filter(|v| v.is_finite())
-            .collect();
         loss.push(LossRow {
             freq_hz,
-            achieved_hz: if achieved.is_empty() {
-                f64::NAN
-            } else {
-                mean(&achieved)
-            },
+            achieved_hz: mean_of(runs.iter().map(|r| r.achieved_hz).filter(|v| v.is_finite())),
             design: Design::Classic,
             method: if command {
                 "1 - exp(-mean ln(wall F / wall 0)) within blocks; t interval over blocks"
@@ -132,7 +112,7 @@ pub(super) fn classic_loss(classic: &BTreeMap<u64, Vec<&Run>>, baseline: &[f64])
                 "1 - mean(F)/mean(0); delta method, t on Welch df"
             }
             .to_string(),
-            mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            mean_iterations: mean_of(iterations.iter().map(|&v| v as f64)),
             iterations,
             loss_pct,
             loss_by_run_pct: None,
@@ -230,7 +210,7 @@ pub(super) fn paired_loss(
                 "mean of ABBA-group losses 1 - on/off rate ({} groups); t interval",
                 pair_losses.len()
             ),
-            mean_iterations: mean(&iterations.iter().map(|&v| v as f64).collect::<Vec<_>>()),
+            mean_iterations: mean_of(iterations.iter().map(|&v| v as f64)),
             iterations,
             loss_pct: t_interval(&pair_losses),
         });

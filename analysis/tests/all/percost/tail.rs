@@ -51,9 +51,9 @@ fn the_cap_is_per_sample_an_episode_holds() {
     let (capped, above) = r.matched_split_per_sample_ns(10_000.0);
     assert!((capped - 40_000.0 / 4.0).abs() < 1e-9, "{capped}");
     assert!((above - 20_000.0 / 4.0).abs() < 1e-9, "{above}");
-    // No cap: the old matched excess per sample.
+    // No cap: the whole matched excess per sample.
     let (all, none) = r.matched_split_per_sample_ns(f64::INFINITY);
-    assert!((all - r.matched_per_sample_ns()).abs() < 1e-9 && none == 0.0);
+    assert!((all - 60_000.0 / 4.0).abs() < 1e-9 && none == 0.0);
 }
 
 /// A 0 Hz run with a 3 us episode every 1 ms and, every 100 ms, a 200 us
