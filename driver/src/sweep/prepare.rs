@@ -1,6 +1,6 @@
 //! A sweep prepared: everything before its first run, in order, into one
-//! [`Prepared`]. The plan is built once, on the final options (after a
-//! command's warm-up has set its run length).
+//! [`Prepared`]. The options are final once a command's warm-up runs have
+//! told its run length; the plan is built once, on them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::SweepFlags;
 use super::preflight;
-use super::steps::{self, Fresh, Leftovers, Look, Opened};
+use super::steps::{self, Fresh, Leftovers, Opened};
 use crate::backend::RealBackend;
 use crate::config::{BudgetPct, SweepOptions};
 use crate::hoststate::SweepLock;
@@ -48,14 +48,15 @@ pub(crate) enum Prepare {
 }
 
 /// Everything before the first run: options, directory, lock, leftovers,
-/// ceiling, event, the command's warm-up and the profiler's check, the
-/// plan, the rings against the host's limits, the host's facts and look, the settings
-/// raised, and the results directory opened.
+/// ceiling, event, the command's warm-up (the options final), the plan,
+/// the checks on them (the profiler's start, the rings against the host's
+/// limits), the host's facts and look, the settings raised, and the
+/// results directory opened.
 pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::Result<Prepare> {
     // The one list of online CPUs: --cpu is checked against it, and the
     // sampler opens its events on it.
     let online = crate::sampler::online_cpus().context("cannot list the online CPUs")?;
-    let (resumed, mut opts, limit_origin) = steps::resolve_options(args, &online, budget)?;
+    let (resumed, resolved) = steps::resolve_options(args, &online, budget)?;
     // Never an existing directory; one sweep per host.
     let root = steps::output_dir(args, resumed.as_ref())?;
     let state_dir = crate::hoststate::state_dir();
@@ -69,20 +70,22 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
         lines: leftover_lines,
         back_to_original,
     } = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
-    let ceiling = preflight::max_rate_ceiling(&opts, args.raise_max_rate)?;
-    let (event, mut warnings) = steps::open_event(&opts, resumed.as_ref(), &root)?;
-    if let Some(code) = preflight::warm_up_command(&mut opts, limit_origin.as_deref())? {
-        return Ok(Prepare::Stopped(code));
-    }
-    if let Some(code) = preflight::check_profiler(&opts, &online)? {
-        return Ok(Prepare::Stopped(code));
-    }
+    let ceiling = preflight::max_rate_ceiling(resolved.options(), args.raise_max_rate)?;
+    let (event, mut warnings) = steps::open_event(resolved.options(), resumed.as_ref(), &root)?;
+    let walls = match preflight::warm_up_command(resolved.options())? {
+        Ok(walls) => walls,
+        Err(code) => return Ok(Prepare::Stopped(code)),
+    };
+    // The options, final: nothing changes them after this.
+    let opts = resolved.finish(walls.as_deref()).map_err(super::usage)?;
     // The plan, once, on the final options (a resume keeps its own).
     let plan = match &resumed {
         Some(r) => r.manifest.plan.clone(),
         None => crate::plan::build_plan(&opts),
     };
-    preflight::check_ring_limits(&opts, &plan, event, &online)?;
+    if let Some(code) = preflight::check(&opts, &plan, event, &online)? {
+        return Ok(Prepare::Stopped(code));
+    }
 
     super::pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();
@@ -94,13 +97,12 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
     // The host's facts, before this sweep changes anything.
     let host = resumed.is_none().then(steps::host_facts);
     warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
-    let host_look = match steps::look_at_host(args, &opts, resumed.as_ref(), &backend, &interrupt) {
-        Look::Interrupted => return Ok(Prepare::Stopped(ExitCode::from(130))),
-        Look::Done(look, look_warnings) => {
-            warnings.extend(look_warnings);
-            look.map(|l| *l)
-        }
-    };
+    let (host_look, look_warnings) =
+        match steps::look_at_host(args, &opts, resumed.as_ref(), &backend, &interrupt) {
+            Ok(look) => look,
+            Err(code) => return Ok(Prepare::Stopped(code)),
+        };
+    warnings.extend(look_warnings);
     // Recorded in the state file, then changed; the guard restores them
     // whatever happens (Ctrl-C and SIGTERM included).
     warnings.extend(steps::raise_max_rate(&mut guard, &ceiling, &opts)?);

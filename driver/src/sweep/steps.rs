@@ -5,12 +5,13 @@
 //! refuse before anything is measured are `preflight.rs`'s).
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 
 use super::preflight::Ceiling;
 use super::{SweepFlags, git_revision, has_settings, hostname, usage};
-use crate::config::{BudgetPct, ExperimentFile, SweepOptions};
+use crate::config::{BudgetPct, ExperimentFile, Resolved, Sampling, SweepOptions};
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
@@ -28,59 +29,38 @@ pub(super) struct Resumed {
 
 /// The recorded options and manifest of `--resume DIR`, or flags over
 /// experiment file over defaults, with the loss budget a check judges
-/// against (the summary's `budget_pct`), and for new options where the
-/// limit on the planned time came from (a command's plan is checked
-/// against it after its warm-up).
+/// against (the summary's `budget_pct`); `Resolved::finish` gives them.
 pub(super) fn resolve_options(
     args: &SweepFlags,
     online: &[u32],
     budget_pct: Option<BudgetPct>,
-) -> anyhow::Result<(Option<Resumed>, SweepOptions, Option<String>)> {
-    let resumed: Option<Resumed> = match &args.resume {
-        Some(dir) => {
-            if has_settings(args) {
-                return Err(usage(format!(
-                    "--resume {} reuses the recorded options, plan and seed: drop the other settings flags",
-                    dir.display()
-                )));
-            }
-            let m = crate::results::read_manifest(dir)
-                .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
-            refuse_complete(dir, &m)?;
-            Some(Resumed {
-                dir: dir.clone(),
-                manifest: m,
-            })
+) -> anyhow::Result<(Option<Resumed>, Resolved)> {
+    if let Some(dir) = &args.resume {
+        if has_settings(args) {
+            return Err(usage(format!(
+                "--resume {} reuses the recorded options, plan and seed: drop the other settings flags",
+                dir.display()
+            )));
         }
+        let manifest = crate::results::read_manifest(dir)
+            .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
+        refuse_complete(dir, &manifest)?;
+        let opts = Resolved::recorded(manifest.options.clone());
+        let dir = dir.clone();
+        return Ok((Some(Resumed { dir, manifest }), opts));
+    }
+    let file = match &args.experiment {
+        Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
         None => None,
     };
-    let (opts, limit_origin) = match &resumed {
-        Some(r) => (r.manifest.options.clone(), None),
-        None => {
-            let file = match &args.experiment {
-                Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
-                None => None,
-            };
-            let default_seed = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() % u128::from(u64::MAX))
-                    .unwrap_or(0),
-            )
-            .unwrap_or(0);
-            let file = file.as_ref().zip(args.experiment.as_deref());
-            let opts = SweepOptions {
-                budget_pct,
-                ..SweepOptions::resolve(&args.settings, file, online, default_seed)
-                    .map_err(usage)?
-            };
-            (
-                opts,
-                Some(crate::config::limit_origin(&args.settings, file)),
-            )
-        }
-    };
-    Ok((resumed, opts, limit_origin))
+    let default_seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| (d.as_nanos() % u128::from(u64::MAX)) as u64);
+    let file = file.as_ref().zip(args.experiment.as_deref());
+    let resolved = SweepOptions::resolve(&args.settings, file, online, default_seed)
+        .map_err(usage)?
+        .with_budget(budget_pct);
+    Ok((None, resolved))
 }
 
 /// A complete sweep has nothing to resume: refused before anything runs
@@ -326,14 +306,14 @@ pub(super) fn open_event(
     let (event, fallback) = resolve_event(requested)
         .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
     let mut warnings = Vec::new();
-    if let Some(w) = fallback {
-        if opts.subject.has_profiler() {
-            // Our sampler opens nothing in a --profiler sweep.
-            tracing::debug!("{w}");
-        } else {
+    match (fallback, &opts.sampling) {
+        // Our sampler opens nothing in a --profiler sweep.
+        (Some(w), Sampling::Profiler { .. }) => tracing::debug!("{w}"),
+        (Some(w), Sampling::Ours) => {
             tracing::warn!("{w}");
             warnings.push(w);
         }
+        (None, _) => {}
     }
     if !event.is_hardware()
         && let Some(c) = opts.contents.iter().find(|c| c.needs_pmu())
@@ -370,13 +350,13 @@ pub(super) fn raise_max_rate(
     guard
         .set(
             Path::new(MAX_SAMPLE_RATE_PATH),
-            &opts.max_freq_hz().to_string(),
+            &opts.max_rate_hz().to_string(),
         )
         .context("--raise-max-rate")?;
     Ok(Some(format!(
         "raised perf_event_max_sample_rate from {} to {} for the sweep",
         ceiling.found.unwrap_or(0),
-        opts.max_freq_hz()
+        opts.max_rate_hz()
     )))
 }
 
@@ -398,35 +378,29 @@ pub(super) fn host_facts() -> serde_json::Value {
     serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
 }
 
-/// What the look at the host ended with.
-pub(super) enum Look {
-    /// The look (None: skipped, failed, or the resumed sweep has one) and
-    /// the warnings for the manifest.
-    Done(Option<Box<HostLook>>, Vec<String>),
-    /// Ctrl-C during the look: nothing was written.
-    Interrupted,
-}
-
 /// The look at the host, printed on stderr with its warnings,
 /// unless `--no-host-look` or the resumed manifest has one (a resume is
 /// the same sweep; its first look stays its record, as its host facts
 /// do). A look that fails is a warning, and the sweep goes on without it.
+/// The look (None: skipped, failed, or the resumed sweep has one) and the
+/// warnings for the manifest; `Err` on Ctrl-C during the look (nothing was
+/// written).
 pub(super) fn look_at_host(
     args: &SweepFlags,
     opts: &SweepOptions,
     resumed: Option<&Resumed>,
     backend: &crate::backend::RealBackend,
     interrupt: &std::sync::atomic::AtomicBool,
-) -> Look {
+) -> Result<(Option<HostLook>, Vec<String>), ExitCode> {
     if args.no_host_look {
-        return Look::Done(None, Vec::new());
+        return Ok((None, Vec::new()));
     }
     if let Some(Resumed { dir, manifest: m }) = resumed {
         if m.host_look.is_some() {
             tracing::info!(
                 "the resumed sweep's manifest has its look at the host: not looking again"
             );
-            return Look::Done(None, Vec::new());
+            return Ok((None, Vec::new()));
         }
         // A look after some runs is no look "before the sweep", which is
         // what the report calls it: only a sweep stopped before its first
@@ -436,7 +410,7 @@ pub(super) fn look_at_host(
                 "the resumed sweep has no look at the host and already has runs: not looking now \
                  (a look is taken before the first run only)"
             );
-            return Look::Done(None, Vec::new());
+            return Ok((None, Vec::new()));
         }
     }
     tracing::info!(
@@ -458,18 +432,18 @@ pub(super) fn look_at_host(
                 .iter()
                 .map(|w| format!("host look: {w}"))
                 .collect();
-            Look::Done(Some(Box::new(look)), warnings)
+            Ok((Some(look), warnings))
         }
         Err(crate::exec::RunError::Interrupted) => {
             eprintln!("interrupted during the look at the host: nothing was written");
-            Look::Interrupted
+            Err(ExitCode::from(130))
         }
         Err(e) => {
             let w = format!(
                 "the look at the host failed ({e}); the sweep goes on without it (host_look is null)"
             );
             tracing::warn!("{w}");
-            Look::Done(None, vec![w])
+            Ok((None, vec![w]))
         }
     }
 }
