@@ -1,8 +1,8 @@
 //! The sweep's pre-run checks: each refuses (exit 2) before anything is
 //! measured or changed on the host, and none imports the runtime backend.
-//! The command's warm-up runs (its run length), the profiler's trial
-//! start, the sample-rate ceiling, and the rings and file descriptors
-//! against this host's limits.
+//! The command's warm-up runs (its run length), then on the final options
+//! and plan: the sample-rate ceiling, the event, the profiler's trial
+//! start, and the rings and file descriptors against this host's limits.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,10 +10,11 @@ use std::process::ExitCode;
 use super::usage;
 use crate::config::{Sampling, Subject, SweepOptions};
 use crate::plan::PlannedRun;
-use crate::sampler::EventKind;
+use crate::sampler::{EventKind, resolve_event};
 use crate::system::quiet::other_cpu;
 use crate::system::settings::{MAX_SAMPLE_RATE_PATH, read_u64};
 use crate::system::signals::interrupt_flag;
+use anyhow::Context;
 
 /// The command's warm-up runs (`--command`): they check it before
 /// anything is measured and tell its run length, the wall time of each
@@ -37,20 +38,77 @@ pub(super) fn warm_up_command(
     }
 }
 
-/// The checks of the final options and plan: the profiler's start, then
-/// the rings against the host's limits. `Some(code)` when the sweep ends
-/// here (Ctrl-C).
+/// What the checks found: the ceiling, the event opened and the
+/// warnings so far.
+pub(super) struct Checked {
+    pub ceiling: Ceiling,
+    pub event: EventKind,
+    pub warnings: Vec<String>,
+}
+
+/// The checks of the final options and plan, in order: the sample-rate
+/// ceiling, the event (`resumed_event`: what a resumed sweep sampled), the
+/// profiler's start, the rings against the host's limits. `Err(code)`
+/// when the sweep ends here (Ctrl-C).
 pub(super) fn check(
     opts: &SweepOptions,
     plan: &[PlannedRun],
-    event: EventKind,
     online: &[u32],
-) -> anyhow::Result<Option<ExitCode>> {
+    may_raise: bool,
+    (resumed_event, root): (Option<&str>, &Path),
+) -> anyhow::Result<Result<Checked, ExitCode>> {
+    let ceiling = max_rate_ceiling(opts, may_raise)?;
+    let (event, warnings) = open_event(opts, resumed_event, root)?;
     if let Some(code) = check_profiler(opts, online)? {
-        return Ok(Some(code));
+        return Ok(Err(code));
     }
     check_ring_limits(opts, plan, event, online)?;
-    Ok(None)
+    Ok(Ok(Checked {
+        ceiling,
+        event,
+        warnings,
+    }))
+}
+
+/// The sampling event opened (a fallback said in the log and returned as
+/// the first warning), refused when the contents need a PMU the host
+/// lacks or a resumed sweep sampled another event.
+fn open_event(
+    opts: &SweepOptions,
+    resumed_event: Option<&str>,
+    root: &Path,
+) -> anyhow::Result<(EventKind, Vec<String>)> {
+    let requested = opts.event;
+    let (event, fallback) = resolve_event(requested)
+        .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
+    let mut warnings = Vec::new();
+    match (fallback, &opts.sampling) {
+        // Our sampler opens nothing in a --profiler sweep.
+        (Some(w), Sampling::Profiler { .. }) => tracing::debug!("{w}"),
+        (Some(w), Sampling::Ours) => {
+            tracing::warn!("{w}");
+            warnings.push(w);
+        }
+        (None, _) => {}
+    }
+    if !event.is_hardware()
+        && let Some(c) = opts.contents.iter().find(|c| c.needs_pmu())
+    {
+        return Err(usage(format!(
+            "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
+            event.as_str()
+        )));
+    }
+    if let Some(was) = resumed_event
+        && was != event.as_str()
+    {
+        anyhow::bail!(
+            "cannot resume {}: it sampled {was} but this host now opens {}",
+            root.display(),
+            event.as_str()
+        );
+    }
+    Ok((event, warnings))
 }
 
 /// For `--profiler`: the profiler is started once at the sweep's
@@ -101,7 +159,7 @@ pub(super) struct Ceiling {
 
 /// The sample-rate ceiling, as found (after the leftovers); a frequency
 /// above it is refused without `--raise-max-rate`.
-pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
+fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
     let found = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
     let raise = found.is_some_and(|r| opts.max_rate_hz() > r);
     if raise && !may_raise {

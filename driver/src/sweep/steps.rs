@@ -1,8 +1,8 @@
 //! What `prepare` does before a sweep's first run, one function each:
-//! the options (recorded or resolved), the output directory, the lock, the
-//! settings a killed driver left, the event, the look at the host, the
-//! settings raised, and the results directory opened (the checks that
-//! refuse before anything is measured are `preflight.rs`'s).
+//! the output directory, the lock, the settings a killed driver left, the
+//! look at the host, the settings raised, and the results directory
+//! opened (the checks that refuse before anything is measured are
+//! `preflight.rs`'s).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,12 +10,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::preflight::Ceiling;
-use super::{SweepFlags, git_revision, has_settings, hostname, usage};
-use crate::config::{BudgetPct, ExperimentFile, Resolved, Sampling, SweepOptions};
+use super::{SweepFlags, git_revision, hostname, usage};
+use crate::config::SweepOptions;
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
-use crate::sampler::{EventKind, resolve_event};
+use crate::sampler::EventKind;
 use crate::system::settings::{MAX_SAMPLE_RATE_PATH, SettingsGuard};
 use results_format::HostLook;
 
@@ -25,67 +25,6 @@ pub(super) struct Resumed {
     pub dir: PathBuf,
     /// Its manifest as recorded.
     pub manifest: Manifest,
-}
-
-/// The recorded options and manifest of `--resume DIR`, or flags over
-/// experiment file over defaults, with the loss budget a check judges
-/// against (the summary's `budget_pct`); `Resolved::finish` gives them.
-pub(super) fn resolve_options(
-    args: &SweepFlags,
-    online: &[u32],
-    budget_pct: Option<BudgetPct>,
-) -> anyhow::Result<(Option<Resumed>, Resolved)> {
-    if let Some(dir) = &args.resume {
-        if has_settings(args) {
-            return Err(usage(format!(
-                "--resume {} reuses the recorded options, plan and seed: drop the other settings flags",
-                dir.display()
-            )));
-        }
-        let manifest = crate::results::read_manifest(dir)
-            .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
-        refuse_complete(dir, &manifest)?;
-        let opts = Resolved::recorded(manifest.options.clone());
-        let dir = dir.clone();
-        return Ok((Some(Resumed { dir, manifest }), opts));
-    }
-    let file = match &args.experiment {
-        Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
-        None => None,
-    };
-    let default_seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| (d.as_nanos() % u128::from(u64::MAX)) as u64);
-    let file = file.as_ref().zip(args.experiment.as_deref());
-    let resolved = SweepOptions::resolve(&args.settings, file, online, default_seed)
-        .map_err(usage)?
-        .with_budget(budget_pct);
-    Ok((None, resolved))
-}
-
-/// A complete sweep has nothing to resume: refused before anything runs
-/// or is rewritten (a resume would look at the host again and rewrite the
-/// manifest and report of a finished set).
-fn refuse_complete(dir: &Path, m: &Manifest) -> anyhow::Result<()> {
-    if m.status != Status::Complete {
-        return Ok(());
-    }
-    let done = crate::results::read_runs(dir)
-        .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
-    if !crate::results::missing_runs(&m.plan, &done).is_empty() {
-        return Ok(());
-    }
-    let held = if m.plan.is_empty() {
-        String::new()
-    } else {
-        format!(" (all {} planned runs are in its runs.csv)", m.plan.len())
-    };
-    Err(usage(format!(
-        "cannot resume {}: it is complete{held}, so there is nothing to resume; to report it again \
-         run `analysis report {}`, to measure again start a new sweep",
-        dir.display(),
-        dir.display()
-    )))
 }
 
 /// The results directory (the resumed one, `--out`, or
@@ -292,48 +231,6 @@ pub(super) fn open_results(
         manifest,
         todo,
     })
-}
-
-/// The sampling event opened (a fallback said in the log and returned as
-/// the first warning), refused when the contents need a PMU the host
-/// lacks or a resumed sweep sampled another event.
-pub(super) fn open_event(
-    opts: &SweepOptions,
-    resumed: Option<&Resumed>,
-    root: &Path,
-) -> anyhow::Result<(EventKind, Vec<String>)> {
-    let requested = opts.event;
-    let (event, fallback) = resolve_event(requested)
-        .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
-    let mut warnings = Vec::new();
-    match (fallback, &opts.sampling) {
-        // Our sampler opens nothing in a --profiler sweep.
-        (Some(w), Sampling::Profiler { .. }) => tracing::debug!("{w}"),
-        (Some(w), Sampling::Ours) => {
-            tracing::warn!("{w}");
-            warnings.push(w);
-        }
-        (None, _) => {}
-    }
-    if !event.is_hardware()
-        && let Some(c) = opts.contents.iter().find(|c| c.needs_pmu())
-    {
-        return Err(usage(format!(
-            "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
-            event.as_str()
-        )));
-    }
-    if let Some(r) = resumed
-        && r.manifest.event != event.as_str()
-    {
-        anyhow::bail!(
-            "cannot resume {}: it sampled {} but this host now opens {}",
-            root.display(),
-            r.manifest.event,
-            event.as_str()
-        );
-    }
-    Ok((event, warnings))
 }
 
 /// perf_event_max_sample_rate raised to the highest frequency when the
