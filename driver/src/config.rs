@@ -280,7 +280,7 @@ impl ExperimentFile {
 pub struct FlagSettings {
     /// Sampling rates in Hz, comma-separated, at least one above 0 (0 Hz
     /// is always added). Default: the 2014 article's
-    /// 100,500,2000,4000,100000. (`--freqs` is the same flag.)
+    /// 100,500,2000,4000,100000.
     #[arg(long = "rates", visible_alias = "freqs", allow_hyphen_values = true, value_name = "LIST", value_parser = rates_flag)]
     pub rates: Option<FlagList<u64>>,
     /// Workload run length: a number with a unit ns, us, ms, s, min or h
