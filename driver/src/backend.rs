@@ -12,8 +12,10 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use crate::config::{Sampling, Subject};
 use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
 use crate::results::PhaseRow;
+use crate::results::RunRow;
 use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome};
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use crate::system::quiet::{QuietReport, wait_quiet};
@@ -65,13 +67,12 @@ impl Backend for RealBackend {
     }
 
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
-        if let Some(argv) = spec.opts.subject.command() {
-            return self.run_command(spec, argv, interrupt);
-        }
-        if let Some(template) = spec.opts.subject.profiler()
-            && spec.run.freq_hz > 0
-        {
-            return self.run_profiled(spec, template, interrupt);
+        match (&spec.opts.subject, &spec.opts.sampling) {
+            (Subject::Command { argv, .. }, _) => return self.run_command(spec, argv, interrupt),
+            (Subject::Loop, Sampling::Profiler { template }) if spec.run.freq_hz > 0 => {
+                return self.run_profiled(spec, template, interrupt);
+            }
+            (Subject::Loop, _) => {}
         }
         let files = RunFiles::new(spec);
         let mut w = self.ready_workload(spec, &files, interrupt)?;
@@ -83,7 +84,12 @@ impl Backend for RealBackend {
         let sampled = self.sample_loop(spec, loop_run, interrupt)?;
         let out_text = w.stdout.join().unwrap_or_default();
         let err_text = w.stderr.join().unwrap_or_default();
-        workload_outcome(sampled, out_text, &err_text, files.gaps.as_deref())
+        workload_outcome(
+            sampled,
+            RunRow::default(),
+            (out_text, &err_text),
+            files.gaps.as_deref(),
+        )
     }
 }
 
@@ -213,12 +219,13 @@ impl RealBackend {
 }
 
 /// The run's outcome from the workload's exit, its run summary (`out_text`, its
-/// stdout), its timeline (gaps design) and what the sampler measured; a
-/// failure quotes the workload's stderr (`err_text`).
+/// stdout), its timeline (gaps design) and what the sampler measured, over
+/// the columns already `measured` (a profiler's cost); a failure quotes the
+/// workload's stderr (`err_text`).
 fn workload_outcome(
     sampled: Sampled,
-    out_text: String,
-    err_text: &str,
+    measured: RunRow,
+    (out_text, err_text): (String, &str),
     gaps_file: Option<&Path>,
 ) -> Result<RunOutcome, RunError> {
     let status = sampled.status;
@@ -237,24 +244,27 @@ fn workload_outcome(
     let timeline = read_timeline(&summary, gaps_file, sample_times)?;
 
     let mut o = RunOutcome {
-        iterations: summary.iterations,
-        wall_ns: summary.wall_ns,
-        nvcsw: summary.nvcsw,
-        nivcsw: summary.nivcsw,
-        wait_ns: summary.wait_ns,
-        user_ns: summary.user_ns,
-        sys_ns: summary.sys_ns,
-        overrun_ns: u64::try_from(summary.overrun_ns).unwrap_or(0),
-        steal_ns: sampled.steal_ns,
-        started_at_ns: sampled.started_at_ns,
-        ended_at_ns: sampled.ended_at_ns,
+        row: RunRow {
+            iterations: summary.iterations,
+            wall_ns: summary.wall_ns,
+            nvcsw: summary.nvcsw,
+            nivcsw: summary.nivcsw,
+            wait_ns: summary.wait_ns,
+            user_ns: summary.user_ns,
+            sys_ns: summary.sys_ns,
+            overrun_ns: u64::try_from(summary.overrun_ns).unwrap_or(0),
+            steal_ns: sampled.steal_ns,
+            started_at_ns: sampled.started_at_ns,
+            ended_at_ns: sampled.ended_at_ns,
+            ..measured
+        },
         phases: sampled.phases,
         workload_json: out_text,
         timeline,
         ..RunOutcome::default()
     };
     if let Some(s) = sampled.sampler {
-        with_sampler_outcome(&mut o, &s);
+        o.sampled(&s);
     }
     Ok(o)
 }
@@ -281,30 +291,40 @@ fn read_timeline(
     }
 }
 
-/// What the sampler measured, into the run's outcome.
-fn with_sampler_outcome(o: &mut RunOutcome, s: &SamplerOutcome) {
-    o.window_ns = s.enabled_ns;
-    o.window_from_ns = s.enabled_from_ns;
-    o.samples = s.samples;
-    o.samples_all_cpus = s.samples_all_cpus;
-    o.throttled = s.throttled;
-    o.unthrottled = s.unthrottled;
-    o.lost = s.lost;
-    o.lost_samples = s.lost_samples;
-    o.duplicates = s.duplicates;
-    o.unmatched = s.unmatched;
-    o.foreign_intervals = s.foreign_intervals;
-    o.driver_cpu_sampling_ns = s.window_cpu_ns;
-    o.decoded_while_sampling_bytes = s.drained_in_window_bytes;
-    o.contents = s.contents;
-    o.intervals = s
-        .intervals
-        .iter()
-        .map(|i| Interval {
-            cpu: i.cpu,
-            entry_ns: i.entry_ns,
-            duration_ns: i.duration_ns,
-            source: i.source.as_str(),
-        })
-        .collect();
+impl RunOutcome {
+    /// What the sampler measured, into the run's row and intervals.
+    fn sampled(&mut self, s: &SamplerOutcome) {
+        let (row, c) = (&mut self.row, &s.contents);
+        row.window_ns = s.enabled_ns;
+        row.samples = s.samples;
+        row.samples_all_cpus = s.samples_all_cpus;
+        row.throttled = s.throttled;
+        row.unthrottled = s.unthrottled;
+        row.lost = s.lost;
+        row.lost_samples = s.lost_samples;
+        row.duplicates = s.duplicates;
+        row.unmatched = s.unmatched;
+        row.foreign_intervals = s.foreign_intervals;
+        row.driver_cpu_sampling_ns = s.window_cpu_ns;
+        row.decoded_while_sampling_bytes = s.drained_in_window_bytes;
+        let per_sample = |sum: u64| (c.samples > 0).then(|| sum as f64 / c.samples as f64);
+        if c.callchains > 0 {
+            row.callchain_mean = per_sample(c.callchain_entries);
+        }
+        if c.stack_copies > 0 {
+            row.stack_user_mean_bytes = per_sample(c.stack_user_bytes);
+            row.stack_dyn_mean_bytes = per_sample(c.stack_dyn_bytes);
+        }
+        self.window_from_ns = s.enabled_from_ns;
+        self.intervals = s
+            .intervals
+            .iter()
+            .map(|i| Interval {
+                cpu: i.cpu,
+                entry_ns: i.entry_ns,
+                duration_ns: i.duration_ns,
+                source: i.source.as_str(),
+            })
+            .collect();
+    }
 }

@@ -10,7 +10,7 @@ use crate::contents::SampleContents;
 /// The options a block is made of.
 #[derive(Debug, Clone, Copy)]
 pub struct BlockSpec<'a> {
-    pub freqs_hz: &'a [u64],
+    pub rates_hz: &'a [u64],
     pub designs: &'a [Design],
     pub contents: &'a [SampleContents],
     pub workloads: &'a [WorkKind],
@@ -34,7 +34,7 @@ pub fn block(spec: BlockSpec<'_>) -> Vec<(RunKind, Design, SampleContents, WorkK
     let mut block = Vec::new();
     for &w in workloads {
         for &design in spec.designs {
-            for &f in spec.freqs_hz {
+            for &f in spec.rates_hz {
                 if f == 0 {
                     block.push((RunKind::Loss, design, first, w, f));
                     continue;
@@ -47,7 +47,7 @@ pub fn block(spec: BlockSpec<'_>) -> Vec<(RunKind, Design, SampleContents, WorkK
         if spec.util {
             // Util runs do not depend on the design; tag them with the first one.
             let design = spec.designs.first().copied().unwrap_or(Design::Classic);
-            for &f in spec.freqs_hz.iter().filter(|&&f| f > 0) {
+            for &f in spec.rates_hz.iter().filter(|&&f| f > 0) {
                 for &c in spec.contents {
                     block.push((RunKind::Util, design, c, w, f));
                 }
@@ -65,10 +65,10 @@ pub fn planned_loop_ns(runs: usize, duration_ns: u64) -> u128 {
 }
 
 /// What one randomised block holds, with the flags that set each factor:
-/// "2 designs (--design) x 6 frequencies with 0 Hz (--freqs) + 5 util runs
+/// "2 designs (--design) x 6 frequencies with 0 Hz (--rates) + 5 util runs
 /// (--no-util drops them)".
 pub fn block_text(spec: BlockSpec<'_>) -> String {
-    let nf = spec.freqs_hz.iter().filter(|&&f| f > 0).count();
+    let nf = spec.rates_hz.iter().filter(|&&f| f > 0).count();
     let nc = spec.contents.len().max(1);
     let nd = spec.designs.len();
     let mut t = format!(
@@ -76,10 +76,10 @@ pub fn block_text(spec: BlockSpec<'_>) -> String {
         if nd == 1 { "" } else { "s" }
     );
     if nc == 1 {
-        t.push_str(&format!("{} frequencies with 0 Hz (--freqs)", nf + 1));
+        t.push_str(&format!("{} frequencies with 0 Hz (--rates)", nf + 1));
     } else {
         t.push_str(&format!(
-            "({nf} frequencies (--freqs) x {nc} sample contents (--sample) + 0 Hz)"
+            "({nf} frequencies (--rates) x {nc} sample contents (--sample) + 0 Hz)"
         ));
     }
     if spec.util && nf > 0 {

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use results_format::textfile::{CheckOutcome, TEXTFILE};
 
-use crate::config::{BudgetPct, FlagList, FlagSettings, Origin, parse_duration, parse_freq_list};
+use crate::config::{BudgetPct, FlagList, FlagSettings, Origin, parse_duration, parse_rate_list};
 use crate::sweep::{BusyError, SweepFlags, UsageError};
 
 mod plan;
@@ -31,7 +31,7 @@ pub const DEFAULT_HISTORY: &str = "/var/lib/perf-overhead";
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// The rate in use, Hz (comma-separated for several), e.g. 99.
-    #[arg(long, value_name = "HZ", value_parser = rate_flag)]
+    #[arg(long, visible_alias = "freq", value_name = "HZ", value_parser = rate_flag)]
     pub rate: FlagList<u64>,
     /// The loss budget: the share of the measured CPU's work sampling may
     /// take, e.g. 1% (a bare number is a percentage), above 0 and at most 100.
@@ -86,7 +86,7 @@ pub struct CheckArgs {
 
 fn rate_flag(text: &str) -> Result<FlagList<u64>, String> {
     let fix = "give the rate in use in Hz, e.g. --rate 99 (comma-separated for several)";
-    let list = parse_freq_list(text, &Origin::Flag("--rate")).map_err(|e| e.to_string())?;
+    let list = parse_rate_list(text, &Origin::Flag("--rate")).map_err(|e| e.to_string())?;
     let mut rates = Vec::new();
     for v in list {
         match u64::try_from(v) {
@@ -172,7 +172,7 @@ fn sweep_flags(args: &CheckArgs, p: CheckPlan, root: PathBuf) -> SweepFlags {
     SweepFlags {
         settings: FlagSettings {
             // 0 Hz is each block's control, as in a sweep.
-            freqs: Some(FlagList(
+            rates: Some(FlagList(
                 std::iter::once(0)
                     .chain(args.rate.0.iter().copied())
                     .collect(),

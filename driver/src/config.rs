@@ -23,17 +23,17 @@ mod values;
 
 pub use profiler::profiler_argv;
 use profiler::*;
-pub use resolve::{check_sweep_time, limit_origin};
-pub use subject::Subject;
+pub use resolve::{Resolved, expected_run_ns};
+pub use subject::{Sampling, Subject};
 use user_command::*;
 pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
-pub use values::{FlagList, parse_duration, parse_freq_list};
+pub use values::{FlagList, parse_duration, parse_rate_list};
 pub(crate) use values::{cpu_flag, event_flag, sample_flag, scope_flag, seed_flag, workload_flag};
 use values::{duration_flag, max_sweep_flag, reps_flag};
 
-/// The frequencies of the 2014 article, used when no `--freqs`/`freqs` is given.
-pub const ARTICLE_FREQS_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
+/// The rates of the 2014 article, used when no `--rates`/`freqs` is given.
+pub const ARTICLE_RATES_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
 /// Default run length: 8 s (the article's 10 s is in
 /// experiments/article-2014.toml), so the default plan (paired and gaps
 /// runs at 0 Hz and five frequencies, util runs at five, five repetitions:
@@ -128,6 +128,9 @@ pub enum ConfigError {
         /// How to lift the limit (", or lift it with ...").
         lift: String,
     },
+    /// A command too short to measure, told by its warm-up runs.
+    #[error("{0}")]
+    ShortCommand(String),
     /// The experiment file could not be read.
     #[error("cannot read experiment file {}: {source}; give an existing file, e.g. experiments/quick.toml", path.display())]
     Read {
@@ -196,7 +199,9 @@ impl<T: Clone> OneOrMany<T> {
 pub struct ExperimentFile {
     /// Free text, kept in the manifest.
     pub description: Option<String>,
-    /// Sampling frequencies in Hz, at least one above 0 (0 is added if absent).
+    /// Sampling rates in Hz, at least one above 0 (0 is added if absent);
+    /// `rates` is the same key.
+    #[serde(alias = "rates")]
     pub freqs: Option<Vec<i64>>,
     /// Run length, e.g. "10s", "500ms": at least 100 ms, and 10 samples at the lowest rate.
     pub duration: Option<String>,
@@ -273,11 +278,11 @@ impl ExperimentFile {
 #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct FlagSettings {
-    /// Sampling frequencies in Hz, comma-separated, at least one above 0
-    /// (0 Hz is always added). Default: the 2014 article's
+    /// Sampling rates in Hz, comma-separated, at least one above 0 (0 Hz
+    /// is always added). Default: the 2014 article's
     /// 100,500,2000,4000,100000.
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST", value_parser = freqs_flag)]
-    pub freqs: Option<FlagList<u64>>,
+    #[arg(long = "rates", visible_alias = "freqs", allow_hyphen_values = true, value_name = "LIST", value_parser = rates_flag)]
+    pub rates: Option<FlagList<u64>>,
     /// Workload run length: a number with a unit ns, us, ms, s, min or h
     /// (10s, 500ms, 1.5min; a bare number is seconds), at least 100ms and
     /// 10 samples at the lowest frequency. Default 8s.
@@ -392,8 +397,10 @@ impl FlagSettings {
 /// Stored in the manifest as `options` and re-read by `--resume`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepOptions {
-    /// Frequencies in Hz, ascending, always including 0.
-    pub freqs_hz: Vec<u64>,
+    /// Rates in Hz, ascending, always including 0 (`freqs_hz` in the
+    /// manifest).
+    #[serde(rename = "freqs_hz")]
+    pub rates_hz: Vec<u64>,
     /// Requested workload duration per run.
     pub duration_ns: u64,
     /// Repetitions per frequency.
@@ -421,12 +428,14 @@ pub struct SweepOptions {
     /// manifests written before kinds existed).
     #[serde(default = "legacy_workloads")]
     pub workloads: Vec<WorkKind>,
-    /// What is measured: the loop, the user's program (`--command`, with
-    /// its warm-up runs) or the loop under a real profiler
-    /// (`--profiler`); in the manifest as the keys `command`, `warmup`
-    /// and `profiler`.
+    /// What is measured: the loop or the user's program (`--command`,
+    /// with its warm-up runs); in the manifest as `command` and `warmup`.
     #[serde(flatten)]
     pub subject: Subject,
+    /// What samples it: our sampler or a real profiler (`--profiler`); in
+    /// the manifest as `profiler`.
+    #[serde(flatten)]
+    pub sampling: Sampling,
     /// The longest planned sweep time accepted (`--max-sweep-time`);
     /// manifests written before the limit existed read as the default.
     #[serde(default = "default_max_sweep_ns")]
@@ -459,7 +468,7 @@ impl SweepOptions {
     /// The lists one randomised block is made of (`crate::block`).
     pub fn block_spec(&self) -> crate::block::BlockSpec<'_> {
         crate::block::BlockSpec {
-            freqs_hz: &self.freqs_hz,
+            rates_hz: &self.rates_hz,
             designs: &self.designs,
             contents: &self.contents,
             workloads: &self.workloads,
@@ -467,9 +476,9 @@ impl SweepOptions {
         }
     }
 
-    /// Highest requested frequency.
-    pub fn max_freq_hz(&self) -> u64 {
-        self.freqs_hz.iter().copied().max().unwrap_or(0)
+    /// Highest requested rate.
+    pub fn max_rate_hz(&self) -> u64 {
+        self.rates_hz.iter().copied().max().unwrap_or(0)
     }
 }
 

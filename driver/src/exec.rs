@@ -12,10 +12,9 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::config::SweepOptions;
+use crate::config::{Subject, SweepOptions};
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow};
-use crate::sampler::ContentsStats;
 use crate::system::quiet::QuietReport;
 use crate::system::settings::PerfLimits;
 
@@ -23,7 +22,7 @@ mod files;
 mod row;
 
 use files::write_run_files;
-use row::{fill_failed_row, fill_ok_row, host_row, warn_about};
+use row::{failed_row, ok_row, warn_about};
 pub use row::{lowered_limit_warning, noise_reasons};
 
 /// A run is flagged noisy when steal exceeds this share of its wall time.
@@ -74,41 +73,18 @@ pub struct RunSpec<'a> {
     pub command_dir: Option<std::path::PathBuf>,
 }
 
-/// What a run measured.
+/// What a run measured: the measured columns of its runs.csv row, filled
+/// by the backend (the executor adds the plan's and the host's), and what
+/// goes to the run's other files.
 #[derive(Debug, Clone, Default)]
 pub struct RunOutcome {
-    pub iterations: u64,
-    pub wall_ns: u64,
-    pub window_ns: u64,
+    /// Iterations, wall time, the sampler's counts, the workload's
+    /// switches and CPU time, the profiler's cost, ...: every column the
+    /// run itself tells.
+    pub row: RunRow,
     /// Where the sampling window started, CLOCK_MONOTONIC_RAW ns (0: not
     /// known; only a thinned util run's `raw_kept_ns` needs it).
     pub window_from_ns: u64,
-    pub samples: u64,
-    pub samples_all_cpus: u64,
-    pub throttled: u64,
-    pub unthrottled: u64,
-    pub lost: u64,
-    pub lost_samples: u64,
-    pub duplicates: u64,
-    pub unmatched: u64,
-    pub foreign_intervals: u64,
-    pub steal_ns: u64,
-    pub nvcsw: u64,
-    pub nivcsw: u64,
-    /// The workload's run-queue wait (other tasks on its CPU); None when
-    /// not measured (no schedstat).
-    pub wait_ns: Option<u64>,
-    pub user_ns: u64,
-    pub sys_ns: u64,
-    pub overrun_ns: u64,
-    pub started_at_ns: u64,
-    pub ended_at_ns: u64,
-    /// The driver's CPU time while sampling was enabled.
-    pub driver_cpu_sampling_ns: u64,
-    /// Record bytes decoded while sampling was enabled.
-    pub decoded_while_sampling_bytes: u64,
-    /// What the measured CPU's samples carried.
-    pub contents: ContentsStats,
     /// Handler intervals (util runs).
     pub intervals: Vec<Interval>,
     /// Phases (paired runs); `run_id`/`freq_hz` are filled by the executor.
@@ -117,24 +93,6 @@ pub struct RunOutcome {
     pub workload_json: String,
     /// Gaps design: the timeline, its matches and its recovery histogram.
     pub timeline: Option<crate::gaps::TimelineOutcome>,
-    /// `--profiler` runs: the profiler's own cost over the loop's window.
-    pub profiler: Option<ProfilerUsage>,
-}
-
-/// A profiler's own cost over the loop's window (a runs.csv row's
-/// `profiler_*` columns).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProfilerUsage {
-    /// CPU time of its process tree over the window, ns (every thread's
-    /// schedstat run time).
-    pub cpu_ns: u64,
-    /// The CPUs its threads last ran on, at the end of the window.
-    pub cpus: std::collections::BTreeSet<u32>,
-    /// Peak resident memory, kB: the sum of its processes' VmHWM.
-    pub peak_rss_kb: u64,
-    /// Bytes its tree wrote over the window (/proc/PID/io write_bytes:
-    /// what reached the block layer or would have).
-    pub write_bytes: u64,
 }
 
 /// Why a run produced no outcome.
@@ -253,25 +211,20 @@ pub fn execute(
             run.freq_hz
         ));
         let schedule = paired_schedule(run, &opts);
-        let mut spec = RunSpec::new(run, &opts, &event, schedule.as_ref());
-        if opts.subject.command().is_some() {
-            spec.command_dir = Some(results_format::command_dir(dir.root(), run.run_id));
-        }
-        let made = make_run(backend, &spec, interrupt);
+        let spec = RunSpec::new(run, &opts, &event, schedule.as_ref(), dir.root());
+        let (made, result) = make_run(backend, &spec, interrupt);
         if let Some(w) = lowered_limit_warning(run, &made.limits_before, &made.limits_after) {
             tracing::warn!("{w}");
             manifest.warnings.push(w);
         }
-        let mut row = host_row(&spec, &made);
-        match made.result {
+        match result {
             Err(RunError::Interrupted) => {
                 tally.stop("interrupted".into());
                 break;
             }
             Err(RunError::Failed(message)) => {
                 tracing::error!("run {} failed: {message}", run.run_id);
-                fill_failed_row(&mut row, &made.quiet, &message);
-                dir.append_run(&row)?;
+                dir.append_run(&failed_row(&spec, &made, &message))?;
                 if tally.failed(&message) {
                     break;
                 }
@@ -279,7 +232,7 @@ pub fn execute(
             Ok(out) => {
                 let thinned =
                     write_run_files(dir, &spec, schedule.as_ref(), &out, write_intervals)?;
-                fill_ok_row(&mut row, &made.quiet, &out, thinned);
+                let row = ok_row(&spec, &made, out, thinned);
                 dir.append_run(&row)?;
                 tally.ok(run, &row);
                 warn_about(run, &row);
@@ -307,12 +260,13 @@ fn paired_schedule(run: &PlannedRun, opts: &SweepOptions) -> Option<PhaseSchedul
 
 impl<'a> RunSpec<'a> {
     /// What the backend is asked to run for `run`, with its phases from
-    /// `schedule` (paired design).
+    /// `schedule` (paired design) and a command's folder in the set at `root`.
     fn new(
         run: &'a PlannedRun,
         opts: &'a SweepOptions,
         event: &'a str,
         schedule: Option<&PhaseSchedule>,
+        root: &std::path::Path,
     ) -> Self {
         RunSpec {
             run,
@@ -320,7 +274,10 @@ impl<'a> RunSpec<'a> {
             event,
             phases: schedule.map(|s| s.on.clone()).unwrap_or_default(),
             settle_ns: schedule.map_or(0, |s| s.settle_ns),
-            command_dir: None,
+            command_dir: match opts.subject {
+                Subject::Command { .. } => Some(results_format::command_dir(root, run.run_id)),
+                Subject::Loop => None,
+            },
         }
     }
 }
@@ -371,7 +328,7 @@ impl Tally {
     }
 }
 
-/// One run as the backend made it, with the host's state around it.
+/// The host's state around a run.
 struct MadeRun {
     /// The idle check before the run.
     quiet: QuietReport,
@@ -381,26 +338,28 @@ struct MadeRun {
     limits_after: PerfLimits,
     /// The driver's CPU time over the run, ns.
     driver_cpu_ns: u64,
-    /// What the run measured, or why it has nothing.
-    result: Result<RunOutcome, RunError>,
 }
 
 /// Waits for the measured CPU to be quiet, then has the backend make the
 /// run, reading the perf sysctls and the driver's CPU time around it.
-fn make_run(backend: &mut dyn Backend, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> MadeRun {
+fn make_run(
+    backend: &mut dyn Backend,
+    spec: &RunSpec<'_>,
+    interrupt: &AtomicBool,
+) -> (MadeRun, Result<RunOutcome, RunError>) {
     let quiet = backend.quiet_check(spec.opts.cpu, interrupt);
     let limits_before = backend.perf_limits();
     let cpu_before = backend.driver_cpu_ns();
     let result = backend.run(spec, interrupt);
     let driver_cpu_ns = backend.driver_cpu_ns().saturating_sub(cpu_before);
     let limits_after = backend.perf_limits();
-    MadeRun {
+    let made = MadeRun {
         quiet,
         limits_before,
         limits_after,
         driver_cpu_ns,
-        result,
-    }
+    };
+    (made, result)
 }
 
 /// The log line of a finished run: `number` of `total`, what ran, what it

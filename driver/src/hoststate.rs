@@ -21,7 +21,7 @@
 //!   waiting, to tell a leftover from a running sweep's changes).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -408,7 +408,7 @@ pub fn handle_leftovers_locked(
     let mut keep = Vec::new();
     // Newest first, like SettingsGuard::restore.
     for change in state.changes.iter().rev() {
-        let current = read_trimmed(Path::new(&change.path));
+        let current = std::fs::read_to_string(&change.path).map(|s| s.trim().to_owned());
         let action = match (&current, on) {
             (Ok(cur), _) if *cur == change.old => LeftoverAction::AlreadyOriginal,
             (Ok(cur), _) if *cur != change.new => LeftoverAction::ChangedSince {
@@ -460,12 +460,6 @@ pub fn check_at_start(on: OnLeftover) {
         }
         Err(e) => eprintln!("driver: warning: {e}"),
     }
-}
-
-fn read_trimmed(path: &Path) -> Result<String, std::io::Error> {
-    let mut s = String::new();
-    File::open(path)?.read_to_string(&mut s)?;
-    Ok(s.trim().to_owned())
 }
 
 #[cfg(test)]

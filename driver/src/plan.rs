@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
-use crate::config::{Design, ScopeName, SweepOptions};
+use crate::config::{Design, Sampling, ScopeName, SweepOptions};
 use crate::contents::SampleContents;
 use crate::sampler::{EventKind, SamplerConfig, Scope};
 use workload::work::WorkKind;
@@ -38,7 +38,7 @@ pub use results_format::RunKind;
 /// the plan, so that the executor and the pre-run checks ask it without
 /// importing the runtime backend.
 pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
-    !opts.subject.has_profiler()
+    matches!(opts.sampling, Sampling::Ours)
         && (run.freq_hz > 0 || (run.design.has_phases() && run.kind == RunKind::Loss))
 }
 
@@ -213,7 +213,9 @@ mod tests {
             "--duration=1s",
         ])
         .unwrap();
-        SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
+        SweepOptions::resolve(&f, None, &[0, 1], 0)
+            .and_then(|r| r.finish(None))
+            .unwrap()
     }
 
     #[test]
@@ -229,7 +231,7 @@ mod tests {
                 .map(|r| (r.kind, r.design, r.freq_hz))
                 .collect();
             assert_eq!(set.len(), block.len(), "duplicate in block {rep}");
-            for f in &o.freqs_hz {
+            for f in &o.rates_hz {
                 for d in [Design::Classic, Design::Paired] {
                     assert!(set.contains(&(RunKind::Loss, d, *f)));
                 }

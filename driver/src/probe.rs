@@ -480,62 +480,54 @@ fn hypervisor_line(f: &HostFacts) -> String {
 }
 
 fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[String]) {
-    println!("kernel                      {} ({})", f.kernel, f.machine);
-    println!("cpu model                   {}", f.cpu_model);
-    println!("hypervisor                  {}", hypervisor_line(f));
-    println!(
-        "hardware PMU                {}{}",
-        if f.pmu_present { "present" } else { "absent" },
-        f.pmu_error
-            .as_ref()
-            .map(|_| " (cycles does not open)")
-            .unwrap_or("")
-    );
-    println!(
-        "sampling_event              {} ({})",
-        f.sampling_event, f.sampling_event_reason
-    );
-    println!("handler_source              {}", f.handler_source);
-    println!(
-        "tracefs                     {}",
-        f.tracefs
-            .as_deref()
-            .or(f.tracefs_error.as_deref())
-            .unwrap_or("absent")
-    );
-    println!("handler tracepoints         {}", f.handler_tracepoints);
-    println!("handler symbol readable     {}", f.handler_symbol_readable);
-    println!(
-        "perf_event_paranoid         {}",
-        opt(&f.perf_event_paranoid)
-    );
-    println!(
-        "perf_event_max_sample_rate  {}",
-        opt(&f.perf_event_max_sample_rate)
-    );
-    println!(
-        "perf_cpu_time_max_percent   {}",
-        opt(&f.perf_cpu_time_max_percent)
-    );
-    println!(
-        "kernel HZ                   {} ({})",
-        opt(&f.kernel_hz),
-        f.kernel_hz_source.as_deref().unwrap_or("not found")
-    );
-    println!(
-        "euid                        {} (CAP_PERFMON: {})",
-        f.euid,
-        opt(&f.cap_perfmon)
-    );
-    println!("clocksource                 {}", f.clocksource);
-    println!("cpus                        {} {:?}", f.cpus, f.online_cpus);
-    println!("isolated cpus               {:?}", f.isolated_cpus);
-    println!("smt active                  {}", opt(&f.smt_active));
-    if let Some(t) = t {
-        match &t.error {
-            Some(e) => println!("self_test                   FAILED: {e}"),
-            None => println!(
-                "self_test                   {} at {} Hz on cpu {} for 0.3 s: samples {}, handler_intervals {}, lost {}, median handler {} ns",
+    let pmu_error = f
+        .pmu_error
+        .as_ref()
+        .map_or("", |_| " (cycles does not open)");
+    let pmu = if f.pmu_present { "present" } else { "absent" };
+    let tracefs = f.tracefs.as_deref().or(f.tracefs_error.as_deref());
+    let hz_source = f.kernel_hz_source.as_deref().unwrap_or("not found");
+    let mut lines = vec![
+        ("kernel", format!("{} ({})", f.kernel, f.machine)),
+        ("cpu model", f.cpu_model.clone()),
+        ("hypervisor", hypervisor_line(f)),
+        ("hardware PMU", format!("{pmu}{pmu_error}")),
+        (
+            "sampling_event",
+            format!("{} ({})", f.sampling_event, f.sampling_event_reason),
+        ),
+        ("handler_source", f.handler_source.clone()),
+        ("tracefs", tracefs.unwrap_or("absent").to_owned()),
+        ("handler tracepoints", f.handler_tracepoints.to_string()),
+        (
+            "handler symbol readable",
+            f.handler_symbol_readable.to_string(),
+        ),
+        ("perf_event_paranoid", opt(&f.perf_event_paranoid)),
+        (
+            "perf_event_max_sample_rate",
+            opt(&f.perf_event_max_sample_rate),
+        ),
+        (
+            "perf_cpu_time_max_percent",
+            opt(&f.perf_cpu_time_max_percent),
+        ),
+        ("kernel HZ", format!("{} ({hz_source})", opt(&f.kernel_hz))),
+        (
+            "euid",
+            format!("{} (CAP_PERFMON: {})", f.euid, opt(&f.cap_perfmon)),
+        ),
+        ("clocksource", f.clocksource.clone()),
+        ("cpus", format!("{} {:?}", f.cpus, f.online_cpus)),
+        ("isolated cpus", format!("{:?}", f.isolated_cpus)),
+        ("smt active", opt(&f.smt_active)),
+    ];
+    match t.map(|t| (t, &t.error)) {
+        Some((_, Some(e))) => lines.push(("self_test", format!("FAILED: {e}"))),
+        Some((t, None)) => lines.push((
+            "self_test",
+            format!(
+                "{} at {} Hz on cpu {} for 0.3 s: samples {}, handler_intervals {}, lost {}, median handler {} ns",
                 t.event,
                 t.freq_hz,
                 t.cpu,
@@ -544,9 +536,13 @@ fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[Stri
                 t.lost,
                 opt(&t.median_handler_ns)
             ),
-        }
+        )),
+        None => {}
     }
-    println!("ready                       {ready}");
+    lines.push(("ready", ready.to_string()));
+    for (name, value) in lines {
+        println!("{name:<28}{value}");
+    }
     for m in missing {
         println!("missing: {m}");
     }

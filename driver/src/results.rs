@@ -61,7 +61,9 @@ mod tests {
     }
 
     fn manifest() -> Manifest {
-        let opts = SweepOptions::resolve(&FlagSettings::default(), None, &[0, 1], 5).unwrap();
+        let opts = SweepOptions::resolve(&FlagSettings::default(), None, &[0, 1], 5)
+            .and_then(|r| r.finish(None))
+            .unwrap();
         Manifest {
             format_version: FORMAT_VERSION,
             tool_version: "0".into(),

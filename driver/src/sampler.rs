@@ -46,6 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use workload::clock::monotonic_raw_ns;
 
 use serde::Serialize;
 
@@ -127,11 +128,6 @@ pub struct SamplerOutcome {
     pub drained_bytes: u64,
     /// What the measured CPU's samples carried.
     pub contents: ContentsStats,
-}
-
-fn now_raw_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
@@ -275,7 +271,7 @@ impl Sampler {
         self.shared.enabled.store(true, Ordering::Release);
         self.cpu_at_enable
             .store(crate::system::clock::process_cpu_ns(), Ordering::Relaxed);
-        let now = now_raw_ns();
+        let now = monotonic_raw_ns();
         self.enabled_at.store(now, Ordering::Relaxed);
         let _ =
             self.first_enabled_at
@@ -306,7 +302,7 @@ impl Sampler {
         let since = self.enabled_at.swap(0, Ordering::Relaxed);
         if since != 0 {
             self.enabled_total
-                .fetch_add(now_raw_ns().saturating_sub(since), Ordering::Relaxed);
+                .fetch_add(monotonic_raw_ns().saturating_sub(since), Ordering::Relaxed);
             let cpu0 = self.cpu_at_enable.swap(0, Ordering::Relaxed);
             self.window_cpu.fetch_add(
                 crate::system::clock::process_cpu_ns().saturating_sub(cpu0),
@@ -337,8 +333,9 @@ impl Sampler {
         if let Some(t) = &self.thread {
             t.thread().unpark();
         }
-        let deadline = now_raw_ns() + 1_000_000_000;
-        while self.shared.completed.load(Ordering::Acquire) < want && now_raw_ns() < deadline {
+        let deadline = monotonic_raw_ns() + 1_000_000_000;
+        while self.shared.completed.load(Ordering::Acquire) < want && monotonic_raw_ns() < deadline
+        {
             std::thread::sleep(Duration::from_micros(200));
         }
         self.samples_so_far()

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::{RealBackend, RunFiles, Sampled, wait_end, workload_outcome};
 use crate::exec::{RunError, RunOutcome, RunSpec};
+use crate::results::RunRow;
 use crate::subject::profiler::Profiler;
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
@@ -40,7 +41,8 @@ impl RealBackend {
         reader.release();
         let status = wait_end(&mut guard, &reader, None, opts.duration_ns, interrupt)?;
         let ended_at_ns = monotonic_raw_ns();
-        let usage = profiler.window_ends();
+        let mut usage = RunRow::default();
+        profiler.window_ends(&mut usage);
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         profiler.check_alive("while the loop ran")?;
         profiler.stop_after_run(spec.run.run_id);
@@ -54,8 +56,6 @@ impl RealBackend {
         };
         let out_text = stdout.join().unwrap_or_default();
         let err_text = stderr.join().unwrap_or_default();
-        let mut o = workload_outcome(sampled, out_text, &err_text, files.gaps.as_deref())?;
-        o.profiler = Some(usage);
-        Ok(o)
+        workload_outcome(sampled, usage, (out_text, &err_text), files.gaps.as_deref())
     }
 }

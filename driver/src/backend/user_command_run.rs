@@ -10,8 +10,10 @@ use std::sync::atomic::AtomicBool;
 
 use super::{
     ProcStat, RealBackend, RunError, RunOutcome, RunSpec, Sampler, failed, ns_per_tick,
-    opens_sampler, with_sampler_outcome,
+    opens_sampler,
 };
+use crate::config::Sampling;
+use crate::results::RunRow;
 use crate::subject::command::{CommandError, run_limit, run_pinned};
 use crate::subject::profiler::Profiler;
 
@@ -29,8 +31,8 @@ impl RealBackend {
         } else {
             None
         };
-        let mut profiler = match opts.subject.profiler() {
-            Some(template) if spec.run.freq_hz > 0 => {
+        let profiler = match &opts.sampling {
+            Sampling::Profiler { template } if spec.run.freq_hz > 0 => {
                 let mut p = Profiler::start_settled(
                     template,
                     spec.run.freq_hz,
@@ -58,42 +60,40 @@ impl RealBackend {
             let _ = s.disable();
         }
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let profiler_usage = match profiler.as_mut() {
-            Some(p) => {
-                let usage = p.window_ends();
+        let mut row = RunRow::default();
+        let alive = match profiler {
+            Some(mut p) => {
+                p.window_ends(&mut row);
                 let alive = p.check_alive("while the command ran");
-                Some((usage, alive))
+                p.stop_after_run(spec.run.run_id);
+                alive
             }
-            None => None,
+            None => Ok(()),
         };
-        if let Some(p) = profiler {
-            p.stop_after_run(spec.run.run_id);
-        }
         let run = match result {
             Ok(r) => r,
             Err(CommandError::Interrupted) => return Err(RunError::Interrupted),
             Err(e) => return Err(failed(e)),
         };
+        alive?;
         let mut o = RunOutcome {
-            iterations: 1,
-            wall_ns: run.wall_ns,
-            nvcsw: run.nvcsw,
-            nivcsw: run.nivcsw,
-            wait_ns: run.wait_ns,
-            user_ns: run.user_ns,
-            sys_ns: run.sys_ns,
-            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
-            started_at_ns: run.started_at_ns,
-            ended_at_ns: run.ended_at_ns,
+            row: RunRow {
+                iterations: 1,
+                wall_ns: run.wall_ns,
+                nvcsw: run.nvcsw,
+                nivcsw: run.nivcsw,
+                wait_ns: run.wait_ns,
+                user_ns: run.user_ns,
+                sys_ns: run.sys_ns,
+                steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+                started_at_ns: run.started_at_ns,
+                ended_at_ns: run.ended_at_ns,
+                ..row
+            },
             ..RunOutcome::default()
         };
-        if let Some((usage, alive)) = profiler_usage {
-            alive?;
-            o.profiler = Some(usage);
-        }
         if let Some(s) = sampler {
-            let s = s.finish().map_err(|e| failed(format!("sampler: {e}")))?;
-            with_sampler_outcome(&mut o, &s);
+            o.sampled(&s.finish().map_err(|e| failed(format!("sampler: {e}")))?);
         }
         Ok(o)
     }

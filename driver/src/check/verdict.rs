@@ -202,7 +202,6 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
 /// The `--json` answer (docs/results-format.md, "--json answers").
 pub fn answer_json(j: &Judged, args: &CheckArgs, root: &Path) -> String {
     let max = max_hz(&j.rows);
-    let profiler = args.profiler.is_some();
     let mut extra = serde_json::Map::new();
     extra.insert("measured_hz".into(), serde_json::json!(args.rate.0));
     extra.insert("exit_code".into(), serde_json::json!(j.exit));
@@ -213,12 +212,10 @@ pub fn answer_json(j: &Judged, args: &CheckArgs, root: &Path) -> String {
         budget_pct: args.budget,
         rate_hz: max.and_then(analysis::recommend::nice_prime_below),
         max_hz: max,
-        basis: if max.is_none() {
-            "none"
-        } else if profiler {
-            "profiler_gaps"
-        } else {
-            "gaps"
+        basis: match (max, &args.profiler) {
+            (None, _) => "none",
+            (Some(_), Some(_)) => "profiler_gaps",
+            (Some(_), None) => "gaps",
         }
         .into(),
         basis_text: format!(

@@ -2,11 +2,9 @@
 //! eBPF agent) run as the sampler in place of ours, its command a template
 //! with `{freq}` and `{cpu}`, and the settings that do not apply to it.
 
-use super::user_command::join;
+use super::user_command::given_list;
 use super::user_command::{find_program, split_command};
-use super::{
-    ConfigError, Design, ExperimentFile, FlagList, FlagSettings, Origin, invalid, parse_design,
-};
+use super::{ConfigError, Design, ExperimentFile, FlagSettings, Origin, invalid, parse_design};
 
 /// The placeholder for the run's sampling rate, Hz.
 const FREQ_PLACEHOLDER: &str = "{freq}";
@@ -58,39 +56,30 @@ pub(super) fn resolve_profiler(
     Ok(Some(text))
 }
 
-/// Refuses what has no meaning with a profiler: on the loop only the gaps
+/// Refuses what has no meaning with a profiler on the loop: only the gaps
 /// design measures it (the paired design switches our own sampler on and
-/// off, which an external profiler cannot be); on a `--command` only whole
-/// runs (the classic design, the command's default) do.
+/// off, which an external profiler cannot be). On a `--command` the
+/// command's own checks hold (whole runs, the classic design).
 pub(super) fn refuse_with_profiler(
     flags: &FlagSettings,
     exp: &ExperimentFile,
     key: &dyn Fn(&'static str) -> Origin,
-    has_command: bool,
 ) -> Result<(), ConfigError> {
-    let flag_design = flags.design.as_ref().map(|FlagList(d)| join(d));
-    let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
-    let given = flag_design
-        .map(|v| (v, Origin::Flag("--design")))
-        .or_else(|| file_design.map(|v| (v, key("design"))));
-    let (allowed, why, fix) = if has_command {
-        (
-            Design::Classic,
-            "a profiler on --command is measured by whole runs of the command (the classic design); the other designs switch our own sampler on and off or time the built-in loop",
-            "drop the design (classic is used) or give --design classic",
-        )
-    } else {
-        (
-            Design::Gaps,
+    if let Some((v, o)) = given_list(
+        flags.design.as_ref(),
+        exp.design.as_ref(),
+        "--design",
+        key("design"),
+    ) && v
+        .split(',')
+        .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Gaps))
+    {
+        return Err(invalid(
+            v,
+            &o,
             "a profiler is measured by the gaps design only (the paired design switches our own sampler on and off in phases, which an external profiler cannot be)",
             "drop the design (gaps is used) or give --design gaps",
-        )
-    };
-    if let Some((v, o)) = given
-        && v.split(',')
-            .any(|d| parse_design(d.trim(), &o).ok() != Some(allowed))
-    {
-        return Err(invalid(v, &o, why, fix));
+        ));
     }
     Ok(())
 }

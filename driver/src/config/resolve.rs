@@ -6,12 +6,13 @@ use std::path::Path;
 use super::values::{parse_contents, parse_design, parse_workload};
 
 use super::{
-    ARTICLE_FREQS_HZ, ConfigError, DEFAULT_DESIGNS, DEFAULT_DURATION_NS, DEFAULT_MAX_SWEEP_NS,
-    DEFAULT_PHASE_NS, DEFAULT_REPS, Design, EventKind, ExperimentFile, FlagList, FlagSettings,
-    MIN_RUN_NS, MIN_SAMPLES_PER_RUN, Origin, PRESETS, SampleContents, ScopeName, Subject,
-    SweepOptions, WorkKind, check_cpu, check_freqs, check_reps, dedup_in_order, invalid,
-    list_setting, parse_duration, parse_event, parse_scope, refuse_with_command,
-    refuse_with_profiler, resolve_command, resolve_profiler, resolve_warmup, too_few_samples,
+    ARTICLE_RATES_HZ, BudgetPct, ConfigError, DEFAULT_DESIGNS, DEFAULT_DURATION_NS,
+    DEFAULT_MAX_SWEEP_NS, DEFAULT_PHASE_NS, DEFAULT_REPS, Design, EventKind, ExperimentFile,
+    FlagList, FlagSettings, MIN_RUN_NS, MIN_SAMPLES_PER_RUN, Origin, PRESETS, SampleContents,
+    Sampling, ScopeName, Subject, SweepOptions, WorkKind, check_cpu, check_rates, check_reps,
+    dedup_in_order, invalid, list_setting, parse_duration, parse_event, parse_scope,
+    refuse_with_command, refuse_with_profiler, resolve_command, resolve_profiler, resolve_warmup,
+    too_few_samples,
 };
 
 /// Where a resolve reads its settings: the flags, then the experiment file
@@ -31,32 +32,31 @@ impl Sources<'_> {
         }
     }
 
-    /// Frequencies, ascending, with 0; default the article's.
-    fn freqs(&self) -> Result<Vec<u64>, ConfigError> {
-        if let Some(FlagList(freqs)) = &self.flags.freqs {
-            Ok(freqs.clone())
+    /// Rates, ascending, with 0; default the article's.
+    fn rates(&self) -> Result<Vec<u64>, ConfigError> {
+        if let Some(FlagList(rates)) = &self.flags.rates {
+            Ok(rates.clone())
         } else if let Some(list) = &self.exp.freqs {
-            check_freqs(list, &self.key("freqs"))
+            check_rates(list, &self.key("freqs"))
         } else {
-            let mut v = ARTICLE_FREQS_HZ.to_vec();
+            let mut v = ARTICLE_RATES_HZ.to_vec();
             v.push(0);
             v.sort_unstable();
             Ok(v)
         }
     }
 
-    /// The run length; 0 for a command (set from its warm-up runs, which
-    /// size the rings; rows of command runs record 0).
-    fn duration_ns(&self, has_command: bool) -> Result<u64, ConfigError> {
-        if has_command {
-            Ok(0)
-        } else if let Some(ns) = self.flags.duration_ns {
-            Ok(ns)
+    /// The loop's run length, checked ([`Self::check_run_length`]).
+    fn run_length(&self, rates: &[u64]) -> Result<u64, ConfigError> {
+        let ns = if let Some(ns) = self.flags.duration_ns {
+            ns
         } else if let Some(text) = &self.exp.duration {
-            parse_duration(text, &self.key("duration"))
+            parse_duration(text, &self.key("duration"))?
         } else {
-            Ok(DEFAULT_DURATION_NS)
-        }
+            DEFAULT_DURATION_NS
+        };
+        self.check_run_length(rates, ns)?;
+        Ok(ns)
     }
 
     fn reps(&self) -> Result<u32, ConfigError> {
@@ -96,7 +96,7 @@ impl Sources<'_> {
 
     /// The designs in canonical order, each once; default classic for a
     /// command, else [`DEFAULT_DESIGNS`].
-    fn designs(&self, has_command: bool) -> Result<Vec<Design>, ConfigError> {
+    fn designs(&self, subject: &Subject) -> Result<Vec<Design>, ConfigError> {
         let mut designs = list_setting(
             self.flags.design.as_ref(),
             (self.exp.design.as_ref(), self.key("design")),
@@ -106,12 +106,9 @@ impl Sources<'_> {
             ),
             parse_design,
         )?
-        .unwrap_or_else(|| {
-            if has_command {
-                vec![Design::Classic]
-            } else {
-                DEFAULT_DESIGNS.to_vec()
-            }
+        .unwrap_or_else(|| match subject {
+            Subject::Command { .. } => vec![Design::Classic],
+            Subject::Loop => DEFAULT_DESIGNS.to_vec(),
         });
         designs.sort_unstable();
         designs.dedup();
@@ -201,9 +198,9 @@ impl Sources<'_> {
     fn phase_ns(
         &self,
         designs: &[Design],
-        freqs_hz: &[u64],
+        rates_hz: &[u64],
         duration_ns: u64,
-        profiler: bool,
+        sampling: &Sampling,
     ) -> Result<u64, ConfigError> {
         let phased = designs.iter().any(|d| d.has_phases());
         let (phase_ns, origin) = self.given_phase()?;
@@ -220,10 +217,11 @@ impl Sources<'_> {
                      neither (designs: {})",
                     names.join(", ")
                 ),
-                if profiler {
-                    "drop --phase: a --profiler sweep runs the gaps design only"
-                } else {
-                    "drop --phase, or add paired to --design"
+                match sampling {
+                    Sampling::Profiler { .. } => {
+                        "drop --phase: a --profiler sweep runs the gaps design only"
+                    }
+                    Sampling::Ours => "drop --phase, or add paired to --design",
                 },
             ));
         }
@@ -239,7 +237,7 @@ impl Sources<'_> {
             ));
         }
         if designs.contains(&Design::Split)
-            && let Some((f, shortest)) = split_phase_short(phase_ns, freqs_hz)
+            && let Some((f, shortest)) = split_phase_short(phase_ns, rates_hz)
         {
             return Err(invalid(
                 shown_duration(phase_ns),
@@ -282,31 +280,6 @@ impl Sources<'_> {
         }
     }
 
-    /// Refuses a plan whose runs take longer than the limit, naming the
-    /// settings that make it long. A command's plan is checked after its
-    /// warm-up runs, which tell its run length ([`check_sweep_time`]).
-    fn check_sweep_time(
-        &self,
-        opts: &SweepOptions,
-        limit_origin: String,
-    ) -> Result<(), ConfigError> {
-        let origins = (
-            self.origin_text(
-                self.flags.duration_ns.is_some(),
-                self.exp.duration.is_some(),
-                "--duration",
-                "duration",
-            ),
-            self.origin_text(
-                self.flags.reps.is_some(),
-                self.exp.reps.is_some(),
-                "--reps",
-                "reps",
-            ),
-        );
-        check_sweep_time(opts, origins, limit_origin)
-    }
-
     /// The sample contents in the order given, each once; default
     /// perf-default.
     fn samples(&self) -> Result<Vec<SampleContents>, ConfigError> {
@@ -322,12 +295,8 @@ impl Sources<'_> {
         ))
     }
 
-    /// The workload kinds in the order given, each once; the command kind
-    /// alone for a command, default the loop.
-    fn workloads(&self, has_command: bool) -> Result<Vec<WorkKind>, ConfigError> {
-        if has_command {
-            return Ok(vec![WorkKind::Command]);
-        }
+    /// The loop's kinds in the order given, each once; default the loop.
+    fn workloads(&self) -> Result<Vec<WorkKind>, ConfigError> {
         let kinds = list_setting(
             self.flags.workload.as_ref(),
             (self.exp.workload.as_ref(), self.key("workload")),
@@ -354,56 +323,61 @@ fn split_phase_short(phase_ns: u64, freqs: &[u64]) -> Option<(u64, u64)> {
 }
 
 impl SweepOptions {
-    /// Resolves flags over an experiment file over defaults and validates.
-    /// `online` is this host's online CPUs (`sampler::online_cpus`, the list
-    /// the sampler opens its events on); `default_seed` is used
-    /// when neither flag nor file sets a seed.
+    /// Resolves flags over an experiment file over defaults and checks
+    /// every value known before anything runs. `online` is this host's
+    /// online CPUs (`sampler::online_cpus`, the list the sampler opens its
+    /// events on); `default_seed` is used when neither flag nor file sets
+    /// a seed. [`Resolved::finish`] gives the options.
     pub fn resolve(
         flags: &FlagSettings,
         file: Option<(&ExperimentFile, &Path)>,
         online: &[u32],
         default_seed: u64,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Resolved, ConfigError> {
         let empty = ExperimentFile::default();
         let (exp, path) = file.map_or((&empty, None), |(e, p)| (e, Some(p)));
         let src = Sources { flags, exp, path };
         let key = |k| src.key(k);
 
-        let freqs_hz = src.freqs()?;
-        let command = resolve_command(flags, exp, &key)?;
-        let has_command = command.is_some();
-        if has_command {
-            refuse_with_command(flags, exp, &key)?;
-        }
-        let profiler = resolve_profiler(flags, exp, &key)?;
-        if profiler.is_some() {
-            refuse_with_profiler(flags, exp, &key, has_command)?;
-        }
-        let duration_ns = src.duration_ns(has_command)?;
-        if !has_command {
-            src.check_run_length(&freqs_hz, duration_ns)?;
-        }
-        let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
-        let designs = if profiler.is_some() && !has_command {
-            vec![Design::Gaps]
-        } else {
-            src.split_where_it_fits(src.designs(has_command)?, &freqs_hz)
+        let rates_hz = src.rates()?;
+        let subject = match resolve_command(flags, exp, &key)? {
+            Some(argv) => {
+                refuse_with_command(flags, exp, &key)?;
+                let warmup = resolve_warmup(flags, exp, &key, true)?;
+                Subject::Command { argv, warmup }
+            }
+            None => {
+                resolve_warmup(flags, exp, &key, false)?;
+                Subject::Loop
+            }
         };
-        let phase_ns = src.phase_ns(&designs, &freqs_hz, duration_ns, profiler.is_some())?;
+        let sampling = match (resolve_profiler(flags, exp, &key)?, &subject) {
+            (Some(template), Subject::Loop) => {
+                refuse_with_profiler(flags, exp, &key)?;
+                Sampling::Profiler { template }
+            }
+            // The command's checks hold: whole runs (classic) only.
+            (Some(template), Subject::Command { .. }) => Sampling::Profiler { template },
+            (None, _) => Sampling::Ours,
+        };
+        // A command's run length is its warm-up runs' (`Resolved::finish`).
+        let duration_ns = match subject {
+            Subject::Loop => src.run_length(&rates_hz)?,
+            Subject::Command { .. } => 0,
+        };
+        let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
+        let designs = match (&subject, &sampling) {
+            (Subject::Loop, Sampling::Profiler { .. }) => vec![Design::Gaps],
+            _ => src.split_where_it_fits(src.designs(&subject)?, &rates_hz),
+        };
+        let phase_ns = src.phase_ns(&designs, &rates_hz, duration_ns, &sampling)?;
         let (max_sweep_ns, limit_origin) = src.max_sweep()?;
-        let warmup = resolve_warmup(flags, exp, &key, has_command)?;
-        let util = profiler.is_none() && !flags.no_util && exp.util.unwrap_or(true);
-        let subject = match (command, profiler) {
-            (Some(argv), profiler) => Subject::Command {
-                argv,
-                warmup,
-                profiler,
-            },
-            (None, Some(template)) => Subject::Profiler { template },
-            (None, None) => Subject::Loop,
+        let workloads = match subject {
+            Subject::Loop => src.workloads()?,
+            Subject::Command { .. } => vec![WorkKind::Command],
         };
         let opts = SweepOptions {
-            freqs_hz,
+            rates_hz,
             duration_ns,
             reps,
             cpu,
@@ -413,42 +387,137 @@ impl SweepOptions {
             phase_ns,
             seed: flags.seed.or(exp.seed).unwrap_or(default_seed),
             // A profiler's handler is not ours to trace: no util runs.
-            util,
+            util: matches!(sampling, Sampling::Ours) && !flags.no_util && exp.util.unwrap_or(true),
             contents: src.samples()?,
-            workloads: src.workloads(has_command)?,
+            workloads,
             subject,
+            sampling,
             max_sweep_ns,
             experiment: path.map(Path::to_path_buf),
             description: exp.description.clone(),
             budget_pct: None,
         };
-        if !has_command {
-            src.check_sweep_time(&opts, limit_origin)?;
+        let origins = SweepTimeOrigins {
+            duration: src.origin_text(
+                flags.duration_ns.is_some(),
+                exp.duration.is_some(),
+                "--duration",
+                "duration",
+            ),
+            reps: src.origin_text(flags.reps.is_some(), exp.reps.is_some(), "--reps", "reps"),
+            limit: limit_origin,
+        };
+        // The limit on the sweep's time, checked once the run length is
+        // known: the loop's now, a command's after its warm-up (`finish`).
+        if let Subject::Loop = opts.subject {
+            check_sweep_time(&opts, &origins)?;
+        }
+        Ok(Resolved {
+            opts,
+            checks: Some(origins),
+        })
+    }
+}
+
+/// Where the run length, the repetitions and the limit on a sweep's
+/// planned time came from, for the refusal of a long plan.
+#[derive(Debug)]
+struct SweepTimeOrigins {
+    duration: String,
+    reps: String,
+    limit: String,
+}
+
+/// Options resolved and checked but for what only a run tells: a
+/// command's run length, which its warm-up runs measure. [`Self::finish`]
+/// gives them, checked, once; nothing changes them after.
+#[derive(Debug)]
+pub struct Resolved {
+    opts: SweepOptions,
+    /// None for a resumed sweep's recorded options (checked when recorded).
+    checks: Option<SweepTimeOrigins>,
+}
+
+impl Resolved {
+    /// A resumed sweep's recorded options, as they are.
+    pub fn recorded(opts: SweepOptions) -> Self {
+        Resolved { opts, checks: None }
+    }
+
+    /// With the loss budget a `driver check` judges against.
+    pub fn with_budget(mut self, budget_pct: Option<BudgetPct>) -> Self {
+        self.opts.budget_pct = budget_pct;
+        self
+    }
+
+    /// The options so far (a command's run length not yet known).
+    pub fn options(&self) -> &SweepOptions {
+        &self.opts
+    }
+
+    /// The options, final. `walls`: the wall times of a command's warm-up
+    /// runs, ns, which set its run length (twice the longest) and must each
+    /// hold [`super::MIN_SAMPLES_PER_RUN`] samples at the lowest rate, as a
+    /// `--duration` must; its plan is then checked against the limit on a
+    /// sweep's time, as the loop's was in `resolve`. A resumed sweep's
+    /// options stay as recorded.
+    pub fn finish(self, walls: Option<&[u64]>) -> Result<SweepOptions, ConfigError> {
+        let Resolved { mut opts, checks } = self;
+        let Some(origins) = checks else {
+            return Ok(opts);
+        };
+        let mut origins = origins;
+        if let (Subject::Command { argv, .. }, Some(walls)) = (&opts.subject, walls) {
+            refuse_short_command(argv, walls, &opts.rates_hz)?;
+            opts.duration_ns = expected_run_ns(walls);
+            origins.duration = "twice the command's longest warm-up run".to_owned();
+            origins.reps = "--reps".to_owned();
+            check_sweep_time(&opts, &origins)?;
         }
         Ok(opts)
     }
 }
 
-/// Where the limit on a sweep's planned time comes from: `--max-sweep-time`,
-/// the file's `max_sweep_time`, or the default. Carried to the refusal of
-/// a command's plan, checked once its warm-up has told its run length.
-pub fn limit_origin(flags: &FlagSettings, file: Option<(&ExperimentFile, &Path)>) -> String {
-    let empty = ExperimentFile::default();
-    let (exp, path) = file.map_or((&empty, None), |(e, p)| (e, Some(p)));
-    Sources { flags, exp, path }
-        .max_sweep()
-        .map_or_else(|_| "`max_sweep_time`".to_owned(), |(_, origin)| origin)
+/// A command whose runs are too short to hold [`MIN_SAMPLES_PER_RUN`]
+/// samples at the lowest rate (its shortest warm-up run): refused before
+/// anything is measured, as a `--duration` that short is. A 1 ms command at
+/// 100 Hz holds no sample, and its per-sample cost is noise.
+fn refuse_short_command(argv: &[String], walls: &[u64], rates: &[u64]) -> Result<(), ConfigError> {
+    let Some(&shortest) = walls.iter().min() else {
+        return Ok(());
+    };
+    let Some((lowest, samples)) = too_few_samples(rates, shortest) else {
+        return Ok(());
+    };
+    let need_ms = (u128::from(MIN_SAMPLES_PER_RUN) * 1000).div_ceil(u128::from(lowest));
+    Err(ConfigError::ShortCommand(format!(
+        "--command {}: a run takes {:.1} ms (its shortest warm-up run), so at {lowest} Hz it holds about \
+         {samples} samples, fewer than the {MIN_SAMPLES_PER_RUN} a cost per sample needs; give \
+         work that runs for at least {need_ms} ms (a larger input, or a loop in a shell), or \
+         higher frequencies",
+        shell_words::join(argv),
+        shortest as f64 / 1e6,
+    )))
+}
+
+/// What a command's measured run is expected to last, from its warm-up:
+/// twice the longest warm-up run (at least 100 ms). Sizes the sampler's
+/// rings.
+pub fn expected_run_ns(warmup_walls_ns: &[u64]) -> u64 {
+    warmup_walls_ns
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        .saturating_mul(2)
+        .max(100_000_000)
 }
 
 /// Refuses `opts` when its plan's runs take longer than
 /// `opts.max_sweep_ns` ([`ConfigError::TooLong`], naming the run length and
-/// repetitions with where each came from (`origins`), the block's make-up
-/// and where the limit came from).
-pub fn check_sweep_time(
-    opts: &SweepOptions,
-    (duration_origin, reps_origin): (String, String),
-    limit_origin: String,
-) -> Result<(), ConfigError> {
+/// repetitions with where each came from, the block's make-up and where
+/// the limit came from).
+fn check_sweep_time(opts: &SweepOptions, origins: &SweepTimeOrigins) -> Result<(), ConfigError> {
     use crate::block::{block, block_text, planned_loop_ns};
     let runs = block(opts.block_spec())
         .len()
@@ -459,9 +528,11 @@ pub fn check_sweep_time(
     }
     let per_block = runs / usize::try_from(opts.reps.max(1)).unwrap_or(1);
     let settings = format!(
-        "{runs} runs of {} ({duration_origin}): {} blocks ({reps_origin}) of {per_block}, each {}",
+        "{runs} runs of {} ({}): {} blocks ({}) of {per_block}, each {}",
         workload::duration::format_long_ns(u128::from(opts.duration_ns)),
+        origins.duration,
         opts.reps,
+        origins.reps,
         block_text(opts.block_spec()),
     );
     // The smallest whole number of hours that holds the plan, when a
@@ -476,7 +547,7 @@ pub fn check_sweep_time(
     Err(ConfigError::TooLong {
         planned_ns,
         limit_ns: opts.max_sweep_ns,
-        limit_origin,
+        limit_origin: origins.limit.clone(),
         settings,
         lift,
     })

@@ -6,8 +6,10 @@ fn flags() -> FlagSettings {
 
 #[test]
 fn defaults_are_the_article_frequencies_with_the_designs_that_resolve() {
-    let o = SweepOptions::resolve(&flags(), None, &[0, 1], 7).unwrap();
-    assert_eq!(o.freqs_hz, vec![0, 100, 500, 2000, 4000, 100_000]);
+    let o = SweepOptions::resolve(&flags(), None, &[0, 1], 7)
+        .and_then(|r| r.finish(None))
+        .unwrap();
+    assert_eq!(o.rates_hz, vec![0, 100, 500, 2000, 4000, 100_000]);
     assert_eq!(o.duration_ns, 8_000_000_000);
     assert_eq!(o.reps, 5);
     assert_eq!(o.cpu, 1);
@@ -47,17 +49,17 @@ fn bad_freqs_name_the_value() {
     ];
     for (text, needle) in cases {
         // clap adds the value and the flag (the CLI test checks the line).
-        let e = freqs_flag(text).unwrap_err();
+        let e = rates_flag(text).unwrap_err();
         assert!(
             e.contains(needle) && e.contains("100,1000,4000"),
             "{text}: {e}"
         );
         let e = FlagSettings::from_args(&["--freqs", text]).unwrap_err();
-        assert!(e.to_string().contains("--freqs"), "{text}: {e}");
+        assert!(e.to_string().contains("--rates"), "{text}: {e}");
     }
     // The offending item of a longer list is named.
     assert!(
-        freqs_flag("100,abc")
+        rates_flag("100,abc")
             .unwrap_err()
             .starts_with("\"abc\": not an integer")
     );
@@ -66,7 +68,7 @@ fn bad_freqs_name_the_value() {
 #[test]
 fn a_sweep_without_a_sampling_rate_or_with_runs_too_short_is_refused() {
     for text in ["0", " 0 "] {
-        let e = freqs_flag(text).unwrap_err();
+        let e = rates_flag(text).unwrap_err();
         assert!(e.contains("no sampling frequency"), "{text}: {e}");
     }
     let e = resolve_args(&["--design=gaps", "--duration=1us", "--freqs=100"])
@@ -96,8 +98,17 @@ fn a_sweep_without_a_sampling_rate_or_with_runs_too_short_is_refused() {
 #[test]
 fn zero_is_always_added_and_freqs_sorted() {
     let f = FlagSettings::from_args(&["--freqs", "4000, 100"]).unwrap();
-    let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
-    assert_eq!(o.freqs_hz, vec![0, 100, 4000]);
+    let o = SweepOptions::resolve(&f, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
+    assert_eq!(o.rates_hz, vec![0, 100, 4000]);
+    // --rates is the flag, --freqs its alias; the file's key is freqs or rates.
+    assert_eq!(
+        FlagSettings::from_args(&["--rates", "100,4000"]).unwrap(),
+        f
+    );
+    let exp = ExperimentFile::parse("rates = [4000, 100]\n", Path::new("e.toml")).unwrap();
+    assert_eq!(exp.freqs, Some(vec![4000, 100]));
 }
 
 #[test]
@@ -113,6 +124,7 @@ fn bad_cpu_and_design() {
     assert!(e.starts_with("\"fancy\": unknown design"), "{e}");
     for (f, needle) in cases {
         let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
+            .and_then(|r| r.finish(None))
             .unwrap_err()
             .to_string();
         assert!(e.contains(needle), "{needle}: {e}");
@@ -124,6 +136,7 @@ fn paired_needs_four_phases() {
     // 300 ms holds fewer than four default (100 ms) phases.
     let f = FlagSettings::from_args(&["--design=paired", "--duration=300ms"]).unwrap();
     let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
         .unwrap_err()
         .to_string();
     assert!(e.contains("--phase"), "{e}");
@@ -131,7 +144,11 @@ fn paired_needs_four_phases() {
         phase_ns: Some(75_000_000),
         ..f
     };
-    assert!(SweepOptions::resolve(&f, None, &[0, 1], 0).is_ok());
+    assert!(
+        SweepOptions::resolve(&f, None, &[0, 1], 0)
+            .and_then(|r| r.finish(None))
+            .is_ok()
+    );
 }
 
 #[test]
@@ -142,8 +159,10 @@ fn file_settings_and_flag_override() {
         path,
     )
     .unwrap();
-    let o = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0).unwrap();
-    assert_eq!(o.freqs_hz, vec![0, 1000, 20000]);
+    let o = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
+    assert_eq!(o.rates_hz, vec![0, 1000, 20000]);
     assert_eq!(o.duration_ns, 1_000_000_000);
     assert_eq!(o.reps, 2);
     assert_eq!(o.designs, vec![Design::Classic, Design::Paired]);
@@ -151,7 +170,9 @@ fn file_settings_and_flag_override() {
     assert_eq!(o.seed, 3);
     assert_eq!(o.scope, ScopeName::Cpu);
     let f = FlagSettings::from_args(&["--reps=4", "--design=classic", "--seed=9"]).unwrap();
-    let o = SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0).unwrap();
+    let o = SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
     assert_eq!(o.reps, 4);
     assert_eq!(o.designs, vec![Design::Classic]);
     assert_eq!(o.seed, 9);
@@ -175,6 +196,7 @@ fn bad_file_values_name_the_key_and_file() {
     let path = Path::new("e.toml");
     let exp = ExperimentFile::parse("freqs = [100, 100]\n", path).unwrap();
     let e = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
+        .and_then(|r| r.finish(None))
         .unwrap_err()
         .to_string();
     assert!(
@@ -183,6 +205,7 @@ fn bad_file_values_name_the_key_and_file() {
     );
     let exp = ExperimentFile::parse("reps = 0\n", path).unwrap();
     let e = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
+        .and_then(|r| r.finish(None))
         .unwrap_err()
         .to_string();
     assert!(e.contains("key `reps`"), "{e}");
@@ -192,17 +215,21 @@ fn bad_file_values_name_the_key_and_file() {
 fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
     let f = FlagSettings {
         command: Some("sh -c 'exit 0'".to_owned()),
-        freqs: Some(FlagList(vec![0, 1000, 10_000])),
+        rates: Some(FlagList(vec![0, 1000, 10_000])),
         ..flags()
     };
-    let o = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap();
+    let o = SweepOptions::resolve(&f, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
     assert_eq!(
-        o.subject.command(),
-        Some(&["sh".to_owned(), "-c".to_owned(), "exit 0".to_owned()][..])
+        o.subject,
+        Subject::Command {
+            argv: vec!["sh".to_owned(), "-c".to_owned(), "exit 0".to_owned()],
+            warmup: DEFAULT_WARMUP
+        }
     );
     assert_eq!(o.designs, vec![Design::Classic]);
     assert_eq!(o.workloads, vec![WorkKind::Command]);
-    assert_eq!(o.subject.warmup(), DEFAULT_WARMUP);
     // Set from the warm-up by the sweep.
     assert_eq!(o.duration_ns, 0);
 
@@ -212,15 +239,16 @@ fn a_command_is_split_found_and_replaces_the_workload_with_whole_runs() {
         Path::new("e.toml"),
     )
     .unwrap();
-    let o = SweepOptions::resolve(&flags(), Some((&exp, Path::new("e.toml"))), &[0, 1], 0).unwrap();
-    assert_eq!(o.subject.command().map(<[String]>::len), Some(3));
-    assert_eq!(o.subject.warmup(), 3);
+    let o = SweepOptions::resolve(&flags(), Some((&exp, Path::new("e.toml"))), &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
+    assert!(matches!(o.subject, Subject::Command { ref argv, warmup: 3 } if argv.len() == 3));
 }
 
 /// Resolves the settings `args` give, without an experiment file.
 fn resolve_args(args: &[&str]) -> Result<SweepOptions, ConfigError> {
     let f = FlagSettings::from_args(args).unwrap();
-    SweepOptions::resolve(&f, None, &[0, 1], 0)
+    SweepOptions::resolve(&f, None, &[0, 1], 0).and_then(|r| r.finish(None))
 }
 
 #[test]
@@ -279,13 +307,16 @@ fn cpu_must_be_online_and_the_message_names_the_online_list() {
     // CPU 1 offline: the default is the last online CPU, and --cpu 1 is
     // refused naming the list the sampler would open its events on.
     let online = [0, 2, 3, 5];
-    let o = SweepOptions::resolve(&flags(), None, &online, 0).unwrap();
+    let o = SweepOptions::resolve(&flags(), None, &online, 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
     assert_eq!(o.cpu, 5);
     let f = FlagSettings {
         cpu: Some(1),
         ..flags()
     };
     let e = SweepOptions::resolve(&f, None, &online, 0)
+        .and_then(|r| r.finish(None))
         .unwrap_err()
         .to_string();
     assert!(
@@ -296,7 +327,13 @@ fn cpu_must_be_online_and_the_message_names_the_online_list() {
         cpu: Some(3),
         ..flags()
     };
-    assert_eq!(SweepOptions::resolve(&f, None, &online, 0).unwrap().cpu, 3);
+    assert_eq!(
+        SweepOptions::resolve(&f, None, &online, 0)
+            .and_then(|r| r.finish(None))
+            .unwrap()
+            .cpu,
+        3
+    );
 }
 
 #[test]
@@ -321,14 +358,16 @@ fn a_plan_over_the_time_limit_is_refused_and_the_flag_lifts_it() {
     // Default plan: 5 blocks of 3 designs x 6 frequencies + 5 util runs =
     // 115 runs; of 10 h each, 1150 h.
     let f = FlagSettings::from_args(&["--duration", "10h"]).unwrap();
-    let e = SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap_err();
+    let e = SweepOptions::resolve(&f, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap_err();
     assert!(matches!(e, ConfigError::TooLong { .. }), "{e:?}");
     let e = e.to_string();
     for needle in [
         "at least 1150 h",
         "115 runs of 10 h (--duration)",
         "5 blocks (default; --reps) of 23",
-        "3 designs (--design) x 6 frequencies with 0 Hz (--freqs) + 5 util runs",
+        "3 designs (--design) x 6 frequencies with 0 Hz (--rates) + 5 util runs",
         "limit of 24 h",
         "--max-sweep-time 1150h",
     ] {
@@ -338,6 +377,7 @@ fn a_plan_over_the_time_limit_is_refused_and_the_flag_lifts_it() {
     let ok = FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "1150h"]).unwrap();
     assert_eq!(
         SweepOptions::resolve(&ok, None, &[0, 1], 0)
+            .and_then(|r| r.finish(None))
             .unwrap()
             .max_sweep_ns,
         1150 * 3_600_000_000_000
@@ -345,11 +385,14 @@ fn a_plan_over_the_time_limit_is_refused_and_the_flag_lifts_it() {
     let short =
         FlagSettings::from_args(&["--duration", "10h", "--max-sweep-time", "1149h"]).unwrap();
     let e = SweepOptions::resolve(&short, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
         .unwrap_err()
         .to_string();
     assert!(e.contains("limit of 1149 h (--max-sweep-time)"), "{e}");
     // The default plan (115 runs of 8 s) is far inside the default.
-    let o = SweepOptions::resolve(&flags(), None, &[0, 1], 0).unwrap();
+    let o = SweepOptions::resolve(&flags(), None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap();
     assert_eq!(o.max_sweep_ns, DEFAULT_MAX_SWEEP_NS);
 }
 
@@ -363,13 +406,14 @@ fn the_time_limit_and_what_sets_the_plan_come_from_the_file_too() {
     .unwrap();
     // 40 blocks of 2 runs of 1 min: 80 min.
     let e = SweepOptions::resolve(&flags(), Some((&exp, path)), &[0, 1], 0)
+        .and_then(|r| r.finish(None))
         .unwrap_err()
         .to_string();
     for needle in [
         "at least 1.3 h",
         "80 runs of 1 min (key `duration` in experiments/long.toml)",
         "40 blocks (key `reps` in experiments/long.toml) of 2",
-        "1 design (--design) x 2 frequencies with 0 Hz (--freqs)",
+        "1 design (--design) x 2 frequencies with 0 Hz (--rates)",
         "limit of 1 h (key `max_sweep_time` in experiments/long.toml)",
         "--max-sweep-time 2h",
     ] {
@@ -377,7 +421,11 @@ fn the_time_limit_and_what_sets_the_plan_come_from_the_file_too() {
     }
     // The flag overrides the file's limit.
     let f = FlagSettings::from_args(&["--max-sweep-time", "2h"]).unwrap();
-    assert!(SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0).is_ok());
+    assert!(
+        SweepOptions::resolve(&f, Some((&exp, path)), &[0, 1], 0)
+            .and_then(|r| r.finish(None))
+            .is_ok()
+    );
 }
 
 #[test]
@@ -426,10 +474,12 @@ fn a_profiler_samples_a_command_in_whole_runs_only() {
         "perf record -F {freq} -C {cpu} -o /dev/null",
     ])
     .unwrap();
-    assert_eq!(o.subject.command().map(<[String]>::len), Some(3));
+    assert!(matches!(o.subject, Subject::Command { ref argv, .. } if argv.len() == 3));
     assert_eq!(
-        o.subject.profiler(),
-        Some("perf record -F {freq} -C {cpu} -o /dev/null")
+        o.sampling,
+        Sampling::Profiler {
+            template: "perf record -F {freq} -C {cpu} -o /dev/null".into()
+        }
     );
     // Whole runs of the command, as without a profiler; no util runs (the
     // profiler's handler is not ours to trace).
@@ -493,6 +543,17 @@ fn the_split_design_has_phases_that_hold_a_sample() {
 /// passed as a flag is the flag's.
 #[test]
 fn the_limits_origin_is_where_it_was_set() {
+    // Where the limit of a plan of 1 h runs came from, as its refusal says.
+    let limit_origin = |f: &FlagSettings, file| {
+        let f = FlagSettings {
+            duration_ns: Some(3_600_000_000_000),
+            ..f.clone()
+        };
+        match SweepOptions::resolve(&f, file, &[0, 1], 0).and_then(|r| r.finish(None)) {
+            Err(ConfigError::TooLong { limit_origin, .. }) => limit_origin,
+            other => panic!("{other:?}"),
+        }
+    };
     let given = FlagSettings::from_args(&["--max-sweep-time", "24h"]).unwrap();
     assert_eq!(given.max_sweep_ns, Some(DEFAULT_MAX_SWEEP_NS));
     assert_eq!(limit_origin(&given, None), "--max-sweep-time");
@@ -502,9 +563,6 @@ fn the_limits_origin_is_where_it_was_set() {
     );
     let path = Path::new("experiments/long.toml");
     let exp = ExperimentFile::parse("max_sweep_time = \"1h\"\n", path).unwrap();
-    assert!(
-        limit_origin(&flags(), Some((&exp, path))).contains("key `max_sweep_time`"),
-        "{}",
-        limit_origin(&flags(), Some((&exp, path)))
-    );
+    let origin = limit_origin(&flags(), Some((&exp, path)));
+    assert!(origin.contains("key `max_sweep_time`"), "{origin}");
 }

@@ -102,9 +102,13 @@ pub(super) fn refuse_with_command(
             "drop the duration (use --reps for more runs)",
         ));
     }
-    let flag_workload = flags.workload.as_ref().map(|FlagList(w)| join(w));
-    let file_workload = exp.workload.as_ref().map(|w| w.to_vec().join(","));
-    if let Some((v, o)) = pick(&flag_workload, "--work", file_workload, "workload") {
+    let workload = given_list(
+        flags.workload.as_ref(),
+        exp.workload.as_ref(),
+        "--work",
+        key("workload"),
+    );
+    if let Some((v, o)) = workload {
         return Err(invalid(
             v,
             &o,
@@ -123,11 +127,14 @@ pub(super) fn refuse_with_command(
             "use --scope cpu (the command's CPU, like perf record -C) or system",
         ));
     }
-    let flag_design = flags.design.as_ref().map(|FlagList(d)| join(d));
-    let file_design = exp.design.as_ref().map(|d| d.to_vec().join(","));
-    if let Some((v, o)) = pick(&flag_design, "--design", file_design, "design")
-        && v.split(',')
-            .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Classic))
+    if let Some((v, o)) = given_list(
+        flags.design.as_ref(),
+        exp.design.as_ref(),
+        "--design",
+        key("design"),
+    ) && v
+        .split(',')
+        .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Classic))
     {
         return Err(invalid(
             v,
@@ -139,10 +146,22 @@ pub(super) fn refuse_with_command(
     Ok(())
 }
 
-/// A parsed list flag written back as it is given, comma-separated.
-pub(super) fn join<T: std::fmt::Display>(list: &[T]) -> String {
-    let names: Vec<String> = list.iter().map(T::to_string).collect();
-    names.join(",")
+/// A list setting as given, written back comma-separated, with where it
+/// came from: the flag `name`, else the experiment file's `key`.
+pub(super) fn given_list<T: std::fmt::Display>(
+    flag: Option<&FlagList<T>>,
+    file: Option<&OneOrMany<String>>,
+    name: &'static str,
+    key: Origin,
+) -> Option<(String, Origin)> {
+    match (flag, file) {
+        (Some(FlagList(list)), _) => {
+            let names: Vec<String> = list.iter().map(T::to_string).collect();
+            Some((names.join(","), Origin::Flag(name)))
+        }
+        (None, Some(list)) => Some((list.to_vec().join(","), key)),
+        (None, None) => None,
+    }
 }
 
 /// `--warmup` or the file's `warmup`: at least 1 with a command (the first
@@ -151,7 +170,7 @@ pub(super) fn resolve_warmup(
     flags: &FlagSettings,
     exp: &ExperimentFile,
     key: &dyn Fn(&'static str) -> Origin,
-    has_command: bool,
+    for_command: bool,
 ) -> Result<u32, ConfigError> {
     let given = if let Some(n) = flags.warmup {
         Some((i64::from(n), Origin::Flag("--warmup")))
@@ -159,9 +178,9 @@ pub(super) fn resolve_warmup(
         exp.warmup.map(|w| (w, key("warmup")))
     };
     let Some((n, origin)) = given else {
-        return Ok(if has_command { DEFAULT_WARMUP } else { 0 });
+        return Ok(if for_command { DEFAULT_WARMUP } else { 0 });
     };
-    if !has_command {
+    if !for_command {
         return Err(invalid(
             n.to_string(),
             &origin,

@@ -147,10 +147,10 @@ pub fn parse_duration(text: &str, origin: &Origin) -> Result<u64, ConfigError> {
     u64::try_from(d.as_nanos()).map_err(|_| invalid(text, origin, "out of range", fix))
 }
 
-/// Parses a comma-separated frequency list: non-negative integers, no duplicates.
-pub fn parse_freq_list(text: &str, origin: &Origin) -> Result<Vec<i64>, ConfigError> {
+/// Parses a comma-separated rate list: non-negative integers, no duplicates.
+pub fn parse_rate_list(text: &str, origin: &Origin) -> Result<Vec<i64>, ConfigError> {
     let fix =
-        "give non-negative integer frequencies in Hz, comma-separated, e.g. --freqs 100,1000,4000";
+        "give non-negative integer frequencies in Hz, comma-separated, e.g. --rates 100,1000,4000";
     if text.trim().is_empty() {
         return Err(invalid(text, origin, "empty frequency list", fix));
     }
@@ -166,7 +166,7 @@ pub fn parse_freq_list(text: &str, origin: &Origin) -> Result<Vec<i64>, ConfigEr
         .collect()
 }
 
-pub(super) fn check_freqs(freqs: &[i64], origin: &Origin) -> Result<Vec<u64>, ConfigError> {
+pub(super) fn check_rates(freqs: &[i64], origin: &Origin) -> Result<Vec<u64>, ConfigError> {
     let fix = "give non-negative integer frequencies in Hz without repeats, e.g. 100,1000,4000";
     if freqs.is_empty() {
         return Err(invalid("[]", origin, "empty frequency list", fix));
@@ -290,7 +290,7 @@ fn flag_error(e: ConfigError, text: &str) -> String {
     }
 }
 
-/// A comma-separated flag value, parsed item by item: `--freqs`,
+/// A comma-separated flag value, parsed item by item: `--rates`,
 /// `--design`, `--sample`, `--work`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlagList<T>(pub Vec<T>);
@@ -308,11 +308,11 @@ fn list_flag<T>(
         .map(FlagList)
 }
 
-/// `--freqs`: non-negative integers without repeats; 0 added, ascending.
-pub(crate) fn freqs_flag(text: &str) -> Result<FlagList<u64>, String> {
-    let o = Origin::Flag("--freqs");
-    parse_freq_list(text, &o)
-        .and_then(|list| check_freqs(&list, &o))
+/// `--rates`: non-negative integers without repeats; 0 added, ascending.
+pub(crate) fn rates_flag(text: &str) -> Result<FlagList<u64>, String> {
+    let o = Origin::Flag("--rates");
+    parse_rate_list(text, &o)
+        .and_then(|list| check_rates(&list, &o))
         .map(FlagList)
         .map_err(|e| flag_error(e, text))
 }

@@ -34,7 +34,7 @@ pub(super) fn thinning_of(out: &RunOutcome) -> (Thinning, Option<u64>) {
         None => (
             out.intervals.len(),
             out.window_from_ns,
-            out.window_from_ns + out.window_ns,
+            out.window_from_ns + out.row.window_ns,
         ),
     };
     let t = Thinning::for_records(u64::try_from(records).unwrap_or(u64::MAX));
@@ -64,7 +64,7 @@ pub(super) fn write_run_files(
              a file), the run's totals every record",
             run.run_id,
             thinning.every,
-            kept as f64 / out.window_ns.max(1) as f64 * 100.0,
+            kept as f64 / out.row.window_ns.max(1) as f64 * 100.0,
             results_format::thinning::RAW_RECORDS_PER_RUN
         );
     }
@@ -204,7 +204,10 @@ mod tests {
         };
         let mut util = RunOutcome {
             intervals: vec![iv; 250_000],
-            window_ns: 3_000_000_000,
+            row: crate::results::RunRow {
+                window_ns: 3_000_000_000,
+                ..Default::default()
+            },
             ..RunOutcome::default()
         };
         assert_eq!(thinning_of(&util), (Thinning::ALL, None));

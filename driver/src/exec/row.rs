@@ -8,44 +8,50 @@ use results_format::thinning::Thinning;
 use super::{
     MadeRun, NOISY_NIVCSW_PER_S, NOISY_STEAL_FRACTION, NOISY_WAIT_FRACTION, RunOutcome, RunSpec,
 };
+use crate::config::Subject;
 use crate::plan::PlannedRun;
 use crate::results::RunRow;
 use crate::system::quiet::QuietReport;
 use crate::system::settings::PerfLimits;
 
-/// Noise verdict of a run: reasons, empty when clean. Other tasks on the
-/// workload's CPU are judged by the time they took from it (run-queue
-/// wait); only when that is not measured, by its involuntary switches.
-pub fn noise_reasons(quiet: &QuietReport, outcome: &RunOutcome) -> Vec<String> {
+/// Noise verdict of a run from its measured columns (`row`): reasons,
+/// empty when clean. Other tasks on the workload's CPU are judged by the
+/// time they took from it (run-queue wait); only when that is not
+/// measured, by its involuntary switches.
+pub fn noise_reasons(quiet: &QuietReport, row: &RunRow) -> Vec<String> {
     let mut reasons = Vec::new();
     if !quiet.quiet {
         reasons.push(format!("cpu busy {:.1}% before the run", quiet.busy_pct));
     }
-    let wall = outcome.wall_ns.max(1) as f64;
-    if outcome.steal_ns as f64 > NOISY_STEAL_FRACTION * wall {
+    let wall = row.wall_ns.max(1) as f64;
+    if row.steal_ns as f64 > NOISY_STEAL_FRACTION * wall {
         reasons.push(format!(
             "steal {:.2}% of wall",
-            100.0 * outcome.steal_ns as f64 / wall
+            100.0 * row.steal_ns as f64 / wall
         ));
     }
-    match outcome.wait_ns {
+    match row.wait_ns {
         Some(wait) if wait as f64 > NOISY_WAIT_FRACTION * wall => reasons.push(format!(
             "run-queue wait {:.2}% of wall (other tasks on its CPU)",
             100.0 * wait as f64 / wall
         )),
         Some(_) => {}
-        None if outcome.nivcsw as f64 > NOISY_NIVCSW_PER_S * wall / 1e9 => reasons.push(format!(
+        None if row.nivcsw as f64 > NOISY_NIVCSW_PER_S * wall / 1e9 => reasons.push(format!(
             "{} involuntary context switches (no schedstat to time them)",
-            outcome.nivcsw
+            row.nivcsw
         )),
         None => {}
     }
     reasons
 }
 
-/// The plan's columns of a run's row: what ran, where, with which event.
-fn base_row(spec: &RunSpec<'_>) -> RunRow {
-    let run = spec.run;
+/// A run's row: the plan's columns (what ran, where, with which event),
+/// the perf sysctls, the idle check and the driver's CPU, over `measured`
+/// (what the run told; nothing for a failed run).
+fn row(spec: &RunSpec<'_>, made: &MadeRun, measured: RunRow, intervals: usize) -> RunRow {
+    let (run, opts) = (spec.run, spec.opts);
+    let (samples, window_ns) = (measured.samples, measured.window_ns);
+    let (before, after, quiet) = (&made.limits_before, &made.limits_after, &made.quiet);
     RunRow {
         run_id: run.run_id,
         kind: run.kind,
@@ -55,32 +61,22 @@ fn base_row(spec: &RunSpec<'_>) -> RunRow {
         rep: run.rep,
         // The paired null control (0 Hz) opens a sampler that never fires;
         // with --profiler ours opens none (the profiler's event is its own).
-        event: if crate::plan::opens_sampler(run, spec.opts) {
+        event: if crate::plan::opens_sampler(run, opts) {
             spec.event.to_owned()
         } else {
             String::new()
         },
-        requested_event: spec.opts.event.to_string(),
+        requested_event: opts.event.to_string(),
         contents: run.contents.name(),
         workload: run.workload.name(),
-        scope: spec.opts.scope,
-        cpu: spec.opts.cpu,
+        scope: opts.scope,
+        cpu: opts.cpu,
         // A command runs to completion: no requested duration, and its
         // wall time is the measurement.
-        duration_ns: if spec.opts.subject.command().is_some() {
-            0
-        } else {
-            spec.opts.duration_ns
+        duration_ns: match opts.subject {
+            Subject::Command { .. } => 0,
+            Subject::Loop => opts.duration_ns,
         },
-        ..RunRow::default()
-    }
-}
-
-/// The run's runs.csv row with what is known whether it failed or not: the
-/// plan's columns, the perf sysctls, the idle check, the driver's CPU.
-pub(super) fn host_row(spec: &RunSpec<'_>, made: &MadeRun) -> RunRow {
-    let (before, after, quiet) = (&made.limits_before, &made.limits_after, &made.quiet);
-    RunRow {
         perf_event_max_sample_rate_before: before.max_sample_rate,
         perf_event_max_sample_rate_after: after.max_sample_rate,
         perf_cpu_time_max_percent_before: before.cpu_time_max_percent,
@@ -90,88 +86,44 @@ pub(super) fn host_row(spec: &RunSpec<'_>, made: &MadeRun) -> RunRow {
         procs_running: quiet.procs_running,
         quiet_wait_ns: quiet.waited_ns,
         driver_cpu_ns: made.driver_cpu_ns,
-        ..base_row(spec)
+        achieved_hz: if window_ns > 0 {
+            samples as f64 * 1e9 / window_ns as f64
+        } else {
+            0.0
+        },
+        handler_intervals: u64::try_from(intervals).unwrap_or(u64::MAX),
+        ..measured
     }
 }
 
 /// A failed run's row: its error, status failed, noisy when the CPU was
 /// busy before it.
-pub(super) fn fill_failed_row(row: &mut RunRow, quiet: &QuietReport, message: &str) {
-    row.status = RunStatus::Failed;
-    row.error = message.to_owned();
-    row.noisy = !quiet.quiet;
+pub(super) fn failed_row(spec: &RunSpec<'_>, made: &MadeRun, message: &str) -> RunRow {
+    RunRow {
+        status: RunStatus::Failed,
+        error: message.to_owned(),
+        noisy: !made.quiet.quiet,
+        ..row(spec, made, RunRow::default(), 0)
+    }
 }
 
 /// A successful run's row: what it measured, its noise verdict, status ok.
 /// `thinned` is how its raw files were written (`files::thinning_of`).
-pub(super) fn fill_ok_row(
-    row: &mut RunRow,
-    quiet: &QuietReport,
-    out: &RunOutcome,
-    thinned: (Thinning, Option<u64>),
-) {
-    let reasons = noise_reasons(quiet, out);
-    fill_row(row, out);
-    let (thinning, kept_ns) = thinned;
-    if !thinning.is_all() {
-        row.raw_keep_every = Some(thinning.every);
-        row.raw_kept_ns = kept_ns;
-    }
-    row.noisy = !reasons.is_empty();
-    row.noise_reasons = reasons.join("; ");
-    row.status = RunStatus::Ok;
-}
-
-/// What a successful run measured, into its row.
-fn fill_row(row: &mut RunRow, out: &RunOutcome) {
-    row.iterations = out.iterations;
-    row.wall_ns = out.wall_ns;
-    row.window_ns = out.window_ns;
-    row.samples = out.samples;
-    row.samples_all_cpus = out.samples_all_cpus;
-    row.achieved_hz = if out.window_ns > 0 {
-        out.samples as f64 * 1e9 / out.window_ns as f64
-    } else {
-        0.0
-    };
-    row.throttled = out.throttled;
-    row.unthrottled = out.unthrottled;
-    row.lost = out.lost;
-    row.lost_samples = out.lost_samples;
-    row.duplicates = out.duplicates;
-    row.handler_intervals = u64::try_from(out.intervals.len()).unwrap_or(u64::MAX);
-    row.unmatched = out.unmatched;
-    row.foreign_intervals = out.foreign_intervals;
-    row.steal_ns = out.steal_ns;
-    row.nvcsw = out.nvcsw;
-    row.nivcsw = out.nivcsw;
-    row.wait_ns = out.wait_ns;
-    row.user_ns = out.user_ns;
-    row.sys_ns = out.sys_ns;
-    row.overrun_ns = out.overrun_ns;
-    row.started_at_ns = out.started_at_ns;
-    row.ended_at_ns = out.ended_at_ns;
-    row.driver_cpu_sampling_ns = out.driver_cpu_sampling_ns;
-    row.decoded_while_sampling_bytes = out.decoded_while_sampling_bytes;
-    if let Some(p) = &out.profiler {
-        row.profiler_cpu_ns = Some(p.cpu_ns);
-        row.profiler_cpus = p
-            .cpus
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(";");
-        row.profiler_peak_rss_kb = Some(p.peak_rss_kb);
-        row.profiler_write_bytes = Some(p.write_bytes);
-    }
-    let c = &out.contents;
-    let per_sample = |sum: u64| (c.samples > 0).then(|| sum as f64 / c.samples as f64);
-    if c.callchains > 0 {
-        row.callchain_mean = per_sample(c.callchain_entries);
-    }
-    if c.stack_copies > 0 {
-        row.stack_user_mean_bytes = per_sample(c.stack_user_bytes);
-        row.stack_dyn_mean_bytes = per_sample(c.stack_dyn_bytes);
+pub(super) fn ok_row(
+    spec: &RunSpec<'_>,
+    made: &MadeRun,
+    out: RunOutcome,
+    (thinning, kept_ns): (Thinning, Option<u64>),
+) -> RunRow {
+    let reasons = noise_reasons(&made.quiet, &out.row);
+    let thinned = !thinning.is_all();
+    RunRow {
+        raw_keep_every: thinned.then_some(thinning.every),
+        raw_kept_ns: if thinned { kept_ns } else { None },
+        noisy: !reasons.is_empty(),
+        noise_reasons: reasons.join("; "),
+        status: RunStatus::Ok,
+        ..row(spec, made, out.row, out.intervals.len())
     }
 }
 
@@ -234,12 +186,12 @@ pub fn lowered_limit_warning(
 mod tests {
     use super::*;
 
-    fn run(wall_ns: u64, wait_ns: Option<u64>, nivcsw: u64) -> RunOutcome {
-        RunOutcome {
+    fn run(wall_ns: u64, wait_ns: Option<u64>, nivcsw: u64) -> RunRow {
+        RunRow {
             wall_ns,
             wait_ns,
             nivcsw,
-            ..RunOutcome::default()
+            ..RunRow::default()
         }
     }
 

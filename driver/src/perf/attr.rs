@@ -248,14 +248,6 @@ impl Attr {
         self
     }
 
-    /// The `sample_type` set so far.
-    pub fn get_sample_type(&self) -> u64 {
-        self.raw.sample_type
-    }
-    /// The `read_format` set so far.
-    pub fn get_read_format(&self) -> u64 {
-        self.raw.read_format
-    }
     /// The raw struct, for [`super::sys::perf_event_open`].
     pub fn raw_mut(&mut self) -> &mut RawAttr {
         &mut self.raw

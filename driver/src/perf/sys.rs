@@ -55,12 +55,6 @@ pub fn disable(fd: BorrowedFd<'_>) -> io::Result<()> {
     check(unsafe { pes::ioctls::DISABLE(fd.as_raw_fd(), 0) })
 }
 
-/// PERF_EVENT_IOC_RESET.
-pub fn reset(fd: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: a valid perf fd; the argument is an integer flag.
-    check(unsafe { pes::ioctls::RESET(fd.as_raw_fd(), 0) })
-}
-
 /// PERF_EVENT_IOC_ID: the event id carried by PERF_SAMPLE_IDENTIFIER.
 pub fn id(fd: BorrowedFd<'_>) -> io::Result<u64> {
     let mut id: u64 = 0;

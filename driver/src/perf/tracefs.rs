@@ -226,25 +226,6 @@ pub fn tracepoint(root: &Path, system: &str, name: &str) -> Result<Format, PerfE
     parse_format(&text, &path)
 }
 
-/// Looks up `field` of a tracepoint's format, or says it is missing.
-pub fn require_field(
-    fmt: &Format,
-    event: &str,
-    field: &str,
-    root: &Path,
-) -> Result<Field, PerfError> {
-    fmt.field(field)
-        .cloned()
-        .ok_or_else(|| PerfError::MissingField {
-            event: event.into(),
-            field: field.into(),
-            path: root
-                .join("events")
-                .join(event.replace(':', "/"))
-                .join("format"),
-        })
-}
-
 /// The address of a kernel text symbol in a kallsyms text (0 means hidden
 /// by kptr_restrict).
 pub fn kallsyms_lookup(text: &str, symbol: &str) -> Option<u64> {

@@ -13,7 +13,7 @@ const GIB: u64 = 1 << 30;
 /// the last one.
 fn opts(n: u32, freqs: &str, duration: &str, scope: &str) -> SweepOptions {
     let args = [
-        format!("--freqs={freqs}"),
+        format!("--rates={freqs}"),
         format!("--duration={duration}"),
         format!("--scope={scope}"),
         "--event=cpu-clock".to_owned(),
@@ -22,7 +22,9 @@ fn opts(n: u32, freqs: &str, duration: &str, scope: &str) -> SweepOptions {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let f = FlagSettings::from_args(&args).unwrap();
     let online: Vec<u32> = (0..n).collect();
-    SweepOptions::resolve(&f, None, &online, 0).unwrap()
+    SweepOptions::resolve(&f, None, &online, 0)
+        .and_then(|r| r.finish(None))
+        .unwrap()
 }
 
 fn configs(o: &SweepOptions) -> Vec<(u32, SamplerConfig)> {
@@ -192,7 +194,7 @@ fn meminfo_available_comes_in_bytes() {
 fn a_profiler_sweep_locks_no_rings_of_ours() {
     let mut o = opts(256, "100,500,2000,4000,100000", "10s", "system");
     assert!(!configs(&o).is_empty());
-    o.subject = crate::config::Subject::Profiler {
+    o.sampling = crate::config::Sampling::Profiler {
         template: "perf record -F {freq} -C {cpu} -o /dev/null".into(),
     };
     // Its runs open no sampler of ours, so nothing is sized or refused for

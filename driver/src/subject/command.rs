@@ -291,18 +291,6 @@ pub fn warm_up(
 /// The longest a warm-up run may take.
 pub const WARMUP_LIMIT: Duration = Duration::from_secs(600);
 
-/// What a measured run is expected to last, from the warm-up: twice the
-/// longest warm-up run (at least 100 ms). Sizes the sampler's rings.
-pub fn expected_run_ns(warmup_walls_ns: &[u64]) -> u64 {
-    warmup_walls_ns
-        .iter()
-        .max()
-        .copied()
-        .unwrap_or(0)
-        .saturating_mul(2)
-        .max(100_000_000)
-}
-
 /// The longest a measured run may take before it is killed and recorded
 /// as failed: ten times the expected run, at least a minute.
 pub fn run_limit(expected_run_ns: u64) -> Duration {
@@ -382,6 +370,7 @@ mod tests {
 
     #[test]
     fn expected_run_and_limit_follow_the_longest_warm_up() {
+        use crate::config::expected_run_ns;
         assert_eq!(expected_run_ns(&[300_000_000, 500_000_000]), 1_000_000_000);
         assert_eq!(expected_run_ns(&[1_000]), 100_000_000);
         assert_eq!(run_limit(1_000_000_000), Duration::from_secs(60));

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use procfs::process::Process;
 use rustix::process::{Pid, Signal, kill_process_group};
 
-use crate::exec::{ProfilerUsage, RunError};
+use crate::exec::RunError;
+use crate::results::RunRow;
 use crate::system::process::{read_pipe, spawn_unpinned};
 
 /// How long the profiler runs before the loop is released: its start-up
@@ -269,16 +270,18 @@ impl Profiler {
         self.start = Some(read_tree(self.pid()));
     }
 
-    /// Its cost since [`Profiler::window_starts`].
-    pub(crate) fn window_ends(&self) -> ProfilerUsage {
+    /// Its cost since [`Profiler::window_starts`], into a run's
+    /// `profiler_*` columns: its tree's CPU time, the CPUs its threads last
+    /// ran on, its peak resident memory (the sum of its processes' VmHWM)
+    /// and the bytes it wrote (/proc/PID/io write_bytes).
+    pub(crate) fn window_ends(&self, row: &mut RunRow) {
         let end = read_tree(self.pid());
         let start = self.start.clone().unwrap_or_default();
-        ProfilerUsage {
-            cpu_ns: end.cpu_ns.saturating_sub(start.cpu_ns),
-            cpus: end.cpus,
-            peak_rss_kb: end.peak_rss_kb,
-            write_bytes: end.write_bytes.saturating_sub(start.write_bytes),
-        }
+        row.profiler_cpu_ns = Some(end.cpu_ns.saturating_sub(start.cpu_ns));
+        let cpus: Vec<String> = end.cpus.iter().map(u32::to_string).collect();
+        row.profiler_cpus = cpus.join(";");
+        row.profiler_peak_rss_kb = Some(end.peak_rss_kb);
+        row.profiler_write_bytes = Some(end.write_bytes.saturating_sub(start.write_bytes));
     }
 
     /// Stops it as a user would: SIGINT to its group, then SIGTERM and
@@ -402,10 +405,14 @@ mod tests {
         p.settle(Duration::from_millis(200), &flag).unwrap();
         p.window_starts();
         std::thread::sleep(Duration::from_millis(300));
-        let u = p.window_ends();
+        let mut u = RunRow::default();
+        p.window_ends(&mut u);
         // A busy shell loop: most of the 300 ms on some CPU.
-        assert!(u.cpu_ns > 50_000_000, "{u:?}");
-        assert!(!u.cpus.is_empty() && u.peak_rss_kb > 0, "{u:?}");
+        assert!(u.profiler_cpu_ns > Some(50_000_000), "{u:?}");
+        assert!(
+            !u.profiler_cpus.is_empty() && u.profiler_peak_rss_kb > Some(0),
+            "{u:?}"
+        );
         let s = p.stop();
         assert_eq!(s.by, "SIGINT");
         assert!(s.status.success(), "{s:?}");

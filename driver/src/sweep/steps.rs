@@ -1,20 +1,21 @@
 //! What `prepare` does before a sweep's first run, one function each:
-//! the options (recorded or resolved), the output directory, the lock, the
-//! settings a killed driver left, the event, the look at the host, the
-//! settings raised, and the results directory opened (the checks that
-//! refuse before anything is measured are `preflight.rs`'s).
+//! the output directory, the lock, the settings a killed driver left, the
+//! look at the host, the settings raised, and the results directory
+//! opened (the checks that refuse before anything is measured are
+//! `preflight.rs`'s).
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 
 use super::preflight::Ceiling;
-use super::{SweepFlags, git_revision, has_settings, hostname, usage};
-use crate::config::{BudgetPct, ExperimentFile, SweepOptions};
+use super::{SweepFlags, git_revision, hostname, usage};
+use crate::config::SweepOptions;
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
-use crate::sampler::{EventKind, resolve_event};
+use crate::sampler::EventKind;
 use crate::system::settings::{MAX_SAMPLE_RATE_PATH, SettingsGuard};
 use results_format::HostLook;
 
@@ -24,88 +25,6 @@ pub(super) struct Resumed {
     pub dir: PathBuf,
     /// Its manifest as recorded.
     pub manifest: Manifest,
-}
-
-/// The recorded options and manifest of `--resume DIR`, or flags over
-/// experiment file over defaults, with the loss budget a check judges
-/// against (the summary's `budget_pct`), and for new options where the
-/// limit on the planned time came from (a command's plan is checked
-/// against it after its warm-up).
-pub(super) fn resolve_options(
-    args: &SweepFlags,
-    online: &[u32],
-    budget_pct: Option<BudgetPct>,
-) -> anyhow::Result<(Option<Resumed>, SweepOptions, Option<String>)> {
-    let resumed: Option<Resumed> = match &args.resume {
-        Some(dir) => {
-            if has_settings(args) {
-                return Err(usage(format!(
-                    "--resume {} reuses the recorded options, plan and seed: drop the other settings flags",
-                    dir.display()
-                )));
-            }
-            let m = crate::results::read_manifest(dir)
-                .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
-            refuse_complete(dir, &m)?;
-            Some(Resumed {
-                dir: dir.clone(),
-                manifest: m,
-            })
-        }
-        None => None,
-    };
-    let (opts, limit_origin) = match &resumed {
-        Some(r) => (r.manifest.options.clone(), None),
-        None => {
-            let file = match &args.experiment {
-                Some(p) => Some(ExperimentFile::load(p).map_err(usage)?),
-                None => None,
-            };
-            let default_seed = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() % u128::from(u64::MAX))
-                    .unwrap_or(0),
-            )
-            .unwrap_or(0);
-            let file = file.as_ref().zip(args.experiment.as_deref());
-            let opts = SweepOptions {
-                budget_pct,
-                ..SweepOptions::resolve(&args.settings, file, online, default_seed)
-                    .map_err(usage)?
-            };
-            (
-                opts,
-                Some(crate::config::limit_origin(&args.settings, file)),
-            )
-        }
-    };
-    Ok((resumed, opts, limit_origin))
-}
-
-/// A complete sweep has nothing to resume: refused before anything runs
-/// or is rewritten (a resume would look at the host again and rewrite the
-/// manifest and report of a finished set).
-fn refuse_complete(dir: &Path, m: &Manifest) -> anyhow::Result<()> {
-    if m.status != Status::Complete {
-        return Ok(());
-    }
-    let done = crate::results::read_runs(dir)
-        .map_err(|e| usage(format!("cannot resume {}: {e}", dir.display())))?;
-    if !crate::results::missing_runs(&m.plan, &done).is_empty() {
-        return Ok(());
-    }
-    let held = if m.plan.is_empty() {
-        String::new()
-    } else {
-        format!(" (all {} planned runs are in its runs.csv)", m.plan.len())
-    };
-    Err(usage(format!(
-        "cannot resume {}: it is complete{held}, so there is nothing to resume; to report it again \
-         run `analysis report {}`, to measure again start a new sweep",
-        dir.display(),
-        dir.display()
-    )))
 }
 
 /// The results directory (the resumed one, `--out`, or
@@ -314,48 +233,6 @@ pub(super) fn open_results(
     })
 }
 
-/// The sampling event opened (a fallback said in the log and returned as
-/// the first warning), refused when the contents need a PMU the host
-/// lacks or a resumed sweep sampled another event.
-pub(super) fn open_event(
-    opts: &SweepOptions,
-    resumed: Option<&Resumed>,
-    root: &Path,
-) -> anyhow::Result<(EventKind, Vec<String>)> {
-    let requested = opts.event;
-    let (event, fallback) = resolve_event(requested)
-        .with_context(|| format!("cannot open the sampling event {requested} (--event)"))?;
-    let mut warnings = Vec::new();
-    if let Some(w) = fallback {
-        if opts.subject.has_profiler() {
-            // Our sampler opens nothing in a --profiler sweep.
-            tracing::debug!("{w}");
-        } else {
-            tracing::warn!("{w}");
-            warnings.push(w);
-        }
-    }
-    if !event.is_hardware()
-        && let Some(c) = opts.contents.iter().find(|c| c.needs_pmu())
-    {
-        return Err(usage(format!(
-            "sample contents '{c}' (--sample) need a hardware PMU's branch stack, and this host samples {} (no PMU: cycles is not available here, e.g. in a VM); drop {c} from --sample",
-            event.as_str()
-        )));
-    }
-    if let Some(r) = resumed
-        && r.manifest.event != event.as_str()
-    {
-        anyhow::bail!(
-            "cannot resume {}: it sampled {} but this host now opens {}",
-            root.display(),
-            r.manifest.event,
-            event.as_str()
-        );
-    }
-    Ok((event, warnings))
-}
-
 /// perf_event_max_sample_rate raised to the highest frequency when the
 /// ceiling says so, through the guard (recorded in the state
 /// file first, restored at the end); the manifest's warning saying so.
@@ -370,13 +247,13 @@ pub(super) fn raise_max_rate(
     guard
         .set(
             Path::new(MAX_SAMPLE_RATE_PATH),
-            &opts.max_freq_hz().to_string(),
+            &opts.max_rate_hz().to_string(),
         )
         .context("--raise-max-rate")?;
     Ok(Some(format!(
         "raised perf_event_max_sample_rate from {} to {} for the sweep",
         ceiling.found.unwrap_or(0),
-        opts.max_freq_hz()
+        opts.max_rate_hz()
     )))
 }
 
@@ -398,35 +275,29 @@ pub(super) fn host_facts() -> serde_json::Value {
     serde_json::to_value(crate::probe::probe_host()).unwrap_or(serde_json::Value::Null)
 }
 
-/// What the look at the host ended with.
-pub(super) enum Look {
-    /// The look (None: skipped, failed, or the resumed sweep has one) and
-    /// the warnings for the manifest.
-    Done(Option<Box<HostLook>>, Vec<String>),
-    /// Ctrl-C during the look: nothing was written.
-    Interrupted,
-}
-
 /// The look at the host, printed on stderr with its warnings,
 /// unless `--no-host-look` or the resumed manifest has one (a resume is
 /// the same sweep; its first look stays its record, as its host facts
 /// do). A look that fails is a warning, and the sweep goes on without it.
+/// The look (None: skipped, failed, or the resumed sweep has one) and the
+/// warnings for the manifest; `Err` on Ctrl-C during the look (nothing was
+/// written).
 pub(super) fn look_at_host(
     args: &SweepFlags,
     opts: &SweepOptions,
     resumed: Option<&Resumed>,
     backend: &crate::backend::RealBackend,
     interrupt: &std::sync::atomic::AtomicBool,
-) -> Look {
+) -> Result<(Option<HostLook>, Vec<String>), ExitCode> {
     if args.no_host_look {
-        return Look::Done(None, Vec::new());
+        return Ok((None, Vec::new()));
     }
     if let Some(Resumed { dir, manifest: m }) = resumed {
         if m.host_look.is_some() {
             tracing::info!(
                 "the resumed sweep's manifest has its look at the host: not looking again"
             );
-            return Look::Done(None, Vec::new());
+            return Ok((None, Vec::new()));
         }
         // A look after some runs is no look "before the sweep", which is
         // what the report calls it: only a sweep stopped before its first
@@ -436,7 +307,7 @@ pub(super) fn look_at_host(
                 "the resumed sweep has no look at the host and already has runs: not looking now \
                  (a look is taken before the first run only)"
             );
-            return Look::Done(None, Vec::new());
+            return Ok((None, Vec::new()));
         }
     }
     tracing::info!(
@@ -458,18 +329,18 @@ pub(super) fn look_at_host(
                 .iter()
                 .map(|w| format!("host look: {w}"))
                 .collect();
-            Look::Done(Some(Box::new(look)), warnings)
+            Ok((Some(look), warnings))
         }
         Err(crate::exec::RunError::Interrupted) => {
             eprintln!("interrupted during the look at the host: nothing was written");
-            Look::Interrupted
+            Err(ExitCode::from(130))
         }
         Err(e) => {
             let w = format!(
                 "the look at the host failed ({e}); the sweep goes on without it (host_look is null)"
             );
             tracing::warn!("{w}");
-            Look::Done(None, vec![w])
+            Ok((None, vec![w]))
         }
     }
 }

@@ -30,9 +30,9 @@ fn check_rejected(args: &[&str], needles: &[&str]) {
 #[test]
 fn bad_frequencies() {
     let _serial = common::one_at_a_time();
-    check_rejected(&["--freqs", ""], &["--freqs", "empty"]);
+    check_rejected(&["--freqs", ""], &["--rates", "empty"]);
     check_rejected(&["--freqs", "100,-5"], &["\"-5\"", "negative"]);
-    check_rejected(&["--freqs", "100,abc"], &["\"abc\"", "--freqs"]);
+    check_rejected(&["--freqs", "100,abc"], &["\"abc\"", "--rates"]);
     check_rejected(&["--freqs", "100,100"], &["\"100\"", "duplicate"]);
 }
 
@@ -153,6 +153,7 @@ fn shipped_experiments_parse() {
                 &[0, 1],
                 0,
             )
+            .and_then(|r| r.finish(None))
             .unwrap();
             n += 1;
         }

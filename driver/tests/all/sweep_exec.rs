@@ -69,11 +69,14 @@ impl Backend for Mock {
             })
             .collect();
         Ok(RunOutcome {
-            iterations,
-            wall_ns: spec.opts.duration_ns,
-            window_ns: if f > 0 { spec.opts.duration_ns } else { 0 },
-            samples: f * spec.opts.duration_ns / 1_000_000_000,
-            nivcsw: if id == 1 { 1_000_000 } else { 0 },
+            row: driver::results::RunRow {
+                iterations,
+                wall_ns: spec.opts.duration_ns,
+                window_ns: if f > 0 { spec.opts.duration_ns } else { 0 },
+                samples: f * spec.opts.duration_ns / 1_000_000_000,
+                nivcsw: if id == 1 { 1_000_000 } else { 0 },
+                ..Default::default()
+            },
             intervals: if spec.run.kind == RunKind::Util {
                 vec![Interval {
                     cpu: 1,
@@ -110,7 +113,9 @@ fn options(design: &str) -> SweepOptions {
         args.push("--phase=100ms");
     }
     let f = FlagSettings::from_args(&args).unwrap();
-    SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
+    SweepOptions::resolve(&f, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap()
 }
 
 fn manifest(opts: SweepOptions) -> Manifest {

@@ -2,7 +2,7 @@
 //! that wraps around the end of the ring copied into scratch.
 
 use super::{
-    DecodeError, Formats, RECORD_SAMPLE, Record, Sample, parse_record, parse_sample, rd_u32, rd_u64,
+    DecodeError, Formats, RECORD_SAMPLE, Record, parse_record, parse_sample, rd_u32, rd_u64,
 };
 
 /// header.size of the record at `at`, validated.
@@ -97,17 +97,6 @@ where
 #[inline]
 pub fn record_kind(rec: &[u8]) -> u32 {
     rd_u32(rec, 0).unwrap_or(0)
-}
-
-/// Decodes a PERF_RECORD_SAMPLE (the fast path of the drain thread, which
-/// checks [`record_kind`] first and skips building a [`Record`]).
-#[inline]
-pub fn parse_sample_record<'a>(
-    rec: &'a [u8],
-    formats: &Formats,
-    base: usize,
-) -> Result<Sample<'a>, DecodeError> {
-    parse_sample(rec, formats, base)
 }
 
 /// Splits the concatenation `a ++ b` into whole records (validated sizes)

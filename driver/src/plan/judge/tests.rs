@@ -3,7 +3,9 @@ use crate::config::FlagSettings;
 
 fn opts(args: &[&str]) -> SweepOptions {
     let f = FlagSettings::from_args(args).unwrap();
-    SweepOptions::resolve(&f, None, &[0, 1], 0).unwrap()
+    SweepOptions::resolve(&f, None, &[0, 1], 0)
+        .and_then(|r| r.finish(None))
+        .unwrap()
 }
 
 /// Reads 100 ns apart whose slices did `per_slice` iterations.
@@ -154,7 +156,6 @@ fn classic_gaps_only_and_command_plans() {
     o.subject = crate::config::Subject::Command {
         argv: vec!["true".into()],
         warmup: 1,
-        profiler: None,
     };
     assert_eq!(
         resolvable_loss(&look_with(5.0, 5.0), &o).half_width_pp,
