@@ -146,6 +146,8 @@ fn main() -> Result<(), String> {
             all: true,
             make: true,
             cache: false,
+            compact: None,
+            dates: Vec::new(),
         };
         let obs = hosts::hosts(&s.rows, 0, &[], &opts);
         for o in &obs.obs {
