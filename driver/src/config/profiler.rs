@@ -2,9 +2,9 @@
 //! eBPF agent) run as the sampler in place of ours, its command a template
 //! with `{freq}` and `{cpu}`, and the settings that do not apply to it.
 
-use super::user_command::given_list;
+use super::user_command::only_design;
 use super::user_command::{find_program, split_command};
-use super::{ConfigError, Design, ExperimentFile, FlagSettings, Origin, invalid, parse_design};
+use super::{ConfigError, Design, ExperimentFile, FlagSettings, Origin, invalid};
 
 /// The placeholder for the run's sampling rate, Hz.
 const FREQ_PLACEHOLDER: &str = "{freq}";
@@ -65,23 +65,12 @@ pub(super) fn refuse_with_profiler(
     exp: &ExperimentFile,
     key: &dyn Fn(&'static str) -> Origin,
 ) -> Result<(), ConfigError> {
-    if let Some((v, o)) = given_list(
-        flags.design.as_ref(),
-        exp.design.as_ref(),
-        "--design",
-        key("design"),
-    ) && v
-        .split(',')
-        .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Gaps))
-    {
-        return Err(invalid(
-            v,
-            &o,
-            "a profiler is measured by the gaps design only (the paired design switches our own sampler on and off in phases, which an external profiler cannot be)",
-            "drop the design (gaps is used) or give --design gaps",
-        ));
-    }
-    Ok(())
+    only_design(
+        (flags, exp, key),
+        Design::Gaps,
+        "a profiler is measured by the gaps design only (the paired design switches our own sampler on and off in phases, which an external profiler cannot be)",
+        "drop the design (gaps is used) or give --design gaps",
+    )
 }
 
 #[cfg(test)]

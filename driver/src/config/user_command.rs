@@ -127,27 +127,47 @@ pub(super) fn refuse_with_command(
             "use --scope cpu (the command's CPU, like perf record -C) or system",
         ));
     }
-    if let Some((v, o)) = given_list(
-        flags.design.as_ref(),
-        exp.design.as_ref(),
-        "--design",
-        key("design"),
-    ) && v
-        .split(',')
-        .any(|d| parse_design(d.trim(), &o).ok() != Some(Design::Classic))
-    {
-        return Err(invalid(
-            v,
-            &o,
-            "only whole runs measure a command (the paired and gaps designs need the built-in loop's count and timeline)",
-            "drop the design (classic is used) or give --design classic",
-        ));
-    }
+    only_design(
+        (flags, exp, key),
+        Design::Classic,
+        "only whole runs measure a command (the paired and gaps designs need the built-in loop's count and timeline)",
+        "drop the design (classic is used) or give --design classic",
+    )?;
     Ok(())
 }
 
 /// A list setting as given, written back comma-separated, with where it
 /// came from: the flag `name`, else the experiment file's `key`.
+/// Refuses a `--design` (flag or experiment file) other than `only`,
+/// with `why` and `fix`: a command is measured by whole runs, a profiler
+/// by the gaps design.
+pub(super) fn only_design(
+    (flags, exp, key): (
+        &FlagSettings,
+        &ExperimentFile,
+        &dyn Fn(&'static str) -> Origin,
+    ),
+    only: Design,
+    why: &str,
+    fix: &str,
+) -> Result<(), ConfigError> {
+    let given = given_list(
+        flags.design.as_ref(),
+        exp.design.as_ref(),
+        "--design",
+        key("design"),
+    );
+    match given {
+        Some((v, o))
+            if v.split(',')
+                .any(|d| parse_design(d.trim(), &o).ok() != Some(only)) =>
+        {
+            Err(invalid(v, &o, why, fix))
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn given_list<T: std::fmt::Display>(
     flag: Option<&FlagList<T>>,
     file: Option<&OneOrMany<String>>,
