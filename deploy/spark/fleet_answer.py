@@ -271,6 +271,8 @@ def main():
                    help="every date per host, not only the newest; adds each class's days and the days it moved")
     p.add_argument("--master", help="Spark master URL when not run by spark-submit, e.g. 'local[2]'")
     p.add_argument("--out", help="write the JSON answer here instead of stdout")
+    p.add_argument("--driver-memory", help="the driver JVM's heap when this script starts it (local mode), "
+                   "e.g. 6g: a year of 10,000 hosts needs more than Spark's 1g default")
     a = p.parse_args()
     by = [c.strip() for c in a.by.split(",") if c.strip()]
     unknown = [c for c in by if c not in CLASS_COLUMNS]
@@ -286,6 +288,8 @@ def main():
     b = SparkSession.builder.appName("perf-overhead fleet answer")
     if a.master:
         b = b.master(a.master)
+    if a.driver_memory:
+        b = b.config("spark.driver.memory", a.driver_memory)
     spark = (b.config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
