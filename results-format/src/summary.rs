@@ -419,12 +419,9 @@ pub fn write_day_table(path: &Path, rows: &[DayRow]) -> Result<(), FormatError> 
     crate::parquet::write_atomic(path, df)
 }
 
-/// Reads a day table: only `columns` of the summary where given (the
-/// others null), with its keys.
-pub fn read_day_table(
-    path: &Path,
-    columns: Option<&[String]>,
-) -> Result<Vec<DayRow>, SummaryError> {
+/// Reads a day table as a frame: only `columns` of the summary where
+/// given, with its keys, checked for both keys and for a newer version.
+pub fn read_day_frame(path: &Path, columns: Option<&[String]>) -> Result<DataFrame, SummaryError> {
     let corrupt = |e: PolarsError| FormatError::Corrupt {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -437,20 +434,49 @@ pub fn read_day_table(
         reader = reader.with_columns(Some(want));
     }
     let df = reader.finish().map_err(corrupt)?;
+    for k in DAY_TABLE_KEYS {
+        if !df.column(k).is_ok_and(|c| c.dtype() == &DataType::String) {
+            let (path, column) = (path.to_path_buf(), k.to_string());
+            return Err(FormatError::MissingColumn { path, column }.into());
+        }
+    }
+    if let Ok(v) = df.column("format_version") {
+        let newest = v
+            .cast(&DataType::Int64)
+            .map_err(corrupt)?
+            .i64()
+            .map_err(corrupt)?
+            .max();
+        if let Some(found) = newest.filter(|&v| v > SUMMARY_VERSION) {
+            let path = path.to_path_buf();
+            return Err(SummaryError::Version { path, found });
+        }
+    }
+    Ok(df)
+}
+
+/// Reads a day table: only `columns` of the summary where given (the
+/// others null), with its keys.
+pub fn read_day_table(
+    path: &Path,
+    columns: Option<&[String]>,
+) -> Result<Vec<DayRow>, SummaryError> {
+    let df = read_day_frame(path, columns)?;
+    let corrupt = |e: PolarsError| FormatError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
     let rows = rows_from_frame(&df).map_err(corrupt)?;
-    check_versions(path, &rows)?;
-    let key = |k: &str| -> Result<Vec<String>, SummaryError> {
-        let c = df.column(k).and_then(|c| c.str().cloned()).map_err(|_| {
-            FormatError::MissingColumn {
-                path: path.to_path_buf(),
-                column: k.to_string(),
-            }
-        })?;
+    let key = |k: &str| -> PolarsResult<Vec<String>> {
+        let c = df.column(k)?.str()?;
         Ok(c.iter()
             .map(|v| v.unwrap_or_default().to_string())
             .collect())
     };
-    let (hosts, dirs) = (key("host")?, key("set_dir")?);
+    let (hosts, dirs) = (
+        key("host").map_err(corrupt)?,
+        key("set_dir").map_err(corrupt)?,
+    );
     Ok((rows.into_iter().zip(hosts).zip(dirs))
         .map(|((row, host), set_dir)| DayRow { host, set_dir, row })
         .collect())

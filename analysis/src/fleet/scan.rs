@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 use results_format::MANIFEST_JSON;
-use results_format::summary::{DAY_TABLE, read_day_table};
+use results_format::summary::{DAY_TABLE, read_day_frame};
 use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, read_summary};
 use results_format::summary::{rows_from_frame, summary_schema};
 
 use super::cache::{CACHE_DIR, Cache, CacheKey, Entry, Stamp, stamp};
-use super::pick::{in_scope, representative};
+use super::pick::{Standing, in_scope, representative};
 pub use super::row::FleetRow;
 
 /// A host the playbook wrote `missing.json` for.
@@ -299,9 +299,10 @@ fn kept(rows: Vec<SummaryRow>, opts: &ScanOptions, left_out: &mut usize) -> Vec<
         return rows;
     };
     let n = rows.len();
-    let mut scoped: Vec<SummaryRow> = rows.into_iter().filter(in_scope).collect();
+    let mut scoped: Vec<SummaryRow> = rows.into_iter().filter(|r| in_scope(r.into())).collect();
     *left_out += n - scoped.len();
-    let standing = representative(&scoped.iter().collect::<Vec<_>>(), at);
+    let of: Vec<Standing> = scoped.iter().map(Standing::from).collect();
+    let standing = representative(&of, at);
     match standing {
         Some(i) => vec![scoped.swap_remove(i)],
         None => scoped,
@@ -337,29 +338,106 @@ fn accept(
 
 /// A day table's sets into the scan (each as if read from its own
 /// summary: its host and folder from the table, its date from the
-/// table's `date=` folder), or the table into `skipped`.
+/// table's `date=` folder), or the table into `skipped`. With one row per
+/// set, the standing rows are chosen on the table's columns, so only they
+/// become [`SummaryRow`]s.
 fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
-    let rows = match read_day_table(path, opts.columns.as_deref()) {
-        Ok(rows) => rows,
-        Err(e) => return scan.skip(path, e.to_string()),
+    let read = read_day_frame(path, opts.columns.as_deref())
+        .map_err(|e| e.to_string())
+        .and_then(|df| table_sets(&df, opts).map_err(|e| e.to_string()));
+    let (sets, rows, left_out) = match read {
+        Ok(read) => read,
+        Err(e) => return scan.skip(path, e),
     };
     let date = hive_keys(root, path.parent().unwrap_or(path))
         .into_iter()
         .rev()
         .find(|(k, _)| k == "date");
-    let mut sets: BTreeMap<(String, String), Vec<SummaryRow>> = BTreeMap::new();
-    for d in rows {
-        sets.entry((d.host, d.set_dir)).or_default().push(d.row);
-    }
-    for ((host, set_dir), rows) in sets {
-        scan.sets += 1;
-        let rows = kept(rows, opts, &mut scan.left_out);
+    scan.rows.reserve(rows.len());
+    let mut rows = rows.into_iter();
+    scan.sets += sets.len();
+    scan.left_out += left_out;
+    for (host, set_dir, n) in sets {
         let mut keys: BTreeMap<String, String> = date.iter().cloned().collect();
         keys.insert("host".into(), host);
+        let set_rows = rows.by_ref().take(n).collect();
         let set_dir = PathBuf::from(set_dir);
         scan.rows
-            .extend(place((root, &set_dir, false), rows, Some(keys)));
+            .extend(place((root, &set_dir, false), set_rows, Some(keys)));
     }
+}
+
+/// A table's sets (host, folder, how many rows kept), in order, the rows
+/// kept (as [`kept`] keeps them), and how many were left out.
+type TableSets = (Vec<(String, String, usize)>, Vec<SummaryRow>, usize);
+
+fn table_sets(df: &DataFrame, opts: &ScanOptions) -> PolarsResult<TableSets> {
+    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> {
+        match df.column(name) {
+            Ok(c) => Ok(c.str()?.iter().collect()),
+            Err(_) => Ok(vec![None; df.height()]),
+        }
+    };
+    let (hosts, dirs) = (text("host")?, text("set_dir")?);
+    let mut order: Vec<usize> = (0..df.height()).collect();
+    order.sort_by_key(|&i| (hosts[i], dirs[i]));
+    let standing = match opts.one_row_at {
+        Some(_) => standings(df)?,
+        None => Vec::new(),
+    };
+    let (mut sets, mut take, mut left_out) = (Vec::new(), Vec::new(), 0);
+    for run in order.chunk_by(|&a, &b| (hosts[a], dirs[a]) == (hosts[b], dirs[b])) {
+        let before = take.len();
+        match opts.one_row_at {
+            None => take.extend(run.iter().map(|&i| i as IdxSize)),
+            Some(at) => {
+                let scoped: Vec<usize> = (run.iter().copied())
+                    .filter(|&i| in_scope(standing[i]))
+                    .collect();
+                left_out += run.len() - scoped.len();
+                let of: Vec<Standing> = scoped.iter().map(|&i| standing[i]).collect();
+                match representative(&of, at) {
+                    Some(k) => take.push(scoped[k] as IdxSize),
+                    None => take.extend(scoped.iter().map(|&i| i as IdxSize)),
+                }
+            }
+        }
+        let (host, dir) = (hosts[run[0]], dirs[run[0]]);
+        let (host, dir) = (host.unwrap_or_default(), dir.unwrap_or_default());
+        sets.push((host.to_string(), dir.to_string(), take.len() - before));
+    }
+    let kept = df.take(&IdxCa::from_vec("".into(), take))?;
+    Ok((sets, rows_from_frame(&kept)?, left_out))
+}
+
+/// Each row's [`Standing`], read from the frame's columns.
+fn standings(df: &DataFrame) -> PolarsResult<Vec<Standing<'_>>> {
+    let n = df.height();
+    let mut out = vec![Standing::default(); n];
+    if let Ok(c) = df.column("subject") {
+        for (s, v) in out.iter_mut().zip(c.str()?.iter()) {
+            s.subject = v;
+        }
+    }
+    if let Ok(c) = df.column("config_primary") {
+        for (s, v) in out.iter_mut().zip(c.bool()?.iter()) {
+            s.config_primary = v;
+        }
+    }
+    if let Ok(c) = df.column("freq_hz") {
+        for (s, v) in out.iter_mut().zip(c.cast(&DataType::Int64)?.i64()?.iter()) {
+            s.freq_hz = v;
+        }
+    }
+    if let Ok(c) = df.column("cost_per_sample_ns") {
+        for (s, v) in out
+            .iter_mut()
+            .zip(c.cast(&DataType::Float64)?.f64()?.iter())
+        {
+            s.has_cost = v.is_some();
+        }
+    }
+    Ok(out)
 }
 
 /// [`read_summaries`] for the summaries that are new or changed since the
