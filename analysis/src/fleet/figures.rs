@@ -87,8 +87,7 @@ pub fn write(out: &Path, f: &Fleet) -> Vec<String> {
 /// grouped by class (hosts in cost order within each), and the cost each
 /// budget allows at `--rate`.
 fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
-    let mut all = Vec::new();
-    let mut x = 0.0;
+    let (mut all, mut x, mut thinned) = (Vec::new(), 0.0, false);
     for c in &f.classes {
         let mut costs: Vec<[f64; 3]> = (f.hosts.iter().filter(|o| label(o) == c.class))
             .filter_map(|o| {
@@ -101,12 +100,18 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
             })
             .collect();
         costs.sort_by(|a, b| a[0].total_cmp(&b[0]));
-        let points = costs.iter().map(|c| {
-            x += 1.0;
-            [x, c[0] / 1000.0, c[1] / 1000.0, c[2] / 1000.0]
+        thinned |= costs.len() > MOST_DRAWN;
+        let points = drawn(costs.len()).map(|i| {
+            let c = costs[i];
+            [
+                x + 1.0 + i as f64,
+                c[0] / 1000.0,
+                c[1] / 1000.0,
+                c[2] / 1000.0,
+            ]
         });
         let s = series(format!("{} ({})", c.class, c.hosts), points);
-        x += 1.0;
+        x += costs.len() as f64 + 1.0;
         if !s.x.is_empty() {
             all.push(s);
         }
@@ -124,12 +129,29 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
         f.hosts.len(),
         f.classes.len()
     );
-    let labels = (
-        "hosts, by class, in cost order",
-        "cost per sample, us (95 % CI)",
-    );
+    let x_label = match thinned {
+        true => format!("hosts, by class, in cost order ({MOST_DRAWN} per class drawn)"),
+        false => "hosts, by class, in cost order".to_string(),
+    };
+    let labels = (x_label.as_str(), "cost per sample, us (95 % CI)");
     let stem = out.join("fleet_cost_per_sample");
     draw(&stem, &title, labels, (&all, &lines), (true, None))
+}
+
+/// The most hosts of one class the first figure draws: beyond it, hosts
+/// evenly spaced in cost order (the cheapest and dearest among them), so
+/// a fleet of 100 000 hosts stays a figure a browser opens.
+const MOST_DRAWN: usize = 1000;
+
+/// The indices, in cost order, of the `n` hosts of a class drawn.
+fn drawn(n: usize) -> impl Iterator<Item = usize> {
+    let step = if n <= MOST_DRAWN {
+        1.0
+    } else {
+        (n - 1) as f64 / (MOST_DRAWN - 1) as f64
+    };
+    let k = n.min(MOST_DRAWN);
+    (0..k).map(move |j| (j as f64 * step).round() as usize)
 }
 
 /// With `--all`: each class's median cost per sample by date (none
@@ -178,4 +200,20 @@ fn day_number(d: &str) -> Option<i64> {
     chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
         .ok()
         .map(|d| d.signed_duration_since(chrono::NaiveDate::MIN).num_days())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_class_is_drawn_from_its_cheapest_to_its_dearest_host() {
+        assert_eq!(drawn(3).collect::<Vec<_>>(), [0, 1, 2]);
+        for n in [MOST_DRAWN, MOST_DRAWN + 1, 79_527] {
+            let d: Vec<usize> = drawn(n).collect();
+            assert_eq!(d.len(), n.min(MOST_DRAWN));
+            assert_eq!((d[0], d[d.len() - 1]), (0, n - 1));
+            assert!(d.windows(2).all(|w| w[0] < w[1]), "{n}: not increasing");
+        }
+    }
 }
