@@ -3,6 +3,7 @@
 //! and returns; a failure is an error whose kind gives the exit status
 //! ([`exit_status`]), so main.rs holds the arguments and nothing else.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
@@ -66,7 +67,13 @@ fn answer_and(
 ) -> anyhow::Result<()> {
     eprint_lines(answer);
     match json {
-        Some(v) => println!("{}", serde_json::to_string_pretty(v)?),
+        Some(v) => {
+            // Straight to stdout: a fleet's JSON is tens of MB.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            serde_json::to_writer_pretty(&mut out, v)?;
+            writeln!(out)?;
+            out.flush()?;
+        }
         None => println!("{}", md.display()),
     }
     Ok(())
