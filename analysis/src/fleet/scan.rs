@@ -11,7 +11,7 @@ use polars::prelude::*;
 use results_format::MANIFEST_JSON;
 use results_format::summary::{DAY_TABLE, read_day_frame};
 use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, read_summary};
-use results_format::summary::{rows_from_frame, summary_schema};
+use results_format::summary::{fill_from_frame, rows_from_frame, summary_schema};
 
 use super::cache::{CACHE_DIR, Cache, CacheKey, Entry, Stamp, stamp};
 use super::pick::{Standing, in_scope, representative};
@@ -338,45 +338,38 @@ fn accept(
 
 /// A day table's sets into the scan (each as if read from its own
 /// summary: its host and folder from the table, its date from the
-/// table's `date=` folder), or the table into `skipped`. With one row per
-/// set, the standing rows are chosen on the table's columns, so only they
-/// become [`SummaryRow`]s.
+/// table's `date=` folder, else its start), or the table into `skipped`.
+/// With one row per set, the standing rows are chosen on the table's
+/// columns, so only they become [`SummaryRow`]s, each built once.
 fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
-    let read = read_day_frame(path, opts.columns.as_deref())
-        .map_err(|e| e.to_string())
-        .and_then(|df| table_sets(&df, opts).map_err(|e| e.to_string()));
-    let (sets, rows, left_out) = match read {
-        Ok(read) => read,
-        Err(e) => return scan.skip(path, e),
-    };
     let date = hive_keys(root, path.parent().unwrap_or(path))
         .into_iter()
         .rev()
-        .find(|(k, _)| k == "date");
-    scan.rows.reserve(rows.len());
-    let mut rows = rows.into_iter();
-    scan.sets += sets.len();
-    scan.left_out += left_out;
-    for (host, set_dir, n) in sets {
-        let mut keys: BTreeMap<String, String> = date.iter().cloned().collect();
-        keys.insert("host".into(), host);
-        let set_rows = rows.by_ref().take(n).collect();
-        let set_dir = PathBuf::from(set_dir);
-        scan.rows
-            .extend(place((root, &set_dir, false), set_rows, Some(keys)));
+        .find(|(k, _)| k == "date")
+        .map(|(_, v)| v);
+    let read = read_day_frame(path, opts.columns.as_deref())
+        .map_err(|e| e.to_string())
+        .and_then(|df| table_rows(&df, opts, date.as_deref()).map_err(|e| e.to_string()));
+    match read {
+        Ok((sets, rows, left_out)) => {
+            scan.sets += sets;
+            scan.left_out += left_out;
+            scan.rows.extend(rows);
+        }
+        Err(e) => scan.skip(path, e),
     }
 }
 
-/// A table's sets (host, folder, how many rows kept), in order, the rows
-/// kept (as [`kept`] keeps them), and how many were left out.
-type TableSets = (Vec<(String, String, usize)>, Vec<SummaryRow>, usize);
-
-fn table_sets(df: &DataFrame, opts: &ScanOptions) -> PolarsResult<TableSets> {
+/// A table's rows as [`kept`] keeps them, each set's with its host and
+/// folder from the table and the table's `date`: how many sets, the
+/// rows, how many were left out.
+fn table_rows(
+    df: &DataFrame,
+    opts: &ScanOptions,
+    date: Option<&str>,
+) -> PolarsResult<(usize, Vec<FleetRow>, usize)> {
     let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> {
-        match df.column(name) {
-            Ok(c) => Ok(c.str()?.iter().collect()),
-            Err(_) => Ok(vec![None; df.height()]),
-        }
+        Ok(df.column(name)?.str()?.iter().collect())
     };
     let (hosts, dirs) = (text("host")?, text("set_dir")?);
     let mut order: Vec<usize> = (0..df.height()).collect();
@@ -385,29 +378,44 @@ fn table_sets(df: &DataFrame, opts: &ScanOptions) -> PolarsResult<TableSets> {
         Some(_) => standings(df)?,
         None => Vec::new(),
     };
-    let (mut sets, mut take, mut left_out) = (Vec::new(), Vec::new(), 0);
+    let (mut sets, mut take, mut left_out) = (0, Vec::new(), 0);
     for run in order.chunk_by(|&a, &b| (hosts[a], dirs[a]) == (hosts[b], dirs[b])) {
-        let before = take.len();
-        match opts.one_row_at {
-            None => take.extend(run.iter().map(|&i| i as IdxSize)),
-            Some(at) => {
-                let scoped: Vec<usize> = (run.iter().copied())
-                    .filter(|&i| in_scope(standing[i]))
-                    .collect();
-                left_out += run.len() - scoped.len();
-                let of: Vec<Standing> = scoped.iter().map(|&i| standing[i]).collect();
-                match representative(&of, at) {
-                    Some(k) => take.push(scoped[k] as IdxSize),
-                    None => take.extend(scoped.iter().map(|&i| i as IdxSize)),
-                }
-            }
+        sets += 1;
+        let Some(at) = opts.one_row_at else {
+            take.extend_from_slice(run);
+            continue;
+        };
+        let scoped: Vec<usize> = (run.iter().copied())
+            .filter(|&i| in_scope(standing[i]))
+            .collect();
+        left_out += run.len() - scoped.len();
+        let of: Vec<Standing> = scoped.iter().map(|&i| standing[i]).collect();
+        match representative(&of, at) {
+            Some(k) => take.push(scoped[k]),
+            None => take.extend(scoped),
         }
-        let (host, dir) = (hosts[run[0]], dirs[run[0]]);
-        let (host, dir) = (host.unwrap_or_default(), dir.unwrap_or_default());
-        sets.push((host.to_string(), dir.to_string(), take.len() - before));
     }
-    let kept = df.take(&IdxCa::from_vec("".into(), take))?;
-    Ok((sets, rows_from_frame(&kept)?, left_out))
+    let mut rows: Vec<FleetRow> = (take.iter())
+        .map(|&i| FleetRow {
+            host: hosts[i].unwrap_or_default().to_string(),
+            date: date.unwrap_or_default().to_string(),
+            set_dir: PathBuf::from(dirs[i].unwrap_or_default()),
+            made: false,
+            row: SummaryRow::default(),
+        })
+        .collect();
+    let idx = IdxCa::from_vec("".into(), take.iter().map(|&i| i as IdxSize).collect());
+    let kept = df.take(&idx)?;
+    fill_from_frame(
+        &kept,
+        &mut rows.iter_mut().map(|r| &mut r.row).collect::<Vec<_>>(),
+    )?;
+    if date.is_none() {
+        for r in &mut rows {
+            r.date = r.row.started_at.and_then(day_of).unwrap_or_default();
+        }
+    }
+    Ok((sets, rows, left_out))
 }
 
 /// Each row's [`Standing`], read from the frame's columns.
