@@ -117,8 +117,8 @@ const METRICS: &[Metric] = &[
         |r| flag(r.within_budget),
     ),
     (
-        "perf_overhead_check_max_hz",
-        "Highest rate within the check's budget that this check alone supports.",
+        "perf_overhead_max_rate_hertz",
+        "Highest sampling rate within the check's budget for the checked configuration (its profiler or contents), from this check alone.",
         |r| r.budget_max_hz,
     ),
 ];
