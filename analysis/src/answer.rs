@@ -474,6 +474,17 @@ fn framed(status: Option<String>, mut body: Vec<String>, trust: Vec<String>) -> 
     out
 }
 
+/// `answer` (a framed box) with `line` as its last line inside the frame,
+/// cut to the frame's width.
+pub fn with_line(mut answer: Vec<String>, line: &str) -> Vec<String> {
+    let inner = WIDTH - 4;
+    let line: String = line.chars().take(inner).collect();
+    let pad = inner - line.chars().count();
+    let at = answer.len().saturating_sub(1);
+    answer.insert(at, format!("| {line}{} |", " ".repeat(pad)));
+    answer
+}
+
 /// "1 run", "2 runs".
 fn runs(n: usize) -> String {
     if n == 1 {

@@ -44,6 +44,7 @@ pub mod load;
 pub mod percost;
 pub mod pipeline;
 pub mod plot;
+pub mod profilers;
 pub mod recommend;
 pub mod reference;
 pub mod report;

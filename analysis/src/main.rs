@@ -46,18 +46,8 @@ enum Command {
     Recommend {
         /// Results directory written by `driver sweep`.
         dir: PathBuf,
-        /// Loss budget in percent, e.g. `1%` or `0.5`.
-        #[arg(long, default_value = "1%")]
-        budget: String,
-        /// Latency budget, e.g. `p99:1ms:+5%`: what sampling may add to a
-        /// request's percentile (in % of it at 0 Hz, or a time: +50us),
-        /// predicted from the gaps runs, upper end of the 95% interval. The
-        /// answer is the lower of the two budgets' rates.
-        #[arg(long, value_name = "PCT:SIZE:+LIMIT")]
-        latency_budget: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        args: sub::RecommendArgs,
     },
     /// Predict what sampling adds to a request's latency: for requests of
     /// --size of work, the added p50, p99 and p99.9 (or --percentiles) at
@@ -181,12 +171,7 @@ fn run() -> anyhow::Result<()> {
     workload::cli::init_logging("warn", cli.verbose);
     match cli.command {
         Command::Report { dir } => sub::report(&dir),
-        Command::Recommend {
-            dir,
-            budget,
-            latency_budget,
-            json,
-        } => sub::recommend_rate(&dir, &budget, latency_budget.as_deref(), json),
+        Command::Recommend { dir, args } => sub::recommend_rate(&dir, &args),
         Command::Latency {
             dir,
             size,

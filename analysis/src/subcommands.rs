@@ -100,15 +100,41 @@ fn primary_rows(rs: &ResultSet, a: &Findings) -> Vec<SummaryRow> {
     rows.filter(|r| r.config_primary != Some(false)).collect()
 }
 
-/// `analysis recommend DIR`: the highest rate within `budget` (and within
-/// `latency_budget` where given), the answer box on stderr.
-pub fn recommend_rate(
-    dir: &Path,
-    budget: &str,
-    latency_budget: Option<&str>,
-    json: bool,
-) -> anyhow::Result<()> {
-    let budget = parse_budget(budget)?;
+/// `analysis recommend`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecommendArgs {
+    /// Loss budget in percent, e.g. `1%` or `0.5`.
+    #[arg(long, default_value = "1%")]
+    pub budget: String,
+    /// Latency budget, e.g. `p99:1ms:+5%`: what sampling may add to a
+    /// request's percentile (in % of it at 0 Hz, or a time: +50us),
+    /// predicted from the gaps runs, upper end of the 95% interval. The
+    /// answer is the lower of the two budgets' rates.
+    #[arg(long, value_name = "PCT:SIZE:+LIMIT")]
+    pub latency_budget: Option<String>,
+    /// The setting of the profiler you run at the budget, and what it
+    /// rests on: perf, perf-dwarf, bpftrace, parca, otel, alloy,
+    /// async-profiler or all.
+    #[arg(long = "for", value_name = "NAME")]
+    pub for_profiler: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `analysis recommend DIR`: the highest rate within the budget (and within
+/// the latency budget where given), the answer box on stderr; with `--for`
+/// a profiler's setting.
+pub fn recommend_rate(dir: &Path, args: &RecommendArgs) -> anyhow::Result<()> {
+    let (latency_budget, for_profiler) =
+        (args.latency_budget.as_deref(), args.for_profiler.as_deref());
+    let json = args.json;
+    let budget = parse_budget(&args.budget)?;
+    let names = crate::profilers::names();
+    if let Some(n) = for_profiler.filter(|n| !names.contains(n)) {
+        let names = names.join(", ");
+        return Err(invalid(format!("--for {n}: no such profiler; use one of {names}")).into());
+    }
     let lat_budget = latency_budget.map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)));
     let lat_budget = lat_budget.transpose().map_err(invalid)?;
     let rs = load::load(dir)?;
@@ -120,12 +146,28 @@ pub fn recommend_rate(
             Some(crate::recommend::latency::answer(&t.model, &b, text).map_err(invalid)?)
         }
     };
-    eprint_lines(&crate::answer::answer_box(&rs, &a));
+    let settings = for_profiler.and_then(|n| crate::profilers::settings(&a, n, budget));
+    let mut answer_box = crate::answer::answer_box(&rs, &a);
+    if let Some([one]) = settings.as_deref() {
+        answer_box = crate::answer::with_line(answer_box, &one.short());
+    }
+    eprint_lines(&answer_box);
+    if let (Some(settings), false) = (&settings, json) {
+        settings.iter().for_each(|s| println!("{}", s.words()));
+        return Ok(());
+    }
+    let with_settings = |mut answer: results_format::answer::Answer| {
+        if let Some(s) = &settings {
+            let v = serde_json::to_value(s).unwrap_or_default();
+            answer.extra.insert("profiler_settings".into(), v);
+        }
+        answer
+    };
     if let Some(t) = &a.subject.profiler {
         let rec = crate::subject::profiler::recommend(t, budget);
         if json {
             let answer = crate::json_answer::profiler(&rec, t, primary_rows(&rs, &a));
-            println!("{}", serde_json::to_string_pretty(&answer)?);
+            println!("{}", serde_json::to_string_pretty(&with_settings(answer))?);
         } else {
             println!("{}", rec.headline());
         }
@@ -137,7 +179,7 @@ pub fn recommend_rate(
         if let Some(l) = &lat {
             answer = crate::json_answer::with_latency(answer, l);
         }
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+        println!("{}", serde_json::to_string_pretty(&with_settings(answer))?);
         return Ok(());
     }
     println!("{}", rec.headline());

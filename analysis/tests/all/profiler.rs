@@ -208,3 +208,79 @@ fn the_report_and_recommend_speak_of_the_profiler() {
     );
     assert!(v["loss_per_khz_pct"].as_f64().is_some(), "{v}");
 }
+
+/// `recommend --for all --json` on a committed set: its profiler settings.
+fn settings_of(set: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let dir = crate::committed::repo_root().join("results").join(set);
+    let out = bin()
+        .args(["recommend", "--for", "all", "--json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{set}: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = v["profiler_settings"].as_array().unwrap().clone();
+    (v, s)
+}
+
+fn named<'a>(s: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    s.iter().find(|x| x["name"] == name).unwrap()
+}
+
+#[test]
+fn each_profiler_setting_rests_on_what_it_samples_or_says_it_is_a_bound() {
+    // perf record -g measured as itself: its own answer, pasted as -F.
+    let (v, s) = settings_of("20261126T-vm-perf-record-g");
+    let perf = named(&s, "perf");
+    assert_eq!(perf["rests_on"], "--profiler perf");
+    assert_eq!(perf["rate_hz"], v["rate_hz"]);
+    let line = format!("perf record -F {} -g -a", v["rate_hz"]);
+    assert_eq!(perf["line"], line.as_str());
+    assert_eq!(
+        (perf["upper_bound"].as_bool(), perf["stand_in"].as_bool()),
+        (Some(false), Some(false))
+    );
+    // Nothing there walks stacks in eBPF: no answer, and what measures it.
+    let parca = named(&s, "parca");
+    assert!(
+        parca["rate_hz"].is_null() && parca["measure"].as_str().unwrap().contains("parca-agent")
+    );
+    // bpftrace's stacks stand in for the eBPF agents' unwinders.
+    let (v, s) = settings_of("20261126T-vm-bpftrace-stacks");
+    for name in ["parca", "otel", "alloy"] {
+        let x = named(&s, name);
+        assert_eq!(
+            (x["rate_hz"].clone(), x["stand_in"].as_bool()),
+            (v["rate_hz"].clone(), Some(true)),
+            "{name}"
+        );
+    }
+    assert_eq!(named(&s, "bpftrace")["stand_in"], false);
+    // Our sampler's callchain contents are what perf record -g samples.
+    let (_, s) = settings_of("20261126T-vm-builtin-callchain");
+    assert_eq!(named(&s, "perf")["rests_on"], "contents callchain");
+    // perf-default only: every setting is an upper bound, never silently.
+    let (_, s) = settings_of("20261126T0217Z-vm");
+    assert!(
+        s.iter()
+            .all(|x| x["upper_bound"] == true && x["rests_on"] == "contents perf-default"),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn an_unknown_profiler_name_is_refused_with_the_names() {
+    let dir = crate::committed::repo_root().join("results/20261126T0217Z-vm");
+    let out = bin()
+        .args(["recommend", "--for", "perff"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--for perff") && stderr.contains("perf, perf-dwarf, bpftrace, parca"),
+        "{stderr}"
+    );
+}
