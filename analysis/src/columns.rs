@@ -42,27 +42,44 @@ pub fn write_rows<T: Serialize + Default>(
     rows: &[T],
     numbers: Numbers,
 ) -> Result<(), AnalysisError> {
-    let err = |e: csv::Error| AnalysisError::write(path, std::io::Error::other(e));
-    let records = records(rows, numbers).map_err(|e| AnalysisError::write(path, e))?;
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    for r in records {
-        w.write_record(&r).map_err(err)?;
-    }
-    w.flush().map_err(|e| AnalysisError::write(path, e))
+    let header = || Cells::of(&T::default(), numbers).map(|c| c.names);
+    write_records(path, records(rows, numbers, header))
+}
+
+/// `rows` as [`write_rows`] writes them with [`Numbers::Csv`], but no
+/// rows an empty file (no header): the fleet's and history's tables,
+/// which have always written nothing for none.
+pub fn write_rows_or_empty<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), AnalysisError> {
+    write_records(path, records(rows, Numbers::Csv, || Ok(Vec::new())))
+}
+
+/// Writes `records` (an empty header: none) to `path` as CSV.
+fn write_records(
+    path: &Path,
+    records: Result<Vec<Vec<String>>, std::io::Error>,
+) -> Result<(), AnalysisError> {
+    let records = records.map_err(|e| AnalysisError::write(path, e))?;
+    let rows = records.iter().filter(|r| !r.is_empty());
+    write_csv(
+        path,
+        csv_of(|w| rows.clone().try_for_each(|r| w.write_record(r))),
+    )
 }
 
 /// The header [`write_rows`] writes above `rows`; for none, the row type's
 /// columns in order.
 pub fn header<T: Serialize + Default>(rows: &[T]) -> Vec<String> {
-    records(rows, Numbers::Plain)
+    let default = || Cells::of(&T::default(), Numbers::Plain).map(|c| c.names);
+    records(rows, Numbers::Plain, default)
         .map(|mut r| r.swap_remove(0))
         .unwrap_or_default()
 }
 
-/// The header, then each row's cells under it.
-fn records<T: Serialize + Default>(
+/// The header (`empty`'s for no rows), then each row's cells under it.
+fn records<T: Serialize>(
     rows: &[T],
     numbers: Numbers,
+    empty: impl FnOnce() -> Result<Vec<String>, Error>,
 ) -> Result<Vec<Vec<String>>, std::io::Error> {
     let other = |e: Error| std::io::Error::other(e.to_string());
     let cells = rows
@@ -72,7 +89,7 @@ fn records<T: Serialize + Default>(
         .map_err(other)?;
     let header = match cells.iter().rev().max_by_key(|c| c.names.len()) {
         Some(widest) => widest.names.clone(),
-        None => Cells::of(&T::default(), numbers).map_err(other)?.names,
+        None => empty().map_err(other)?,
     };
     let mut out = vec![header.clone()];
     for c in cells {
@@ -420,19 +437,6 @@ pub(crate) fn write_csv(path: &Path, csv: csv::Result<Vec<u8>>) -> Result<(), An
     std::fs::write(path, bytes).map_err(|e| AnalysisError::write(path, e))
 }
 
-/// `rows` as CSV, the header from their fields (an empty field is null;
-/// no rows, an empty file): the fleet's and history's tables, which
-/// have always written nothing for none.
-pub fn write_rows_or_empty<T: serde::Serialize>(
-    path: &Path,
-    rows: &[T],
-) -> Result<(), AnalysisError> {
-    write_csv(
-        path,
-        csv_of(|w| rows.iter().try_for_each(|r| w.serialize(r))),
-    )
-}
-
 /// A Markdown table: `header` (its cells joined by ` | `), its rule, then
 /// a line per row (cells joined by ` | ` too).
 pub fn markdown_table(header: &str, rows: impl IntoIterator<Item = String>) -> String {
@@ -464,7 +468,7 @@ mod tests {
     }
 
     fn text(rows: &[Every], numbers: Numbers) -> String {
-        records(rows, numbers)
+        records(rows, numbers, || Ok(Vec::new()))
             .unwrap()
             .iter()
             .map(|r| r.join(","))

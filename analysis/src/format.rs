@@ -13,6 +13,17 @@ pub(crate) fn table_head(s: &mut String, header: &str) {
     let _ = writeln!(s, "|{}", "---|".repeat(columns));
 }
 
+/// Each of `lines` on a line of its own after `lead` (`- `: a list).
+pub(crate) fn lines_after<T: std::fmt::Display>(
+    s: &mut String,
+    lead: &str,
+    lines: impl IntoIterator<Item = T>,
+) {
+    for line in lines {
+        let _ = writeln!(s, "{lead}{line}");
+    }
+}
+
 /// An optional estimate, `-` when absent or not finite.
 pub(crate) fn opt_est(e: Option<&Estimate>, d: usize) -> String {
     e.filter(|e| e.value.is_finite())

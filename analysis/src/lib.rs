@@ -23,7 +23,7 @@
 //! - `fleet`: many hosts' summaries (read, per host, per class, present),
 //!   on the layers above.
 //!
-//! [`write_report`] below walks them once: load, analyse, present.
+//! [`report_dir`] below walks them once: load, analyse, present.
 
 #![forbid(unsafe_code)]
 
@@ -83,18 +83,6 @@ pub fn report_and_summary(
     Ok((written, rows))
 }
 
-/// Writes `DIR/summary.parquet`, the set's answer per configuration and
-/// rate ([`summary::summary_rows`]); returns its path.
-pub fn write_summary(
-    rs: &load::ResultSet,
-    analysis: &pipeline::Findings,
-) -> Result<std::path::PathBuf, AnalysisError> {
-    let path = rs.dir.join(results_format::summary::SUMMARY_PARQUET);
-    let rows = summary::summary_rows(rs, analysis);
-    results_format::summary::write_summary(&path, &rows)?;
-    Ok(path)
-}
-
 /// A set's summary rows: read from its summary.parquet, or made from its
 /// tables when it has none (an older set). The bool says which: true when
 /// made.
@@ -112,8 +100,4 @@ pub fn summary_of(
     Ok((summary::summary_rows(&rs, &analysis), true))
 }
 
-/// [`report_dir`], returning the report directory only.
-pub fn write_report(dir: &std::path::Path) -> Result<std::path::PathBuf, AnalysisError> {
-    report_dir(dir).map(|w| w.dir)
-}
 pub use results_format::events::write_intervals_parquet;

@@ -128,29 +128,7 @@ pub use crate::error::PlotError;
 
 // ---------------------------------------------------------------- public API
 
-/// Plot measured series against frequency, with fitted lines and their
-/// confidence bands. Writes `out_stem.svg` and `out_stem.png` and returns
-/// both paths (SVG first).
-///
-/// With `log_x`, points with x <= 0 cannot be shown: they are skipped with a
-/// warning and a note under the title. Non-finite values are an error.
-pub fn plot_vs_freq(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[PointSeries],
-    fits: &[FitLine],
-    log_x: bool,
-    out_stem: &Path,
-) -> Result<Vec<PathBuf>, PlotError> {
-    let axes = Axes {
-        log_x,
-        ..Axes::LOG_X
-    };
-    plot_vs_freq_axes(title, (x_label, y_label), series, fits, axes, out_stem)
-}
-
-/// Which axes of [`plot_vs_freq_axes`] are log10.
+/// Which axes of [`plot_vs_freq`] are log10.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Axes {
     pub log_x: bool,
@@ -164,6 +142,11 @@ pub struct Axes {
 }
 
 impl Axes {
+    /// Both linear.
+    pub const LINEAR: Axes = Axes {
+        log_x: false,
+        ..Axes::LOG_X
+    };
     /// Log x, linear y.
     pub const LOG_X: Axes = Axes {
         log_x: true,
@@ -177,8 +160,13 @@ impl Axes {
     };
 }
 
-/// [`plot_vs_freq`] with a choice of log axes.
-pub fn plot_vs_freq_axes(
+/// Plot measured series against frequency, with fitted lines and their
+/// confidence bands. Writes `out_stem.svg` and `out_stem.png` and returns
+/// both paths (SVG first).
+///
+/// With `axes.log_x`, points with x <= 0 cannot be shown: they are skipped with a
+/// warning and a note under the title. Non-finite values are an error.
+pub fn plot_vs_freq(
     title: &str,
     (x_label, y_label): (&str, &str),
     series: &[PointSeries],
@@ -189,6 +177,9 @@ pub fn plot_vs_freq_axes(
     let fig = VsFreq::prepare(title, (x_label, y_label), series, fits, axes, out_stem)?;
     render(&fig, out_stem)
 }
+
+/// [`plot_vs_freq`] under the name the fleet's figure calls it by.
+pub use self::plot_vs_freq as plot_vs_freq_axes;
 
 /// Plot the distribution of handler durations (ns), one outline histogram
 /// per group (label, values), each normalised to percent of its own runs so
@@ -322,29 +313,30 @@ fn render<F: Figure>(fig: &F, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
     }
     let svg = with_ext(stem, "svg");
     let png = with_ext(stem, "png");
-    let render_err = |file: &Path| {
-        let file = file.to_path_buf();
-        move |e: &dyn std::fmt::Display| PlotError::Render {
-            file: file.clone(),
-            message: e.to_string(),
-        }
-    };
-    {
-        let root = SVGBackend::new(&svg, PNG_SIZE).into_drawing_area();
-        let err = render_err(&svg);
-        fig.draw(&root).map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
+    draw_on(fig, SVGBackend::new(&svg, PNG_SIZE), &svg)?;
     let (width, height) = PNG_SIZE;
     let mut pixels = vec![0u8; 3 * width as usize * height as usize];
-    {
-        let root = BitMapBackend::with_buffer(&mut pixels, PNG_SIZE).into_drawing_area();
-        let err = render_err(&png);
-        fig.draw(&root).map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
-    write_png(&png, &pixels, PNG_SIZE).map_err(|e| render_err(&png)(&e))?;
+    draw_on(fig, BitMapBackend::with_buffer(&mut pixels, PNG_SIZE), &png)?;
+    write_png(&png, &pixels, PNG_SIZE).map_err(|e| render_err(&png, &e))?;
     Ok(vec![svg, png])
+}
+
+/// `fig` drawn on `backend` and presented; an error names `file`.
+fn draw_on<F: Figure, DB: DrawingBackend>(
+    fig: &F,
+    backend: DB,
+    file: &Path,
+) -> Result<(), PlotError> {
+    let root = backend.into_drawing_area();
+    fig.draw(&root).map_err(|e| render_err(file, &e))?;
+    root.present().map_err(|e| render_err(file, &e))
+}
+
+fn render_err(file: &Path, e: &dyn std::fmt::Display) -> PlotError {
+    PlotError::Render {
+        file: file.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 /// Encodes RGB pixels as PNG with the best compression and adaptive filters

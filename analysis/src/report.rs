@@ -41,7 +41,7 @@ pub struct Written {
 }
 
 /// Writes the report of the analysed set `rs` into its `report/`: the
-/// presentation only (the crate's `write_report` reads and analyses
+/// presentation only (the crate's `report_dir` reads and analyses
 /// first).
 ///
 /// The report is whole or absent: it is written into a staging folder

@@ -213,6 +213,20 @@ pub fn sorted(x: impl IntoIterator<Item = f64>) -> Vec<f64> {
     v
 }
 
+/// Bisection over `steps` halvings of `lo..hi`, `within` true at `lo`
+/// and false at `hi`: the last `lo` (the highest point found within).
+pub fn bisect(mut lo: f64, mut hi: f64, steps: u32, within: impl Fn(f64) -> bool) -> f64 {
+    for _ in 0..steps {
+        let mid = 0.5 * (lo + hi);
+        if within(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// The distinct values an iterator yields, ascending.
 pub fn distinct_sorted<T: Ord>(x: impl IntoIterator<Item = T>) -> Vec<T> {
     let mut v: Vec<T> = x.into_iter().collect();

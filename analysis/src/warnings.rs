@@ -63,9 +63,10 @@ fn at_rates(runs: &[&Run]) -> String {
     format!("at {} Hz", f.join(", "))
 }
 
-/// A warning about `runs`, each with its value `value(run)`.
-fn about_runs(w: Warning, runs: &[&Run], value: impl Fn(&Run) -> String) -> Warning {
-    w.with_values(runs.iter().map(|r| (r.run_id, value(r))))
+/// A warning about `runs`, each with its value `value(run)`; None when
+/// there are none.
+fn about_runs(w: Warning, runs: &[&Run], value: impl Fn(&Run) -> String) -> Option<Warning> {
+    (!runs.is_empty()).then(|| w.with_values(runs.iter().map(|r| (r.run_id, value(r)))))
 }
 
 /// The sweep did not finish, or runs.csv lacks planned runs of one that
@@ -124,7 +125,7 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
         }
     }
     (fallbacks.iter())
-        .map(|((req, got), runs)| {
+        .filter_map(|((req, got), runs)| {
             let w = Warning::with_remedy(
                 Rule::Fallback,
                 format!("`{req}` was requested but `{got}` was opened"),
@@ -139,37 +140,33 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
 fn failed(runs: &[Run]) -> Option<Warning> {
     let failed = select(runs, |r| !r.ok() && r.status != RunStatus::Excluded);
     let reasons = distinct(failed.iter().map(|r| r.error.clone()));
-    (!failed.is_empty()).then(|| {
-        let w = Warning::new(
-            Rule::Failed,
-            format!(
-                "failed runs excluded, {} distinct errors{}",
-                reasons.len(),
-                match reasons.as_slice() {
-                    [one] => format!(": {one}"),
-                    _ => String::new(),
-                }
-            ),
-        );
-        about_runs(w, &failed, |r| r.error.clone())
-    })
+    let w = Warning::new(
+        Rule::Failed,
+        format!(
+            "failed runs excluded, {} distinct errors{}",
+            reasons.len(),
+            match reasons.as_slice() {
+                [one] => format!(": {one}"),
+                _ => String::new(),
+            }
+        ),
+    );
+    about_runs(w, &failed, |r| r.error.clone())
 }
 
 /// Runs the kernel throttled. No remedy: the achieved rate says how much.
 fn throttled(runs: &[Run]) -> Option<Warning> {
     let throttled = select(runs, |r| r.ok() && r.throttled > 0);
     let total: u64 = throttled.iter().map(|r| r.throttled).sum();
-    (!throttled.is_empty()).then(|| {
-        let w = Warning::new(
-            Rule::Throttled,
-            format!(
-                "{total} PERF_RECORD_THROTTLE records {}: the kernel paused sampling, so the \
-                 achieved rate is below the request",
-                at_rates(&throttled)
-            ),
-        );
-        about_runs(w, &throttled, |r| format!("{} records", r.throttled))
-    })
+    let w = Warning::new(
+        Rule::Throttled,
+        format!(
+            "{total} PERF_RECORD_THROTTLE records {}: the kernel paused sampling, so the \
+             achieved rate is below the request",
+            at_rates(&throttled)
+        ),
+    );
+    about_runs(w, &throttled, |r| format!("{} records", r.throttled))
 }
 
 /// Runs whose raw files keep only some slices (results-format
@@ -187,19 +184,17 @@ fn thinned(runs: &[Run]) -> Option<Warning> {
     } else {
         format!("{least}-{most}")
     };
-    (!thin.is_empty()).then(|| {
-        let w = Warning::with_remedy(
-            Rule::Thinned,
-            format!(
-                "raw files {} keep whole 10 ms slices, {share}% of their window: handler times \
-                 and per-sample costs there are means over the slices kept",
-                at_rates(&thin)
-            ),
-            "the run totals count every record (runs.csv raw_keep_every, raw_kept_ns)",
-        );
-        about_runs(w, &thin, |r| {
-            format!("{:.1}% of the window kept", covered(r))
-        })
+    let w = Warning::with_remedy(
+        Rule::Thinned,
+        format!(
+            "raw files {} keep whole 10 ms slices, {share}% of their window: handler times \
+             and per-sample costs there are means over the slices kept",
+            at_rates(&thin)
+        ),
+        "the run totals count every record (runs.csv raw_keep_every, raw_kept_ns)",
+    );
+    about_runs(w, &thin, |r| {
+        format!("{:.1}% of the window kept", covered(r))
     })
 }
 
@@ -219,14 +214,12 @@ fn records(runs: &[Run]) -> Option<Warning> {
         .iter()
         .map(|r| counts(r))
         .fold([0; 4], |acc, c| std::array::from_fn(|i| acc[i] + c[i]));
-    (!lost.is_empty()).then(|| {
-        let w = Warning::with_remedy(
-            Rule::Records,
-            words(total),
-            "utilisation of those runs is a lower bound",
-        );
-        about_runs(w, &lost, |r| words(counts(r)))
-    })
+    let w = Warning::with_remedy(
+        Rule::Records,
+        words(total),
+        "utilisation of those runs is a lower bound",
+    );
+    about_runs(w, &lost, |r| words(counts(r)))
 }
 
 /// Runs whose achieved rate fell well short of the request. No remedy.
@@ -242,18 +235,16 @@ fn slow_rate(runs: &[Run]) -> Option<Warning> {
     });
     let share = |r: &Run| 100.0 * r.achieved_hz / r.freq_hz as f64;
     let least = slow.iter().map(|r| share(r)).fold(f64::INFINITY, f64::min);
-    (!slow.is_empty()).then(|| {
-        let w = Warning::new(
-            Rule::SlowRate,
-            format!(
-                "achieved sample rate below {:.0}% of the request {} (down to {least:.0}%)",
-                ACHIEVED_RATE_WARN * 100.0,
-                at_rates(&slow)
-            ),
-        );
-        about_runs(w, &slow, |r| {
-            format!("{:.0} of {} Hz", r.achieved_hz, r.freq_hz)
-        })
+    let w = Warning::new(
+        Rule::SlowRate,
+        format!(
+            "achieved sample rate below {:.0}% of the request {} (down to {least:.0}%)",
+            ACHIEVED_RATE_WARN * 100.0,
+            at_rates(&slow)
+        ),
+    );
+    about_runs(w, &slow, |r| {
+        format!("{:.0} of {} Hz", r.achieved_hz, r.freq_hz)
     })
 }
 
@@ -275,9 +266,7 @@ fn driver_cpu(runs: &[Run]) -> Option<Warning> {
         ),
         "runs.csv columns driver_cpu_sampling_ns, decoded_while_sampling_bytes",
     );
-    Some(about_runs(w, &busy, |r| {
-        format!("{:.2}% of a CPU", share(r) * 100.0)
-    }))
+    about_runs(w, &busy, |r| format!("{:.2}% of a CPU", share(r) * 100.0))
 }
 
 /// One warning per frequency whose paired loss differs between runs.
@@ -304,14 +293,12 @@ fn runs_disagree(a: &Measured) -> Vec<Warning> {
 /// Runs flagged noisy, each with its reasons.
 fn noisy(runs: &[Run]) -> Option<Warning> {
     let noisy = select(runs, |r| r.ok() && r.noisy);
-    (!noisy.is_empty()).then(|| {
-        let w = Warning::with_remedy(
-            Rule::Noisy,
-            "runs flagged noisy (steal, run-queue wait, involuntary switches or a busy CPU)",
-            "they are kept, their spread widens the intervals",
-        );
-        about_runs(w, &noisy, |r| r.noise_reasons.clone())
-    })
+    let w = Warning::with_remedy(
+        Rule::Noisy,
+        "runs flagged noisy (steal, run-queue wait, involuntary switches or a busy CPU)",
+        "they are kept, their spread widens the intervals",
+    );
+    about_runs(w, &noisy, |r| r.noise_reasons.clone())
 }
 
 /// One warning per frequency whose tracepoints cost measurable loss.

@@ -140,16 +140,8 @@ pub fn answer(model: &Model, b: &LatencyBudget, text: &str) -> Result<LatencyAns
         None
     } else {
         // Bisection on a log scale: within at lo, not at hi.
-        let (mut lo, mut hi) = (0f64, (highest as f64).ln());
-        for _ in 0..16 {
-            let mid = 0.5 * (lo + hi);
-            if within(mid.exp()) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Some(lo.exp())
+        let hi = (highest as f64).ln();
+        Some(crate::stats::bisect(0.0, hi, 16, |x| within(x.exp())).exp())
     };
     out.max_hz = max_hz;
     let mut rate = max_hz.and_then(nice_prime_below);

@@ -136,19 +136,11 @@ fn budget_on_fit(
     }
     // Where the fit's upper band reaches the budget, at most `next` (the
     // fit may stay below a budget the measured `next` exceeds).
-    let (mut lo, mut hi) = (f0, f1);
-    if upper(hi) <= budget_pct {
-        lo = hi;
+    let lo = if upper(f1) <= budget_pct {
+        f1
     } else {
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if upper(mid) <= budget_pct {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-    }
+        crate::stats::bisect(f0, f1, 100, |f| upper(f) <= budget_pct)
+    };
     // Where the straight line between the two measured upper bounds
     // reaches it: below `next`, since `next`'s bound exceeds the budget.
     let (u0, u1) = (safe.trusted().hi, next.trusted().hi);

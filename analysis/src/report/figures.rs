@@ -8,7 +8,6 @@ use crate::fit::LineFit;
 use crate::pipeline::Findings;
 use crate::plot::{
     Axes, FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
-    plot_vs_freq_axes,
 };
 use crate::reference::Reference;
 use crate::report::latency;
@@ -96,14 +95,7 @@ impl PlotOutcome {
     /// `series` against a log x axis without fit lines, into `stem`.svg
     /// and `stem`.png.
     fn points(&mut self, stem: PathBuf, title: &str, labels: (&str, &str), series: &[PointSeries]) {
-        self.add(plot_vs_freq_axes(
-            title,
-            labels,
-            series,
-            &[],
-            Axes::LOG_X,
-            &stem,
-        ));
+        self.add(plot_vs_freq(title, labels, series, &[], Axes::LOG_X, &stem));
     }
 }
 
@@ -204,7 +196,7 @@ fn host_plot(
     let s = series("this host (95% CI)", pts);
     let fits = Vec::from_iter(fit.map(|(label, f)| fit_line(label, f, range(&s.x))));
     let all = [s, reference_series(reference)];
-    files.add(plot_vs_freq_axes(
+    files.add(plot_vs_freq(
         title,
         (FREQ, y_label),
         &all,
@@ -283,7 +275,7 @@ fn budget_plot(
         ..Axes::LOG_LOG
     };
     let title = "What each sampling rate costs, against the budgets";
-    files.add(plot_vs_freq_axes(
+    files.add(plot_vs_freq(
         title,
         labels,
         &all,
@@ -391,11 +383,13 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
         .collect();
     files.add(plot_vs_freq(
         "The cost of one sample, run by run, in sweep order",
-        "minutes into the sweep (run start)",
-        "total cost per sample (ns)",
+        (
+            "minutes into the sweep (run start)",
+            "total cost per sample (ns)",
+        ),
         &by,
         &[],
-        false,
+        Axes::LINEAR,
         &out.join("cost_over_time"),
     ));
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::format::lines_after;
 use crate::latency::size_label;
 use crate::latency::table::{LatencyRow, LatencyTable};
 
@@ -29,9 +30,7 @@ pub fn render(t: Option<&LatencyTable>) -> String {
         s,
         "Requests of W of the loop's work laid over each gaps run's timeline: the percentile added at each rate, measured against the same block's 0 Hz run and predicted from the costs measured (latency.csv; each run: latency_runs.csv; method: docs/methodology.md, \"Request latency\").\n"
     );
-    for line in findings(t) {
-        let _ = writeln!(s, "- {line}");
-    }
+    lines_after(&mut s, "- ", findings(t));
     s.push('\n');
     s
 }
@@ -106,7 +105,7 @@ pub fn plot(
     out: &Path,
     t: &LatencyTable,
 ) -> Option<Result<Vec<std::path::PathBuf>, crate::plot::PlotError>> {
-    use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq_axes};
+    use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
     let p99: Vec<&LatencyRow> = t.rows.iter().filter(|r| r.percentile == 99.0).collect();
     let mut sizes: Vec<u64> = p99.iter().map(|r| r.size_ns).collect();
     sizes.sort_unstable();
@@ -171,7 +170,7 @@ pub fn plot(
             ..FitLine::default()
         });
     }
-    Some(plot_vs_freq_axes(
+    Some(plot_vs_freq(
         "What sampling adds to a request's p99",
         ("sampling rate (Hz)", "added p99 over 0 Hz (us)"),
         &series,

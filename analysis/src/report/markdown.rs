@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::format::lines_after;
 use crate::load::ResultSet;
 use crate::pipeline::Findings;
 use crate::report::figures::PlotOutcome;
@@ -101,9 +102,7 @@ fn header(s: &mut String, rs: &ResultSet, a: &Findings, answer: &[String], plots
             "A file of these runs could not be read; they are left out of every table and plot \
              below, which report the other runs.\n"
         );
-        for x in &a.quality.excluded {
-            let _ = writeln!(s, "- {}", x.line());
-        }
+        lines_after(s, "- ", a.quality.excluded.iter().map(|x| x.line()));
         s.push('\n');
     }
 }
@@ -145,9 +144,11 @@ fn warnings(s: &mut String, a: &Findings, plots: &PlotOutcome) {
 fn recommendations(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## Recommended sampling rates\n");
     if a.subject.profiler.is_some() {
-        for line in crate::subject::profiler::report::recommendation_lines(&a.budgets.profiler) {
-            let _ = writeln!(s, "- {line}");
-        }
+        lines_after(
+            s,
+            "- ",
+            crate::subject::profiler::report::recommendation_lines(&a.budgets.profiler),
+        );
         let _ = writeln!(s, "\nHow they were reached: \"Your profiler\" below.\n");
         return;
     }
@@ -167,9 +168,7 @@ fn recommendations(s: &mut String, a: &Findings) {
 /// The key figures.
 fn summary(s: &mut String, a: &Findings) {
     let _ = writeln!(s, "## Summary\n");
-    for line in key_lines(a) {
-        let _ = writeln!(s, "- {line}");
-    }
+    lines_after(s, "- ", key_lines(a));
     s.push('\n');
 }
 
@@ -190,9 +189,11 @@ fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
         match rec {
             Ok(rec) => {
                 let _ = writeln!(s, "- {budget} % budget: {}", rec.headline());
-                for line in rec.reasoning.iter().filter(|l| !shared.contains(l)) {
-                    let _ = writeln!(s, "  {line}");
-                }
+                lines_after(
+                    s,
+                    "  ",
+                    rec.reasoning.iter().filter(|l| !shared.contains(l)),
+                );
             }
             Err(e) => {
                 let _ = writeln!(s, "- {budget} % budget: {e}");
@@ -201,9 +202,7 @@ fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     }
     if !shared.is_empty() {
         let _ = writeln!(s, "- Every budget:");
-        for line in shared {
-            let _ = writeln!(s, "  {line}");
-        }
+        lines_after(s, "  ", shared);
     }
     s.push('\n');
 }
@@ -271,9 +270,7 @@ fn skipped(s: &mut String, a: &Findings, kept_with_raw: bool) {
         return;
     }
     let _ = writeln!(s, "## Skipped: raw files removed\n");
-    for line in removed.lines() {
-        let _ = writeln!(s, "- {line}");
-    }
+    lines_after(s, "- ", removed.lines());
     if kept_with_raw {
         let _ = writeln!(
             s,

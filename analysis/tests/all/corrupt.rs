@@ -21,7 +21,7 @@ fn a_garbage_and_a_truncated_events_file_exclude_their_runs_only() {
     let dir = tmp.path().join("r");
     let util_ids = write_results(&dir);
     // Untouched: every util run counts.
-    let out = analysis::write_report(&dir).unwrap();
+    let out = analysis::report_dir(&dir).map(|w| w.dir).unwrap();
     let all = utilisation_runs(&out.join("util.csv"));
     assert_eq!(all, util_ids.len());
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use analysis::plot::{
     Axes, FitLine, PNG_SIZE, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired,
-    plot_vs_freq, plot_vs_freq_axes,
+    plot_vs_freq,
 };
 
 const FREQS: [f64; 7] = [100.0, 250.0, 1000.0, 2500.0, 10_000.0, 25_000.0, 100_000.0];
@@ -120,11 +120,10 @@ fn utilisation_vs_log_frequency_writes_svg_and_png() {
     let (measured, reference, fit) = util_series();
     let paths = plot_vs_freq(
         "Sampling cost: utilisation vs frequency",
-        "sample_freq (Hz)",
-        "handler utilisation (%)",
+        ("sample_freq (Hz)", "handler utilisation (%)"),
         &[measured, reference],
         &[fit],
-        true,
+        Axes::LOG_X,
         &stem,
     )
     .unwrap();
@@ -162,7 +161,7 @@ fn utilisation_on_log_log_axes_shows_the_low_rates() {
     measured.y.push(-0.001);
     measured.y_lo.push(-0.002);
     measured.y_hi.push(0.001);
-    let paths = plot_vs_freq_axes(
+    let paths = plot_vs_freq(
         "Utilisation, log-log",
         ("sample_freq (Hz)", "handler utilisation (%, log scale)"),
         &[measured, reference],
@@ -201,11 +200,10 @@ fn fit_beyond_its_band_is_drawn_dashed_and_noted() {
     fit.band_hi = keep.iter().map(|&i| fit.band_hi[i]).collect();
     let paths = plot_vs_freq(
         "Extrapolated fit",
-        "sample_freq (Hz)",
-        "handler utilisation (%)",
+        ("sample_freq (Hz)", "handler utilisation (%)"),
         &[measured, reference],
         &[fit],
-        true,
+        Axes::LOG_X,
         &stem,
     )
     .unwrap();
@@ -240,11 +238,10 @@ fn loss_vs_linear_frequency_with_error_bars() {
     };
     let paths = plot_vs_freq(
         "Record loss",
-        "sample_freq (Hz)",
-        "loss_pct (%)",
+        ("sample_freq (Hz)", "loss_pct (%)"),
         &[series],
         &[fit],
-        false,
+        Axes::LINEAR,
         &stem,
     )
     .unwrap();
@@ -273,11 +270,10 @@ fn non_positive_x_on_log_axis_is_skipped_and_noted() {
     };
     let paths = plot_vs_freq(
         "Skip",
-        "freq (Hz)",
-        "util (%)",
+        ("freq (Hz)", "util (%)"),
         std::slice::from_ref(&s),
         &[],
-        true,
+        Axes::LOG_X,
         &stem,
     )
     .unwrap();
@@ -294,11 +290,10 @@ fn non_positive_x_on_log_axis_is_skipped_and_noted() {
     };
     let err = plot_vs_freq(
         "Skip",
-        "freq (Hz)",
-        "util (%)",
+        ("freq (Hz)", "util (%)"),
         &[only_zero],
         &[],
-        true,
+        Axes::LOG_X,
         &stem,
     )
     .unwrap_err();
@@ -313,7 +308,7 @@ fn non_positive_x_on_log_axis_is_skipped_and_noted() {
 fn empty_and_bad_vs_freq_input_is_a_clear_error() {
     let (_keep, dir) = out_dir();
     let stem = dir.join("bad");
-    let err = plot_vs_freq("t", "x", "y", &[], &[], true, &stem).unwrap_err();
+    let err = plot_vs_freq("t", ("x", "y"), &[], &[], Axes::LOG_X, &stem).unwrap_err();
     assert!(matches!(err, PlotError::NoData { .. }), "{err:?}");
     assert!(
         err.to_string().contains(&stem.display().to_string()),
@@ -323,7 +318,15 @@ fn empty_and_bad_vs_freq_input_is_a_clear_error() {
 
     let (mut measured, _, fit) = util_series();
     measured.y[3] = f64::NAN;
-    let err = plot_vs_freq("t", "x", "y", &[measured.clone()], &[], true, &stem).unwrap_err();
+    let err = plot_vs_freq(
+        "t",
+        ("x", "y"),
+        &[measured.clone()],
+        &[],
+        Axes::LOG_X,
+        &stem,
+    )
+    .unwrap_err();
     match &err {
         PlotError::NonFinite { what, index, .. } => {
             assert_eq!(*index, 3);
@@ -335,12 +338,12 @@ fn empty_and_bad_vs_freq_input_is_a_clear_error() {
 
     let mut bad_fit = fit;
     bad_fit.slope = f64::INFINITY;
-    let err = plot_vs_freq("t", "x", "y", &[], &[bad_fit], true, &stem).unwrap_err();
+    let err = plot_vs_freq("t", ("x", "y"), &[], &[bad_fit], Axes::LOG_X, &stem).unwrap_err();
     assert!(err.to_string().contains("slope[0] is inf"), "{err}");
 
     let (mut short, _, _) = util_series();
     short.y.pop();
-    let err = plot_vs_freq("t", "x", "y", &[short], &[], true, &stem).unwrap_err();
+    let err = plot_vs_freq("t", ("x", "y"), &[short], &[], Axes::LOG_X, &stem).unwrap_err();
     assert!(matches!(err, PlotError::InvalidData { .. }), "{err:?}");
     assert!(
         err.to_string().contains("y has 6 values but x has 7"),
@@ -524,7 +527,15 @@ fn degenerate_ranges_still_plot() {
         y_hi: vec![0.5],
     };
     let stem = dir.join("one_point");
-    let paths = plot_vs_freq("One point", "f (Hz)", "u (%)", &[one], &[], true, &stem).unwrap();
+    let paths = plot_vs_freq(
+        "One point",
+        ("f (Hz)", "u (%)"),
+        &[one],
+        &[],
+        Axes::LOG_X,
+        &stem,
+    )
+    .unwrap();
     check_outputs(&paths, &stem, &["One point", "single"]);
     // A constant rate of zero and a single phase.
     let flat = PairedTrace {
@@ -595,7 +606,7 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         label_at_end: true,
         ..FitLine::default()
     };
-    let paths = plot_vs_freq_axes(
+    let paths = plot_vs_freq(
         "budget-like",
         ("rate (Hz)", "loss (%)"),
         &[points],

@@ -1,4 +1,4 @@
-//! `write_report` and the CLI on a synthetic results directory with known
+//! `report_dir` and the CLI on a synthetic results directory with known
 //! utilisation and loss: numbers checked, not just files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -37,7 +37,7 @@ fn report_has_known_util_and_loss() {
         None => tmp.path().join("20261123T100000Z-synth"),
     };
     write_results(&dir);
-    let out = analysis::write_report(&dir).unwrap();
+    let out = analysis::report_dir(&dir).map(|w| w.dir).unwrap();
     assert_eq!(out, dir.join("report"));
 
     // Table 1: util = f_kHz x 0.15 %, 1 call per sample, mean 1500 ns.
@@ -222,14 +222,17 @@ fn missing_and_corrupt_files_are_named() {
             && x[0].reason.contains("missing"),
         "{x:?}"
     );
-    analysis::write_report(&dir).unwrap();
+    analysis::report_dir(&dir).map(|w| w.dir).unwrap();
 
     let m = dir.join("manifest.json");
     let text = std::fs::read_to_string(&m)
         .unwrap()
         .replace("\"format_version\": 1", "\"format_version\": 2");
     std::fs::write(&m, text).unwrap();
-    let err = analysis::write_report(&dir).unwrap_err().to_string();
+    let err = analysis::report_dir(&dir)
+        .map(|w| w.dir)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("format_version 2") && err.contains("manifest.json"),
         "{err}"
@@ -363,7 +366,7 @@ fn report_speed_default_sweep() {
     let mut times = Vec::new();
     for _ in 0..5 {
         let t = std::time::Instant::now();
-        analysis::write_report(&dir).unwrap();
+        analysis::report_dir(&dir).map(|w| w.dir).unwrap();
         times.push(t.elapsed().as_secs_f64());
     }
     times.sort_by(f64::total_cmp);

@@ -111,10 +111,10 @@ fn report_html_parses_and_leads_with_the_answer() {
     let tmp = tempfile::tempdir().unwrap();
     let a = tmp.path().join("a");
     write_results(&a);
-    check_page(&analysis::write_report(&a).unwrap());
+    check_page(&analysis::report_dir(&a).map(|w| w.dir).unwrap());
     let g = tmp.path().join("g");
     write_gaps_results(&g, 10.0, false);
-    let g = analysis::write_report(&g).unwrap();
+    let g = analysis::report_dir(&g).map(|w| w.dir).unwrap();
     check_page(&g);
     // Under the answer, the warnings fold; the summary does not.
     let page = std::fs::read_to_string(g.join("report.html")).unwrap();
@@ -145,7 +145,7 @@ fn removed_raw_folders_skip_their_sections_only() {
     // events/ removed: the util table is skipped, the loss table stays.
     let dir = tmp.path().join("u");
     write_results(&dir);
-    let full = analysis::write_report(&dir).unwrap();
+    let full = analysis::report_dir(&dir).map(|w| w.dir).unwrap();
     assert!(
         std::fs::read_to_string(full.join("util.csv"))
             .unwrap()
@@ -189,7 +189,7 @@ fn removed_raw_folders_skip_their_sections_only() {
     );
     assert!(kept.join("handler_durations.svg").exists());
     assert!(md.contains("(with-raw-files/report.md)"), "{md}");
-    assert!(analysis::write_report(&dir).is_ok());
+    assert!(analysis::report_dir(&dir).map(|w| w.dir).is_ok());
     assert_eq!(
         std::fs::read_to_string(kept.join("report.md")).unwrap(),
         full_md
@@ -200,7 +200,7 @@ fn removed_raw_folders_skip_their_sections_only() {
     // with-raw-files/.
     let g = tmp.path().join("g");
     write_gaps_results(&g, 10.0, false);
-    let out = analysis::write_report(&g).unwrap();
+    let out = analysis::report_dir(&g).map(|w| w.dir).unwrap();
     assert!(out.join("per_sample.csv").exists());
     for f in std::fs::read_dir(g.join("gaps")).unwrap() {
         std::fs::remove_file(f.unwrap().path()).unwrap();

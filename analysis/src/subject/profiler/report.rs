@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::format::{fmt_est, table_head};
+use crate::format::{fmt_est, lines_after, table_head};
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
 /// One line per budget answered (the pipeline's,
@@ -92,9 +92,7 @@ pub fn render(t: &ProfilerTable, recs: &[ProfilerRecommendation], cpu: u32) -> S
             }
         );
     }
-    for line in recommendation_lines(recs) {
-        let _ = writeln!(s, "- {line}");
-    }
+    lines_after(&mut s, "- ", recommendation_lines(recs));
     for (id, e) in &t.failed {
         let _ = writeln!(s, "- run {id} failed and is left out: {e}");
     }
