@@ -519,7 +519,7 @@ pub fn expected_run_ns(warmup_walls_ns: &[u64]) -> u64 {
 /// the limit came from).
 fn check_sweep_time(opts: &SweepOptions, origins: &SweepTimeOrigins) -> Result<(), ConfigError> {
     use crate::block::{block, block_text, planned_loop_ns};
-    let runs = block(opts.block_spec())
+    let runs = block(opts.block_spec(), 0)
         .len()
         .saturating_mul(usize::try_from(opts.reps).unwrap_or(usize::MAX));
     let planned_ns = planned_loop_ns(runs, opts.duration_ns);
