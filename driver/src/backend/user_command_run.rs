@@ -52,7 +52,11 @@ impl RealBackend {
             let _ = s.disable();
         }
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let mut row = RunRow::default();
+        let steal_ns = steal_after.saturating_sub(steal_before) * ns_per_tick();
+        let (mut row, result) = match result {
+            Ok(row) => (RunRow { steal_ns, ..row }, Ok(())),
+            Err(e) => (RunRow::default(), Err(e)),
+        };
         let alive = match profiler {
             Some(mut p) => {
                 p.window_ends(&mut row);
@@ -62,25 +66,12 @@ impl RealBackend {
             }
             None => Ok(()),
         };
-        let run = match result {
-            Ok(r) => r,
+        match result {
+            Ok(()) => {}
             Err(CommandError::Interrupted) => return Err(RunError::Interrupted),
             Err(e) => return Err(failed(e)),
-        };
+        }
         alive?;
-        let mut row = RunRow {
-            iterations: 1,
-            wall_ns: run.wall_ns,
-            nvcsw: run.nvcsw,
-            nivcsw: run.nivcsw,
-            wait_ns: run.wait_ns,
-            user_ns: run.user_ns,
-            sys_ns: run.sys_ns,
-            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
-            started_at_ns: run.started_at_ns,
-            ended_at_ns: run.ended_at_ns,
-            ..row
-        };
         let sampled = sampler
             .map(|s| s.finish(&mut row))
             .transpose()
