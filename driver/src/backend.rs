@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::config::{Sampling, ScopeName, Subject, SweepOptions};
-use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
+use crate::exec::{Backend, RunError, RunOutcome, RunSpec};
 use crate::plan::{PlannedRun, RunKind, opens_sampler};
 use crate::results::PhaseRow;
 use crate::results::RunRow;
@@ -329,16 +329,7 @@ impl RunOutcome {
         };
         RunOutcome {
             window_from_ns: s.enabled_from_ns,
-            intervals: s
-                .intervals
-                .iter()
-                .map(|i| Interval {
-                    cpu: i.cpu,
-                    entry_ns: i.entry_ns,
-                    duration_ns: i.duration_ns,
-                    source: i.source.as_str(),
-                })
-                .collect(),
+            intervals: s.intervals,
             ..RunOutcome::default()
         }
     }
