@@ -1,8 +1,11 @@
-//! One randomised block's planned runs, from the options' lists: what the
-//! plan shuffles and numbers, and what the options' validation counts (a
-//! leaf that imports no options, so `config` counts the plan's runs
-//! without the plan). A [`PlannedRun`] is one run, as in the manifest.
+//! The planned runs, from the options' lists, in randomised blocks: what a
+//! sweep runs, and what the options' validation counts (a leaf that
+//! imports no options, so `config` counts the plan's runs without
+//! `plan`). A [`PlannedRun`] is one run, as in the manifest.
 
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
 use results_format::{Design, RunKind};
 use serde::{Deserialize, Serialize};
 use workload::work::WorkKind;
@@ -19,11 +22,12 @@ pub struct BlockSpec<'a> {
     pub util: bool,
 }
 
-/// One block's runs (repetition `rep`) before shuffling and numbering:
-/// per work kind, per design, each frequency with each sample contents
-/// (0 Hz once, with the first contents), then one util run per frequency
-/// above 0 and contents.
-pub fn block(spec: BlockSpec<'_>, rep: u32) -> Vec<PlannedRun> {
+/// The plan: `reps` randomised blocks, each holding per work kind, per
+/// design, each frequency with each sample contents (0 Hz once, with the
+/// first contents), then one util run per frequency above 0 and contents;
+/// each block shuffled with a ChaCha8 RNG seeded from `seed` (the same
+/// seed gives the same plan), the runs numbered in execution order.
+pub fn plan(spec: BlockSpec<'_>, reps: u32, seed: u64) -> Vec<PlannedRun> {
     let first = spec
         .contents
         .first()
@@ -34,42 +38,51 @@ pub fn block(spec: BlockSpec<'_>, rep: u32) -> Vec<PlannedRun> {
     } else {
         spec.workloads
     };
-    let mut block = Vec::new();
-    let mut push = |kind, design, contents, workload: WorkKind, freq_hz| {
-        block.push(PlannedRun {
-            run_id: 0,
-            kind,
-            design,
-            freq_hz,
-            contents,
-            workload,
-            rep,
-            block: rep,
-        });
-    };
-    for &w in workloads {
-        for &design in spec.designs {
-            for &f in spec.rates_hz {
-                if f == 0 {
-                    push(RunKind::Loss, design, first, w, f);
-                    continue;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut plan = Vec::new();
+    for rep in 0..reps {
+        let mut block = Vec::new();
+        let mut push = |kind, design, contents, workload: WorkKind, freq_hz| {
+            block.push(PlannedRun {
+                run_id: 0,
+                kind,
+                design,
+                freq_hz,
+                contents,
+                workload,
+                rep,
+                block: rep,
+            });
+        };
+        for &w in workloads {
+            for &design in spec.designs {
+                for &f in spec.rates_hz {
+                    if f == 0 {
+                        push(RunKind::Loss, design, first, w, f);
+                        continue;
+                    }
+                    for &c in spec.contents {
+                        push(RunKind::Loss, design, c, w, f);
+                    }
                 }
-                for &c in spec.contents {
-                    push(RunKind::Loss, design, c, w, f);
+            }
+            if spec.util {
+                // Util runs do not depend on the design; tag them with the first one.
+                let design = spec.designs.first().copied().unwrap_or(Design::Classic);
+                for &f in spec.rates_hz.iter().filter(|&&f| f > 0) {
+                    for &c in spec.contents {
+                        push(RunKind::Util, design, c, w, f);
+                    }
                 }
             }
         }
-        if spec.util {
-            // Util runs do not depend on the design; tag them with the first one.
-            let design = spec.designs.first().copied().unwrap_or(Design::Classic);
-            for &f in spec.rates_hz.iter().filter(|&&f| f > 0) {
-                for &c in spec.contents {
-                    push(RunKind::Util, design, c, w, f);
-                }
-            }
-        }
+        block.shuffle(&mut rng);
+        plan.extend(block);
     }
-    block
+    for (run_id, run) in (0u32..).zip(plan.iter_mut()) {
+        run.run_id = run_id;
+    }
+    plan
 }
 
 /// One planned run, as in the manifest's `plan`.

@@ -17,7 +17,6 @@
 //! - one `util` run per frequency > 0 (handler tracepoints on), whatever the
 //!   design, unless util runs are switched off.
 
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -38,20 +37,10 @@ pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
 
 pub mod judge;
 
-/// Builds the plan of a sweep: `reps` randomised blocks, numbered in
-/// execution order.
+/// Builds the plan of a sweep: `reps` randomised blocks of its lists,
+/// shuffled from its seed ([`crate::block::plan`]).
 pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut plan = Vec::new();
-    for rep in 0..opts.reps {
-        let mut block = crate::block::block(opts.block_spec(), rep);
-        block.shuffle(&mut rng);
-        plan.extend(block);
-    }
-    for (run_id, run) in (0u32..).zip(plan.iter_mut()) {
-        run.run_id = run_id;
-    }
-    plan
+    crate::block::plan(opts.block_spec(), opts.reps, opts.seed)
 }
 
 /// A paired run's phases: a settling period with sampling off, then
