@@ -21,6 +21,7 @@ use driver::contents::SampleContents;
 use driver::handler::HandlerSource;
 use driver::perf::attr::sample;
 use driver::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome};
+use results_format::RunRow;
 
 fn spin(cpu: u32, secs: f64) {
     let mut set = rustix::thread::CpuSet::new();
@@ -47,8 +48,8 @@ fn run() -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let soak = Soak::parse(&args)?;
-    let (o, finish_s) = soak.measure()?;
-    soak.print(&o, finish_s);
+    let (r, o, finish_s) = soak.measure()?;
+    soak.print(&r, &o, finish_s);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,7 +97,7 @@ impl Soak {
     /// Opens the sampler, starts the busy loop, samples it for `secs` and
     /// finishes the sampler; returns what it measured and how long
     /// finishing took, s.
-    fn measure(&self) -> anyhow::Result<(SamplerOutcome, f64)> {
+    fn measure(&self) -> anyhow::Result<(RunRow, SamplerOutcome, f64)> {
         let s = Sampler::open(&self.cfg)?;
         // /proc/self/exe, not current_exe(): the running binary even when a
         // rebuild has replaced the file at its path (as the driver does).
@@ -112,14 +113,15 @@ impl Soak {
         std::thread::sleep(Duration::from_secs_f64(self.secs));
         s.disable()?;
         let t = Instant::now();
-        let o = s.finish()?;
+        let mut r = RunRow::default();
+        let o = s.finish(&mut r)?;
         let finish_s = t.elapsed().as_secs_f64();
         let _ = child.wait();
-        Ok((o, finish_s))
+        Ok((r, o, finish_s))
     }
 
     /// Prints the outcome, one `name value` line each.
-    fn print(&self, o: &SamplerOutcome, finish_s: f64) {
+    fn print(&self, r: &RunRow, o: &SamplerOutcome, finish_s: f64) {
         let (secs, freq, cpu) = (self.secs, self.freq, self.cpu);
         let of = |src: HandlerSource| -> Vec<u64> {
             o.intervals
@@ -133,11 +135,11 @@ impl Soak {
         println!("freq_hz                 {freq}");
         println!("measured_cpu            {cpu}");
         println!("ring_mib                {}", o.ring_bytes >> 20);
-        println!("enabled_ns              {}", o.enabled_ns);
-        println!("samples                 {}", o.samples);
+        println!("enabled_ns              {}", r.window_ns);
+        println!("samples                 {}", r.samples);
         println!(
             "achieved_hz             {:.0}",
-            o.samples as f64 / (o.enabled_ns as f64 / 1e9)
+            r.samples as f64 / (r.window_ns as f64 / 1e9)
         );
         println!("sample_contents         {}", self.cfg.contents);
         println!(
@@ -155,20 +157,20 @@ impl Soak {
             lt.len(),
             median(lt.clone())
         );
-        println!("unmatched               {}", o.unmatched);
-        println!("foreign_intervals       {}", o.foreign_intervals);
-        println!("duplicates              {}", o.duplicates);
+        println!("unmatched               {}", r.unmatched);
+        println!("foreign_intervals       {}", r.foreign_intervals);
+        println!("duplicates              {}", r.duplicates);
         println!(
             "lost                    {} (LOST records {}, PERF_FORMAT_LOST {})",
-            o.lost, o.lost_records, o.lost_read
+            r.lost, o.lost_records, o.lost_read
         );
-        println!("lost_samples            {}", o.lost_samples);
-        println!("throttled/unthrottled   {}/{}", o.throttled, o.unthrottled);
+        println!("lost_samples            {}", r.lost_samples);
+        println!("throttled/unthrottled   {}/{}", r.throttled, r.unthrottled);
         println!("drained_bytes           {}", o.drained_bytes);
-        println!("drained_in_window_bytes {}", o.drained_in_window_bytes);
+        println!("drained_in_window_bytes {}", r.decoded_while_sampling_bytes);
         println!(
             "window_cpu_s            {:.4}   <- the driver's CPU while sampling",
-            o.window_cpu_ns as f64 / 1e9
+            r.driver_cpu_sampling_ns as f64 / 1e9
         );
         println!(
             "drain_cpu_s             {:.4}   (drain thread in all, decoding after the run included)",

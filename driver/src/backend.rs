@@ -12,11 +12,12 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::config::{Sampling, Subject};
-use crate::exec::{Backend, Interval, RunError, RunOutcome, RunSpec};
+use crate::config::{Sampling, ScopeName, Subject, SweepOptions};
+use crate::exec::{Backend, RunError, RunOutcome, RunSpec};
+use crate::plan::{PlannedRun, RunKind, opens_sampler};
 use crate::results::PhaseRow;
 use crate::results::RunRow;
-use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome};
+use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome, Scope};
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use crate::system::quiet::{QuietReport, wait_quiet};
 use workload::clock::monotonic_raw_ns;
@@ -47,11 +48,57 @@ fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
 }
 
-pub(crate) use crate::plan::{opens_sampler, sampler_config_for};
+/// The sampler a planned run opens (None: it opens none, see
+/// [`opens_sampler`]): the backend's at run time, and the rings' limits
+/// check's before the first run (with `pid` 0).
+pub(crate) fn sampler_config(
+    event: EventKind,
+    drain_cpu: Option<u32>,
+    run: &PlannedRun,
+    opts: &SweepOptions,
+    pid: u32,
+) -> Option<SamplerConfig> {
+    if !opens_sampler(run, opts) {
+        return None;
+    }
+    let trace_handler = run.kind == RunKind::Util;
+    Some(SamplerConfig {
+        scope: match opts.scope {
+            ScopeName::Cpu => Scope::Cpu,
+            ScopeName::System => Scope::System,
+            ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
+        },
+        contents: run.contents,
+        trace_handler,
+        trace_irq: trace_handler && !event.is_hardware(),
+        drain_cpu,
+        // Rings that hold the whole run: nothing is decoded while it runs.
+        expected_duration: Some(Duration::from_nanos(opts.duration_ns)),
+        ..SamplerConfig::new(event, run.freq_hz, opts.cpu)
+    })
+}
+
+/// The sampler configuration of every planned run that opens one, by run
+/// id (`pid` 0), for the rings' limits check before the first run.
+pub(crate) fn plan_configs(
+    plan: &[PlannedRun],
+    opts: &SweepOptions,
+    event: EventKind,
+    drain_cpu: Option<u32>,
+) -> Vec<(u32, SamplerConfig)> {
+    plan.iter()
+        .filter_map(|r| Some((r.run_id, sampler_config(event, drain_cpu, r, opts, 0)?)))
+        .collect()
+}
 
 impl RealBackend {
-    fn sampler_config(&self, spec: &RunSpec<'_>, pid: u32) -> SamplerConfig {
-        sampler_config_for(self.event, self.drain_cpu, spec.run, spec.opts, pid)
+    /// The sampler of `spec`'s run, open and disabled (None: the run opens
+    /// none); `pid` the workload's, for task scope.
+    fn open_sampler(&self, spec: &RunSpec<'_>, pid: u32) -> Result<Option<Sampler>, RunError> {
+        sampler_config(self.event, self.drain_cpu, spec.run, spec.opts, pid)
+            .map(|cfg| Sampler::open(&cfg))
+            .transpose()
+            .map_err(|e| failed(format!("cannot open the sampler: {e}")))
     }
 }
 
@@ -84,12 +131,7 @@ impl Backend for RealBackend {
         let sampled = self.sample_loop(spec, loop_run, interrupt)?;
         let out_text = w.stdout.join().unwrap_or_default();
         let err_text = w.stderr.join().unwrap_or_default();
-        workload_outcome(
-            sampled,
-            RunRow::default(),
-            (out_text, &err_text),
-            files.gaps.as_deref(),
-        )
+        workload_outcome(sampled, (out_text, &err_text), files.gaps.as_deref())
     }
 }
 
@@ -150,16 +192,14 @@ struct LoopRun<'a> {
 struct Sampled {
     /// How the workload exited.
     status: std::process::ExitStatus,
-    /// What the sampler measured (None: the run opened none).
+    /// The row's columns measured around the loop: its steal time and
+    /// window (CLOCK_MONOTONIC_RAW from the sampler's open to the
+    /// workload's exit), with what the sampler (or the profiler) measured.
+    row: RunRow,
+    /// The rest of what the sampler measured (None: the run opened none).
     sampler: Option<SamplerOutcome>,
     /// The paired design's phases, with their samples counted.
     phases: Vec<PhaseRow>,
-    /// Steal time of the measured CPU over the run, ns.
-    steal_ns: u64,
-    /// CLOCK_MONOTONIC_RAW once the sampler was open, ns.
-    started_at_ns: u64,
-    /// CLOCK_MONOTONIC_RAW once the workload had exited, ns.
-    ended_at_ns: u64,
 }
 
 impl RealBackend {
@@ -178,12 +218,7 @@ impl RealBackend {
         let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         // Paired runs at 0 Hz (the null control) open a sampler that never
         // fires and toggle it like the others.
-        let sampler = if opens_sampler(spec.run, spec.opts) {
-            let cfg = self.sampler_config(spec, pid);
-            Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
-        } else {
-            None
-        };
+        let sampler = self.open_sampler(spec, pid)?;
         let started_at_ns = monotonic_raw_ns();
         let mut phases = Vec::new();
         if spec.phases.is_empty() {
@@ -200,31 +235,33 @@ impl RealBackend {
         let status = wait_end(guard, reader, sampler.as_ref(), opts.duration_ns, interrupt)?;
         let ended_at_ns = monotonic_raw_ns();
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let sampler = match sampler {
-            Some(s) => Some(s.finish().map_err(|e| failed(format!("sampler: {e}")))?),
-            None => None,
+        let mut row = RunRow {
+            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            started_at_ns,
+            ended_at_ns,
+            ..RunRow::default()
         };
+        let sampler = sampler
+            .map(|s| s.finish(&mut row))
+            .transpose()
+            .map_err(|e| failed(format!("sampler: {e}")))?;
         if let Some(o) = &sampler {
             phase_samples(&mut phases, &o.sample_times_ns);
         }
         Ok(Sampled {
             status,
+            row,
             sampler,
             phases,
-            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
-            started_at_ns,
-            ended_at_ns,
         })
     }
 }
 
 /// The run's outcome from the workload's exit, its run summary (`out_text`, its
-/// stdout), its timeline (gaps design) and what the sampler measured, over
-/// the columns already `measured` (a profiler's cost); a failure quotes the
-/// workload's stderr (`err_text`).
+/// stdout), its timeline (gaps design) and what was measured while it ran
+/// (`sampled`); a failure quotes the workload's stderr (`err_text`).
 fn workload_outcome(
     sampled: Sampled,
-    measured: RunRow,
     (out_text, err_text): (String, &str),
     gaps_file: Option<&Path>,
 ) -> Result<RunOutcome, RunError> {
@@ -242,8 +279,7 @@ fn workload_outcome(
 
     let sample_times: &[u64] = sampled.sampler.as_ref().map_or(&[], |s| &s.sample_times_ns);
     let timeline = read_timeline(&summary, gaps_file, sample_times)?;
-
-    let mut o = RunOutcome {
+    Ok(RunOutcome {
         row: RunRow {
             iterations: summary.iterations,
             wall_ns: summary.wall_ns,
@@ -253,20 +289,13 @@ fn workload_outcome(
             user_ns: summary.user_ns,
             sys_ns: summary.sys_ns,
             overrun_ns: u64::try_from(summary.overrun_ns).unwrap_or(0),
-            steal_ns: sampled.steal_ns,
-            started_at_ns: sampled.started_at_ns,
-            ended_at_ns: sampled.ended_at_ns,
-            ..measured
+            ..sampled.row
         },
         phases: sampled.phases,
         workload_json: out_text,
         timeline,
-        ..RunOutcome::default()
-    };
-    if let Some(s) = sampled.sampler {
-        o.sampled(&s);
-    }
-    Ok(o)
+        ..RunOutcome::sampled(sampled.sampler)
+    })
 }
 
 /// The gaps design's timeline of a run: the workload's gaps file matched
@@ -292,39 +321,16 @@ fn read_timeline(
 }
 
 impl RunOutcome {
-    /// What the sampler measured, into the run's row and intervals.
-    fn sampled(&mut self, s: &SamplerOutcome) {
-        let (row, c) = (&mut self.row, &s.contents);
-        row.window_ns = s.enabled_ns;
-        row.samples = s.samples;
-        row.samples_all_cpus = s.samples_all_cpus;
-        row.throttled = s.throttled;
-        row.unthrottled = s.unthrottled;
-        row.lost = s.lost;
-        row.lost_samples = s.lost_samples;
-        row.duplicates = s.duplicates;
-        row.unmatched = s.unmatched;
-        row.foreign_intervals = s.foreign_intervals;
-        row.driver_cpu_sampling_ns = s.window_cpu_ns;
-        row.decoded_while_sampling_bytes = s.drained_in_window_bytes;
-        let per_sample = |sum: u64| (c.samples > 0).then(|| sum as f64 / c.samples as f64);
-        if c.callchains > 0 {
-            row.callchain_mean = per_sample(c.callchain_entries);
+    /// An outcome with the window and handler intervals of what the
+    /// sampler measured (none without a sampler).
+    fn sampled(s: Option<SamplerOutcome>) -> RunOutcome {
+        let Some(s) = s else {
+            return RunOutcome::default();
+        };
+        RunOutcome {
+            window_from_ns: s.enabled_from_ns,
+            intervals: s.intervals,
+            ..RunOutcome::default()
         }
-        if c.stack_copies > 0 {
-            row.stack_user_mean_bytes = per_sample(c.stack_user_bytes);
-            row.stack_dyn_mean_bytes = per_sample(c.stack_dyn_bytes);
-        }
-        self.window_from_ns = s.enabled_from_ns;
-        self.intervals = s
-            .intervals
-            .iter()
-            .map(|i| Interval {
-                cpu: i.cpu,
-                entry_ns: i.entry_ns,
-                duration_ns: i.duration_ns,
-                source: i.source.as_str(),
-            })
-            .collect();
     }
 }

@@ -13,6 +13,7 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::{Subject, SweepOptions};
+use crate::handler::HandlerInterval;
 use crate::plan::{PhaseSchedule, PlannedRun, RunKind, phase_schedule};
 use crate::results::{Manifest, PhaseRow, ResultsDir, ResultsError, RunRow};
 use crate::system::quiet::QuietReport;
@@ -39,20 +40,6 @@ pub const NOISY_NIVCSW_PER_S: f64 = 10.0;
 /// The sweep stops after this many failed runs in a row (something
 /// systematic, e.g. perf refused, rather than a one-off crash).
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
-
-/// One handler interval (one row of `events/run-<id>.parquet`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Interval {
-    /// CPU the handler ran on.
-    pub cpu: u32,
-    /// Entry, CLOCK_MONOTONIC_RAW ns.
-    pub entry_ns: u64,
-    /// exit - entry, ns.
-    pub duration_ns: u64,
-    /// `nmi`, `hrtimer` or `local_timer` (static: a 100 kHz util run has
-    /// two million intervals, and one allocation each showed in profiles).
-    pub source: &'static str,
-}
 
 /// What the backend is asked to run.
 #[derive(Debug, Clone)]
@@ -85,8 +72,9 @@ pub struct RunOutcome {
     /// Where the sampling window started, CLOCK_MONOTONIC_RAW ns (0: not
     /// known; only a thinned util run's `raw_kept_ns` needs it).
     pub window_from_ns: u64,
-    /// Handler intervals (util runs).
-    pub intervals: Vec<Interval>,
+    /// Handler intervals (util runs; one row each of
+    /// `events/run-<id>.parquet`).
+    pub intervals: Vec<HandlerInterval>,
     /// Phases (paired runs); `run_id`/`freq_hz` are filled by the executor.
     pub phases: Vec<PhaseRow>,
     /// The workload's run summary (its own JSON).
@@ -126,7 +114,8 @@ pub trait Backend {
 
 /// Writes a util run's intervals (`events/run-<id>.parquet`); pluggable so
 /// tests need not write parquet.
-pub type IntervalWriter<'a> = &'a dyn Fn(&std::path::Path, &[Interval]) -> Result<(), String>;
+pub type IntervalWriter<'a> =
+    &'a dyn Fn(&std::path::Path, &[HandlerInterval]) -> Result<(), String>;
 
 /// A fatal executor error: the sweep stops (data written so far stays).
 #[derive(Debug, thiserror::Error)]

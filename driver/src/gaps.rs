@@ -58,12 +58,12 @@ pub fn timeline_outcome(
     let episodes = join_episodes(&mut gaps);
     let times = samples_in_loop(report, sample_times_ns);
     let matched = match_times(&episodes, &times);
-    let counts = MatchCounts::of(&episodes, &matched);
+    let row = timeline_row(report, &episodes, &matched);
     TimelineOutcome {
         gaps,
         sample_times_ns: times,
         sample_episodes: matched,
-        row: timeline_row(report, &counts),
+        row,
         recovery: recovery_rows(report),
     }
 }
@@ -79,57 +79,21 @@ fn samples_in_loop(report: &TimelineReport, sample_times_ns: &[u64]) -> Vec<u64>
     times
 }
 
-/// How the samples matched the episodes.
-struct MatchCounts {
-    /// Episodes (joined gaps).
-    episodes: u64,
-    /// Samples in the loop's window.
-    samples: u64,
-    /// Of those, in an episode.
-    matched_samples: u64,
-    /// Of those, in none.
-    unmatched_samples: u64,
-    /// Episodes holding at least one sample.
-    matched_episodes: u64,
-    /// Their excess time, ns.
-    matched_excess_ns: u64,
-}
-
-impl MatchCounts {
-    /// Counts from the episodes and each sample's episode (-1: none).
-    fn of(episodes: &[Episode], matched: &[i64]) -> MatchCounts {
-        let mut hit = vec![false; episodes.len()];
-        for &m in matched {
-            if let Some(h) = usize::try_from(m).ok().and_then(|i| hit.get_mut(i)) {
-                *h = true;
-            }
-        }
-        let matched_excess_ns: u64 = episodes
-            .iter()
-            .zip(&hit)
-            .filter(|(_, h)| **h)
-            .map(|(e, _)| e.excess_ns)
-            .sum();
-        let samples = matched.len() as u64;
-        let matched_samples = matched.iter().filter(|&&m| m >= 0).count() as u64;
-        MatchCounts {
-            episodes: episodes.len() as u64,
-            samples,
-            matched_samples,
-            unmatched_samples: samples - matched_samples,
-            matched_episodes: hit.iter().filter(|&&h| h).count() as u64,
-            matched_excess_ns,
-        }
-    }
-}
-
 /// The timeline.csv row: the workload's report, the match counts and the
 /// workload's warnings. Too many samples in no gap is not among them: the
 /// row's counts hold it, the analysis warns of it from them, and the
 /// driver logs it (`TimelineRow::unmatched_warning`).
-fn timeline_row(report: &TimelineReport, c: &MatchCounts) -> TimelineRow {
-    let (samples, unmatched_samples) = (c.samples, c.unmatched_samples);
-    let warnings = report.warnings.clone();
+fn timeline_row(report: &TimelineReport, episodes: &[Episode], matched: &[i64]) -> TimelineRow {
+    // Episodes holding at least one sample (`matched`: each sample's
+    // episode, -1 for none).
+    let mut hit = vec![false; episodes.len()];
+    for &m in matched {
+        if let Some(h) = usize::try_from(m).ok().and_then(|i| hit.get_mut(i)) {
+            *h = true;
+        }
+    }
+    let samples = matched.len() as u64;
+    let matched_samples = matched.iter().filter(|&&m| m >= 0).count() as u64;
     TimelineRow {
         stamp_chunk_iterations: report.stamp_chunk_iterations,
         stamp_chunk_ns: report.stamp_chunk_ns,
@@ -140,14 +104,19 @@ fn timeline_row(report: &TimelineReport, c: &MatchCounts) -> TimelineRow {
         tsc_per_ns: report.tsc_per_ns,
         gaps: report.gaps,
         gaps_dropped: report.gaps_dropped,
-        episodes: c.episodes,
+        episodes: episodes.len() as u64,
         gap_time_ns: report.gap_time_ns,
         samples,
-        matched_samples: c.matched_samples,
-        unmatched_samples,
-        matched_episodes: c.matched_episodes,
-        matched_excess_ns: c.matched_excess_ns,
-        warnings: warnings.join("; "),
+        matched_samples,
+        unmatched_samples: samples - matched_samples,
+        matched_episodes: hit.iter().filter(|&&h| h).count() as u64,
+        matched_excess_ns: episodes
+            .iter()
+            .zip(&hit)
+            .filter(|(_, h)| **h)
+            .map(|(e, _)| e.excess_ns)
+            .sum(),
+        warnings: report.warnings.join("; "),
         ..TimelineRow::default()
     }
 }

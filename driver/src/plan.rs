@@ -17,17 +17,10 @@
 //! - one `util` run per frequency > 0 (handler tracepoints on), whatever the
 //!   design, unless util runs are switched off.
 
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-use std::time::Duration;
-
-use crate::config::{Design, Sampling, ScopeName, SweepOptions};
-use crate::contents::SampleContents;
-use crate::sampler::{EventKind, SamplerConfig, Scope};
-use workload::work::WorkKind;
+use crate::config::{Sampling, SweepOptions};
 
 pub use results_format::RunKind;
 
@@ -42,84 +35,12 @@ pub(crate) fn opens_sampler(run: &PlannedRun, opts: &SweepOptions) -> bool {
         && (run.freq_hz > 0 || (run.design.has_phases() && run.kind == RunKind::Loss))
 }
 
-/// The sampler a planned run opens: the backend's at run time, and the
-/// rings' limits check's before the first run (with `pid` 0), which so
-/// imports no backend.
-pub(crate) fn sampler_config_for(
-    event: EventKind,
-    drain_cpu: Option<u32>,
-    run: &PlannedRun,
-    opts: &SweepOptions,
-    pid: u32,
-) -> SamplerConfig {
-    let mut cfg = SamplerConfig::new(event, run.freq_hz, opts.cpu);
-    cfg.scope = match opts.scope {
-        ScopeName::Cpu => Scope::Cpu,
-        ScopeName::System => Scope::System,
-        ScopeName::Task => Scope::Task(i32::try_from(pid).unwrap_or(0)),
-    };
-    cfg.contents = run.contents;
-    cfg.trace_handler = run.kind == RunKind::Util;
-    cfg.trace_irq = cfg.trace_handler && !event.is_hardware();
-    cfg.drain_cpu = drain_cpu;
-    // Rings that hold the whole run: nothing is decoded while it runs.
-    cfg.expected_duration = Some(Duration::from_nanos(opts.duration_ns));
-    cfg
-}
-
 pub mod judge;
 
-/// One planned run, as in the manifest's `plan`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedRun {
-    /// Index in the plan (= execution order).
-    pub run_id: u32,
-    /// loss or util.
-    pub kind: RunKind,
-    /// classic or paired.
-    pub design: Design,
-    /// Requested sample_freq; 0 = no sampling event.
-    pub freq_hz: u64,
-    /// What each sample carries (at 0 Hz: the sweep's first contents).
-    /// Plans written before contents were a dimension ran with `time`.
-    #[serde(default = "legacy_contents", rename = "sample")]
-    pub contents: SampleContents,
-    /// What the workload's loop does (plans before kinds existed: loop).
-    #[serde(default)]
-    pub workload: WorkKind,
-    /// Repetition, 0-based.
-    pub rep: u32,
-    /// Randomised block (= repetition).
-    pub block: u32,
-}
-
-fn legacy_contents() -> SampleContents {
-    SampleContents::Time
-}
-
-/// Builds the plan of a sweep: `reps` randomised blocks.
+/// Builds the plan of a sweep: `reps` randomised blocks of its lists,
+/// shuffled from its seed ([`crate::block::plan`]).
 pub fn build_plan(opts: &SweepOptions) -> Vec<PlannedRun> {
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut plan = Vec::new();
-    let mut run_id = 0u32;
-    for rep in 0..opts.reps {
-        let mut block = crate::block::block(opts.block_spec());
-        block.shuffle(&mut rng);
-        for (kind, design, contents, workload, freq_hz) in block {
-            plan.push(PlannedRun {
-                run_id,
-                kind,
-                design,
-                freq_hz,
-                contents,
-                workload,
-                rep,
-                block: rep,
-            });
-            run_id += 1;
-        }
-    }
-    plan
+    crate::block::plan(opts.block_spec(), opts.reps, opts.seed)
 }
 
 /// A paired run's phases: a settling period with sampling off, then
@@ -179,7 +100,7 @@ pub fn planned_ns(plan: &[PlannedRun], duration_ns: u64) -> u64 {
         .saturating_mul(duration_ns)
 }
 
-pub use crate::block::{BlockSpec, block_text, planned_loop_ns};
+pub use crate::block::{BlockSpec, PlannedRun, block_text, planned_loop_ns};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -201,7 +122,8 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::config::{FlagSettings, SweepOptions};
+    use crate::config::{Design, FlagSettings, SweepOptions};
+    use crate::contents::SampleContents;
 
     fn opts(seed: u64, designs: &str) -> SweepOptions {
         let f = FlagSettings::from_args(&[

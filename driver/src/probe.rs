@@ -345,16 +345,17 @@ pub fn self_test(
     stop.store(true, Ordering::Relaxed);
     let _ = spinner.join();
     res?;
-    let out = s.finish()?;
+    let mut row = results_format::RunRow::default();
+    let out = s.finish(&mut row)?;
     let mut durs: Vec<u64> = out.intervals.iter().map(|i| i.duration_ns).collect();
     durs.sort_unstable();
     Ok(SelfTest {
         event: event.as_str().into(),
         freq_hz,
         cpu,
-        samples: out.samples,
+        samples: row.samples,
         handler_intervals: out.intervals.len() as u64,
-        lost: out.lost,
+        lost: row.lost,
         median_handler_ns: durs.get(durs.len() / 2).copied(),
         error: None,
     })

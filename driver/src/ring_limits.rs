@@ -19,10 +19,7 @@
 //! run maps and opens, `refusal` words a refusal with its numbers and
 //! fixes; [`fit`] here puts them together.
 
-use crate::config::SweepOptions;
-use crate::plan::PlannedRun;
-use crate::plan::{opens_sampler, sampler_config_for};
-use crate::sampler::{EventKind, SamplerConfig};
+use crate::sampler::SamplerConfig;
 
 pub(crate) mod host;
 mod need;
@@ -85,19 +82,6 @@ impl RingFit {
     }
 }
 
-/// The sampler configuration of every planned run that opens one.
-pub fn plan_configs(
-    plan: &[PlannedRun],
-    opts: &SweepOptions,
-    event: EventKind,
-    drain_cpu: Option<u32>,
-) -> Vec<(u32, SamplerConfig)> {
-    plan.iter()
-        .filter(|r| opens_sampler(r, opts))
-        .map(|r| (r.run_id, sampler_config_for(event, drain_cpu, r, opts, 0)))
-        .collect()
-}
-
 /// How much the rings may lock on this host.
 struct MemoryLimit {
     /// The lock limit (None: no lock limit applies).
@@ -125,7 +109,8 @@ impl MemoryLimit {
     }
 }
 
-/// Checks the plan's runs (from [`plan_configs`]) against the host.
+/// Checks the plan's runs (their samplers' configurations, by run id)
+/// against the host.
 pub fn fit(
     configs: &[(u32, SamplerConfig)],
     limits: &HostLimits,

@@ -31,7 +31,7 @@
 //! 100 kHz with all four tracepoints for 10 s (examples/soak.rs): decoding
 //! online from 16 MiB rings cost the drain thread 0.26-0.35 s of CPU during
 //! the run; with rings that hold the run the driver's CPU while sampling
-//! ([`SamplerOutcome::window_cpu_ns`]) is 7-10 ms.
+//! (`driver_cpu_sampling_ns` of its row) is 7-10 ms.
 //! Decoding pairs entry/exit records into compact pairs; telling our handler
 //! intervals from other perf users' happens in [`Sampler::finish`] (see
 //! [`crate::handler`]).
@@ -48,6 +48,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use workload::clock::monotonic_raw_ns;
 
+use results_format::RunRow;
 use serde::Serialize;
 
 use crate::contents::SampleContents;
@@ -70,48 +71,23 @@ use open::*;
 use sampling_event::*;
 pub use sampling_event::{NEVER_FIRES_PERIOD, resolve_event};
 
-/// Everything a finished session measured.
+/// What a finished session measured besides the run's row (its columns
+/// are written by [`Sampler::finish`] into the row it is given).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SamplerOutcome {
     /// The sampling event.
     pub event: EventKind,
-    /// Samples on the measured CPU (all CPUs for Task scope).
-    pub samples: u64,
-    /// Samples on all CPUs.
-    pub samples_all_cpus: u64,
     /// CLOCK_MONOTONIC_RAW timestamps of samples on the measured CPU (sorted).
     pub sample_times_ns: Vec<u64>,
-    /// Time the sampling event was enabled (read() time_enabled of the
-    /// measured CPU's event; own clock for Task scope).
-    pub enabled_ns: u64,
     /// When it was first enabled, CLOCK_MONOTONIC_RAW ns (the clock of the
-    /// records): a window enabled once is `[enabled_from_ns, + enabled_ns)`.
+    /// records): a window enabled once is `[enabled_from_ns, +
+    /// row.window_ns)`.
     pub enabled_from_ns: u64,
-    /// max(LOST records sum, PERF_FORMAT_LOST sum).
-    pub lost: u64,
-    /// Sum of PERF_RECORD_LOST_SAMPLES.
-    pub lost_samples: u64,
-    /// PERF_RECORD_THROTTLE records.
-    pub throttled: u64,
-    /// PERF_RECORD_UNTHROTTLE records.
-    pub unthrottled: u64,
-    /// Duplicated samples or tracepoint records dropped.
-    pub duplicates: u64,
     /// Our handler intervals, sorted by entry.
     pub intervals: Vec<HandlerInterval>,
-    /// Handler entries or exits that could not be paired.
-    pub unmatched: u64,
-    /// Handler intervals of other perf users (dropped).
-    pub foreign_intervals: u64,
     /// CPU time of the drain thread, from its start to its end (including
     /// the decoding after the run).
     pub drain_cpu_ns: u64,
-    /// CPU time of this whole process (every thread) while sampling was
-    /// enabled: the driver's own cost during the run.
-    pub window_cpu_ns: u64,
-    /// Bytes decoded while sampling was enabled (0 when the rings held the
-    /// whole run and nobody asked for a synced count).
-    pub drained_in_window_bytes: u64,
     /// Ring data size per CPU actually mapped.
     pub ring_bytes: usize,
     /// LOST records sum alone.
@@ -347,8 +323,11 @@ impl Sampler {
     }
 
     /// Disables everything, drains a last time, stops the thread and pairs
-    /// the handler intervals.
-    pub fn finish(mut self) -> Result<SamplerOutcome, PerfError> {
+    /// the handler intervals. What the session counted goes straight into
+    /// `row`'s columns (window_ns, samples, lost, throttled, unmatched, the
+    /// driver's CPU while sampling, the per-sample means of the contents
+    /// ...: docs/results-format.md, "runs.csv"); the rest is returned.
+    pub fn finish(mut self, row: &mut RunRow) -> Result<SamplerOutcome, PerfError> {
         self.disable()?;
         let counts = self.final_counts()?;
         let out = self.stop_thread()?;
@@ -363,24 +342,33 @@ impl Sampler {
         }
         let samples = SampleSet::from_keys(out.sample_keys);
         let handler = self.handler_intervals(&out.nmi, out.pairer, &samples.keys);
-        Ok(SamplerOutcome {
-            event: self.cfg.event,
+        let c = &out.contents;
+        let per_sample =
+            |n: u64, sum: u64| (n > 0 && c.samples > 0).then(|| sum as f64 / c.samples as f64);
+        *row = RunRow {
+            window_ns: counts.enabled_ns,
             samples: samples.keys.len() as u64,
             samples_all_cpus: out.samples_all,
-            sample_times_ns: samples.times_ns,
-            enabled_ns: counts.enabled_ns,
-            enabled_from_ns: self.first_enabled_at.load(Ordering::Relaxed),
-            lost: out.lost_records.max(counts.lost_read),
-            lost_samples: out.lost_samples,
             throttled: out.throttled,
             unthrottled: out.unthrottled,
+            lost: out.lost_records.max(counts.lost_read),
+            lost_samples: out.lost_samples,
             duplicates: samples.duplicates + handler.duplicates,
-            intervals: handler.intervals,
             unmatched: handler.unmatched,
             foreign_intervals: handler.foreign,
+            driver_cpu_sampling_ns: self.window_cpu.load(Ordering::Relaxed),
+            decoded_while_sampling_bytes: out.bytes_in_window,
+            callchain_mean: per_sample(c.callchains, c.callchain_entries),
+            stack_user_mean_bytes: per_sample(c.stack_copies, c.stack_user_bytes),
+            stack_dyn_mean_bytes: per_sample(c.stack_copies, c.stack_dyn_bytes),
+            ..std::mem::take(row)
+        };
+        Ok(SamplerOutcome {
+            event: self.cfg.event,
+            sample_times_ns: samples.times_ns,
+            enabled_from_ns: self.first_enabled_at.load(Ordering::Relaxed),
+            intervals: handler.intervals,
             drain_cpu_ns: out.cpu_ns,
-            window_cpu_ns: self.window_cpu.load(Ordering::Relaxed),
-            drained_in_window_bytes: out.bytes_in_window,
             ring_bytes: self.ring_bytes,
             lost_records: out.lost_records,
             lost_read: counts.lost_read,

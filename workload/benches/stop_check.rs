@@ -106,7 +106,7 @@ impl Settings {
     /// the noise (its time is scaled from the real chunk);
     /// STOP_CHECK_SECONDS sets the time (default 4 s).
     fn calibrated() -> Settings {
-        let (mut chunk, mut chunk_ns) = calibrate_chunk();
+        let (mut chunk, mut chunk_ns) = calibrate_chunk(&mut workload::work::Loop, 1 << 16);
         if let Some(c) = std::env::var("STOP_CHECK_CHUNK")
             .ok()
             .and_then(|s| s.parse::<u64>().ok())

@@ -204,19 +204,14 @@ pub fn run_until_clock<W: Work>(
     }
 }
 
-/// Calibrates the chunk: the number of iterations (a multiple of 64,
-/// clamped to 256..=2^28) that takes about [`TARGET_CHUNK_NS`]. Spins ~2 ms
+/// Calibrates the chunk of `work`: the number of iterations (a multiple
+/// of 64, clamped to 256..=2^28) that takes about [`TARGET_CHUNK_NS`], with
+/// probes of `probe` iterations (fewer for slow work: a probe of the memory
+/// chase over a large working set is ~100 ns per iteration). Spins ~2 ms
 /// first so the CPU is at speed, then takes the fastest of 64 probes (~1.3 ms) (a probe
 /// slowed by preemption only makes the chunk shorter, never longer). Returns
 /// (chunk, ns per chunk).
-pub fn calibrate_chunk() -> (u64, f64) {
-    calibrate_chunk_with(&mut Loop, 1 << 16)
-}
-
-/// [`calibrate_chunk`] for any kind of work, with probes of `probe`
-/// iterations (fewer for slow work: a probe of the memory chase over a
-/// large working set is ~100 ns per iteration).
-pub fn calibrate_chunk_with<W: Work>(work: &mut W, probe: u64) -> (u64, f64) {
+pub fn calibrate_chunk<W: Work>(work: &mut W, probe: u64) -> (u64, f64) {
     let probe = probe.max(64);
     let warm_until = monotonic_raw_ns() + 2_000_000;
     while monotonic_raw_ns() < warm_until {
@@ -343,7 +338,7 @@ mod tests {
 
     #[test]
     fn calibration_is_in_range() {
-        let (chunk, ns) = calibrate_chunk();
+        let (chunk, ns) = calibrate_chunk(&mut Loop, 1 << 16);
         assert!(chunk.is_multiple_of(64) && (256..=1 << 28).contains(&chunk));
         // Close to the target unless clamped.
         assert!(

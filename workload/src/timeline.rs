@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::monotonic_raw_ns;
-use crate::work::{Loop, Work};
+use crate::work::Work;
 
 /// Target loop time of one stamped chunk.
 pub const TARGET_STAMP_CHUNK_NS: f64 = 100.0;
@@ -268,18 +268,9 @@ pub fn stamp_chunk_iterations(ns_per_iter: f64) -> u64 {
 
 impl Timeline {
     /// Calibrates the stamped chunk, the threshold and the clock map (a few
-    /// ms of loop), and allocates and touches the gap buffer. `ns_per_iter`
+    /// ms of `work`), and allocates and touches the gap buffer. `ns_per_iter`
     /// is the unstamped loop's calibrated speed.
-    pub fn calibrate(
-        path: PathBuf,
-        ns_per_iter: f64,
-        capacity: u64,
-    ) -> Result<Self, TimelineError> {
-        Self::calibrate_with(&mut Loop, path, ns_per_iter, capacity)
-    }
-
-    /// [`Timeline::calibrate`] with any kind of work.
-    pub fn calibrate_with<W: Work>(
+    pub fn calibrate<W: Work>(
         work: &mut W,
         path: PathBuf,
         ns_per_iter: f64,
@@ -354,22 +345,11 @@ impl Timeline {
         })
     }
 
-    /// Runs the stamped loop until `stop` is set, then (when `deadline_ns`
+    /// Runs the stamped loop of `work` until `stop` is set, then (when `deadline_ns`
     /// is given) until CLOCK_MONOTONIC_RAW reaches it, publishing the count
     /// after every chunk. Returns the count and the clock reading that ended
     /// the loop (0 when there was no deadline).
-    pub fn run(
-        &mut self,
-        stop: &AtomicBool,
-        publish: Option<&AtomicU64>,
-        start_count: u64,
-        deadline_ns: Option<u64>,
-    ) -> (u64, u64) {
-        self.run_with(&mut Loop, stop, publish, start_count, deadline_ns)
-    }
-
-    /// [`Timeline::run`] with any kind of work.
-    pub fn run_with<W: Work>(
+    pub fn run<W: Work>(
         &mut self,
         work: &mut W,
         stop: &AtomicBool,

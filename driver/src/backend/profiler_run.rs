@@ -41,21 +41,24 @@ impl RealBackend {
         reader.release();
         let status = wait_end(&mut guard, &reader, None, opts.duration_ns, interrupt)?;
         let ended_at_ns = monotonic_raw_ns();
-        let mut usage = RunRow::default();
-        profiler.window_ends(&mut usage);
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let mut row = RunRow {
+            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            started_at_ns,
+            ended_at_ns,
+            ..RunRow::default()
+        };
+        profiler.window_ends(&mut row);
         profiler.check_alive("while the loop ran")?;
         profiler.stop_after_run(spec.run.run_id);
         let sampled = Sampled {
             status,
+            row,
             sampler: None,
             phases: Vec::new(),
-            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
-            started_at_ns,
-            ended_at_ns,
         };
         let out_text = stdout.join().unwrap_or_default();
         let err_text = stderr.join().unwrap_or_default();
-        workload_outcome(sampled, usage, (out_text, &err_text), files.gaps.as_deref())
+        workload_outcome(sampled, (out_text, &err_text), files.gaps.as_deref())
     }
 }

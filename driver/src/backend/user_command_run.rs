@@ -8,10 +8,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use super::{
-    ProcStat, RealBackend, RunError, RunOutcome, RunSpec, Sampler, failed, ns_per_tick,
-    opens_sampler,
-};
+use super::{ProcStat, RealBackend, RunError, RunOutcome, RunSpec, failed, ns_per_tick};
 use crate::config::Sampling;
 use crate::results::RunRow;
 use crate::subject::command::{CommandError, run_limit, run_pinned};
@@ -25,12 +22,7 @@ impl RealBackend {
         interrupt: &AtomicBool,
     ) -> Result<RunOutcome, RunError> {
         let opts = spec.opts;
-        let sampler = if opens_sampler(spec.run, opts) {
-            let cfg = self.sampler_config(spec, 0);
-            Some(Sampler::open(&cfg).map_err(|e| failed(format!("cannot open the sampler: {e}")))?)
-        } else {
-            None
-        };
+        let sampler = self.open_sampler(spec, 0)?;
         let profiler = match &opts.sampling {
             Sampling::Profiler { template } if spec.run.freq_hz > 0 => {
                 let mut p = Profiler::start_settled(
@@ -60,7 +52,11 @@ impl RealBackend {
             let _ = s.disable();
         }
         let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let mut row = RunRow::default();
+        let steal_ns = steal_after.saturating_sub(steal_before) * ns_per_tick();
+        let (mut row, result) = match result {
+            Ok(row) => (RunRow { steal_ns, ..row }, Ok(())),
+            Err(e) => (RunRow::default(), Err(e)),
+        };
         let alive = match profiler {
             Some(mut p) => {
                 p.window_ends(&mut row);
@@ -70,31 +66,19 @@ impl RealBackend {
             }
             None => Ok(()),
         };
-        let run = match result {
-            Ok(r) => r,
+        match result {
+            Ok(()) => {}
             Err(CommandError::Interrupted) => return Err(RunError::Interrupted),
             Err(e) => return Err(failed(e)),
-        };
-        alive?;
-        let mut o = RunOutcome {
-            row: RunRow {
-                iterations: 1,
-                wall_ns: run.wall_ns,
-                nvcsw: run.nvcsw,
-                nivcsw: run.nivcsw,
-                wait_ns: run.wait_ns,
-                user_ns: run.user_ns,
-                sys_ns: run.sys_ns,
-                steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
-                started_at_ns: run.started_at_ns,
-                ended_at_ns: run.ended_at_ns,
-                ..row
-            },
-            ..RunOutcome::default()
-        };
-        if let Some(s) = sampler {
-            o.sampled(&s.finish().map_err(|e| failed(format!("sampler: {e}")))?);
         }
-        Ok(o)
+        alive?;
+        let sampled = sampler
+            .map(|s| s.finish(&mut row))
+            .transpose()
+            .map_err(|e| failed(format!("sampler: {e}")))?;
+        Ok(RunOutcome {
+            row,
+            ..RunOutcome::sampled(sampled)
+        })
     }
 }

@@ -518,8 +518,8 @@ pub fn expected_run_ns(warmup_walls_ns: &[u64]) -> u64 {
 /// repetitions with where each came from, the block's make-up and where
 /// the limit came from).
 fn check_sweep_time(opts: &SweepOptions, origins: &SweepTimeOrigins) -> Result<(), ConfigError> {
-    use crate::block::{block, block_text, planned_loop_ns};
-    let runs = block(opts.block_spec())
+    use crate::block::{block_text, plan, planned_loop_ns};
+    let runs = plan(opts.block_spec(), 1, 0)
         .len()
         .saturating_mul(usize::try_from(opts.reps).unwrap_or(usize::MAX));
     let planned_ns = planned_loop_ns(runs, opts.duration_ns);

@@ -166,7 +166,7 @@ fn write_timeline(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::exec::Interval;
+    use crate::handler::{HandlerInterval, HandlerSource};
     use results_format::thinning::RAW_RECORDS_PER_RUN;
 
     fn gaps_run(samples: u64) -> RunOutcome {
@@ -196,11 +196,11 @@ mod tests {
         assert_eq!(kept, Some(1_000_000_000));
         // A util run's intervals over its sampling window, whose start must
         // be known.
-        let iv = Interval {
+        let iv = HandlerInterval {
             cpu: 1,
             entry_ns: 0,
             duration_ns: 1,
-            source: "hrtimer",
+            source: HandlerSource::Hrtimer,
         };
         let mut util = RunOutcome {
             intervals: vec![iv; 250_000],

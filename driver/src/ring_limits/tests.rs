@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::config::FlagSettings;
+use crate::config::{FlagSettings, SweepOptions};
 use crate::plan::build_plan;
+use crate::sampler::EventKind;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -28,7 +29,7 @@ fn opts(n: u32, freqs: &str, duration: &str, scope: &str) -> SweepOptions {
 }
 
 fn configs(o: &SweepOptions) -> Vec<(u32, SamplerConfig)> {
-    plan_configs(&build_plan(o), o, EventKind::CpuClock, Some(0))
+    crate::backend::plan_configs(&build_plan(o), o, EventKind::CpuClock, Some(0))
 }
 
 /// A 256-CPU host as root (CAP_IPC_LOCK) with `mem` available.

@@ -7,9 +7,10 @@ use std::os::fd::AsFd;
 use super::sampling_event::open;
 
 use super::{
-    Attr, Formats, HRTIMER_SYMBOL, IdRole, NMI_HANDLER_SYMBOL, OpenContext, OpenEvent, PerfError,
-    READ_FORMAT, Ring, Role, SamplerConfig, TraceKind, TraceLayout, kind, ring_bytes_for,
-    sampling_attr, sampling_sample_type, set_filter, sys, trace_sample_type, tracefs,
+    Attr, EventKernel, Formats, HRTIMER_SYMBOL, IdRole, NEVER_FIRES_PERIOD, NMI_HANDLER_SYMBOL,
+    OpenContext, OpenEvent, PerfError, READ_FORMAT, Ring, Role, SamplerConfig, Scope, TraceKind,
+    TraceLayout, kind, ring_bytes_for, sampling_sample_type, set_filter, sys, trace_sample_type,
+    tracefs,
 };
 
 /// The open sampling events, the role of each record id, and the index of
@@ -23,11 +24,27 @@ pub(super) fn open_sampling(
     cpus: &[u32],
     pid: i32,
 ) -> Result<Sampling, PerfError> {
+    // The same attr on every CPU: what the user asked each sample to carry,
+    // at `freq_hz` (0: a sampler that never fires, the paired design's null
+    // control).
+    let (t, c) = cfg.event.type_config();
+    let attr = Attr::new().type_(t).config(c);
+    let attr = if cfg.freq_hz == 0 {
+        attr.sample_period(NEVER_FIRES_PERIOD)
+    } else {
+        attr.sample_freq(cfg.freq_hz)
+    };
+    let attr = cfg
+        .contents
+        .apply(attr, matches!(cfg.scope, Scope::Task(_)))
+        .read_format(READ_FORMAT)
+        .sample_id_all(true)
+        .disabled(true);
     let mut events = Vec::new();
     let mut ids = HashMap::new();
     let mut measured_fd_index = None;
     for &cpu in cpus {
-        let mut attr = sampling_attr(cfg);
+        let mut attr = attr.clone();
         let ctx = OpenContext {
             event: cfg.event.as_str().into(),
             freq_hz: cfg.freq_hz,

@@ -1,6 +1,6 @@
-//! Opening the sampling event: its attr from the config and the sample
-//! contents, the open itself with its errors translated, the event
-//! resolution with its loud fallback, and the checks before anything opens.
+//! Opening the sampling event: the open itself with its errors
+//! translated, the event resolution with its loud fallback, and the checks
+//! before anything opens.
 
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
@@ -21,21 +21,6 @@ pub(super) fn sampling_sample_type(cfg: &SamplerConfig) -> u64 {
 /// design's null control opens and toggles it like a real sampler, so any
 /// bias of the toggling itself shows in the null control.
 pub const NEVER_FIRES_PERIOD: u64 = 1 << 62;
-
-pub(super) fn sampling_attr(cfg: &SamplerConfig) -> Attr {
-    let (t, c) = cfg.event.type_config();
-    let attr = Attr::new().type_(t).config(c);
-    let attr = if cfg.freq_hz == 0 {
-        attr.sample_period(NEVER_FIRES_PERIOD)
-    } else {
-        attr.sample_freq(cfg.freq_hz)
-    };
-    cfg.contents
-        .apply(attr, matches!(cfg.scope, Scope::Task(_)))
-        .read_format(READ_FORMAT)
-        .sample_id_all(true)
-        .disabled(true)
-}
 
 pub(super) fn open(attr: &mut Attr, ctx: &OpenContext) -> Result<OwnedFd, PerfError> {
     sys::perf_event_open(attr.raw_mut(), ctx.pid, ctx.cpu, None)

@@ -16,33 +16,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use procfs::process::{Process, Stat};
+use results_format::RunRow;
 use workload::clock::monotonic_raw_ns;
 
 /// How much of a failed command's stderr a run records.
 pub const STDERR_TAIL_BYTES: usize = 2000;
-
-/// One finished run of the command.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CommandRun {
-    /// From just before the fork to the exit, ns.
-    pub wall_ns: u64,
-    /// CLOCK_MONOTONIC_RAW just before the fork.
-    pub started_at_ns: u64,
-    /// CLOCK_MONOTONIC_RAW when its exit was reported.
-    pub ended_at_ns: u64,
-    /// User CPU time of the command and the children it waited for, ns
-    /// (`/proc/<pid>/stat`, clock-tick resolution).
-    pub user_ns: u64,
-    /// System CPU time, likewise.
-    pub sys_ns: u64,
-    /// Voluntary context switches of the command's main process.
-    pub nvcsw: u64,
-    /// Involuntary context switches of the command's main process.
-    pub nivcsw: u64,
-    /// Run-queue wait of the command's main process (its children's is
-    /// not counted), ns; None without schedstat.
-    pub wait_ns: Option<u64>,
-}
 
 /// Why a run of the command has no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -75,20 +53,11 @@ pub enum CommandError {
 }
 
 /// What the waiter thread sends: the exit, when it was seen, and the
-/// process's counters read before it was reaped.
+/// process's counters read before it was reaped (`read_usage`).
 struct Exited {
     at_ns: u64,
     status: std::io::Result<std::process::ExitStatus>,
-    usage: Usage,
-}
-
-#[derive(Default)]
-struct Usage {
-    user_ns: u64,
-    sys_ns: u64,
-    nvcsw: u64,
-    nivcsw: u64,
-    wait_ns: Option<u64>,
+    usage: RunRow,
 }
 
 /// Runs `argv` once pinned to `cpu` (it and everything it starts inherit
@@ -97,13 +66,16 @@ struct Usage {
 /// `limit`. A sampler switched on before the call and off after it covers
 /// the command's whole life. `run_dir`, created here, is named to the
 /// command by `PERF_OVERHEAD_RUN_DIR`: the folder for its own files.
+/// Returns the run's measured columns: `iterations` 1 (one whole run),
+/// `wall_ns` from just before the fork to the exit, `started_at_ns` and
+/// `ended_at_ns` (CLOCK_MONOTONIC_RAW), and [`read_usage`]'s.
 pub fn run_pinned(
     argv: &[String],
     cpu: u32,
     limit: Duration,
     interrupt: &AtomicBool,
     run_dir: Option<&Path>,
-) -> Result<CommandRun, CommandError> {
+) -> Result<RunRow, CommandError> {
     let program = argv.first().cloned().unwrap_or_default();
     let mut cmd = Command::new(&program);
     if let Some(d) = run_dir {
@@ -159,15 +131,12 @@ pub fn run_pinned(
             stderr: stderr.trim().to_string(),
         });
     }
-    Ok(CommandRun {
+    Ok(RunRow {
+        iterations: 1,
         wall_ns: exited.at_ns.saturating_sub(started_at_ns),
         started_at_ns,
         ended_at_ns: exited.at_ns,
-        user_ns: exited.usage.user_ns,
-        sys_ns: exited.usage.sys_ns,
-        nvcsw: exited.usage.nvcsw,
-        nivcsw: exited.usage.nivcsw,
-        wait_ns: exited.usage.wait_ns,
+        ..exited.usage
     })
 }
 
@@ -319,10 +288,13 @@ pub fn tail(text: &str, max: usize) -> String {
     format!("...{}", &text[start..])
 }
 
-/// A zombie's CPU times, context switches and run-queue wait (zeros, and
-/// no wait, when unreadable).
-fn read_usage(pid: u32) -> Usage {
-    let mut u = Usage::default();
+/// A zombie's CPU times (`user_ns`, `sys_ns`: the command and the
+/// children it waited for, clock-tick resolution), its main process's
+/// context switches (`nvcsw`, `nivcsw`) and run-queue wait (`wait_ns`,
+/// None without schedstat; its children's is not counted); zeros when
+/// unreadable.
+fn read_usage(pid: u32) -> RunRow {
+    let mut u = RunRow::default();
     let Some(process) = i32::try_from(pid).ok().and_then(|p| Process::new(p).ok()) else {
         return u;
     };

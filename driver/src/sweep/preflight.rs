@@ -181,7 +181,7 @@ fn check_ring_limits(
     event: EventKind,
     online: &[u32],
 ) -> anyhow::Result<()> {
-    let configs = crate::ring_limits::plan_configs(plan, opts, event, other_cpu(opts.cpu, online));
+    let configs = crate::backend::plan_configs(plan, opts, event, other_cpu(opts.cpu, online));
     match crate::ring_limits::fit(&configs, &crate::ring_limits::HostLimits::read()) {
         Ok(b) if !configs.is_empty() => tracing::info!("{}", b.summary()),
         Ok(_) => {}

@@ -10,7 +10,8 @@ use anyhow::Context;
 
 use super::prepare::Prepared;
 use crate::config::Subject;
-use crate::exec::{ExecSummary, Interval, execute};
+use crate::exec::{ExecSummary, execute};
+use crate::handler::HandlerInterval;
 use crate::hoststate::SweepLock;
 use crate::results::{SettingChange, Status, set_status};
 use crate::system::settings::SystemError;
@@ -94,11 +95,11 @@ pub(crate) fn run(p: Prepared) -> anyhow::Result<Ran> {
 }
 
 /// One run's handler intervals, as events Parquet.
-fn write_intervals(path: &std::path::Path, iv: &[Interval]) -> Result<(), String> {
+fn write_intervals(path: &std::path::Path, iv: &[HandlerInterval]) -> Result<(), String> {
     let cpu: Vec<u32> = iv.iter().map(|i| i.cpu).collect();
     let entry: Vec<u64> = iv.iter().map(|i| i.entry_ns).collect();
     let dur: Vec<u64> = iv.iter().map(|i| i.duration_ns).collect();
-    let src: Vec<&str> = iv.iter().map(|i| i.source).collect();
+    let src: Vec<&str> = iv.iter().map(|i| i.source.as_str()).collect();
     results_format::events::write_intervals_parquet(path, &cpu, &entry, &dur, &src)
         .map_err(|e| e.to_string())
 }

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use driver::handler::{
-    HandlerSource, TraceEvent, TraceKind, TraceLayout, hrtimer_intervals, local_timer_intervals,
-    nmi_intervals,
+    HandlerSource, Pairer, TraceEvent, TraceKind, TraceLayout, nmi_intervals, select_hrtimer,
+    select_local_timer,
 };
 use driver::perf::tracefs;
 
@@ -126,18 +126,28 @@ fn hrtimer_pairs_by_pointer_and_keeps_only_our_timer() {
         entry(1, 31_000, ours),  // no exit
     ];
     let samples = vec![(1, 2_000), (1, 21_500)];
-    let (p, ptrs) = hrtimer_intervals(&events, &samples);
+    let p = paired(&events);
+    let (intervals, foreign, ptrs) = select_hrtimer(&p.hrtimer, &samples);
     assert!(ptrs.contains(&(1, ours)) && !ptrs.contains(&(1, theirs)));
-    let got: Vec<(u64, u64)> = p
-        .intervals
+    let got: Vec<(u64, u64)> = intervals
         .iter()
         .map(|i| (i.entry_ns, i.duration_ns))
         .collect();
     assert_eq!(got, vec![(1_000, 1_300), (11_000, 1_000), (21_000, 900)]);
-    assert_eq!(p.foreign, 1);
-    assert_eq!(p.unmatched_entries, 1);
-    assert_eq!(p.unmatched_exits, 1);
-    assert_eq!(p.duplicates, 0);
+    assert_eq!(foreign, 1);
+    assert_eq!(p.hrtimer_unmatched_entries, 1);
+    assert_eq!(p.hrtimer_unmatched_exits, 1);
+}
+
+/// The records paired as the sampler's drain pairs them (in the order of
+/// the ring), every open entry counted unmatched at the end.
+fn paired(events: &[TraceEvent]) -> Pairer {
+    let mut p = Pairer::default();
+    for e in events {
+        p.push(e);
+    }
+    p.finish();
+    p
 }
 
 #[test]
@@ -160,10 +170,11 @@ fn local_timer_kept_when_it_contains_our_handler() {
             time_ns: 8_000,
         }, // a tick without our handler
     ];
-    let (inner, _) = hrtimer_intervals(&[entry(1, 1_000, 7), exit(1, 2_000, 7)], &[(1, 1_500)]);
-    let p = local_timer_intervals(&events, &inner.intervals);
-    assert_eq!(p.intervals.len(), 1);
-    assert_eq!(p.intervals[0].entry_ns, 900);
-    assert_eq!(p.intervals[0].duration_ns, 4_100);
-    assert_eq!(p.intervals[0].source.as_str(), "local_timer");
+    let timer = paired(&[entry(1, 1_000, 7), exit(1, 2_000, 7)]);
+    let (inner, _, _) = select_hrtimer(&timer.hrtimer, &[(1, 1_500)]);
+    let kept = select_local_timer(&paired(&events).local_timer, &inner);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].entry_ns, 900);
+    assert_eq!(kept[0].duration_ns, 4_100);
+    assert_eq!(kept[0].source.as_str(), "local_timer");
 }

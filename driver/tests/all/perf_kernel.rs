@@ -21,6 +21,7 @@ use driver::handler::HandlerSource;
 use driver::perf::PerfError;
 use driver::probe::spin_on_cpu;
 use driver::sampler::{self, EventKind, Sampler, SamplerConfig, SamplerOutcome};
+use results_format::RunRow;
 
 /// One session at a time: they share the CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -29,7 +30,9 @@ fn measured_cpu() -> u32 {
     *sampler::online_cpus().unwrap().last().unwrap()
 }
 
-fn run(cfg: &SamplerConfig, secs: f64) -> SamplerOutcome {
+/// A session of `secs` on a spinning measured CPU: its row's columns and
+/// the rest of what it measured.
+fn run(cfg: &SamplerConfig, secs: f64) -> (RunRow, SamplerOutcome) {
     let s = Sampler::open(cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let spinner = spin_on_cpu(cfg.measured_cpu, Arc::clone(&stop));
@@ -39,7 +42,9 @@ fn run(cfg: &SamplerConfig, secs: f64) -> SamplerOutcome {
     s.disable().unwrap();
     stop.store(true, Ordering::Relaxed);
     spinner.join().unwrap();
-    s.finish().unwrap()
+    let mut row = RunRow::default();
+    let o = s.finish(&mut row).unwrap();
+    (row, o)
 }
 
 #[test]
@@ -51,20 +56,20 @@ fn cpu_clock_1khz_samples_and_handler_intervals() {
     let cpu = measured_cpu();
     let mut cfg = SamplerConfig::new(EventKind::CpuClock, 1000, cpu);
     cfg.trace_handler = true;
-    let o = run(&cfg, 0.5);
-    let expected = 1000.0 * o.enabled_ns as f64 / 1e9;
+    let (r, o) = run(&cfg, 0.5);
+    let expected = 1000.0 * r.window_ns as f64 / 1e9;
     // Enabled across the 0.5 s sleep; a busy host can wake this thread
     // late, so the ceiling (0.8 s on a quiet host) is loose.
     assert!(
-        o.enabled_ns > 450_000_000 && o.enabled_ns < 5_000_000_000,
+        r.window_ns > 450_000_000 && r.window_ns < 5_000_000_000,
         "{}",
-        o.enabled_ns
+        r.window_ns
     );
     // A quarter of the rate at least (0.9 on a quiet host, a magnitude).
     assert!(
-        o.samples as f64 >= 0.25 * expected,
+        r.samples as f64 >= 0.25 * expected,
         "samples {} expected {expected}",
-        o.samples
+        r.samples
     );
     // Each sample lies inside one of our handler intervals.
     let matched = o
@@ -76,9 +81,9 @@ fn cpu_clock_1khz_samples_and_handler_intervals() {
         })
         .count();
     assert!(
-        matched as f64 >= 0.95 * o.samples as f64,
+        matched as f64 >= 0.95 * r.samples as f64,
         "matched {matched} of {}",
-        o.samples
+        r.samples
     );
     assert!(
         o.intervals
@@ -90,31 +95,31 @@ fn cpu_clock_1khz_samples_and_handler_intervals() {
             .iter()
             .all(|i| i.duration_ns > 0 && i.duration_ns < 1_000_000)
     );
-    assert_eq!(o.lost, 0);
+    assert_eq!(r.lost, 0);
     assert_eq!(o.drain_passes_on_measured_cpu, 0);
     assert!(o.sample_times_ns.windows(2).all(|w| w[0] <= w[1]));
 }
 
 /// cpu-clock at 100 kHz on the measured CPU for 1 s with all four handler
 /// tracepoints; `expected`: the duration the rings are sized for.
-fn traced_100khz(expected: Option<Duration>) -> (SamplerConfig, SamplerOutcome) {
+fn traced_100khz(expected: Option<Duration>) -> (SamplerConfig, RunRow, SamplerOutcome) {
     let mut cfg = SamplerConfig::new(EventKind::CpuClock, 100_000, measured_cpu());
     cfg.trace_handler = true;
     cfg.trace_irq = true;
     cfg.expected_duration = expected;
-    let o = run(&cfg, 1.0);
+    let (r, o) = run(&cfg, 1.0);
     // Nothing lost, busy host or not: a ring sized for the run holds it
     // all; the 16 MiB one receives ~18 MB in this second, so the drain
     // thread decodes while it runs, which it does in time even sharing its
     // CPU with a busy loop (stress-ng on CPU 0, the drain's, 2026-11-26).
-    assert_eq!(o.lost, 0, "lost {} records", o.lost);
-    assert_eq!(o.lost_samples, 0);
+    assert_eq!(r.lost, 0, "lost {} records", r.lost);
+    assert_eq!(r.lost_samples, 0);
     // The kernel throttles cpu-clock above ~50 kHz, and with all four
     // tracepoints on a slow day it delivered 46 799 in this second
     // (2026-11-25, when a sample cost this VM ~20 us): the check is that
     // the run sampled densely and lost nothing, not a rate (a tenth of it).
-    assert!(o.samples > 10_000, "samples {}", o.samples);
-    (cfg, o)
+    assert!(r.samples > 10_000, "samples {}", r.samples);
+    (cfg, r, o)
 }
 
 fn count(o: &SamplerOutcome, source: HandlerSource) -> f64 {
@@ -127,7 +132,7 @@ fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (_, o) = traced_100khz(None);
+    let (_, r, o) = traced_100khz(None);
     // ~18 MB into a 16 MiB ring: the drain thread had to decode during the
     // run (its free space fell below the 8 MiB reserve), and lost nothing.
     // On a slow day the kernel delivers less (a sample cost 2x as much on
@@ -137,7 +142,7 @@ fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
     assert_eq!(o.ring_bytes, 16 << 20);
     if o.drained_bytes > 12 << 20 {
         assert!(
-            o.drained_in_window_bytes > 0,
+            r.decoded_while_sampling_bytes > 0,
             "nothing decoded during the run, of {} bytes",
             o.drained_bytes
         );
@@ -148,7 +153,7 @@ fn cpu_clock_100khz_with_all_tracepoints_loses_nothing() {
         );
     }
     let lt = count(&o, HandlerSource::LocalTimer);
-    assert!(lt > 0.5 * o.samples as f64, "local_timer intervals {lt}");
+    assert!(lt > 0.5 * r.samples as f64, "local_timer intervals {lt}");
 }
 
 #[test]
@@ -157,20 +162,20 @@ fn a_ring_sized_for_the_run_is_not_decoded_while_it_runs() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (cfg, o) = traced_100khz(Some(Duration::from_secs(1)));
+    let (cfg, r, o) = traced_100khz(Some(Duration::from_secs(1)));
     assert_eq!(
         o.ring_bytes,
         sampler::ring_bytes_for(&cfg, cfg.measured_cpu)
     );
     assert!(o.ring_bytes > 16 << 20, "ring {}", o.ring_bytes);
-    assert_eq!(o.drained_in_window_bytes, 0);
+    assert_eq!(r.decoded_while_sampling_bytes, 0);
     // Everything was decoded after the run.
-    assert!(o.drained_bytes as f64 > 100.0 * o.samples as f64);
+    assert!(o.drained_bytes as f64 > 100.0 * r.samples as f64);
     let hr = count(&o, HandlerSource::Hrtimer);
     assert!(
-        hr >= 0.95 * o.samples as f64,
+        hr >= 0.95 * r.samples as f64,
         "{hr} hrtimer intervals for {} samples",
-        o.samples
+        r.samples
     );
 }
 
@@ -224,10 +229,10 @@ fn a_zero_hz_sampler_opens_counts_and_never_fires() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cfg = SamplerConfig::new(EventKind::CpuClock, 0, measured_cpu());
-    let o = run(&cfg, 0.3);
+    let (r, _) = run(&cfg, 0.3);
     // Enabled (the toggling is real) but not one sample in 0.3 s of a busy CPU.
-    assert!(o.enabled_ns > 250_000_000, "{o:?}");
-    assert_eq!((o.samples, o.samples_all_cpus, o.lost), (0, 0, 0), "{o:?}");
+    assert!(r.window_ns > 250_000_000, "{r:?}");
+    assert_eq!((r.samples, r.samples_all_cpus, r.lost), (0, 0, 0), "{r:?}");
 }
 
 #[test]
@@ -261,23 +266,24 @@ fn task_scope_samples_a_child_process_with_handler_intervals() {
     std::thread::sleep(Duration::from_millis(400));
     let synced = s.samples_synced();
     s.disable().unwrap();
-    let o = s.finish().unwrap();
+    let mut r = RunRow::default();
+    let o = s.finish(&mut r).unwrap();
     child.kill().unwrap();
     let _ = child.wait();
     // 400 ms at 1 kHz of a child that shares its CPU with whatever else
     // runs there: a tenth, not a rate (a magnitude; 300 had been asserted).
-    assert!(o.samples >= 40, "samples {}", o.samples);
+    assert!(r.samples >= 40, "samples {}", r.samples);
     assert!(
-        synced > 0 && synced <= o.samples,
+        synced > 0 && synced <= r.samples,
         "synced {synced} of {}",
-        o.samples
+        r.samples
     );
     assert!(
-        o.intervals.len() as f64 >= 0.9 * o.samples as f64,
+        o.intervals.len() as f64 >= 0.9 * r.samples as f64,
         "{} intervals",
         o.intervals.len()
     );
-    assert!(o.enabled_ns >= 400_000_000, "{}", o.enabled_ns);
+    assert!(r.window_ns >= 400_000_000, "{}", r.window_ns);
 }
 
 #[test]
@@ -290,19 +296,19 @@ fn system_scope_opens_every_cpu_and_keeps_measured_cpu_apart() {
     let mut cfg = SamplerConfig::new(EventKind::CpuClock, 1000, measured_cpu());
     cfg.scope = sampler::Scope::System;
     cfg.trace_handler = true;
-    let o = run(&cfg, 0.3);
+    let (r, o) = run(&cfg, 0.3);
     // A tenth of 0.3 s at 1 kHz (a magnitude; 250 had been asserted).
-    assert!(o.samples >= 30, "samples {}", o.samples);
+    assert!(r.samples >= 30, "samples {}", r.samples);
     if cpus.len() > 1 {
         assert!(
-            o.samples_all_cpus > o.samples,
+            r.samples_all_cpus > r.samples,
             "{} vs {}",
-            o.samples_all_cpus,
-            o.samples
+            r.samples_all_cpus,
+            r.samples
         );
     }
     assert!(o.intervals.iter().all(|i| i.cpu == cfg.measured_cpu));
-    assert!(o.intervals.len() as f64 >= 0.9 * o.samples as f64);
+    assert!(o.intervals.len() as f64 >= 0.9 * r.samples as f64);
 }
 
 /// Each sample-contents preset opens, and its samples carry what it asks
@@ -324,12 +330,12 @@ fn sample_contents_presets_carry_their_fields() {
     ] {
         let mut cfg = SamplerConfig::new(EventKind::CpuClock, 2000, cpu);
         cfg.contents = contents;
-        let o = run(&cfg, 0.3);
+        let (r, o) = run(&cfg, 0.3);
         let c = o.contents;
         // A tenth of 0.3 s at 2 kHz (a magnitude; 300 had been asserted).
-        assert!(o.samples > 60, "{contents}: {} samples", o.samples);
-        assert_eq!(c.samples, o.samples, "{contents}");
-        assert_eq!(o.lost, 0, "{contents}");
+        assert!(r.samples > 60, "{contents}: {} samples", r.samples);
+        assert_eq!(c.samples, r.samples, "{contents}");
+        assert_eq!(r.lost, 0, "{contents}");
         match contents {
             SampleContents::Callchain => {
                 assert_eq!(c.callchains, c.samples);

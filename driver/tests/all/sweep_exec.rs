@@ -7,7 +7,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use driver::config::{Design, FlagSettings, SweepOptions};
-use driver::exec::{Backend, Interval, RunError, RunOutcome, RunSpec, execute};
+use driver::exec::{Backend, RunError, RunOutcome, RunSpec, execute};
+use driver::handler::{HandlerInterval, HandlerSource};
 use driver::plan::{RunKind, build_plan};
 use driver::results::{
     FORMAT_VERSION, Manifest, ResultsDir, Status, missing_runs, read_manifest, read_phases,
@@ -78,11 +79,11 @@ impl Backend for Mock {
                 ..Default::default()
             },
             intervals: if spec.run.kind == RunKind::Util {
-                vec![Interval {
+                vec![HandlerInterval {
                     cpu: 1,
                     entry_ns: 5,
                     duration_ns: 1500,
-                    source: "hrtimer",
+                    source: HandlerSource::Hrtimer,
                 }]
             } else {
                 Vec::new()
@@ -149,7 +150,7 @@ fn mock(root: &Path) -> Mock {
     }
 }
 
-fn write_csv_intervals(path: &Path, iv: &[Interval]) -> Result<(), String> {
+fn write_csv_intervals(path: &Path, iv: &[HandlerInterval]) -> Result<(), String> {
     let text: String = iv
         .iter()
         .map(|i| format!("{},{},{},{}\n", i.cpu, i.entry_ns, i.duration_ns, i.source))

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{
-    CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk_with, pin_to_cpu, run_until,
+    CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk, pin_to_cpu, run_until,
     run_until_clock, timer_margin,
 };
 use crate::clock::monotonic_raw_ns;
@@ -68,11 +68,11 @@ fn set_up<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<Setup,
         Some(path) => Some(CounterWriter::create(path)?),
         None => None,
     };
-    let (chunk, chunk_ns) = calibrate_chunk_with(work, probe);
+    let (chunk, chunk_ns) = calibrate_chunk(work, probe);
     tracing::debug!(chunk, chunk_ns, "calibrated chunk");
     let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
     let timeline = match &opts.timeline {
-        Some(path) => Some(Timeline::calibrate_with(
+        Some(path) => Some(Timeline::calibrate(
             work,
             path.clone(),
             chunk_ns / chunk as f64,
@@ -240,7 +240,7 @@ fn loop_to_deadline<W: Work>(
             if !timer_armed {
                 stop.store(true, Ordering::Relaxed);
             }
-            let (count, end_ns) = t.run_with(work, stop, publish, count, Some(deadline_ns));
+            let (count, end_ns) = t.run(work, stop, publish, count, Some(deadline_ns));
             if timer_armed {
                 signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
             }

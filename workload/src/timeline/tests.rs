@@ -52,16 +52,23 @@ fn capacity_scales_with_duration_and_is_bounded() {
 fn a_short_timeline_counts_exactly_and_writes_its_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gaps.bin");
-    let (_, chunk_ns) = crate::run::calibrate_chunk();
-    let (chunk, _) = crate::run::calibrate_chunk();
+    let (_, chunk_ns) = crate::run::calibrate_chunk(&mut crate::work::Loop, 1 << 16);
+    let (chunk, _) = crate::run::calibrate_chunk(&mut crate::work::Loop, 1 << 16);
     let ns_per_iter = chunk_ns / chunk as f64;
-    let mut t = Timeline::calibrate(path.clone(), ns_per_iter, 1000).unwrap();
+    let mut t =
+        Timeline::calibrate(&mut crate::work::Loop, path.clone(), ns_per_iter, 1000).unwrap();
     let stop = AtomicBool::new(false);
     let deadline = monotonic_raw_ns() + 20_000_000;
     // No stop flag: the clock phase alone ends it.
     stop.store(true, Ordering::Relaxed);
     let published = AtomicU64::new(0);
-    let (count, end_ns) = t.run(&stop, Some(&published), 0, Some(deadline));
+    let (count, end_ns) = t.run(
+        &mut crate::work::Loop,
+        &stop,
+        Some(&published),
+        0,
+        Some(deadline),
+    );
     assert!(end_ns >= deadline);
     assert_eq!(count, published.load(Ordering::Relaxed));
     assert_eq!(count % t.chunk, 0);
