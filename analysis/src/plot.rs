@@ -178,9 +178,6 @@ pub fn plot_vs_freq(
     render(&fig, out_stem)
 }
 
-/// [`plot_vs_freq`] under the name the fleet's figure calls it by.
-pub use self::plot_vs_freq as plot_vs_freq_axes;
-
 /// Plot the distribution of handler durations (ns), one outline histogram
 /// per group (label, values), each normalised to percent of its own runs so
 /// groups of different sizes compare. The x axis ends at the largest

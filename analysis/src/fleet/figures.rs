@@ -57,7 +57,7 @@ pub fn draw(
         log_y,
         y_include,
     };
-    crate::plot::plot_vs_freq_axes(title, axis_labels, series, lines, axes, stem)
+    crate::plot::plot_vs_freq(title, axis_labels, series, lines, axes, stem)
         .map_err(AnalysisError::from)
 }
 
