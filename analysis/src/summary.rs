@@ -497,3 +497,33 @@ fn command_rows(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_host_lists_its_traits_unlike_the_reference_hosts() {
+        let mut h: serde_json::Value =
+            serde_json::from_str(crate::reference::REFERENCE_HOST).unwrap();
+        assert_eq!(traits_unlike_reference(&h), Some(Vec::new()));
+        h["preempt"] = "dynamic(full)".into();
+        h["vulnerabilities"] = serde_json::json!({"mds": "Mitigation: Clear CPU buffers"});
+        let d = traits_unlike_reference(&h).unwrap();
+        assert_eq!(
+            d,
+            [
+                "mitigations mitigated (reference mixed)",
+                "preempt dynamic(full) (reference dynamic(none))"
+            ]
+        );
+        let row = host_traits(&h);
+        let v = "mds=Mitigation: Clear CPU buffers";
+        assert_eq!(row.vulnerabilities.as_deref(), Some(v));
+        assert_eq!(row.pmu_kind.as_deref(), Some("absent"));
+        // A manifest from before the traits: nothing said.
+        h.as_object_mut().unwrap().remove("preempt");
+        assert_eq!(traits_unlike_reference(&h), None);
+    }
+}
