@@ -25,6 +25,12 @@
 //! 0.05). `--plant DAY:CLASS:FACTOR` multiplies the costs of the class
 //! whose label starts with CLASS by FACTOR from day DAY (0-based) on: a
 //! known move for `analysis fleet --all` to find.
+//!
+//! Each host (not with `--day-tables`) gets host traits drawn at random
+//! apart from its cost ([`TRAITS`], from a second generator, so the costs
+//! are those of the same seed without traits); `--plant-trait
+//! NAME=VALUE:FACTOR` multiplies the costs of the hosts whose trait NAME
+//! is VALUE by FACTOR: a known effect for `analysis fleet --explain`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -43,6 +49,25 @@ struct Args {
     day_tables: bool,
     day_sd: f64,
     plant: Option<(u32, String, f64)>,
+    plant_trait: Option<(String, String, f64)>,
+}
+
+/// The traits each host draws, each value with probability 1/2.
+const TRAITS: [(&str, [&str; 2]); 4] = [
+    ("mitigations", ["mitigated", "vulnerable"]),
+    ("preempt", ["dynamic(full)", "dynamic(voluntary)"]),
+    ("cpuidle_governor", ["menu", "haltpoll"]),
+    ("clocksource", ["tsc", "kvm-clock"]),
+];
+
+fn set_trait(r: &mut SummaryRow, name: &str, value: &str) {
+    let v = Some(value.to_string());
+    match name {
+        "mitigations" => r.mitigations = v,
+        "preempt" => r.preempt = v,
+        "cpuidle_governor" => r.cpuidle_governor = v,
+        _ => r.clocksource = v,
+    }
 }
 
 fn args() -> Result<Args, String> {
@@ -55,6 +80,7 @@ fn args() -> Result<Args, String> {
         day_tables: false,
         day_sd: 0.05,
         plant: None,
+        plant_trait: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -76,11 +102,31 @@ fn args() -> Result<Args, String> {
                 let f = it.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
                 a.plant = Some((day, class, f));
             }
+            "--plant-trait" => {
+                let v = value()?;
+                let bad = || {
+                    format!(
+                        "--plant-trait {v}: expected NAME=VALUE:FACTOR, e.g. mitigations=mitigated:1.5"
+                    )
+                };
+                let (name, rest) = v.split_once('=').ok_or_else(bad)?;
+                let (value, f) = rest.rsplit_once(':').ok_or_else(bad)?;
+                let f = f.parse().map_err(|_| bad())?;
+                if !TRAITS
+                    .iter()
+                    .any(|(n, vs)| *n == name && vs.contains(&value))
+                {
+                    return Err(format!(
+                        "--plant-trait {v}: the traits drawn are {TRAITS:?}"
+                    ));
+                }
+                a.plant_trait = Some((name.into(), value.into(), f));
+            }
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
     if a.out.as_os_str().is_empty() || a.from.is_empty() {
-        return Err("usage: synth_fleet --hosts N --out DIR --from ROOT [--from ROOT ...] [--seed S] [--days D] [--day-tables [--day-sd SD] [--plant DAY:CLASS:FACTOR]]".into());
+        return Err("usage: synth_fleet --hosts N --out DIR --from ROOT [--from ROOT ...] [--seed S] [--days D] [--day-tables [--day-sd SD] [--plant DAY:CLASS:FACTOR]] [--plant-trait NAME=VALUE:FACTOR]".into());
     }
     if a.out.exists() {
         return Err(format!("{}: exists; give a new directory", a.out.display()));
@@ -144,6 +190,7 @@ fn main() -> Result<(), String> {
             at_hz: 1000.0,
             rate_hz: 99.0,
             all: true,
+            explain: false,
             make: true,
             cache: false,
             compact: None,
@@ -208,12 +255,18 @@ fn main() -> Result<(), String> {
     if a.day_tables {
         return day_tables(&a, &days, &shapes, &sigma, &weighted, &mut rng);
     }
+    let mut trait_rng = rand_chacha::ChaCha8Rng::seed_from_u64(a.seed ^ 0x7e57);
     for i in 0..a.hosts {
         let class = weighted[rng.random_range(0..weighted.len())];
         let options = &shapes[class];
         let shape = &options[rng.random_range(0..options.len())];
         let day = days[rng.random_range(0..days.len())];
-        let factor = (sigma[class] * normal(&mut rng)).exp();
+        let traits = TRAITS.map(|(n, v)| (n, v[trait_rng.random_range(0..2)]));
+        let planted = match &a.plant_trait {
+            Some((n, v, f)) if traits.contains(&(n.as_str(), v.as_str())) => *f,
+            _ => 1.0,
+        };
+        let factor = (sigma[class] * normal(&mut rng)).exp() * planted;
         let host = format!("syn-{i:06}");
         let date = day.format("%Y-%m-%d").to_string();
         let set = format!("{}T0000Z-{host}", date.replace('-', ""));
@@ -223,6 +276,7 @@ fn main() -> Result<(), String> {
             .map(|t| t.and_utc().timestamp_micros());
         let mut rows = scaled(shape, factor);
         for r in &mut rows {
+            traits.iter().for_each(|(n, v)| set_trait(r, n, v));
             r.hostname = Some(host.clone());
             r.set = Some(set.clone());
             r.started_at = started_at;

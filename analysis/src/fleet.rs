@@ -8,6 +8,7 @@ pub mod cache;
 pub mod classes;
 pub mod compact;
 pub mod days;
+pub mod explain;
 pub mod figures;
 pub mod hosts;
 pub mod pick;
@@ -25,7 +26,9 @@ use crate::error::AnalysisError;
 pub struct FleetOptions {
     /// Class columns, comma-separated: cpu_model_name, virtualised,
     /// event, cpu_vendor, cpu_family, cpu_model, hypervisor, pmu,
-    /// kernel, scope, contents, work_kind, cpus, tool_version.
+    /// scope, contents, work_kind, cpus, tool_version, and the host
+    /// traits: mitigations, preempt, cpuidle_driver, cpuidle_governor,
+    /// kernel_hz, clocksource, smt_active, microcode, pmu_kind, kernel.
     #[arg(
         long,
         value_delimiter = ',',
@@ -44,6 +47,11 @@ pub struct FleetOptions {
     /// time), not only the newest set.
     #[arg(long)]
     pub all: bool,
+    /// Rank the host traits by how much of the spread in cost per sample
+    /// between hosts of one class each explains (explain.csv; the
+    /// method: docs/methodology.md).
+    #[arg(long)]
+    pub explain: bool,
     /// Skip sets without a summary instead of making one from their
     /// tables (that analyses each such set: slow for many).
     #[arg(long = "no-make", action = clap::ArgAction::SetFalse)]
@@ -91,6 +99,9 @@ pub struct Fleet {
     /// With `--all`: each class's cost day by day, and the days it moved.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub days: Vec<days::ClassDay>,
+    /// With `--explain`: the host traits, ranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<explain::Explain>,
     pub missing: Vec<scan::Missing>,
     pub skipped: Vec<scan::Skipped>,
     pub notes: Vec<String>,
@@ -116,7 +127,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
     }
     let read = scan::ScanOptions {
         make: opts.make,
-        columns: Some(hosts::columns_read(&opts.by)),
+        columns: Some(hosts::columns_read(&opts.by, opts.explain)),
         one_row_at: Some(opts.at_hz),
         cache: opts.cache,
     };
@@ -130,6 +141,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         });
     }
     let (classes, fleet) = classes::all_figures(&hosts.obs);
+    let explain = opts.explain.then(|| explain::explain(&hosts.obs));
     let days = match opts.all {
         true => days::class_days(&hosts.obs),
         false => Vec::new(),
@@ -144,6 +156,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         classes,
         hosts: hosts.obs,
         days,
+        explain,
         missing: hosts.missing,
         skipped: scan.skipped,
         notes: hosts.notes,

@@ -12,6 +12,12 @@ const LOSS_CSV: &str = include_str!("../../results/reference/article-2014/loss.c
 const UTIL_PATH: &str = "results/reference/article-2014/util.csv";
 const LOSS_PATH: &str = "results/reference/article-2014/loss.csv";
 
+/// The committed main set whose host is the reference host.
+pub const REFERENCE_HOST_SET: &str = "results/20261126T0217Z-vm";
+/// Its host's traits, probed on the same VM after that set
+/// (results/reference/host-vm/README.md), as manifest.json's `host`.
+pub const REFERENCE_HOST: &str = include_str!("../../results/reference/host-vm/traits.json");
+
 /// One row of the article's Table 2.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefLoss {

@@ -95,6 +95,19 @@ pub fn one_way_anova(groups: &[Vec<f64>]) -> Option<(f64, f64)> {
     Some((f, p))
 }
 
+/// Holm's step-down adjustment of `p` (same order): each p times the
+/// number of tests not yet rejected, kept monotone, at most 1.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let (mut adjusted, mut running) = (vec![1.0; p.len()], 0.0_f64);
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((p.len() - rank) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
 /// Degrees of freedom from which [`t_ppf`] uses the normal quantile with
 /// its 1/df and 1/df^2 corrections (Cornish-Fisher, exact to ~1e-12 here)
 /// instead of statrs's inverse, which drifts (1.95985 for 1.95997 at 1e6)

@@ -4,7 +4,8 @@
 //! judged analysis, so a set without a summary gets the same rows from its
 //! tables ("made from its tables").
 
-use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
+use results_format::summary::{BudgetAnswer, HOST_TRAITS, SUMMARY_BUDGETS, SummaryRow};
+use results_format::summary::{mitigations_word, pmu_kind};
 
 use crate::load::{ResultSet, Run};
 use crate::percost::{Agreement, PerSampleRow};
@@ -103,10 +104,7 @@ fn base(rs: &ResultSet) -> SummaryRow {
             .to_string(),
         ),
         hostname: json_str(h, "hostname"),
-        kernel: json_str(h, "kernel"),
         hypervisor: json_str(h, "hypervisor"),
-        virtualised: h.get("hypervisor_flag").and_then(|v| v.as_bool()),
-        pmu: h.get("pmu_present").and_then(|v| v.as_bool()),
         cpus: h.get("cpus").and_then(|v| v.as_i64()),
         cpu_vendor: json_str(h, "cpu_vendor").or_else(|| {
             vendor_from_name(cpu_model_name.as_deref().unwrap_or_default()).map(str::to_owned)
@@ -117,8 +115,60 @@ fn base(rs: &ResultSet) -> SummaryRow {
         event: Some(m.event.clone()),
         profiler: rs.profiler_template(),
         command,
+        ..host_traits(h)
+    }
+}
+
+/// The host traits of a manifest's `host` as summary columns
+/// ([`HOST_TRAITS`], with `virtualised`, `pmu` and the full
+/// `vulnerabilities`); null where it lacks them (older sets).
+pub fn host_traits(h: &serde_json::Value) -> SummaryRow {
+    let virtualised = h.get("hypervisor_flag").and_then(|v| v.as_bool());
+    let pmu = h.get("pmu_present").and_then(|v| v.as_bool());
+    let vulns: Vec<(&String, &str)> = (h.get("vulnerabilities").and_then(|v| v.as_object()))
+        .map(|v| {
+            v.iter()
+                .filter_map(|(k, t)| Some((k, t.as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let lines: Vec<String> = vulns.iter().map(|(k, t)| format!("{k}={t}")).collect();
+    SummaryRow {
+        kernel: json_str(h, "kernel"),
+        virtualised,
+        pmu,
+        pmu_kind: pmu
+            .zip(virtualised)
+            .map(|(p, v)| pmu_kind(p, v).to_string()),
+        clocksource: json_str(h, "clocksource"),
+        smt_active: h.get("smt_active").and_then(|v| v.as_bool()),
+        kernel_hz: h.get("kernel_hz").and_then(|v| v.as_i64()),
+        preempt: json_str(h, "preempt"),
+        cpuidle_driver: json_str(h, "cpuidle_driver"),
+        cpuidle_governor: json_str(h, "cpuidle_governor"),
+        microcode: json_str(h, "microcode"),
+        mitigations: mitigations_word(vulns.iter().map(|l| l.1)).map(str::to_owned),
+        vulnerabilities: (!lines.is_empty()).then(|| lines.join("|")),
         ..Default::default()
     }
+}
+
+/// The host traits of `h` that differ from the reference host's
+/// ([`crate::reference::REFERENCE_HOST`]), each `name VALUE (reference
+/// VALUE)`; None where the manifest has no traits (written before the
+/// driver recorded the preemption model).
+pub fn traits_unlike_reference(h: &serde_json::Value) -> Option<Vec<String>> {
+    h.get("preempt")?;
+    let reference = serde_json::from_str(crate::reference::REFERENCE_HOST).ok()?;
+    let (ours, theirs) = (host_traits(h), host_traits(&reference));
+    let text = |r: &SummaryRow, of: fn(&SummaryRow) -> Option<String>| {
+        of(r).unwrap_or_else(|| "unknown".into())
+    };
+    let differ = HOST_TRAITS.iter().filter_map(|&(name, of)| {
+        let (a, b) = (text(&ours, of), text(&theirs, of));
+        (a != b).then(|| format!("{name} {a} (reference {b})"))
+    });
+    Some(differ.collect())
 }
 
 /// The vendor an older set's model name implies (sets written before the
@@ -446,4 +496,34 @@ fn command_rows(
             row
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_host_lists_its_traits_unlike_the_reference_hosts() {
+        let mut h: serde_json::Value =
+            serde_json::from_str(crate::reference::REFERENCE_HOST).unwrap();
+        assert_eq!(traits_unlike_reference(&h), Some(Vec::new()));
+        h["preempt"] = "dynamic(full)".into();
+        h["vulnerabilities"] = serde_json::json!({"mds": "Mitigation: Clear CPU buffers"});
+        let d = traits_unlike_reference(&h).unwrap();
+        assert_eq!(
+            d,
+            [
+                "mitigations mitigated (reference mixed)",
+                "preempt dynamic(full) (reference dynamic(none))"
+            ]
+        );
+        let row = host_traits(&h);
+        let v = "mds=Mitigation: Clear CPU buffers";
+        assert_eq!(row.vulnerabilities.as_deref(), Some(v));
+        assert_eq!(row.pmu_kind.as_deref(), Some("absent"));
+        // A manifest from before the traits: nothing said.
+        h.as_object_mut().unwrap().remove("preempt");
+        assert_eq!(traits_unlike_reference(&h), None);
+    }
 }

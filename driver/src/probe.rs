@@ -17,6 +17,8 @@ use crate::perf::error::PARANOID_PATH;
 use crate::perf::{PerfError, tracefs};
 use crate::sampler::{self, EventKernel, EventKind, Sampler, SamplerConfig};
 
+pub mod traits;
+
 /// Arguments of `driver probe`.
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
@@ -90,7 +92,8 @@ pub struct HostFacts {
     /// and how it was found.
     #[serde(default)]
     pub kernel_hz: Option<u64>,
-    /// `/boot/config-RELEASE` or `/proc/timer_list jiffies`.
+    /// `/boot/config-RELEASE CONFIG_HZ`, `/proc/config.gz CONFIG_HZ` or
+    /// `/proc/timer_list jiffies over 200 ms`.
     #[serde(default)]
     pub kernel_hz_source: Option<String>,
     /// Effective uid.
@@ -107,6 +110,9 @@ pub struct HostFacts {
     pub isolated_cpus: Vec<u32>,
     /// /sys/devices/system/cpu/smt/active.
     pub smt_active: Option<bool>,
+    /// Mitigations, cpuidle, preemption, microcode.
+    #[serde(flatten)]
+    pub traits: traits::HostTraits,
 }
 
 /// Result of the live self-test.
@@ -183,14 +189,15 @@ fn hypervisor() -> Option<String> {
     }
 }
 
-/// The tick rate: CONFIG_HZ from /boot/config-RELEASE, else counted from
-/// the jiffies of /proc/timer_list over 200 ms and rounded to the nearest
-/// rate Linux offers (100, 250, 300, 1000).
-fn kernel_hz(release: &str) -> Option<(u64, &'static str)> {
-    if let Ok(text) = std::fs::read_to_string(format!("/boot/config-{release}"))
-        && let Some(hz) = config_hz(&text)
+/// The tick rate: CONFIG_HZ from the kernel config
+/// ([`traits::kernel_config`]), else counted from the jiffies of
+/// /proc/timer_list over 200 ms and rounded to the nearest rate Linux
+/// offers (100, 250, 300, 1000).
+fn kernel_hz(config: Option<&(String, &'static str)>) -> Option<(u64, String)> {
+    if let Some((text, path)) = config
+        && let Some(hz) = config_hz(text)
     {
-        return Some((hz, "/boot/config-RELEASE CONFIG_HZ"));
+        return Some((hz, format!("{path} CONFIG_HZ")));
     }
     let jiffies = || {
         // Kept hand-written: procfs does not read /proc/timer_list.
@@ -208,7 +215,7 @@ fn kernel_hz(release: &str) -> Option<(u64, &'static str)> {
     std::thread::sleep(std::time::Duration::from_millis(200));
     let (j1, t1) = jiffies()?;
     let rate = j1.checked_sub(j0)? as f64 / ((t1.checked_sub(t0)?) as f64 * 1e-9);
-    snap_hz(rate).map(|hz| (hz, "/proc/timer_list jiffies over 200 ms"))
+    snap_hz(rate).map(|hz| (hz, "/proc/timer_list jiffies over 200 ms".into()))
 }
 
 /// `CONFIG_HZ=N` in a kernel config.
@@ -265,7 +272,8 @@ pub fn probe_host() -> HostFacts {
         sampler::HRTIMER_SYMBOL
     };
     let online = sampler::online_cpus().unwrap_or_default();
-    let hz = kernel_hz(un.release().to_str().unwrap_or(""));
+    let config = traits::kernel_config(un.release().to_str().unwrap_or(""));
+    let hz = kernel_hz(config.as_ref());
     let limits = crate::system::settings::PerfLimits::read();
     HostFacts {
         kernel: un.release().to_string_lossy().into_owned(),
@@ -293,8 +301,8 @@ pub fn probe_host() -> HostFacts {
         perf_cpu_time_max_percent: limits.cpu_time_max_percent,
         perf_event_max_stack: read_trim("/proc/sys/kernel/perf_event_max_stack")
             .and_then(|s| s.parse().ok()),
-        kernel_hz: hz.map(|h| h.0),
-        kernel_hz_source: hz.map(|h| h.1.to_owned()),
+        kernel_hz: hz.as_ref().map(|h| h.0),
+        kernel_hz_source: hz.map(|h| h.1),
         euid: rustix::process::geteuid().as_raw(),
         // CAP_PERFMON is bit 38 of CapEff.
         cap_perfmon: crate::ring_limits::host::effective_capability(38),
@@ -306,6 +314,7 @@ pub fn probe_host() -> HostFacts {
             .and_then(|s| sampler::parse_cpu_list(&s))
             .unwrap_or_default(),
         smt_active: read_trim("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
+        traits: traits::read_traits(config.as_ref(), &un.version().to_string_lossy()),
     }
 }
 
@@ -480,12 +489,17 @@ fn hypervisor_line(f: &HostFacts) -> String {
     }
 }
 
-fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[String]) {
+fn print_human(f: &HostFacts, test: Option<&SelfTest>, ready: bool, missing: &[String]) {
     let pmu_error = f
         .pmu_error
         .as_ref()
         .map_or("", |_| " (cycles does not open)");
-    let pmu = if f.pmu_present { "present" } else { "absent" };
+    let pmu = results_format::summary::pmu_kind(f.pmu_present, f.hypervisor_flag);
+    let t = &f.traits;
+    let vulns = t.vulnerabilities.as_ref();
+    let mitigations = vulns
+        .and_then(|v| results_format::summary::mitigations_word(v.values().map(String::as_str)));
+    let preempt_source = t.preempt_source.as_deref().unwrap_or("not found");
     let tracefs = f.tracefs.as_deref().or(f.tracefs_error.as_deref());
     let hz_source = f.kernel_hz_source.as_deref().unwrap_or("not found");
     let mut lines = vec![
@@ -522,8 +536,25 @@ fn print_human(f: &HostFacts, t: Option<&SelfTest>, ready: bool, missing: &[Stri
         ("cpus", format!("{} {:?}", f.cpus, f.online_cpus)),
         ("isolated cpus", format!("{:?}", f.isolated_cpus)),
         ("smt active", opt(&f.smt_active)),
+        (
+            "mitigations",
+            format!(
+                "{} ({} vulnerabilities files)",
+                opt(&mitigations),
+                vulns.map_or(0, |v| v.len())
+            ),
+        ),
+        (
+            "preemption",
+            format!("{} ({preempt_source})", opt(&t.preempt)),
+        ),
+        (
+            "cpuidle driver, governor",
+            format!("{}, {}", opt(&t.cpuidle_driver), opt(&t.cpuidle_governor)),
+        ),
+        ("microcode", opt(&t.microcode)),
     ];
-    match t.map(|t| (t, &t.error)) {
+    match test.map(|t| (t, &t.error)) {
         Some((_, Some(e))) => lines.push(("self_test", format!("FAILED: {e}"))),
         Some((t, None)) => lines.push((
             "self_test",

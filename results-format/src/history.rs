@@ -4,8 +4,10 @@
 //!
 //! A row is appended and synced per check. A file whose last line was cut
 //! (a crash mid-write) or whose header is another version's is never
-//! rewritten: it is named with its line, and the new rows go to the next
-//! free `history.N.csv`. A reader reads every file in order.
+//! rewritten: a damaged one is named with its line, and the new rows go
+//! to the next free `history.N.csv`. A reader reads every file in order,
+//! an earlier version's (a header of fewer summary columns) by its own
+//! header, the columns it lacks null.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -75,8 +77,8 @@ fn file_name(n: usize) -> String {
 }
 
 /// Every row of one history file, or the first damage found: a header
-/// that is not this version's, a last line with no newline, a line that
-/// does not parse as a row.
+/// with a name that is no summary column (a later version's), a last line
+/// with no newline, a line that does not parse as a row.
 pub fn read(path: &Path) -> Result<Vec<SummaryRow>, HistoryError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
     let damage = |line: usize, why: String| {
@@ -87,16 +89,25 @@ pub fn read(path: &Path) -> Result<Vec<SummaryRow>, HistoryError> {
         })
     };
     let mut lines = text.split_inclusive('\n').enumerate();
-    match lines.next() {
-        None => return Ok(Vec::new()),
-        Some((_, h)) if h.trim_end_matches(['\n', '\r']) != header() => {
-            return Err(damage(
-                1,
-                "the header is not this version's summary columns (another version wrote it)"
-                    .into(),
-            ));
-        }
-        Some(_) => {}
+    let Some((_, first)) = lines.next() else {
+        return Ok(Vec::new());
+    };
+    let names = csv::StringRecord::from(
+        first
+            .trim_end_matches(['\n', '\r'])
+            .split(',')
+            .collect::<Vec<_>>(),
+    );
+    if let Some(n) = names
+        .iter()
+        .find(|n| !SUMMARY_COLUMNS.iter().any(|(c, _)| c == n))
+    {
+        return Err(damage(
+            1,
+            format!(
+                "the header's `{n}` is no summary column of this version (a later version wrote it)"
+            ),
+        ));
     }
     let mut rows = Vec::new();
     for (i, line) in lines {
@@ -115,18 +126,18 @@ pub fn read(path: &Path) -> Result<Vec<SummaryRow>, HistoryError> {
             .transpose()
             .map_err(|e| damage(i + 1, e.to_string()))?;
         let Some(record) = record else { continue };
-        if record.len() != SUMMARY_COLUMNS.len() {
+        if record.len() != names.len() {
             return Err(damage(
                 i + 1,
                 format!(
                     "{} fields where the header has {}",
                     record.len(),
-                    SUMMARY_COLUMNS.len()
+                    names.len()
                 ),
             ));
         }
         let row: SummaryRow = record
-            .deserialize(None)
+            .deserialize(Some(&names))
             .map_err(|e| damage(i + 1, e.to_string()))?;
         rows.push(row);
     }
@@ -167,8 +178,9 @@ fn csv_lines(rows: &[SummaryRow]) -> Result<Vec<u8>, csv::Error> {
 }
 
 /// Appends `rows` to the history in `dir` (created if missing): to the
-/// last sound history file, or to a new `history.N.csv` after a damaged
-/// one (which is never rewritten). Synced before it returns.
+/// last history file when it is sound and this version's, else to a new
+/// `history.N.csv` after it (which is never rewritten). Synced before it
+/// returns.
 pub fn append(dir: &Path, rows: &[SummaryRow]) -> Result<Appended, HistoryError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let body = csv_lines(rows).map_err(|e| HistoryError::Io {
@@ -182,10 +194,15 @@ pub fn append(dir: &Path, rows: &[SummaryRow]) -> Result<Appended, HistoryError>
             passed_over.push(d);
         }
     }
-    // The last file, when sound; else a new one after every file there.
+    // The last file, when sound and this version's; else a new one after
+    // every file there.
+    let ours = |f: &Path| {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        text.lines().next() == Some(header().as_str())
+    };
     let last_sound = existing
         .last()
-        .filter(|f| !passed_over.iter().any(|d| &d.path == *f));
+        .filter(|f| !passed_over.iter().any(|d| &d.path == *f) && ours(f));
     let path = match last_sound {
         Some(f) => {
             let mut file = std::fs::OpenOptions::new()
@@ -273,12 +290,22 @@ mod tests {
     }
 
     #[test]
-    fn another_versions_header_is_refused_on_line_1() {
+    fn an_earlier_header_reads_and_a_later_one_is_refused_on_line_1() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(HISTORY_CSV);
-        std::fs::write(&p, "format_version,set\n1,x\n").unwrap();
+        std::fs::write(&p, "format_version,set,freq_hz\n1,x,99\n").unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!(
+            (back[0].set.as_deref(), back[0].freq_hz),
+            (Some("x"), Some(99))
+        );
+        // Never appended to: this version's rows go to a file of their own.
+        let a = append(d.path(), &[row(1.0)]).unwrap();
+        assert_eq!(a.path, d.path().join("history.1.csv"));
+        assert_eq!(read_dir(d.path()).0.len(), 2);
+        std::fs::write(&p, "format_version,set,later_column\n1,x,2\n").unwrap();
         let e = read(&p).unwrap_err().to_string();
-        assert!(e.contains("line 1") && e.contains("header"), "{e}");
+        assert!(e.contains("line 1") && e.contains("later_column"), "{e}");
     }
 
     #[test]

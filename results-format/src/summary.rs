@@ -18,7 +18,7 @@ use crate::FormatError;
 /// The summary's own version, apart from the results directory's
 /// `format_version`: a reader takes any version up to this one (a column
 /// it lacks is null) and refuses a later one, naming it.
-pub const SUMMARY_VERSION: i64 = 1;
+pub const SUMMARY_VERSION: i64 = 2;
 
 /// The file's name inside a result set.
 pub const SUMMARY_PARQUET: &str = "summary.parquet";
@@ -190,6 +190,27 @@ summary_columns! {
     cpu_family: I,
     /// /proc/cpuinfo `model` (a number).
     cpu_model: I,
+    /// The host traits that move the cost per sample beside the CPU model
+    /// ([`HOST_TRAITS`]): the clocksource.
+    clocksource: S,
+    /// /sys/devices/system/cpu/smt/active.
+    smt_active: B,
+    /// The kernel's tick rate HZ.
+    kernel_hz: I,
+    /// The preemption model (`none`, `voluntary`, `full`, `lazy`, `rt`,
+    /// `dynamic(MODE)`).
+    preempt: S,
+    /// cpuidle's driver and governor.
+    cpuidle_driver: S,
+    cpuidle_governor: S,
+    /// /proc/cpuinfo `microcode`.
+    microcode: S,
+    /// `native`, `virtualised` or `absent` ([`pmu_kind`]).
+    pmu_kind: S,
+    /// The vulnerabilities in one word ([`mitigations_word`]).
+    mitigations: S,
+    /// Every vulnerabilities file as `name=text`, by name, joined by `|`.
+    vulnerabilities: S,
     /// The sampling event opened.
     event: S,
     /// `cpu` or `system`.
@@ -265,6 +286,61 @@ summary_columns! {
     within_budget: B,
     /// The highest rate within that budget, Hz.
     budget_max_hz: F,
+}
+
+/// How a trait column's value in a row reads as text.
+pub type TraitOf = fn(&SummaryRow) -> Option<String>;
+
+/// The host traits, each a column, with its value as text: what `analysis
+/// fleet --explain` ranks and a report compares with its reference host.
+pub const HOST_TRAITS: [(&str, TraitOf); 10] = [
+    ("mitigations", |r| r.mitigations.clone()),
+    ("preempt", |r| r.preempt.clone()),
+    ("cpuidle_driver", |r| r.cpuidle_driver.clone()),
+    ("cpuidle_governor", |r| r.cpuidle_governor.clone()),
+    ("kernel_hz", |r| r.kernel_hz.map(|v| format!("{v} Hz"))),
+    ("clocksource", |r| r.clocksource.clone()),
+    ("smt_active", |r| {
+        r.smt_active
+            .map(|v| if v { "smt on" } else { "smt off" }.into())
+    }),
+    ("microcode", |r| r.microcode.clone()),
+    // Made from `pmu` and `virtualised` in a summary older than the column.
+    ("pmu_kind", |r| {
+        (r.pmu_kind.clone()).or_else(|| Some(pmu_kind(r.pmu?, r.virtualised?).into()))
+    }),
+    ("kernel", |r| r.kernel.clone()),
+];
+
+/// The PMU in one word: `native` (cycles opens, no hypervisor flag),
+/// `virtualised` (cycles opens under a hypervisor) or `absent`.
+pub fn pmu_kind(pmu: bool, virtualised: bool) -> &'static str {
+    match (pmu, virtualised) {
+        (false, _) => "absent",
+        (true, true) => "virtualised",
+        (true, false) => "native",
+    }
+}
+
+/// The vulnerabilities files' lines in one word: each line starting
+/// `Not affected` is not affected, `Vulnerable` vulnerable, `Mitigation`
+/// (or `KVM: Mitigation`) mitigated; any other (`Unknown: ...`) counts
+/// for none. `not_affected` (none mitigated or vulnerable), `mitigated`
+/// (some mitigated, none vulnerable), `vulnerable` (some vulnerable, none
+/// mitigated), `mixed` (both); None for no lines.
+pub fn mitigations_word<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
+    let (mut any, mut mitigated, mut vulnerable) = (false, false, false);
+    for l in lines {
+        any = true;
+        vulnerable |= l.starts_with("Vulnerable");
+        mitigated |= l.trim_start_matches("KVM: ").starts_with("Mitigation");
+    }
+    any.then_some(match (mitigated, vulnerable) {
+        (true, true) => "mixed",
+        (true, false) => "mitigated",
+        (false, true) => "vulnerable",
+        (false, false) => "not_affected",
+    })
 }
 
 /// One budget's answer as the summary holds it.
@@ -576,6 +652,29 @@ mod tests {
         assert_eq!(back, vec![want]);
         assert_eq!(back[0].budget("1").rate_hz, Some(1861));
         assert_eq!(back[0].budget("5"), BudgetAnswer::default());
+    }
+
+    #[test]
+    fn mitigations_and_pmu_in_one_word() {
+        let w = |l: &[&str]| mitigations_word(l.iter().copied());
+        assert_eq!(w(&["Not affected", "Unknown: x"]), Some("not_affected"));
+        assert_eq!(
+            w(&["Not affected", "KVM: Mitigation: VMX disabled"]),
+            Some("mitigated")
+        );
+        assert_eq!(
+            w(&["Vulnerable: Safe RET, no microcode"]),
+            Some("vulnerable")
+        );
+        assert_eq!(
+            w(&["Vulnerable", "Mitigation: Retpolines; STIBP: disabled"]),
+            Some("mixed")
+        );
+        assert_eq!(w(&[]), None);
+        assert_eq!(
+            [(true, false), (true, true), (false, true)].map(|(p, v)| pmu_kind(p, v)),
+            ["native", "virtualised", "absent"]
+        );
     }
 
     #[test]

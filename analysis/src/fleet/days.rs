@@ -162,6 +162,7 @@ mod tests {
             set: String::new(),
             set_dir: String::new(),
             class: vec![class.into()],
+            traits: Vec::new(),
             hostname: String::new(),
             freq_hz: 1000,
             cost_ns: Some(cost),

@@ -4,18 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use results_format::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
+use results_format::summary::{BudgetAnswer, HOST_TRAITS, SUMMARY_BUDGETS, SummaryRow, TraitOf};
 
 use super::FleetOptions;
 use super::pick::{Standing, in_scope, representative};
 use super::scan::{FleetRow, Missing};
 
-/// How a class column's value in a row reads.
-type ClassOf = fn(&SummaryRow) -> Option<String>;
-
-/// The class columns `--by` may name (summary columns), each with its
-/// value in a row as text.
-const CLASSES: [(&str, ClassOf); 14] = [
+/// The class columns `--by` may name (summary columns) beside the host
+/// traits ([`HOST_TRAITS`]), each with its value in a row as text.
+const CLASSES: [(&str, TraitOf); 13] = [
     ("cpu_model_name", |r| r.cpu_model_name.clone()),
     ("virtualised", |r| {
         r.virtualised
@@ -29,7 +26,6 @@ const CLASSES: [(&str, ClassOf); 14] = [
     ("pmu", |r| {
         r.pmu.map(|v| if v { "pmu" } else { "no pmu" }.into())
     }),
-    ("kernel", |r| r.kernel.clone()),
     ("scope", |r| r.scope.clone()),
     ("contents", |r| r.contents.clone()),
     ("work_kind", |r| r.work_kind.clone()),
@@ -39,15 +35,15 @@ const CLASSES: [(&str, ClassOf); 14] = [
 
 /// The class columns `--by` may name.
 pub fn class_columns() -> impl Iterator<Item = &'static str> {
-    CLASSES.iter().map(|(name, _)| *name)
+    CLASSES.iter().chain(&HOST_TRAITS).map(|(name, _)| *name)
 }
 
 /// The default classes: CPU model x virtualisation x event.
 pub const DEFAULT_BY: [&str; 3] = ["cpu_model_name", "virtualised", "event"];
 
-/// The summary columns the fleet reads with classes `by`: the scan
-/// decodes no other.
-pub fn columns_read(by: &[String]) -> Vec<String> {
+/// The summary columns the fleet reads with classes `by` (and the host
+/// traits with `explain`): the scan decodes no other.
+pub fn columns_read(by: &[String], explain: bool) -> Vec<String> {
     let mut cols: Vec<String> = "format_version set started_at subject config_primary hostname \
          freq_hz cost_per_sample_ns cost_per_sample_lo_ns cost_per_sample_hi_ns \
          cost_per_sample_pred_hi_ns drift_moved"
@@ -59,9 +55,18 @@ pub fn columns_read(by: &[String]) -> Vec<String> {
             cols.push(format!("budget_{stem}_{what}"));
         }
     }
-    for c in by {
-        if !cols.contains(c) {
-            cols.push(c.clone());
+    let traits = HOST_TRAITS.iter().map(|(n, _)| n.to_string());
+    let traits = explain.then_some(traits).into_iter().flatten();
+    // pmu_kind is made from these two.
+    let pmu = explain.then(|| ["pmu".to_string(), "virtualised".to_string()]);
+    for c in by
+        .iter()
+        .cloned()
+        .chain(traits)
+        .chain(pmu.into_iter().flatten())
+    {
+        if !cols.contains(&c) {
+            cols.push(c);
         }
     }
     cols
@@ -69,7 +74,10 @@ pub fn columns_read(by: &[String]) -> Vec<String> {
 
 /// A class column's value in a row, as text (`-` for null).
 pub fn class_value(row: &SummaryRow, col: &str) -> String {
-    let value = CLASSES.iter().find(|(name, _)| *name == col);
+    let value = CLASSES
+        .iter()
+        .chain(&HOST_TRAITS)
+        .find(|(name, _)| *name == col);
     value
         .and_then(|(_, of)| of(row))
         .unwrap_or_else(|| "-".to_string())
@@ -84,6 +92,9 @@ pub struct HostObs {
     pub set_dir: String,
     /// The class's values, in `--by` order.
     pub class: Vec<String>,
+    /// The host traits' values, as [`HOST_TRAITS`] (with `--explain`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub traits: Vec<String>,
     pub hostname: String,
     /// The rate whose cost stands for the host (nearest `--at`), Hz.
     pub freq_hz: i64,
@@ -128,7 +139,7 @@ pub fn hosts(
     missing: &[Missing],
     opts: &FleetOptions,
 ) -> Hosts {
-    let (by, at, all) = (&opts.by, opts.at_hz, opts.all);
+    let (by, at, all, explain) = (&opts.by, opts.at_hz, opts.all, opts.explain);
     let mut out = Hosts::default();
     let left_out = left_out + rows.iter().filter(|r| !in_scope((&r.row).into())).count();
     if left_out > 0 {
@@ -195,7 +206,7 @@ pub fn hosts(
             if rep.row.cost_per_sample_ns.is_none() {
                 *no_cost.entry(format!("{host} on {}", key.0)).or_insert(0) += 1;
             }
-            out.obs.push(observation(host, rep, by));
+            out.obs.push(observation(host, rep, by, explain));
         }
     }
     if !no_cost.is_empty() {
@@ -233,7 +244,7 @@ pub fn hosts(
     out
 }
 
-fn observation(host: &str, rep: &FleetRow, by: &[String]) -> HostObs {
+fn observation(host: &str, rep: &FleetRow, by: &[String], explain: bool) -> HostObs {
     let r = &rep.row;
     let budgets: Vec<BudgetAnswer> = SUMMARY_BUDGETS.iter().map(|(_, s)| r.budget(s)).collect();
     HostObs {
@@ -242,6 +253,10 @@ fn observation(host: &str, rep: &FleetRow, by: &[String]) -> HostObs {
         set: r.set.clone().unwrap_or_default(),
         set_dir: rep.set_dir.display().to_string(),
         class: by.iter().map(|c| class_value(r, c)).collect(),
+        traits: match explain {
+            true => HOST_TRAITS.iter().map(|(c, _)| class_value(r, c)).collect(),
+            false => Vec::new(),
+        },
         hostname: r.hostname.clone().unwrap_or_default(),
         freq_hz: r.freq_hz.unwrap_or_default(),
         cost_ns: r.cost_per_sample_ns,

@@ -130,6 +130,13 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
             .map(|l| format!("  {l}")),
     );
     out.extend(look_at(f).into_iter().map(|l| format!("  look at: {l}")));
+    if let Some(x) = &f.explain {
+        out.extend(
+            super::explain::lines(x)
+                .into_iter()
+                .map(|l| format!("  {l}")),
+        );
+    }
     for m in &f.missing {
         out.push(format!(
             "  missing: {} on {} ({}: {})",
@@ -261,6 +268,20 @@ fn markdown(f: &Fleet, figures: &[String]) -> String {
             }
         );
     }
+    if f.explain.is_some() {
+        let _ = writeln!(
+            md,
+            "\n## Host traits\n\nThe answer box ranks the host traits by the share of the \
+             spread in log cost per sample between hosts of one class that each explains \
+             (eta squared of a one-way analysis of variance of each host's log cost less its \
+             class's median; F test, Holm-adjusted over the traits; 95 % intervals from {} \
+             bootstrap resamples of the hosts within each value; classes and values of fewer \
+             than {} hosts left out; docs/methodology.md, \"Which host traits explain a \
+             fleet's spread\"). explain.csv has every figure.",
+            1000,
+            super::explain::EXPLAIN_MIN_HOSTS
+        );
+    }
     let look = look_at(f);
     if !look.is_empty() {
         let _ = writeln!(md, "\n## Hosts to look at\n\n- {}", look.join("\n- "));
@@ -329,6 +350,9 @@ pub fn write(out: &Path, f: &Fleet) -> Result<PathBuf, AnalysisError> {
     write_rows_or_empty(&out.join("skipped.csv"), &f.skipped)?;
     if f.opts.all {
         write_rows_or_empty(&out.join("class_days.csv"), &f.days)?;
+    }
+    if let Some(x) = &f.explain {
+        write_rows_or_empty(&out.join("explain.csv"), &x.traits)?;
     }
     let md = markdown(f, &figures);
     let html = crate::report::html::render(&md, "Fleet: perf sampling cost", out);

@@ -78,6 +78,20 @@ fn header(s: &mut String, rs: &ResultSet, a: &Findings, answer: &[String], plots
             let _ = writeln!(s, "- {key}: {v}");
         }
     }
+    let reference = crate::reference::REFERENCE_HOST_SET;
+    match crate::summary::traits_unlike_reference(&m.host) {
+        Some(d) if d.is_empty() => {
+            let _ = writeln!(s, "- host traits: as the reference host's ({reference})");
+        }
+        Some(d) => {
+            let d = d.join(", ");
+            let _ = writeln!(
+                s,
+                "- host traits unlike the reference host ({reference}): {d}"
+            );
+        }
+        None => {}
+    }
     let or = |v: &[String], none: &str| {
         if v.is_empty() {
             none.to_string()
