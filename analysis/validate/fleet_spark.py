@@ -31,21 +31,25 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "..", "..", "deploy", "spark", "fleet_answer.py")
-# Columns a version-1 summary gained after its first writers.
+# Columns a version-1 summary gained after its first writers, and the
+# host traits version 2 added.
 LATER = ["budget_pct", "within_budget", "budget_max_hz", "drift_low_pct", "drift_high_pct",
          "drift_trend_pct_per_h", "drift_trend_lo_pct_per_h", "drift_trend_hi_pct_per_h",
-         "drift_moved", "cost_per_sample_pred_lo_ns", "cost_per_sample_pred_hi_ns"]
+         "drift_moved", "cost_per_sample_pred_lo_ns", "cost_per_sample_pred_hi_ns",
+         "clocksource", "smt_active", "kernel_hz", "preempt", "cpuidle_driver", "cpuidle_governor",
+         "microcode", "pmu_kind", "mitigations", "vulnerabilities"]
 
 
 def older_copy(root, out):
-    """ROOT copied to OUT, every other summary without the LATER columns."""
+    """ROOT copied to OUT, every other summary a version 1 without the LATER columns."""
     import duckdb
 
     shutil.copytree(root, out, ignore=shutil.ignore_patterns("report", "report-*", ".fleet-cache"))
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(out) for f in fs if f == "summary.parquet")
     con = duckdb.connect()
     for f in files[::2]:
-        con.execute(f"COPY (SELECT * EXCLUDE ({', '.join(LATER)}) FROM read_parquet('{f}')) "
+        con.execute(f"COPY (SELECT * EXCLUDE ({', '.join(LATER)}) REPLACE (1::BIGINT AS format_version) "
+                    f"FROM read_parquet('{f}')) "
                     f"TO '{f}.old' (FORMAT parquet)")
         os.replace(f + ".old", f)
     return len(files[::2]), len(files)

@@ -44,13 +44,16 @@ import json
 import math
 import sys
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 BUDGETS = [(0.1, "0p1"), (1.0, "1"), (5.0, "5")]
 DEFAULT_BY = "cpu_model_name,virtualised,event"
 # A class column's value as text, as analysis/src/fleet/hosts.rs writes it.
 CLASS_COLUMNS = ["cpu_model_name", "virtualised", "event", "cpu_vendor", "cpu_family",
                  "cpu_model", "hypervisor", "pmu", "kernel", "scope", "contents",
-                 "work_kind", "cpus", "tool_version"]
+                 "work_kind", "cpus", "tool_version",
+                 # The host traits (results-format's HOST_TRAITS), summary version 2.
+                 "mitigations", "preempt", "cpuidle_driver", "cpuidle_governor", "kernel_hz",
+                 "clocksource", "smt_active", "microcode", "pmu_kind"]
 MAX_SUGGESTED_HZ = 1e7
 # analysis/src/fleet/days.rs: the familywise error of a class's history,
 # and the fewest hosts with a cost for a day to be judged.
@@ -112,6 +115,12 @@ def read(spark, root):
 def class_value(df, col):
     from pyspark.sql import functions as F
 
+    if col == "pmu_kind" and {"pmu", "virtualised"} <= set(df.columns):
+        # An older summary's, made from pmu and virtualised as analysis does.
+        pmu, vm = F.col("pmu"), F.col("virtualised")
+        made = F.when(~pmu, "absent").when(vm, "virtualised").when(~vm, "native")
+        own = F.col(col) if col in df.columns else F.lit(None).cast("string")
+        return F.coalesce(own, made, F.lit("-"))
     if col not in df.columns:
         return F.lit("-")
     c = F.col(col)
@@ -119,6 +128,8 @@ def class_value(df, col):
         "virtualised": F.when(c, "vm").when(~c, "bare metal"),
         "pmu": F.when(c, "pmu").when(~c, "no pmu"),
         "cpus": F.concat(c.cast("string"), F.lit(" cpus")),
+        "kernel_hz": F.concat(c.cast("string"), F.lit(" Hz")),
+        "smt_active": F.when(c, "smt on").when(~c, "smt off"),
     }.get(col, c.cast("string"))
     return F.coalesce(text, F.lit("-"))
 
