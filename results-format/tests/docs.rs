@@ -103,7 +103,8 @@ fn a_missing_column_would_be_caught() {
 
 /// Every key of the one `--json` answer is documented, and nothing more:
 /// the shared keys, then a check's own (`measured_hz`, `exit_code`,
-/// `dir`), which `driver check` puts in `extra`.
+/// `dir`), which `driver check` puts in `extra`, and `recommend --for`'s
+/// `profiler_settings`, likewise.
 #[test]
 fn json_answer_keys_are_documented() {
     use results_format::answer::{ANSWER_VERSION, Answer, AnswerKind};
@@ -128,7 +129,7 @@ fn json_answer_keys_are_documented() {
     };
     written.sort();
     let mut documented = documented(&doc(), "## --json answers");
-    for check_own in ["measured_hz", "exit_code", "dir"] {
+    for check_own in ["measured_hz", "exit_code", "dir", "profiler_settings"] {
         let at = documented.iter().position(|k| k == check_own);
         assert!(at.is_some(), "{check_own} is not documented");
         documented.remove(at.unwrap());
