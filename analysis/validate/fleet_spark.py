@@ -60,9 +60,15 @@ def newer_refused(root, tmp):
     its file, as analysis does."""
     import duckdb
 
-    f = sorted(os.path.join(d, n) for d, _, fs in os.walk(root) for n in fs if n == "summary.parquet")[0]
-    duckdb.connect().execute(f"COPY (SELECT * REPLACE (format_version + 1 AS format_version) "
-                             f"FROM read_parquet('{f}')) TO '{f}.new' (FORMAT parquet)")
+    files = sorted(os.path.join(d, n) for d, _, fs in os.walk(root) for n in fs if n == "summary.parquet")
+    con = duckdb.connect()
+    # One above the newest version in the set: the first file may be an
+    # older one that --two-versions rewrote, and one above it is current.
+    newest = max(con.execute(f"SELECT max(format_version) FROM read_parquet('{g}')").fetchone()[0]
+                 for g in files)
+    f = files[0]
+    con.execute(f"COPY (SELECT * REPLACE ({newest + 1}::BIGINT AS format_version) "
+                f"FROM read_parquet('{f}')) TO '{f}.new' (FORMAT parquet)")
     os.replace(f + ".new", f)
     job = subprocess.run([sys.executable, JOB, root, "--master", "local[2]", "--out", os.path.join(tmp, "x")],
                          capture_output=True, text=True)
