@@ -103,22 +103,30 @@ pub(super) fn run_phases(
         sleep_until_monotonic(boundary + deadline.saturating_sub(boundary) / 2);
         let mid = (monotonic_raw_ns(), reader.iterations());
         sleep_until_monotonic(deadline);
+        let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
+        // Samples are counted per phase by their timestamps after the
+        // run (see phase_samples): no decoding while it runs. The
+        // boundary's reads come after a switch off and before a switch
+        // on, so every sample's time lies inside an on phase. The
+        // ioctls return once the event's CPU has switched it (an IPI
+        // the sample's interrupt cannot straddle); read the other way
+        // round, a sample in the microseconds between the reads and
+        // the switch counted for an off phase (seen about once in
+        // twelve 4-run tests on a busy VM).
+        if let Some(s) = &sampler
+            && on
+            && !next_on
+        {
+            s.disable().map_err(failed)?;
+        }
         boundary = monotonic_ns();
         let t_now = monotonic_raw_ns();
         let it_now = reader.iterations();
-        let next_on = spec.phases.get(i + 1).copied().unwrap_or(false);
-        // Samples are counted per phase by their timestamps after
-        // the run (see phase_samples): no decoding while it runs.
-        // Switch right after the boundary's reads, so few samples
-        // fall between them and the switch (they count, by time,
-        // for the next phase, whose iterations they slow).
-        if let Some(s) = &sampler {
-            if on && !next_on {
-                s.disable().map_err(failed)?;
-            }
-            if next_on && !on {
-                s.enable().map_err(failed)?;
-            }
+        if let Some(s) = &sampler
+            && next_on
+            && !on
+        {
+            s.enable().map_err(failed)?;
         }
         let sched_now = read_schedstat(process.as_ref());
         phases.push(PhaseRow {
