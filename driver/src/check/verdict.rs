@@ -167,10 +167,12 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
             opt(r.predicted_loss_pct, 3),
             opt(r.predicted_loss_lo_pct, 3),
             opt(r.predicted_loss_hi_pct, 3),
-            if r.cost_per_sample_pred_hi_ns.is_some() {
+            if r.profiler.is_some() {
+                "measured loss's"
+            } else if r.cost_per_sample_pred_hi_ns.is_some() {
                 "PI's"
             } else {
-                "CI's (no PI for a profiler)"
+                "CI's"
             },
             opt(v.loss_hi_pct, 3),
             match r.within_budget {
@@ -219,9 +221,24 @@ pub fn answer_json(j: &Judged, args: &CheckArgs, root: &Path) -> String {
         }
         .into(),
         basis_text: format!(
-            "the cost per sample measured now at {} Hz (the gaps design against 0 Hz, {} blocks), at its 95 % prediction interval's upper end, assumed to hold at other rates",
+            "{} measured now at {} Hz (the gaps design against 0 Hz, {} blocks), at its 95 % {} upper end, assumed to {}",
+            if args.profiler.is_some() {
+                "the profiler's loss"
+            } else {
+                "the cost per sample"
+            },
             super::join(&args.rate.0),
-            j.rows.first().and_then(|r| r.runs).unwrap_or(0)
+            j.rows.first().and_then(|r| r.runs).unwrap_or(0),
+            if args.profiler.is_some() {
+                "interval's"
+            } else {
+                "prediction interval's"
+            },
+            if args.profiler.is_some() {
+                "grow in proportion to the rate"
+            } else {
+                "hold at other rates"
+            },
         ),
         at_highest_measured: None,
         resolvable: j.rows.iter().any(|r| r.within_budget.is_some()),
