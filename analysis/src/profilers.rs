@@ -178,6 +178,11 @@ pub struct Setting {
     pub max_hz: Option<f64>,
     /// The line to paste, at `rate_hz`.
     pub line: Option<String>,
+    /// What the line costs: the loss at `rate_hz` at the upper end the
+    /// answer charges, % (budget x rate / max: the charged cost per sample
+    /// does not grow as the rate falls). Null for an upper-bound rate,
+    /// whose configuration costs less than the profiler.
+    pub loss_at_most_pct: Option<f64>,
     /// The profiler's own default rate, Hz (null where it has none).
     pub default_hz: Option<f64>,
     /// The measured configuration the rate rests on.
@@ -214,7 +219,11 @@ impl Setting {
             (_, true) => format!("at most: {on} costs less"),
             _ => format!("on {on}"),
         };
-        format!("{}: {line} ({} %, {basis})", self.name, self.budget_pct)
+        let cost = self.loss_at_most_pct.map_or_else(
+            || format!("{} %", self.budget_pct),
+            |l| format!("costs at most {l:.2} % of a {} % budget", self.budget_pct),
+        );
+        format!("{}: {line} ({cost}, {basis})", self.name)
     }
 }
 
@@ -294,6 +303,9 @@ fn setting(p: &Profiler, configs: &[Config], budget_pct: f64) -> Setting {
         rate_hz,
         max_hz,
         line: rate_hz.map(p.line),
+        loss_at_most_pct: (rate_hz.zip(max_hz))
+            .filter(|_| !upper_bound)
+            .map(|(r, m)| budget_pct * r as f64 / m),
         default_hz: Some(p.default_hz).filter(|d| d.is_finite()),
         rests_on: config.map(|c| c.name.clone()),
         stand_in,

@@ -241,6 +241,13 @@ fn each_profiler_setting_rests_on_what_it_samples_or_says_it_is_a_bound() {
         (perf["upper_bound"].as_bool(), perf["stand_in"].as_bool()),
         (Some(false), Some(false))
     );
+    // What the line costs: the charged loss, scaled down to the line's rate.
+    let (rate, max) = (
+        perf["rate_hz"].as_f64().unwrap(),
+        perf["max_hz"].as_f64().unwrap(),
+    );
+    let loss = perf["loss_at_most_pct"].as_f64().unwrap();
+    assert!((loss - rate / max).abs() < 1e-12 && loss <= 1.0, "{perf}");
     // Nothing there walks stacks in eBPF: no answer, and what measures it.
     let parca = named(&s, "parca");
     assert!(
@@ -263,8 +270,9 @@ fn each_profiler_setting_rests_on_what_it_samples_or_says_it_is_a_bound() {
     // perf-default only: every setting is an upper bound, never silently.
     let (_, s) = settings_of("20261126T0217Z-vm");
     assert!(
-        s.iter()
-            .all(|x| x["upper_bound"] == true && x["rests_on"] == "contents perf-default"),
+        s.iter().all(|x| x["upper_bound"] == true
+            && x["rests_on"] == "contents perf-default"
+            && x["loss_at_most_pct"].is_null()),
         "{s:?}"
     );
 }
