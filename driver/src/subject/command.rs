@@ -68,7 +68,8 @@ struct Exited {
 /// command by `PERF_OVERHEAD_RUN_DIR`: the folder for its own files.
 /// Returns the run's measured columns: `iterations` 1 (one whole run),
 /// `wall_ns` from just before the fork to the exit, `started_at_ns` and
-/// `ended_at_ns` (CLOCK_MONOTONIC_RAW), and [`read_usage`]'s.
+/// `ended_at_ns` (CLOCK_MONOTONIC_RAW), and its CPU time, context
+/// switches and run-queue wait (`read_usage`).
 pub fn run_pinned(
     argv: &[String],
     cpu: u32,
