@@ -196,12 +196,34 @@ pub struct Setting {
     pub upper_bound: bool,
     /// The command that measures what it samples, where this set lacks it.
     pub measure: Option<String>,
+    /// Whether the profiler's default rate is above the highest within the
+    /// budget; null for an upper-bound rate or a profiler without one.
+    pub default_over: Option<bool>,
+    /// What the default costs when it is within: budget x default / max,
+    /// at the upper end the answer charges, %.
+    pub default_loss_at_most_pct: Option<f64>,
 }
 
 impl Setting {
     /// The setting, what it rests on, any bound, and what would measure it.
     pub fn words(&self) -> String {
         let mut s = self.short();
+        match (
+            self.default_over,
+            self.default_hz,
+            self.default_loss_at_most_pct,
+        ) {
+            (Some(true), Some(d), _) => {
+                s.push_str(&format!(
+                    "; its default {d} Hz is over the {} % budget",
+                    self.budget_pct
+                ));
+            }
+            (Some(false), Some(d), Some(l)) => {
+                s.push_str(&format!("; its default {d} Hz costs at most {l:.2} %"));
+            }
+            _ => {}
+        }
         if let Some(m) = &self.measure {
             s.push_str(&format!("; measure it: {m}"));
         }
@@ -292,6 +314,9 @@ fn setting(p: &Profiler, configs: &[Config], budget_pct: f64) -> Setting {
     };
     let max_hz = config.and_then(|c| c.max_hz);
     let rate_hz = max_hz.and_then(nice_prime_below);
+    let default_hz = Some(p.default_hz).filter(|d| d.is_finite());
+    // The default is judged where the rate rests on what it samples.
+    let judged = max_hz.filter(|_| !upper_bound).zip(default_hz);
     let measure = (stand_in || upper_bound)
         .then_some(p.measure)
         .flatten()
@@ -306,11 +331,15 @@ fn setting(p: &Profiler, configs: &[Config], budget_pct: f64) -> Setting {
         loss_at_most_pct: (rate_hz.zip(max_hz))
             .filter(|_| !upper_bound)
             .map(|(r, m)| budget_pct * r as f64 / m),
-        default_hz: Some(p.default_hz).filter(|d| d.is_finite()),
+        default_hz,
         rests_on: config.map(|c| c.name.clone()),
         stand_in,
         upper_bound,
         measure,
+        default_over: judged.map(|(m, d)| d > m),
+        default_loss_at_most_pct: judged
+            .filter(|(m, d)| d <= m)
+            .map(|(m, d)| budget_pct * d / m),
     }
 }
 

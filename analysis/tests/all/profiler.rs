@@ -248,6 +248,10 @@ fn each_profiler_setting_rests_on_what_it_samples_or_says_it_is_a_bound() {
     );
     let loss = perf["loss_at_most_pct"].as_f64().unwrap();
     assert!((loss - rate / max).abs() < 1e-12 && loss <= 1.0, "{perf}");
+    // perf's default 4000 Hz is above the highest rate within 1 %.
+    assert!(max < 4000.0, "{perf}");
+    assert_eq!(perf["default_over"], true);
+    assert!(perf["default_loss_at_most_pct"].is_null());
     // Nothing there walks stacks in eBPF: no answer, and what measures it.
     let parca = named(&s, "parca");
     assert!(
@@ -264,6 +268,15 @@ fn each_profiler_setting_rests_on_what_it_samples_or_says_it_is_a_bound() {
         );
     }
     assert_eq!(named(&s, "bpftrace")["stand_in"], false);
+    // Parca's default 19 Hz is within: what it costs, scaled from the max.
+    let parca = named(&s, "parca");
+    let max = parca["max_hz"].as_f64().unwrap();
+    assert!(max > 19.0, "{parca}");
+    assert_eq!(parca["default_over"], false);
+    let at_default = parca["default_loss_at_most_pct"].as_f64().unwrap();
+    assert!((at_default - 19.0 / max).abs() < 1e-12, "{parca}");
+    // bpftrace has no default rate: nothing said of one.
+    assert!(named(&s, "bpftrace")["default_over"].is_null());
     // Our sampler's callchain contents are what perf record -g samples.
     let (_, s) = settings_of("20261126T-vm-builtin-callchain");
     assert_eq!(named(&s, "perf")["rests_on"], "contents callchain");
@@ -272,7 +285,8 @@ fn each_profiler_setting_rests_on_what_it_samples_or_says_it_is_a_bound() {
     assert!(
         s.iter().all(|x| x["upper_bound"] == true
             && x["rests_on"] == "contents perf-default"
-            && x["loss_at_most_pct"].is_null()),
+            && x["loss_at_most_pct"].is_null()
+            && x["default_over"].is_null()),
         "{s:?}"
     );
 }
