@@ -321,19 +321,22 @@ fn profiler_verdict(row: &SummaryRow, budget_pct: f64) -> Option<CheckVerdict> {
     let freq = row.freq_hz.filter(|f| *f > 0)? as f64;
     let hi = row.predicted_loss_hi_pct.filter(|v| v.is_finite())?;
     let lo = row.predicted_loss_lo_pct.filter(|v| v.is_finite());
-    let within = if hi <= budget_pct {
-        Some(true)
-    } else if lo.is_some_and(|l| l > budget_pct) {
-        Some(false)
-    } else {
-        None
-    };
     Some(CheckVerdict {
-        within,
+        within: judged(Some(hi), lo, budget_pct),
         max_hz: (hi > 0.0).then(|| budget_pct / hi * freq),
         loss_hi_pct: Some(hi),
         loss_lo_pct: lo,
     })
+}
+
+/// The one rule of a check: within when the loss's upper end fits the
+/// budget, over when even its lower end does not, else unresolved.
+fn judged(loss_hi_pct: Option<f64>, loss_lo_pct: Option<f64>, budget_pct: f64) -> Option<bool> {
+    match (loss_hi_pct, loss_lo_pct) {
+        (Some(h), _) if h <= budget_pct => Some(true),
+        (_, Some(l)) if l > budget_pct => Some(false),
+        _ => None,
+    }
 }
 
 /// The verdict at `rate` (Hz) from a cost per sample's upper and lower
@@ -342,14 +345,9 @@ fn verdict_of(rate: f64, hi: Option<f64>, lo: Option<f64>, budget_pct: f64) -> C
     // ns x Hz = 1e-9 of the time; as a percentage, x 1e-7.
     let loss = |c: Option<f64>| Some(c? * rate * 1e-7);
     let (loss_hi_pct, loss_lo_pct) = (loss(hi), loss(lo));
-    let within = match (loss_hi_pct, loss_lo_pct) {
-        (Some(h), _) if h <= budget_pct => Some(true),
-        (_, Some(l)) if l > budget_pct => Some(false),
-        _ => None,
-    };
     let max_hz = hi.filter(|c| *c > 0.0).map(|c| budget_pct / (c * 1e-7));
     CheckVerdict {
-        within,
+        within: judged(loss_hi_pct, loss_lo_pct, budget_pct),
         max_hz,
         loss_hi_pct,
         loss_lo_pct,
