@@ -20,7 +20,12 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use driver::perf::attr::sample as st;
-use driver::perf::record::{Formats, Record, Sample, encode, for_each_record};
+use driver::perf::record::{Formats, Record, Sample, for_each_record};
+
+/// The tests' encoder; the benchmark uses only its `sample`.
+#[path = "../tests/all/encode.rs"]
+#[allow(dead_code)]
+mod encode;
 
 struct Layout {
     name: &'static str,

@@ -21,7 +21,7 @@ pub const RECORD_SAMPLE: u32 = b::PERF_RECORD_SAMPLE;
 pub const RECORD_LOST_SAMPLES: u32 = b::PERF_RECORD_LOST_SAMPLES;
 
 /// PERF_SAMPLE_ADDR (skipped when present).
-const SAMPLE_ADDR: u64 = b::PERF_SAMPLE_ADDR as u64;
+pub const SAMPLE_ADDR: u64 = b::PERF_SAMPLE_ADDR as u64;
 
 /// The sample_type bits this decoder understands. PERF_SAMPLE_READ and the
 /// fields after PERF_SAMPLE_STACK_USER (weight, data_src, ...) are not.
@@ -578,6 +578,3 @@ mod sample_id;
 
 pub use framing::*;
 use sample_id::parse_sample_id;
-
-/// An encoder of records, for tests, fixtures and benchmarks.
-pub mod encode;

@@ -15,9 +15,10 @@
 
 use std::path::Path;
 
+use crate::encode;
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
-    DecodeError, Formats, Record, RecordIter, SUPPORTED_SAMPLE_TYPE, Sample, SampleId, encode,
+    DecodeError, Formats, Record, RecordIter, SUPPORTED_SAMPLE_TYPE, Sample, SampleId,
     for_each_record, for_each_record_bytes, parse_record,
 };
 use driver::perf::tracefs::{self, Field};

@@ -8,6 +8,7 @@ mod build_revision;
 mod check_real;
 mod common;
 mod decoder_props;
+mod encode;
 mod fleet_ansible;
 mod host_state;
 mod perf_error;

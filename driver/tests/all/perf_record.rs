@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
+use crate::encode;
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
-    DecodeError, Formats, Record, RecordIter, Sample, SampleId, encode, for_each_record,
-    parse_record,
+    DecodeError, Formats, Record, RecordIter, Sample, SampleId, for_each_record, parse_record,
 };
 use driver::perf::tracefs;
 use proptest::prelude::*;

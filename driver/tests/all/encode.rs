@@ -1,9 +1,10 @@
-//! An encoder of records, for tests, fixtures and benchmarks: the inverse
+//! An encoder of records, for the tests and the decode benchmark: the inverse
 //! of the decoder, byte for byte in the kernel's layout.
 
-use super::{
+use driver::perf::attr::sample as st;
+use driver::perf::record::{
     RECORD_LOST, RECORD_LOST_SAMPLES, RECORD_SAMPLE, RECORD_THROTTLE, RECORD_UNTHROTTLE, Record,
-    SAMPLE_ADDR, Sample, SampleId, st,
+    SAMPLE_ADDR, Sample, SampleId,
 };
 
 fn header(kind: u32, size: usize) -> Vec<u8> {
