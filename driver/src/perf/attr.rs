@@ -152,11 +152,6 @@ impl Attr {
         self.raw.read_format = bits;
         self
     }
-    /// `disabled`.
-    pub fn disabled(mut self, yes: bool) -> Self {
-        self.raw.set_disabled(u64::from(yes));
-        self
-    }
     /// `sample_id_all`: LOST/THROTTLE/... records carry the sample id trailer.
     pub fn sample_id_all(mut self, yes: bool) -> Self {
         self.raw.set_sample_id_all(u64::from(yes));
