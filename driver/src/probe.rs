@@ -316,9 +316,7 @@ pub fn probe_host() -> HostFacts {
 /// Spins on `cpu` until `stop` is set (a busy workload for self-tests).
 pub fn spin_on_cpu(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
-        let mut set = rustix::thread::CpuSet::new();
-        set.set(cpu as usize);
-        let _ = rustix::thread::sched_setaffinity(None, &set);
+        let _ = crate::system::process::pin_to([cpu]);
         let mut n = 0u64;
         while !stop.load(Ordering::Relaxed) {
             n = std::hint::black_box(n.wrapping_add(1));
