@@ -175,13 +175,10 @@ impl Sampler {
     pub fn open(cfg: &SamplerConfig) -> Result<Sampler, PerfError> {
         let online = online_cpus()?;
         validate(cfg, &online)?;
-        let cpus: Vec<u32> = match cfg.scope {
-            Scope::Cpu => vec![cfg.measured_cpu],
-            Scope::System | Scope::Task(_) => online.clone(),
-        };
-        let pid = match cfg.scope {
-            Scope::Task(pid) => pid,
-            _ => -1,
+        let (cpus, pid) = match cfg.scope {
+            Scope::Cpu => (vec![cfg.measured_cpu], -1),
+            Scope::System => (online.clone(), -1),
+            Scope::Task(pid) => (online.clone(), pid),
         };
         let (mut events, mut ids, measured_fd_index) = open_sampling(cfg, &cpus, pid)?;
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
