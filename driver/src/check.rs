@@ -125,7 +125,6 @@ pub mod exit {
     pub const OVER: u8 = 1;
     pub const BAD_INPUT: u8 = 2;
     pub const UNRESOLVED: u8 = 3;
-    pub const INTERRUPTED: u8 = 130;
 }
 
 /// A directory the check writes into: it exists and a file can be made in it.

@@ -205,19 +205,9 @@ impl SampleContents {
     /// Estimated bytes of one sample record, for ring sizing.
     pub fn est_record_bytes(&self, task: bool) -> u64 {
         let st_bits = self.sample_type(task);
-        let fixed = [
-            st::IDENTIFIER,
-            st::IP,
-            st::TID,
-            st::TIME,
-            st::CPU,
-            st::PERIOD,
-        ]
-        .iter()
-        .filter(|&&b| st_bits & b != 0)
-        .count() as u64
-            * 8;
-        let mut bytes = 8 + fixed;
+        // The header and one word per fixed field.
+        let fixed = st::IDENTIFIER | st::IP | st::TID | st::TIME | st::CPU | st::PERIOD;
+        let mut bytes = 8 + 8 * u64::from((st_bits & fixed).count_ones());
         if st_bits & st::CALLCHAIN != 0 {
             bytes += 8 + 8 * RING_ESTIMATE_CALLCHAIN_FRAMES;
         }

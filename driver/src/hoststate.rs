@@ -174,7 +174,6 @@ pub struct LockOwner {
 #[derive(Debug)]
 pub struct SweepLock {
     file: File,
-    path: PathBuf,
 }
 
 fn now_rfc3339() -> String {
@@ -236,12 +235,7 @@ impl SweepLock {
         file.write_all(text.as_bytes()).map_err(io_err(&path))?;
         file.write_all(b"\n").map_err(io_err(&path))?;
         file.sync_data().map_err(io_err(&path))?;
-        Ok(SweepLock { file, path })
-    }
-
-    /// The lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(SweepLock { file })
     }
 }
 

@@ -93,13 +93,6 @@ pub fn phase_schedule(duration_ns: u64, phase_ns: u64, seed: u64, run_id: u32) -
     PhaseSchedule { settle_ns, on }
 }
 
-/// Expected wall time of the plan, for the ETA and the log.
-pub fn planned_ns(plan: &[PlannedRun], duration_ns: u64) -> u64 {
-    u64::try_from(plan.len())
-        .unwrap_or(u64::MAX)
-        .saturating_mul(duration_ns)
-}
-
 pub use crate::block::{BlockSpec, PlannedRun, block_text, planned_loop_ns};
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ pub struct HostFacts {
 }
 
 /// Result of the live self-test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SelfTest {
     /// Event used.
     pub event: String,
@@ -179,14 +179,12 @@ fn hypervisor() -> Option<String> {
     if let Some(t) = read_trim("/sys/hypervisor/type").filter(|s| !s.is_empty()) {
         return Some(t);
     }
-    let vendor = read_trim("/sys/class/dmi/id/sys_vendor").filter(|s| !s.is_empty());
-    let product = read_trim("/sys/class/dmi/id/product_name").filter(|s| !s.is_empty());
-    match (vendor, product) {
-        (Some(v), Some(p)) => Some(format!("{v} {p}")),
-        (Some(v), None) => Some(v),
-        (None, Some(p)) => Some(p),
-        (None, None) => None,
-    }
+    // The DMI vendor and product, whichever are there.
+    let dmi: Vec<String> = ["sys_vendor", "product_name"]
+        .iter()
+        .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")).filter(|s| !s.is_empty()))
+        .collect();
+    (!dmi.is_empty()).then(|| dmi.join(" "))
 }
 
 /// The tick rate: CONFIG_HZ from the kernel config
@@ -243,16 +241,13 @@ pub fn probe_host() -> HostFacts {
         Ok((_, warn)) => (false, warn),
         Err(e) => (false, Some(e.to_string())),
     };
-    let event = if pmu_present {
-        EventKind::Cycles
+    let (event, sampling_event_reason) = if pmu_present {
+        (EventKind::Cycles, "a hardware PMU is present: cycles opens")
     } else {
-        EventKind::CpuClock
-    };
-    let sampling_event_reason = if pmu_present {
-        "a hardware PMU is present: cycles opens".to_string()
-    } else {
-        "no hardware PMU (cycles does not open): falling back to the software cpu-clock event"
-            .to_string()
+        (
+            EventKind::CpuClock,
+            "no hardware PMU (cycles does not open): falling back to the software cpu-clock event",
+        )
     };
     let (tracefs_path, tracefs_error) = match tracefs::find_or_mount() {
         Ok(p) => (Some(p), None),
@@ -289,7 +284,7 @@ pub fn probe_host() -> HostFacts {
         pmu_present,
         pmu_error,
         sampling_event: event.as_str().into(),
-        sampling_event_reason,
+        sampling_event_reason: sampling_event_reason.into(),
         handler_source: event.handler_source().as_str().into(),
         tracefs: tracefs_path.map(|p| p.display().to_string()),
         tracefs_error,
@@ -321,9 +316,7 @@ pub fn probe_host() -> HostFacts {
 /// Spins on `cpu` until `stop` is set (a busy workload for self-tests).
 pub fn spin_on_cpu(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
-        let mut set = rustix::thread::CpuSet::new();
-        set.set(cpu as usize);
-        let _ = rustix::thread::sched_setaffinity(None, &set);
+        let _ = crate::system::process::pin_to([cpu]);
         let mut n = 0u64;
         while !stop.load(Ordering::Relaxed) {
             n = std::hint::black_box(n.wrapping_add(1));
@@ -441,11 +434,8 @@ pub fn cli(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
                 event: event.as_str().into(),
                 freq_hz: 1000,
                 cpu,
-                samples: 0,
-                handler_intervals: 0,
-                lost: 0,
-                median_handler_ns: None,
                 error: Some(e.to_string()),
+                ..SelfTest::default()
             }),
         )
     };

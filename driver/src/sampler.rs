@@ -138,7 +138,7 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     Sampling,
     Trace,
@@ -175,13 +175,10 @@ impl Sampler {
     pub fn open(cfg: &SamplerConfig) -> Result<Sampler, PerfError> {
         let online = online_cpus()?;
         validate(cfg, &online)?;
-        let cpus: Vec<u32> = match cfg.scope {
-            Scope::Cpu => vec![cfg.measured_cpu],
-            Scope::System | Scope::Task(_) => online.clone(),
-        };
-        let pid = match cfg.scope {
-            Scope::Task(pid) => pid,
-            _ => -1,
+        let (cpus, pid) = match cfg.scope {
+            Scope::Cpu => (vec![cfg.measured_cpu], -1),
+            Scope::System => (online.clone(), -1),
+            Scope::Task(pid) => (online.clone(), pid),
         };
         let (mut events, mut ids, measured_fd_index) = open_sampling(cfg, &cpus, pid)?;
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
@@ -233,17 +230,26 @@ impl Sampler {
         })
     }
 
-    /// The config this session was opened with.
-    pub fn config(&self) -> &SamplerConfig {
-        &self.cfg
+    /// PERF_EVENT_IOC_ENABLE (`on`) or DISABLE on every event of `role`.
+    fn switch(&self, role: Role, on: bool) -> Result<(), PerfError> {
+        let what = match role {
+            Role::Sampling => self.cfg.event.as_str(),
+            Role::Trace => "tracepoint",
+        };
+        let (ioctl, op): (fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<()>, _) = if on {
+            (sys::enable, "ioctl(PERF_EVENT_IOC_ENABLE)")
+        } else {
+            (sys::disable, "ioctl(PERF_EVENT_IOC_DISABLE)")
+        };
+        for ev in self.events.iter().filter(|e| e.role == role) {
+            ioctl(ev.fd.as_fd()).map_err(|e| PerfError::os(op, what, e))?;
+        }
+        Ok(())
     }
 
     /// Enables the tracepoints, then the sampling event(s).
     pub fn enable(&self) -> Result<(), PerfError> {
-        for ev in self.events.iter().filter(|e| matches!(e.role, Role::Trace)) {
-            sys::enable(ev.fd.as_fd())
-                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ENABLE)", "tracepoint", e))?;
-        }
+        self.switch(Role::Trace, true)?;
         self.shared.enabled.store(true, Ordering::Release);
         self.cpu_at_enable
             .store(crate::system::clock::process_cpu_ns(), Ordering::Relaxed);
@@ -252,29 +258,12 @@ impl Sampler {
         let _ =
             self.first_enabled_at
                 .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
-        for ev in self
-            .events
-            .iter()
-            .filter(|e| matches!(e.role, Role::Sampling))
-        {
-            sys::enable(ev.fd.as_fd()).map_err(|e| {
-                PerfError::os("ioctl(PERF_EVENT_IOC_ENABLE)", self.cfg.event.as_str(), e)
-            })?;
-        }
-        Ok(())
+        self.switch(Role::Sampling, true)
     }
 
     /// Disables the sampling event(s), then the tracepoints.
     pub fn disable(&self) -> Result<(), PerfError> {
-        for ev in self
-            .events
-            .iter()
-            .filter(|e| matches!(e.role, Role::Sampling))
-        {
-            sys::disable(ev.fd.as_fd()).map_err(|e| {
-                PerfError::os("ioctl(PERF_EVENT_IOC_DISABLE)", self.cfg.event.as_str(), e)
-            })?;
-        }
+        self.switch(Role::Sampling, false)?;
         let since = self.enabled_at.swap(0, Ordering::Relaxed);
         if since != 0 {
             self.enabled_total
@@ -286,24 +275,13 @@ impl Sampler {
             );
         }
         self.shared.enabled.store(false, Ordering::Release);
-        for ev in self.events.iter().filter(|e| matches!(e.role, Role::Trace)) {
-            sys::disable(ev.fd.as_fd())
-                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_DISABLE)", "tracepoint", e))?;
-        }
-        Ok(())
-    }
-
-    /// Samples decoded so far (on the measured CPU; all CPUs for Task
-    /// scope). Rings are decoded lazily (see the module docs), so with rings
-    /// that hold the whole run this stays 0 until [`Sampler::finish`]; see
-    /// [`Sampler::samples_synced`], which forces a decode.
-    pub fn samples_so_far(&self) -> u64 {
-        self.shared.samples.load(Ordering::Acquire)
+        self.switch(Role::Trace, false)
     }
 
     /// Asks the drain thread for a pass now, waits for it (at most ~1 s) and
-    /// returns the sample count, which then includes every sample written
-    /// before this call.
+    /// returns the samples decoded (on the measured CPU; all CPUs for Task
+    /// scope), which then include every sample written before this call
+    /// (rings are otherwise decoded lazily: see the module docs).
     pub fn samples_synced(&self) -> u64 {
         let want = self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1;
         if let Some(t) = &self.thread {
@@ -314,12 +292,7 @@ impl Sampler {
         {
             std::thread::sleep(Duration::from_micros(200));
         }
-        self.samples_so_far()
-    }
-
-    /// The CPU the drain thread is pinned to.
-    pub fn drain_cpu(&self) -> Option<u32> {
-        self.drain_cpu
+        self.shared.samples.load(Ordering::Acquire)
     }
 
     /// Disables everything, drains a last time, stops the thread and pairs

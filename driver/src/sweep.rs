@@ -123,12 +123,9 @@ fn git_revision() -> Option<String> {
 }
 
 fn pin_self_away_from(cpu: u32, online: &[u32]) {
-    let mut set = rustix::thread::CpuSet::new();
-    for &c in online.iter().filter(|&&c| c != cpu) {
-        set.set(usize::try_from(c).unwrap_or(0));
-    }
+    let others = online.iter().copied().filter(|&c| c != cpu);
     if online.len() > 1
-        && let Err(e) = rustix::thread::sched_setaffinity(None, &set)
+        && let Err(e) = crate::system::process::pin_to(others)
     {
         tracing::warn!("cannot keep the driver off CPU {cpu}: {e}");
     }

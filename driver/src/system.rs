@@ -130,7 +130,7 @@ mod tests {
         let p = tmp.path().join("sysctl");
         std::fs::write(&p, "100000\n").unwrap();
         {
-            let mut g = SettingsGuard::new();
+            let mut g = SettingsGuard::default();
             g.set(&p, "200000").unwrap();
             assert_eq!(std::fs::read_to_string(&p).unwrap(), "200000");
             assert_eq!(g.changes()[0].old, "100000");
@@ -196,7 +196,7 @@ mod tests {
         std::fs::write(&p, "1").unwrap();
         let p2 = p.clone();
         let r = std::panic::catch_unwind(move || {
-            let mut g = SettingsGuard::new();
+            let mut g = SettingsGuard::default();
             g.set(&p2, "2").unwrap();
             panic!("boom");
         });

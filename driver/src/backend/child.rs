@@ -7,6 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::failed;
@@ -155,6 +156,13 @@ pub(super) fn wait_end(
     }
 }
 
+/// A ready workload: its guard, its counter and its stderr.
+type Ready = (
+    ChildGuard,
+    workload::counter::CounterReader,
+    JoinHandle<String>,
+);
+
 /// Waits until the workload is set up (pinned, calibrated) and hands back
 /// its guard, its counter and its stderr; one that exits before is a
 /// failed run quoting its stderr (read once the guard has reaped it).
@@ -162,15 +170,8 @@ pub(super) fn ready_or_failed(
     mut guard: ChildGuard,
     counter_path: &Path,
     interrupt: &AtomicBool,
-    stderr: std::thread::JoinHandle<String>,
-) -> Result<
-    (
-        ChildGuard,
-        workload::counter::CounterReader,
-        std::thread::JoinHandle<String>,
-    ),
-    RunError,
-> {
+    stderr: JoinHandle<String>,
+) -> Result<Ready, RunError> {
     match wait_ready(&mut guard, counter_path, interrupt)? {
         Ok(reader) => Ok((guard, reader, stderr)),
         Err(status) => {

@@ -2,9 +2,9 @@
 //! eBPF agent) run as the sampler in place of ours, its command a template
 //! with `{freq}` and `{cpu}`, and the settings that do not apply to it.
 
-use super::user_command::only_design;
-use super::user_command::{find_program, split_command};
-use super::{ConfigError, Design, ExperimentFile, FlagSettings, Origin, invalid};
+use super::resolve::Sources;
+use super::user_command::{find_program, only_design, split_command};
+use super::{ConfigError, Design, Origin, invalid};
 
 /// The placeholder for the run's sampling rate, Hz.
 const FREQ_PLACEHOLDER: &str = "{freq}";
@@ -23,14 +23,10 @@ pub fn profiler_argv(template: &str, freq_hz: u64, cpu: u32) -> Result<Vec<Strin
 /// The profiler's template from `--profiler` or the file's `profiler`,
 /// checked: it splits into words, names a program that exists, and says
 /// where its rate goes (`{freq}`); None without a profiler.
-pub(super) fn resolve_profiler(
-    flags: &FlagSettings,
-    exp: &ExperimentFile,
-    key: &dyn Fn(&'static str) -> Origin,
-) -> Result<Option<String>, ConfigError> {
-    let (text, origin) = match (&flags.profiler, &exp.profiler) {
+pub(super) fn resolve_profiler(src: &Sources<'_>) -> Result<Option<String>, ConfigError> {
+    let (text, origin) = match (&src.flags.profiler, &src.exp.profiler) {
         (Some(t), _) => (t.clone(), Origin::Flag("--profiler")),
-        (None, Some(t)) => (t.clone(), key("profiler")),
+        (None, Some(t)) => (t.clone(), src.key("profiler")),
         (None, None) => return Ok(None),
     };
     let example = "e.g. --profiler 'perf record -e cpu-clock -F {freq} -C {cpu} -g -o /dev/null'";
@@ -60,13 +56,9 @@ pub(super) fn resolve_profiler(
 /// design measures it (the paired design switches our own sampler on and
 /// off, which an external profiler cannot be). On a `--command` the
 /// command's own checks hold (whole runs, the classic design).
-pub(super) fn refuse_with_profiler(
-    flags: &FlagSettings,
-    exp: &ExperimentFile,
-    key: &dyn Fn(&'static str) -> Origin,
-) -> Result<(), ConfigError> {
+pub(super) fn refuse_with_profiler(src: &Sources<'_>) -> Result<(), ConfigError> {
     only_design(
-        (flags, exp, key),
+        src,
         Design::Gaps,
         "a profiler is measured by the gaps design only (the paired design switches our own sampler on and off in phases, which an external profiler cannot be)",
         "drop the design (gaps is used) or give --design gaps",

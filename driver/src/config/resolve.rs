@@ -17,15 +17,15 @@ use super::{
 
 /// Where a resolve reads its settings: the flags, then the experiment file
 /// (empty when none is given), whose keys errors name with its path.
-struct Sources<'a> {
-    flags: &'a FlagSettings,
-    exp: &'a ExperimentFile,
+pub(super) struct Sources<'a> {
+    pub(super) flags: &'a FlagSettings,
+    pub(super) exp: &'a ExperimentFile,
     path: Option<&'a Path>,
 }
 
 impl Sources<'_> {
     /// An experiment-file key, for messages.
-    fn key(&self, key: &'static str) -> Origin {
+    pub(super) fn key(&self, key: &'static str) -> Origin {
         Origin::File {
             key,
             file: self.path.map(Path::to_path_buf).unwrap_or_default(),
@@ -337,23 +337,22 @@ impl SweepOptions {
         let empty = ExperimentFile::default();
         let (exp, path) = file.map_or((&empty, None), |(e, p)| (e, Some(p)));
         let src = Sources { flags, exp, path };
-        let key = |k| src.key(k);
 
         let rates_hz = src.rates()?;
-        let subject = match resolve_command(flags, exp, &key)? {
+        let subject = match resolve_command(&src)? {
             Some(argv) => {
-                refuse_with_command(flags, exp, &key)?;
-                let warmup = resolve_warmup(flags, exp, &key, true)?;
+                refuse_with_command(&src)?;
+                let warmup = resolve_warmup(&src, true)?;
                 Subject::Command { argv, warmup }
             }
             None => {
-                resolve_warmup(flags, exp, &key, false)?;
+                resolve_warmup(&src, false)?;
                 Subject::Loop
             }
         };
-        let sampling = match (resolve_profiler(flags, exp, &key)?, &subject) {
+        let sampling = match (resolve_profiler(&src)?, &subject) {
             (Some(template), Subject::Loop) => {
-                refuse_with_profiler(flags, exp, &key)?;
+                refuse_with_profiler(&src)?;
                 Sampling::Profiler { template }
             }
             // The command's checks hold: whole runs (classic) only.

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::resolve::Sources;
 use super::{
-    ConfigError, Design, ExperimentFile, FlagList, FlagSettings, OneOrMany, Origin, ScopeName,
-    invalid, parse_design, parse_scope,
+    ConfigError, Design, FlagList, OneOrMany, Origin, ScopeName, invalid, parse_design, parse_scope,
 };
 
 /// Most warm-up runs allowed.
@@ -16,12 +16,8 @@ pub const DEFAULT_WARMUP: u32 = 1;
 
 /// The command's argv from `--command` or the file's `command`, its
 /// program found (on PATH or as a path); None without a command.
-pub(super) fn resolve_command(
-    flags: &FlagSettings,
-    exp: &ExperimentFile,
-    key: &dyn Fn(&'static str) -> Origin,
-) -> Result<Option<Vec<String>>, ConfigError> {
-    let (argv, shown, origin) = if let Some(text) = &flags.command {
+pub(super) fn resolve_command(src: &Sources<'_>) -> Result<Option<Vec<String>>, ConfigError> {
+    let (argv, shown, origin) = if let Some(text) = &src.flags.command {
         let o = Origin::Flag("--command");
         let argv = split_command(text).map_err(|p| {
             invalid(
@@ -32,8 +28,8 @@ pub(super) fn resolve_command(
             )
         })?;
         (argv, text.clone(), o)
-    } else if let Some(c) = &exp.command {
-        let o = key("command");
+    } else if let Some(c) = &src.exp.command {
+        let o = src.key("command");
         let argv = match c {
             OneOrMany::One(text) => split_command(text).map_err(|p| {
                 invalid(
@@ -75,26 +71,16 @@ pub(super) fn resolve_command(
 /// completion (no --duration), it is the workload (no --work), a
 /// per-task sampler would have to be opened before it starts (no --scope
 /// task), and only whole runs measure it (no paired or gaps design).
-pub(super) fn refuse_with_command(
-    flags: &FlagSettings,
-    exp: &ExperimentFile,
-    key: &dyn Fn(&'static str) -> Origin,
-) -> Result<(), ConfigError> {
-    let pick =
-        |flag: &Option<String>, name: &'static str, file: Option<String>, k: &'static str| {
-            flag.clone()
-                .map(|v| (v, Origin::Flag(name)))
-                .or_else(|| file.map(|v| (v, key(k))))
-        };
+pub(super) fn refuse_with_command(src: &Sources<'_>) -> Result<(), ConfigError> {
+    let (flags, exp) = (src.flags, src.exp);
+    let pick = |flag: Option<String>, name: &'static str, file: &Option<String>, k| {
+        flag.map(|v| (v, Origin::Flag(name)))
+            .or_else(|| file.clone().map(|v| (v, src.key(k))))
+    };
     let flag_duration = flags
         .duration_ns
         .map(|ns| workload::duration::format_duration(std::time::Duration::from_nanos(ns)));
-    if let Some((v, o)) = pick(
-        &flag_duration,
-        "--duration",
-        exp.duration.clone(),
-        "duration",
-    ) {
+    if let Some((v, o)) = pick(flag_duration, "--duration", &exp.duration, "duration") {
         return Err(invalid(
             v,
             &o,
@@ -106,7 +92,7 @@ pub(super) fn refuse_with_command(
         flags.workload.as_ref(),
         exp.workload.as_ref(),
         "--work",
-        key("workload"),
+        src.key("workload"),
     );
     if let Some((v, o)) = workload {
         return Err(invalid(
@@ -117,7 +103,7 @@ pub(super) fn refuse_with_command(
         ));
     }
     let flag_scope = flags.scope.map(|s| s.as_str().to_owned());
-    if let Some((v, o)) = pick(&flag_scope, "--scope", exp.scope.clone(), "scope")
+    if let Some((v, o)) = pick(flag_scope, "--scope", &exp.scope, "scope")
         && parse_scope(v.trim(), &o).ok() == Some(ScopeName::Task)
     {
         return Err(invalid(
@@ -128,7 +114,7 @@ pub(super) fn refuse_with_command(
         ));
     }
     only_design(
-        (flags, exp, key),
+        src,
         Design::Classic,
         "only whole runs measure a command (the paired and gaps designs need the built-in loop's count and timeline)",
         "drop the design (classic is used) or give --design classic",
@@ -136,26 +122,20 @@ pub(super) fn refuse_with_command(
     Ok(())
 }
 
-/// A list setting as given, written back comma-separated, with where it
-/// came from: the flag `name`, else the experiment file's `key`.
 /// Refuses a `--design` (flag or experiment file) other than `only`,
 /// with `why` and `fix`: a command is measured by whole runs, a profiler
 /// by the gaps design.
 pub(super) fn only_design(
-    (flags, exp, key): (
-        &FlagSettings,
-        &ExperimentFile,
-        &dyn Fn(&'static str) -> Origin,
-    ),
+    src: &Sources<'_>,
     only: Design,
     why: &str,
     fix: &str,
 ) -> Result<(), ConfigError> {
     let given = given_list(
-        flags.design.as_ref(),
-        exp.design.as_ref(),
+        src.flags.design.as_ref(),
+        src.exp.design.as_ref(),
         "--design",
-        key("design"),
+        src.key("design"),
     );
     match given {
         Some((v, o))
@@ -168,6 +148,8 @@ pub(super) fn only_design(
     }
 }
 
+/// A list setting as given, written back comma-separated, with where it
+/// came from: the flag `name`, else the experiment file's `key`.
 pub(super) fn given_list<T: std::fmt::Display>(
     flag: Option<&FlagList<T>>,
     file: Option<&OneOrMany<String>>,
@@ -186,16 +168,11 @@ pub(super) fn given_list<T: std::fmt::Display>(
 
 /// `--warmup` or the file's `warmup`: at least 1 with a command (the first
 /// run checks it and sizes the rings), refused without one.
-pub(super) fn resolve_warmup(
-    flags: &FlagSettings,
-    exp: &ExperimentFile,
-    key: &dyn Fn(&'static str) -> Origin,
-    for_command: bool,
-) -> Result<u32, ConfigError> {
-    let given = if let Some(n) = flags.warmup {
+pub(super) fn resolve_warmup(src: &Sources<'_>, for_command: bool) -> Result<u32, ConfigError> {
+    let given = if let Some(n) = src.flags.warmup {
         Some((i64::from(n), Origin::Flag("--warmup")))
     } else {
-        exp.warmup.map(|w| (w, key("warmup")))
+        src.exp.warmup.map(|w| (w, src.key("warmup")))
     };
     let Some((n, origin)) = given else {
         return Ok(if for_command { DEFAULT_WARMUP } else { 0 });

@@ -74,20 +74,15 @@ pub(super) fn legacy_samples() -> Vec<SampleContents> {
 
 pub(super) fn parse_contents(s: &str, origin: &Origin) -> Result<SampleContents, ConfigError> {
     SampleContents::parse(s).map_err(|e| {
+        let size_fix = || {
+            format!("give a multiple of 8 bytes from 8 to {MAX_STACK_USER_BYTES}, e.g. dwarf:8192")
+        };
         let (what, fix) = match &e {
             ContentsError::Unknown(_) => ("unknown sample contents", format!("use {PRESETS}")),
-            ContentsError::StackSize(size) if !size.starts_with(|c: char| c.is_ascii_digit()) => (
-                "the dwarf stack size is not a number of bytes",
-                format!(
-                    "give a multiple of 8 bytes from 8 to {MAX_STACK_USER_BYTES}, e.g. dwarf:8192"
-                ),
-            ),
-            ContentsError::StackSize(_) => (
-                "dwarf stack size refused by the kernel",
-                format!(
-                    "give a multiple of 8 bytes from 8 to {MAX_STACK_USER_BYTES}, e.g. dwarf:8192"
-                ),
-            ),
+            ContentsError::StackSize(size) if !size.starts_with(|c: char| c.is_ascii_digit()) => {
+                ("the dwarf stack size is not a number of bytes", size_fix())
+            }
+            ContentsError::StackSize(_) => ("dwarf stack size refused by the kernel", size_fix()),
         };
         invalid(s, origin, what, fix)
     })

@@ -152,65 +152,9 @@ impl Attr {
         self.raw.read_format = bits;
         self
     }
-    /// `disabled`.
-    pub fn disabled(mut self, yes: bool) -> Self {
-        self.raw.set_disabled(u64::from(yes));
-        self
-    }
-    /// `exclude_user`.
-    pub fn exclude_user(mut self, yes: bool) -> Self {
-        self.raw.set_exclude_user(u64::from(yes));
-        self
-    }
-    /// `exclude_kernel`.
-    pub fn exclude_kernel(mut self, yes: bool) -> Self {
-        self.raw.set_exclude_kernel(u64::from(yes));
-        self
-    }
-    /// `exclude_hv`.
-    pub fn exclude_hv(mut self, yes: bool) -> Self {
-        self.raw.set_exclude_hv(u64::from(yes));
-        self
-    }
-    /// `exclude_idle`.
-    pub fn exclude_idle(mut self, yes: bool) -> Self {
-        self.raw.set_exclude_idle(u64::from(yes));
-        self
-    }
-    /// `use_clockid` + `clockid`.
-    pub fn clockid(mut self, clock: Option<libc::clockid_t>) -> Self {
-        match clock {
-            Some(c) => {
-                self.raw.set_use_clockid(1);
-                self.raw.clockid = c;
-            }
-            None => {
-                self.raw.set_use_clockid(0);
-                self.raw.clockid = 0;
-            }
-        }
-        self
-    }
     /// `sample_id_all`: LOST/THROTTLE/... records carry the sample id trailer.
     pub fn sample_id_all(mut self, yes: bool) -> Self {
         self.raw.set_sample_id_all(u64::from(yes));
-        self
-    }
-    /// `wakeup_events` (clears `watermark`).
-    pub fn wakeup_events(mut self, n: u32) -> Self {
-        self.raw.set_watermark(0);
-        self.raw.wakeup_events = n;
-        self
-    }
-    /// `wakeup_watermark` (sets `watermark`).
-    pub fn wakeup_watermark(mut self, bytes: u32) -> Self {
-        self.raw.set_watermark(1);
-        self.raw.wakeup_watermark = bytes;
-        self
-    }
-    /// `precise_ip` (0-3).
-    pub fn precise_ip(mut self, level: u8) -> Self {
-        self.raw.set_precise_ip(u64::from(level.min(3)));
         self
     }
     /// `sample_regs_user`: which user registers PERF_SAMPLE_REGS_USER copies.
@@ -224,12 +168,6 @@ impl Attr {
         self.raw.sample_stack_user = bytes;
         self
     }
-    /// `sample_max_stack`: most frames of PERF_SAMPLE_CALLCHAIN (0: the
-    /// kernel's `perf_event_max_stack`).
-    pub fn sample_max_stack(mut self, frames: u16) -> Self {
-        self.raw.sample_max_stack = frames;
-        self
-    }
     /// `exclude_callchain_user`: the callchain stops at the kernel frames
     /// (what `perf record --call-graph dwarf` sets: user frames come from the
     /// stack copy).
@@ -240,11 +178,6 @@ impl Attr {
     /// `branch_sample_type` (PERF_SAMPLE_BRANCH_* bits, see [`branch`]).
     pub fn branch_sample_type(mut self, bits: u64) -> Self {
         self.raw.branch_sample_type = bits;
-        self
-    }
-    /// `inherit`.
-    pub fn inherit(mut self, yes: bool) -> Self {
-        self.raw.set_inherit(u64::from(yes));
         self
     }
 

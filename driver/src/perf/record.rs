@@ -82,15 +82,19 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
+    /// [`DecodeError::Truncated`]: the record at `offset` needs `need`
+    /// bytes and has `have`.
+    pub(crate) fn truncated(offset: usize, need: usize, have: usize) -> DecodeError {
+        DecodeError::Truncated { offset, need, have }
+    }
+
     /// The same error with its offset moved by `by` bytes (an offset counted
     /// in the second slice of a wrapped region, made one in the whole).
     fn shifted(self, by: usize) -> DecodeError {
         match self {
-            DecodeError::Truncated { offset, need, have } => DecodeError::Truncated {
-                offset: offset + by,
-                need,
-                have,
-            },
+            DecodeError::Truncated { offset, need, have } => {
+                DecodeError::truncated(offset + by, need, have)
+            }
             DecodeError::BadSize { offset, size } => DecodeError::BadSize {
                 offset: offset + by,
                 size,
@@ -208,26 +212,16 @@ impl Formats {
         })
     }
 
-    fn lookup(&self, id: u64) -> Result<u64, DecodeError> {
-        if self.by_id.is_empty() {
-            return Ok(self.default);
-        }
-        self.by_id
-            .iter()
-            .find(|e| e.0 == id)
-            .map(|e| e.1)
-            .ok_or(DecodeError::UnknownId { id })
-    }
-
+    /// The sample_type and layout of event `id`.
     #[inline]
-    fn layout(&self, id: u64) -> Result<&SampleLayout, DecodeError> {
+    fn lookup(&self, id: u64) -> Result<(u64, &SampleLayout), DecodeError> {
         if self.by_id.is_empty() {
-            return Ok(&self.default_layout);
+            return Ok((self.default, &self.default_layout));
         }
         self.by_id
             .iter()
             .find(|e| e.0 == id)
-            .map(|e| &e.2)
+            .map(|e| (e.1, &e.2))
             .ok_or(DecodeError::UnknownId { id })
     }
 
@@ -352,18 +346,16 @@ pub enum Record<'a> {
 
 #[inline]
 fn rd_u64(b: &[u8], at: usize) -> Option<u64> {
-    let s = b.get(at..at.checked_add(8)?)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_ne_bytes(a))
+    Some(u64::from_ne_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 
 #[inline]
 fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
-    let s = b.get(at..at.checked_add(4)?)?;
-    let mut a = [0u8; 4];
-    a.copy_from_slice(s);
-    Some(u32::from_ne_bytes(a))
+    Some(u32::from_ne_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 /// Reads fields in order, failing with Truncated at the record's offset.
@@ -376,11 +368,7 @@ struct Cur<'a> {
 impl<'a> Cur<'a> {
     #[inline]
     fn trunc(&self, need: usize) -> DecodeError {
-        DecodeError::Truncated {
-            offset: self.base,
-            need: self.at + need,
-            have: self.b.len(),
-        }
+        DecodeError::truncated(self.base, self.at + need, self.b.len())
     }
     #[inline]
     fn u64(&mut self) -> Result<u64, DecodeError> {
@@ -404,11 +392,7 @@ pub fn parse_record<'a>(
     formats: &Formats,
     base: usize,
 ) -> Result<Record<'a>, DecodeError> {
-    let kind = rd_u32(rec, 0).ok_or(DecodeError::Truncated {
-        offset: base,
-        need: 8,
-        have: rec.len(),
-    })?;
+    let kind = rd_u32(rec, 0).ok_or(DecodeError::truncated(base, 8, rec.len()))?;
     let mut c = Cur {
         b: rec,
         at: 8,
@@ -459,22 +443,14 @@ fn parse_sample<'a>(
     base: usize,
 ) -> Result<Sample<'a>, DecodeError> {
     let layout = if formats.has_identifier() {
-        let id = rd_u64(rec, 8).ok_or(DecodeError::Truncated {
-            offset: base,
-            need: 16,
-            have: rec.len(),
-        })?;
-        formats.layout(id)?
+        let id = rd_u64(rec, 8).ok_or(DecodeError::truncated(base, 16, rec.len()))?;
+        formats.lookup(id)?.1
     } else {
         &formats.default_layout
     };
     let fixed = usize::from(layout.fixed_len);
     if rec.len() < fixed {
-        return Err(DecodeError::Truncated {
-            offset: base,
-            need: fixed,
-            have: rec.len(),
-        });
+        return Err(DecodeError::truncated(base, fixed, rec.len()));
     }
     // In bounds: every offset below is < fixed_len <= rec.len().
     let u64_at = |off: u16| (off != 0).then(|| rd_u64(rec, usize::from(off))).flatten();
@@ -523,11 +499,11 @@ fn parse_tail<'a>(
                 c.at = end;
                 Ok(())
             }
-            None => Err(DecodeError::Truncated {
-                offset: base,
-                need: c.at.saturating_add(bytes),
-                have: c.b.len(),
-            }),
+            None => Err(DecodeError::truncated(
+                base,
+                c.at.saturating_add(bytes),
+                c.b.len(),
+            )),
         }
     };
     if layout.tail & st::CALLCHAIN != 0 {
@@ -538,11 +514,11 @@ fn parse_tail<'a>(
     if layout.tail & st::RAW != 0 {
         let o = c.at;
         let size = rd_u32(rec, o).ok_or_else(|| c.trunc(4))? as usize;
-        let data = rec.get(o + 4..o + 4 + size).ok_or(DecodeError::Truncated {
-            offset: base,
-            need: o + 4 + size,
-            have: rec.len(),
-        })?;
+        let data = rec.get(o + 4..o + 4 + size).ok_or(DecodeError::truncated(
+            base,
+            o + 4 + size,
+            rec.len(),
+        ))?;
         s.raw = Some(data);
         // The kernel pads size + data to a multiple of 8.
         c.at = (o + 4 + size).next_multiple_of(8);

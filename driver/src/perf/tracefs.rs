@@ -46,38 +46,35 @@ pub fn find_or_mount() -> Result<PathBuf, PerfError> {
     if let Some(p) = find() {
         return Ok(p);
     }
-    let tried = format!("{}, /proc/mounts", CANDIDATES.join(", "));
+    let missing = |fix: String| PerfError::TracefsMissing {
+        tried: format!("{}, /proc/mounts", CANDIDATES.join(", ")),
+        fix,
+    };
     let target = Path::new(CANDIDATES[0]);
     if !rustix::process::geteuid().is_root() {
-        return Err(PerfError::TracefsMissing {
-            tried,
-            fix: "Fix: as root, `mount -t tracefs nodev /sys/kernel/tracing` (the driver does it \
-                  itself when run as root)"
+        return Err(missing(
+            "Fix: as root, `mount -t tracefs nodev /sys/kernel/tracing` (the driver does it \
+             itself when run as root)"
                 .into(),
-        });
+        ));
     }
     if !target.is_dir() {
-        return Err(PerfError::TracefsMissing {
-            tried,
-            fix: format!(
-                "{} does not exist (kernel built without CONFIG_TRACING/tracefs?)",
-                target.display()
-            ),
-        });
+        return Err(missing(format!(
+            "{} does not exist (kernel built without CONFIG_TRACING/tracefs?)",
+            target.display()
+        )));
     }
     match super::sys::mount_tracefs(c"/sys/kernel/tracing") {
         Ok(()) if is_tracefs(target) => {
             tracing::info!("mounted tracefs at {}", target.display());
             Ok(target.to_path_buf())
         }
-        Ok(()) => Err(PerfError::TracefsMissing {
-            tried,
-            fix: "mounted tracefs at /sys/kernel/tracing but it has no events/ directory".into(),
-        }),
-        Err(e) => Err(PerfError::TracefsMissing {
-            tried,
-            fix: format!("mounting it at /sys/kernel/tracing failed: {e}"),
-        }),
+        Ok(()) => Err(missing(
+            "mounted tracefs at /sys/kernel/tracing but it has no events/ directory".into(),
+        )),
+        Err(e) => Err(missing(format!(
+            "mounting it at /sys/kernel/tracing failed: {e}"
+        ))),
     }
 }
 
@@ -106,11 +103,7 @@ impl Field {
             1 => u64::from(s[0]),
             2 => u64::from(u16::from_ne_bytes([s[0], s[1]])),
             4 => u64::from(u32::from_ne_bytes([s[0], s[1], s[2], s[3]])),
-            8 => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(s);
-                u64::from_ne_bytes(a)
-            }
+            8 => u64::from_ne_bytes(s.try_into().ok()?),
             _ => return None,
         })
     }

@@ -54,17 +54,6 @@ pub enum Scope {
     Task(i32),
 }
 
-impl Scope {
-    /// `cpu`, `system` or `task` (the `scope` column).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Scope::Cpu => "cpu",
-            Scope::System => "system",
-            Scope::Task(_) => "task",
-        }
-    }
-}
-
 /// What to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SamplerConfig {

@@ -173,12 +173,10 @@ impl Drainer {
     }
 
     pub(super) fn run(mut self, pin: Option<u32>) -> DrainOutput {
-        if let Some(cpu) = pin {
-            let mut set = rustix::thread::CpuSet::new();
-            set.set(cpu as usize);
-            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
-                tracing::warn!("could not pin the drain thread to cpu {cpu}: {e}");
-            }
+        if let Some(cpu) = pin
+            && let Err(e) = crate::system::process::pin_to([cpu])
+        {
+            tracing::warn!("could not pin the drain thread to cpu {cpu}: {e}");
         }
         let start = thread_cpu_ns();
         loop {

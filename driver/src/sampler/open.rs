@@ -38,8 +38,7 @@ pub(super) fn open_sampling(
         .contents
         .apply(attr, matches!(cfg.scope, Scope::Task(_)))
         .read_format(READ_FORMAT)
-        .sample_id_all(true)
-        .disabled(true);
+        .sample_id_all(true);
     let mut events = Vec::new();
     let mut ids = HashMap::new();
     let mut measured_fd_index = None;
@@ -123,17 +122,13 @@ pub(super) fn open_tracepoints(
     if cfg.trace_handler || cfg.trace_irq {
         let root = tracefs::find_or_mount()?;
         let mut kinds = Vec::new();
-        if cfg.trace_handler {
-            if cfg.event.is_hardware() {
-                kinds.push(TraceKind::Nmi);
-            } else {
-                kinds.push(TraceKind::HrtimerEntry);
-                kinds.push(TraceKind::HrtimerExit);
-            }
+        if cfg.trace_handler && cfg.event.is_hardware() {
+            kinds.push(TraceKind::Nmi);
+        } else if cfg.trace_handler {
+            kinds.extend([TraceKind::HrtimerEntry, TraceKind::HrtimerExit]);
         }
         if cfg.trace_irq {
-            kinds.push(TraceKind::LocalTimerEntry);
-            kinds.push(TraceKind::LocalTimerExit);
+            kinds.extend([TraceKind::LocalTimerEntry, TraceKind::LocalTimerExit]);
         }
         for k in kinds {
             let (system, name) = k.tracepoint();
@@ -150,8 +145,7 @@ pub(super) fn open_tracepoints(
                 .sample_period(1)
                 .sample_type(trace_sample_type(k) | cfg.trace_extra_fields)
                 .read_format(READ_FORMAT)
-                .sample_id_all(true)
-                .disabled(true);
+                .sample_id_all(true);
             let ctx = OpenContext {
                 event: full.clone(),
                 freq_hz: 0,

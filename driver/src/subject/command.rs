@@ -154,9 +154,7 @@ fn fork_pinned_and_wait(
     started: &mpsc::Sender<Started>,
     done: &mpsc::Sender<Exited>,
 ) {
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(usize::try_from(cpu).unwrap_or(0));
-    if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+    if let Err(e) = crate::system::process::pin_to([cpu]) {
         let _ = started.send(Err(format!("cannot pin to CPU {cpu}: {e}")));
         return;
     }

@@ -11,11 +11,7 @@ use std::process::{Child, Command};
 pub(crate) fn spawn_unpinned(cmd: &mut Command, online: &[u32]) -> std::io::Result<Child> {
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut set = rustix::thread::CpuSet::new();
-            for &c in online {
-                set.set(usize::try_from(c).unwrap_or(0));
-            }
-            if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+            if let Err(e) = pin_to(online.iter().copied()) {
                 tracing::warn!("cannot widen the spawner's CPU set: {e}");
             }
             cmd.spawn()
@@ -23,6 +19,15 @@ pub(crate) fn spawn_unpinned(cmd: &mut Command, online: &[u32]) -> std::io::Resu
         .join()
         .unwrap_or_else(|_| Err(std::io::Error::other("spawner thread panicked")))
     })
+}
+
+/// Pins the calling thread to `cpus`.
+pub(crate) fn pin_to(cpus: impl IntoIterator<Item = u32>) -> rustix::io::Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    for c in cpus {
+        set.set(usize::try_from(c).unwrap_or(0));
+    }
+    rustix::thread::sched_setaffinity(None, &set)
 }
 
 /// Reads a child's pipe to its end on a thread of its own.

@@ -94,11 +94,6 @@ struct Persist {
 }
 
 impl SettingsGuard {
-    /// A guard with nothing changed, recording nothing outside the process.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A guard that records its changes in the state file of `state_dir`
     /// (see `crate::hoststate`) before making them. The caller must hold
     /// the sweep lock: the state file is this process's while it does.

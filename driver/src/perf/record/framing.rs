@@ -8,11 +8,7 @@ use super::{
 /// header.size of the record at `at`, validated.
 #[inline]
 fn record_size(b: &[u8], at: usize) -> Result<usize, DecodeError> {
-    let hdr = rd_u64(b, at).ok_or(DecodeError::Truncated {
-        offset: at,
-        need: 8,
-        have: b.len().saturating_sub(at),
-    })?;
+    let hdr = rd_u64(b, at).ok_or(DecodeError::truncated(at, 8, b.len().saturating_sub(at)))?;
     let size = (hdr >> 48) as u16;
     if size < 8 || !size.is_multiple_of(8) {
         return Err(DecodeError::BadSize { offset: at, size });
@@ -51,11 +47,11 @@ impl<'a> Iterator for RecordIter<'a, '_> {
         }
         let at = self.at;
         let r = record_size(self.buf, at).and_then(|size| {
-            let rec = self.buf.get(at..at + size).ok_or(DecodeError::Truncated {
-                offset: at,
-                need: size,
-                have: self.buf.len() - at,
-            })?;
+            let rec = self.buf.get(at..at + size).ok_or(DecodeError::truncated(
+                at,
+                size,
+                self.buf.len() - at,
+            ))?;
             self.at = at + size;
             parse_record(rec, self.formats, at)
         });
@@ -132,14 +128,7 @@ where
         let mut hdr = [0u8; 8];
         let head_a = a.len() - at;
         if total - at < 8 {
-            return Err((
-                DecodeError::Truncated {
-                    offset: at,
-                    need: 8,
-                    have: total - at,
-                },
-                at,
-            ));
+            return Err((DecodeError::truncated(at, 8, total - at), at));
         }
         hdr[..head_a.min(8)].copy_from_slice(&a[at..at + head_a.min(8)]);
         if head_a < 8 {
@@ -147,14 +136,7 @@ where
         }
         let size = record_size(&hdr, 0).map_err(|e| (e.shifted(at), at))?;
         if at + size > total {
-            return Err((
-                DecodeError::Truncated {
-                    offset: at,
-                    need: size,
-                    have: total - at,
-                },
-                at,
-            ));
+            return Err((DecodeError::truncated(at, size, total - at), at));
         }
         scratch.clear();
         scratch.extend_from_slice(&a[at..]);
@@ -169,14 +151,9 @@ where
         // record_size counts from the start of `b`; errors name the offset
         // in the whole region, like those of `a`.
         let size = record_size(b, bat).map_err(|e| (e.shifted(off), at))?;
-        let rec = b.get(bat..bat + size).ok_or((
-            DecodeError::Truncated {
-                offset: at,
-                need: size,
-                have: total - at,
-            },
-            at,
-        ))?;
+        let rec = b
+            .get(bat..bat + size)
+            .ok_or((DecodeError::truncated(at, size, total - at), at))?;
         f(rec, at).map_err(|e| (e, at))?;
         at += size;
     }

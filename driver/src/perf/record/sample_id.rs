@@ -30,25 +30,17 @@ pub(super) fn parse_sample_id(
     }
     let sample_type = if formats.has_identifier() && !formats.by_id.is_empty() {
         let len = rec.len();
-        let id = rd_u64(rec, len.wrapping_sub(8)).ok_or(DecodeError::Truncated {
-            offset: base,
-            need: 8,
-            have: len,
-        })?;
-        formats.lookup(id)?
+        let id = rd_u64(rec, len.wrapping_sub(8)).ok_or(DecodeError::truncated(base, 8, len))?;
+        formats.lookup(id)?.0
     } else {
         formats.default
     };
     let tl = trailer_len(sample_type);
-    let start =
-        rec.len()
-            .checked_sub(tl)
-            .filter(|&s| s >= body_end)
-            .ok_or(DecodeError::Truncated {
-                offset: base,
-                need: body_end + tl,
-                have: rec.len(),
-            })?;
+    let start = rec
+        .len()
+        .checked_sub(tl)
+        .filter(|&s| s >= body_end)
+        .ok_or(DecodeError::truncated(base, body_end + tl, rec.len()))?;
     let mut c = Cur {
         b: rec,
         at: start,
