@@ -454,22 +454,15 @@ fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String
 /// [`WIDTH`] columns: the body is cut, never the trust lines, and the
 /// title carries `status` (an incomplete set).
 fn framed(status: Option<String>, mut body: Vec<String>, trust: Vec<String>) -> Vec<String> {
-    let inner = WIDTH - 4;
     let trust: Vec<String> = trust.into_iter().take(MAX_LINES - 3).collect();
     body.truncate(MAX_LINES - 2 - trust.len());
     body.extend(trust);
-    let title = match status {
-        Some(s) => format!(" what perf sampling costs on this host ({s}) "),
-        None => " what perf sampling costs on this host ".to_string(),
-    };
+    let status = status.map_or(String::new(), |s| format!(" ({s})"));
+    let title = format!(" what perf sampling costs on this host{status} ");
     let title: String = title.chars().take(WIDTH - 4).collect();
     let dashes = (WIDTH - 3).saturating_sub(title.chars().count());
     let mut out = vec![format!("+-{title}{}+", "-".repeat(dashes))];
-    for line in body {
-        let line: String = line.chars().take(inner).collect();
-        let pad = inner - line.chars().count();
-        out.push(format!("| {line}{} |", " ".repeat(pad)));
-    }
+    out.extend(body.iter().map(|l| boxed(l)));
     out.push(format!("+{}+", "-".repeat(WIDTH - 2)));
     out
 }
@@ -477,12 +470,15 @@ fn framed(status: Option<String>, mut body: Vec<String>, trust: Vec<String>) -> 
 /// `answer` (a framed box) with `line` as its last line inside the frame,
 /// cut to the frame's width.
 pub fn with_line(mut answer: Vec<String>, line: &str) -> Vec<String> {
-    let inner = WIDTH - 4;
-    let line: String = line.chars().take(inner).collect();
-    let pad = inner - line.chars().count();
     let at = answer.len().saturating_sub(1);
-    answer.insert(at, format!("| {line}{} |", " ".repeat(pad)));
+    answer.insert(at, boxed(line));
     answer
+}
+
+/// `line` between the frame's sides, cut or padded to the inside's width.
+fn boxed(line: &str) -> String {
+    let line: String = line.chars().take(WIDTH - 4).collect();
+    format!("| {line:<w$} |", w = WIDTH - 4)
 }
 
 /// "1 run", "2 runs".
