@@ -5,6 +5,7 @@
 //! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
 //! `analysis report` and `analysis recommend`, and at the top of report.md.
 
+use crate::format::plural;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
@@ -266,7 +267,7 @@ fn trust_parts(rs: &ResultSet, a: &Findings) -> Vec<String> {
     v.extend(mode_changes(&a.gaps.split));
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
-        v.push(format!("{} throttled", runs(throttled)));
+        v.push(format!("{} throttled", plural(throttled, "run")));
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
@@ -443,7 +444,7 @@ fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String
         trust.push("extra interruptions track the requested rate within 5 %".to_string());
     }
     if !t.failed.is_empty() {
-        trust.push(format!("{} failed", runs(t.failed.len())));
+        trust.push(format!("{} failed", plural(t.failed.len(), "run")));
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
@@ -479,15 +480,6 @@ pub fn with_line(mut answer: Vec<String>, line: &str) -> Vec<String> {
 fn boxed(line: &str) -> String {
     let line: String = line.chars().take(WIDTH - 4).collect();
     format!("| {line:<w$} |", w = WIDTH - 4)
-}
-
-/// "1 run", "2 runs".
-fn runs(n: usize) -> String {
-    if n == 1 {
-        "1 run".to_string()
-    } else {
-        format!("{n} runs")
-    }
 }
 
 #[cfg(test)]
