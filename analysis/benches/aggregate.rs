@@ -46,7 +46,7 @@ fn bench(c: &mut Criterion) {
     .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("run-0.parquet");
-    results_format::events::write_intervals_parquet(&path, &cpu, &entry, &dur, &src)
+    analysis::write_intervals_parquet(&path, &cpu, &entry, &dur, &src)
         .unwrap_or_else(|e| panic!("{e}"));
 
     let mut g = c.benchmark_group("aggregate");

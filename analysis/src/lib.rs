@@ -99,3 +99,5 @@ pub fn summary_of(
     let analysis = pipeline::analyse(&rs)?;
     Ok((summary::summary_rows(&rs, &analysis), true))
 }
+
+pub use results_format::events::write_intervals_parquet;

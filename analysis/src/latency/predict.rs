@@ -1,7 +1,8 @@
 //! `analysis latency`: what sampling at the rates asked adds to the
 //! percentiles of a request of one size, predicted by the model of a set's
-//! gaps runs ([`Model::added`]). For a request size that no table of the
-//! report shows, such as a real server's measured service time.
+//! gaps runs ([`super::at_rate::AtSize::added`]). For a request size that
+//! no table of the report shows, such as a real server's measured service
+//! time.
 
 use serde::Serialize;
 
