@@ -126,16 +126,15 @@ pub struct RecommendArgs {
 /// the latency budget where given), the answer box on stderr; with `--for`
 /// a profiler's setting.
 pub fn recommend_rate(dir: &Path, args: &RecommendArgs) -> anyhow::Result<()> {
-    let (latency_budget, for_profiler) =
-        (args.latency_budget.as_deref(), args.for_profiler.as_deref());
-    let json = args.json;
+    let (for_profiler, json) = (args.for_profiler.as_deref(), args.json);
     let budget = parse_budget(&args.budget)?;
     let names = crate::profilers::names();
     if let Some(n) = for_profiler.filter(|n| !names.contains(n)) {
         let names = names.join(", ");
         return Err(invalid(format!("--for {n}: no such profiler; use one of {names}")).into());
     }
-    let lat_budget = latency_budget.map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)));
+    let lat_budget = (args.latency_budget.as_deref())
+        .map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)));
     let lat_budget = lat_budget.transpose().map_err(invalid)?;
     let rs = load::load(dir)?;
     let a = pipeline::analyse(&rs)?;
