@@ -5,6 +5,7 @@
 //! at most [`WIDTH`] columns. Printed on stderr by `driver sweep`,
 //! `analysis report` and `analysis recommend`, and at the top of report.md.
 
+use crate::format::plural;
 use crate::load::ResultSet;
 use crate::percost::{Agreement, PerSampleRow};
 use crate::pipeline::Findings;
@@ -266,7 +267,7 @@ fn trust_parts(rs: &ResultSet, a: &Findings) -> Vec<String> {
     v.extend(mode_changes(&a.gaps.split));
     let throttled = rs.runs.iter().filter(|r| r.throttled > 0).count();
     if throttled > 0 {
-        v.push(format!("{} throttled", runs(throttled)));
+        v.push(format!("{} throttled", plural(throttled, "run")));
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     v.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
@@ -443,7 +444,7 @@ fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String
         trust.push("extra interruptions track the requested rate within 5 %".to_string());
     }
     if !t.failed.is_empty() {
-        trust.push(format!("{} failed", runs(t.failed.len())));
+        trust.push(format!("{} failed", plural(t.failed.len(), "run")));
     }
     let noisy = rs.runs.iter().filter(|r| r.noisy).count();
     trust.push(format!("{noisy} of {} runs noisy", rs.runs.len()));
@@ -454,22 +455,15 @@ fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String
 /// [`WIDTH`] columns: the body is cut, never the trust lines, and the
 /// title carries `status` (an incomplete set).
 fn framed(status: Option<String>, mut body: Vec<String>, trust: Vec<String>) -> Vec<String> {
-    let inner = WIDTH - 4;
     let trust: Vec<String> = trust.into_iter().take(MAX_LINES - 3).collect();
     body.truncate(MAX_LINES - 2 - trust.len());
     body.extend(trust);
-    let title = match status {
-        Some(s) => format!(" what perf sampling costs on this host ({s}) "),
-        None => " what perf sampling costs on this host ".to_string(),
-    };
+    let status = status.map_or(String::new(), |s| format!(" ({s})"));
+    let title = format!(" what perf sampling costs on this host{status} ");
     let title: String = title.chars().take(WIDTH - 4).collect();
     let dashes = (WIDTH - 3).saturating_sub(title.chars().count());
     let mut out = vec![format!("+-{title}{}+", "-".repeat(dashes))];
-    for line in body {
-        let line: String = line.chars().take(inner).collect();
-        let pad = inner - line.chars().count();
-        out.push(format!("| {line}{} |", " ".repeat(pad)));
-    }
+    out.extend(body.iter().map(|l| boxed(l)));
     out.push(format!("+{}+", "-".repeat(WIDTH - 2)));
     out
 }
@@ -477,21 +471,15 @@ fn framed(status: Option<String>, mut body: Vec<String>, trust: Vec<String>) -> 
 /// `answer` (a framed box) with `line` as its last line inside the frame,
 /// cut to the frame's width.
 pub fn with_line(mut answer: Vec<String>, line: &str) -> Vec<String> {
-    let inner = WIDTH - 4;
-    let line: String = line.chars().take(inner).collect();
-    let pad = inner - line.chars().count();
     let at = answer.len().saturating_sub(1);
-    answer.insert(at, format!("| {line}{} |", " ".repeat(pad)));
+    answer.insert(at, boxed(line));
     answer
 }
 
-/// "1 run", "2 runs".
-fn runs(n: usize) -> String {
-    if n == 1 {
-        "1 run".to_string()
-    } else {
-        format!("{n} runs")
-    }
+/// `line` between the frame's sides, cut or padded to the inside's width.
+fn boxed(line: &str) -> String {
+    let line: String = line.chars().take(WIDTH - 4).collect();
+    format!("| {line:<w$} |", w = WIDTH - 4)
 }
 
 #[cfg(test)]

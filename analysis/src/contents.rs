@@ -81,25 +81,19 @@ pub fn sample_of(config: &str) -> &str {
 /// others by name.
 pub fn contents_of(rs: &ResultSet) -> Vec<String> {
     let strs = |k: &str| -> Vec<String> {
-        rs.manifest.options[k]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
+        let values = rs.manifest.options[k].as_array().into_iter().flatten();
+        values
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
     };
     let mut workloads = strs("workloads");
     if workloads.is_empty() {
         workloads.push(WorkKind::Loop.name());
     }
-    let mut out: Vec<String> = Vec::new();
-    for w in &workloads {
-        for s in strs("samples") {
-            out.push(key(&s, w));
-        }
-    }
+    let samples = strs("samples");
+    let mut out: Vec<String> = (workloads.iter())
+        .flat_map(|w| samples.iter().map(|s| key(s, w)))
+        .collect();
     let seen = distinct_sorted(rs.runs.iter().filter(|r| r.freq_hz > 0).map(config_key));
     out.retain(|c| seen.contains(c));
     for c in seen {
@@ -117,34 +111,19 @@ pub fn contents_of(rs: &ResultSet) -> Vec<String> {
 /// 0 Hz runs of its workload (the baseline).
 pub fn subset(rs: &ResultSet, config: &str) -> ResultSet {
     let workload = workload_of(config);
-    let keep = |r: &Run| {
+    let mut out = rs.clone();
+    out.runs.retain(|r| {
         if r.freq_hz == 0 {
             same_workload(&r.workload, workload)
         } else {
             config_key(r) == config
         }
-    };
-    let ids: std::collections::BTreeSet<u32> = rs
-        .runs
-        .iter()
-        .filter(|r| keep(r))
-        .map(|r| r.run_id)
-        .collect();
-    ResultSet {
-        dir: rs.dir.clone(),
-        manifest: rs.manifest.clone(),
-        runs: rs.runs.iter().filter(|r| keep(r)).cloned().collect(),
-        phases: rs
-            .phases
-            .iter()
-            .filter(|p| ids.contains(&p.run_id))
-            .cloned()
-            .collect(),
-        unrecorded: rs.unrecorded.clone(),
-    }
+    });
+    let ids: std::collections::BTreeSet<u32> = out.runs.iter().map(|r| r.run_id).collect();
+    out.phases.retain(|p| ids.contains(&p.run_id));
+    out
 }
 
-/// A per-sample mean of runs.csv, 0 when empty or absent.
 fn finite_or_zero(x: Option<f64>) -> f64 {
     x.filter(|x| x.is_finite()).unwrap_or(0.0)
 }

@@ -50,3 +50,12 @@ pub(crate) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
     v.dedup();
     v
 }
+
+/// `n` and `word`, with an `s` unless one: `1 run`, `3 runs`.
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}

@@ -24,9 +24,8 @@ const SHARED: [&str; 8] = [
 ];
 
 fn extras(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
-    let mut m = match v {
-        serde_json::Value::Object(m) => m,
-        _ => serde_json::Map::new(),
+    let serde_json::Value::Object(mut m) = v else {
+        return serde_json::Map::new();
     };
     for k in SHARED {
         m.remove(k);

@@ -58,18 +58,8 @@ enum Command {
     Latency {
         /// Results directory written by `driver sweep` (with gaps runs).
         dir: PathBuf,
-        /// The request's work, e.g. 1ms, 250us, 1.8ms.
-        #[arg(long)]
-        size: String,
-        /// Sampling rates, Hz, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "99,999,3999")]
-        rates: Vec<f64>,
-        /// Percentiles, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "50,99,99.9")]
-        percentiles: Vec<f64>,
-        /// Print JSON instead of Markdown.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        args: sub::LatencyArgs,
     },
     /// Rewrite a results directory's raw Parquet files (events/, gaps/,
     /// samples/) from the earlier form (LZ4, absolute times) into the
@@ -123,21 +113,8 @@ enum Command {
     History {
         /// The history directory (`driver check --history`, default /var/lib/perf-overhead).
         dir: PathBuf,
-        /// The rate whose checks are read, Hz. Default: the rate checked most often.
-        #[arg(long)]
-        rate: Option<u64>,
-        /// The loss budget, e.g. 1%. Default: the one the checks judged against.
-        #[arg(long)]
-        budget: Option<String>,
-        /// Group the checks by day or by hour (UTC).
-        #[arg(long, value_enum, default_value = "day")]
-        by: analysis::history::Period,
-        /// Where the report goes. Default DIR/history-report.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Print the history as JSON on stdout.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        args: sub::HistoryArgs,
     },
     /// Write DIR/summary.parquet (the set's answer per configuration and
     /// rate; `analysis report` writes it too) for each result set given,
@@ -172,13 +149,7 @@ fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Report { dir } => sub::report(&dir),
         Command::Recommend { dir, args } => sub::recommend_rate(&dir, &args),
-        Command::Latency {
-            dir,
-            size,
-            rates,
-            percentiles,
-            json,
-        } => sub::predict_latency(&dir, &size, &rates, &percentiles, json),
+        Command::Latency { dir, args } => sub::predict_latency(&dir, &args),
         Command::Compact { dir } => sub::compact(&dir),
         Command::Compare { dirs, csv } => sub::compare(&dirs, csv),
         Command::Fleet {
@@ -187,14 +158,7 @@ fn run() -> anyhow::Result<()> {
             out,
             json,
         } => sub::fleet(&root, &opts, out, json),
-        Command::History {
-            dir,
-            rate,
-            budget,
-            by,
-            out,
-            json,
-        } => sub::history(&dir, rate, budget.as_deref(), by, out, json),
+        Command::History { dir, args } => sub::history(&dir, args),
         Command::Summary { dirs, into, host } => {
             sub::summaries(&dirs, into.as_deref(), host.as_deref())
         }

@@ -143,15 +143,12 @@ fn analyse_each(
 /// Every contents' excluded runs, once each (0 Hz runs are in each
 /// subset), by run id; each logged as a warning.
 fn all_excluded(each: &[(String, Findings)]) -> Vec<ExcludedRun> {
-    let mut excluded: Vec<ExcludedRun> = Vec::new();
-    for (_, a) in each {
-        for x in &a.quality.excluded {
-            if !excluded.iter().any(|e| e.run_id == x.run_id) {
-                excluded.push(x.clone());
-            }
-        }
-    }
+    let mut excluded: Vec<ExcludedRun> = (each.iter())
+        .flat_map(|(_, a)| a.quality.excluded.iter().cloned())
+        .collect();
+    // A stable sort: the first configuration's record of a run is kept.
     excluded.sort_by_key(|x| x.run_id);
+    excluded.dedup_by_key(|x| x.run_id);
     for x in &excluded {
         tracing::warn!("{}", x.line());
     }

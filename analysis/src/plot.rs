@@ -539,6 +539,11 @@ fn legend_style<'a, 'b, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTrans
         .draw()
 }
 
+/// A legend entry's sample of a line drawn in `style`.
+fn legend_line(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style)
+}
+
 /// Approximate legend height as a fraction of the plot area height.
 fn legend_h_frac(entries: usize, plot_h_px: f64) -> f64 {
     // Measured on the PNG: ~24 px per legend row at LEGEND_PX plus ~16 px of

@@ -7,7 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::columns::{Numbers, write_rows};
+use crate::columns::Numbers::{Csv, Plain, PlainNaN};
+use crate::columns::write_rows;
 use crate::error::AnalysisError;
 use crate::warnings::warning::WarningRunRow;
 
@@ -68,52 +69,40 @@ pub fn write(rs: &ResultSet, a: &Findings) -> Result<Written, AnalysisError> {
         written.push(p.clone());
         p
     };
-    write_rows(&path("util.csv"), &util_rows(a, &reference), Numbers::Plain)?;
-    write_rows(&path("loss.csv"), &a.tables.loss, Numbers::Plain)?;
-    write_rows(&path("tracing.csv"), &a.tables.tracing, Numbers::Plain)?;
+    write_rows(&path("util.csv"), &util_rows(a, &reference), Plain)?;
+    write_rows(&path("loss.csv"), &a.tables.loss, Plain)?;
+    write_rows(&path("tracing.csv"), &a.tables.tracing, Plain)?;
     if let Some(ps) = &a.gaps.per_sample {
-        write_rows(&path("per_sample.csv"), &ps.rows, Numbers::Plain)?;
-        write_rows(&path("cost_by_run.csv"), &ps.run_costs, Numbers::Csv)?;
+        write_rows(&path("per_sample.csv"), &ps.rows, Plain)?;
+        write_rows(&path("cost_by_run.csv"), &ps.run_costs, Csv)?;
     }
     if let Some(t) = &a.gaps.latency {
-        write_rows(&path("latency.csv"), &t.rows, Numbers::Plain)?;
-        write_rows(&path("latency_runs.csv"), &t.runs, Numbers::Plain)?;
+        write_rows(&path("latency.csv"), &t.rows, Plain)?;
+        write_rows(&path("latency_runs.csv"), &t.runs, Plain)?;
     }
     if !a.gaps.split.rows.is_empty() {
-        write_rows(&path("split.csv"), &a.gaps.split.rows, Numbers::Plain)?;
-        write_rows(
-            &path("split_phases.csv"),
-            &a.gaps.split.phases,
-            Numbers::Plain,
-        )?;
+        write_rows(&path("split.csv"), &a.gaps.split.rows, Plain)?;
+        write_rows(&path("split_phases.csv"), &a.gaps.split.phases, Plain)?;
     }
     if !a.contents.rows.is_empty() {
-        write_rows(
-            &path("by_contents.csv"),
-            &a.contents.rows,
-            Numbers::PlainNaN,
-        )?;
+        write_rows(&path("by_contents.csv"), &a.contents.rows, PlainNaN)?;
     }
     if !a.contents.after_rows.is_empty() {
-        write_rows(
-            &path("after_effect.csv"),
-            &a.contents.after_rows,
-            Numbers::PlainNaN,
-        )?;
+        write_rows(&path("after_effect.csv"), &a.contents.after_rows, PlainNaN)?;
     }
     if let Some(t) = &a.subject.profiler {
-        write_rows(&path("profiler.csv"), &t.rows, Numbers::Plain)?;
+        write_rows(&path("profiler.csv"), &t.rows, Plain)?;
     }
     if !a.phase_faults.is_empty() {
         write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), a)?;
     }
     if !a.quality.warnings.is_empty() {
         let rows = WarningRunRow::of(&a.quality.warnings);
-        write_rows(&path(WARNING_RUNS_CSV), &rows, Numbers::Plain)?;
+        write_rows(&path(WARNING_RUNS_CSV), &rows, Plain)?;
     }
     let command = &a.subject.command;
     if !command.is_empty() {
-        write_rows(&path("command.csv"), command, Numbers::PlainNaN)?;
+        write_rows(&path("command.csv"), command, PlainNaN)?;
     }
     if let Some(m) = &a.budgets.model {
         write_json(&path("loss_model.json"), m)?;
@@ -234,7 +223,7 @@ fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), Ana
             })
         })
         .collect();
-    write_rows(path, &rows, Numbers::Plain)
+    write_rows(path, &rows, Plain)
 }
 
 /// Every warning whole, one row per run it concerns (written when there

@@ -186,12 +186,8 @@ fn gaps_within(
 /// whose kept part of `kept_ns` holds `gap_ns` of gaps: the gap share of
 /// the kept time stands for the stretch's. NaN where nothing is left.
 fn speed_outside(iterations: u64, duration_ns: u64, gap_ns: u64, kept_ns: u64) -> f64 {
-    let share = if kept_ns > 0 {
-        gap_ns as f64 / kept_ns as f64
-    } else {
-        f64::NAN
-    };
-    let outside_ns = duration_ns as f64 * (1.0 - share);
+    // Nothing kept makes the share NaN or infinite, so no time outside.
+    let outside_ns = duration_ns as f64 * (1.0 - gap_ns as f64 / kept_ns as f64);
     if outside_ns > 0.0 {
         iterations as f64 / outside_ns
     } else {

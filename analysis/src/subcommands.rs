@@ -126,16 +126,15 @@ pub struct RecommendArgs {
 /// the latency budget where given), the answer box on stderr; with `--for`
 /// a profiler's setting.
 pub fn recommend_rate(dir: &Path, args: &RecommendArgs) -> anyhow::Result<()> {
-    let (latency_budget, for_profiler) =
-        (args.latency_budget.as_deref(), args.for_profiler.as_deref());
-    let json = args.json;
+    let (for_profiler, json) = (args.for_profiler.as_deref(), args.json);
     let budget = parse_budget(&args.budget)?;
     let names = crate::profilers::names();
     if let Some(n) = for_profiler.filter(|n| !names.contains(n)) {
         let names = names.join(", ");
         return Err(invalid(format!("--for {n}: no such profiler; use one of {names}")).into());
     }
-    let lat_budget = latency_budget.map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)));
+    let lat_budget = (args.latency_budget.as_deref())
+        .map(|t| crate::recommend::latency::parse(t).map(|b| (b, t)));
     let lat_budget = lat_budget.transpose().map_err(invalid)?;
     let rs = load::load(dir)?;
     let a = pipeline::analyse(&rs)?;
@@ -195,15 +194,27 @@ pub fn recommend_rate(dir: &Path, args: &RecommendArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `analysis latency`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LatencyArgs {
+    /// The request's work, e.g. 1ms, 250us, 1.8ms.
+    #[arg(long)]
+    pub size: String,
+    /// Sampling rates, Hz, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "99,999,3999")]
+    pub rates: Vec<f64>,
+    /// Percentiles, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "50,99,99.9")]
+    pub percentiles: Vec<f64>,
+    /// Print JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `analysis latency DIR --size`: the model's prediction for one request
 /// size, Markdown or JSON on stdout.
-pub fn predict_latency(
-    dir: &Path,
-    size: &str,
-    rates: &[f64],
-    percentiles: &[f64],
-    json: bool,
-) -> anyhow::Result<()> {
+pub fn predict_latency(dir: &Path, args: &LatencyArgs) -> anyhow::Result<()> {
+    let (size, rates, percentiles) = (&args.size, &args.rates, &args.percentiles);
     let size_ns = latency::predict::parse_request(size, rates, percentiles).map_err(invalid)?;
     let rs = load::load(dir)?;
     let a = pipeline::analyse(&rs)?;
@@ -215,7 +226,7 @@ pub fn predict_latency(
     let checked = t.model.check_size(size_ns, &format!("--size {size}"));
     checked.map_err(invalid)?;
     let rows = latency::predict::predict(&t.model, size_ns, rates, percentiles);
-    if json {
+    if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         print!("{}", latency::predict::markdown(&rows));
@@ -279,27 +290,40 @@ fn compact_fleet(root: &Path, out: &Path, dates: &[String], json: bool) -> anyho
     Ok(())
 }
 
+/// `analysis history`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HistoryArgs {
+    /// The rate whose checks are read, Hz. Default: the rate checked most often.
+    #[arg(long)]
+    pub rate: Option<u64>,
+    /// The loss budget, e.g. 1%. Default: the one the checks judged against.
+    #[arg(long)]
+    pub budget: Option<String>,
+    /// Group the checks by day or by hour (UTC).
+    #[arg(long, value_enum, default_value = "day")]
+    pub by: crate::history::Period,
+    /// Where the report goes. Default DIR/history-report.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the history as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `analysis history DIR`: the answer on stderr; history.md's path (or
 /// the JSON history) on stdout.
-pub fn history(
-    dir: &Path,
-    rate_hz: Option<u64>,
-    budget: Option<&str>,
-    period: crate::history::Period,
-    out: Option<PathBuf>,
-    json: bool,
-) -> anyhow::Result<()> {
+pub fn history(dir: &Path, args: HistoryArgs) -> anyhow::Result<()> {
     let opts = crate::history::HistoryOptions {
-        rate_hz,
-        budget_pct: budget.map(parse_budget).transpose()?,
-        period,
+        rate_hz: args.rate,
+        budget_pct: args.budget.as_deref().map(parse_budget).transpose()?,
+        period: args.by,
     };
     let h = crate::history::analyse(dir, &opts)?;
-    let out = out.unwrap_or_else(|| dir.join("history-report"));
+    let out = args.out.unwrap_or_else(|| dir.join("history-report"));
     let md = crate::history::present::write(&out, &h)?;
     answer_and(
         &crate::history::present::answer_box(&h),
-        json.then_some(&h),
+        args.json.then_some(&h),
         &md,
     )
 }

@@ -174,13 +174,11 @@ pub fn traits_unlike_reference(h: &serde_json::Value) -> Option<Vec<String>> {
 /// The vendor an older set's model name implies (sets written before the
 /// driver recorded /proc/cpuinfo's `vendor_id`).
 fn vendor_from_name(name: &str) -> Option<&'static str> {
-    if name.contains("Intel") {
-        Some("GenuineIntel")
-    } else if name.contains("AMD") {
-        Some("AuthenticAMD")
-    } else {
-        None
-    }
+    let vendors = [("Intel", "GenuineIntel"), ("AMD", "AuthenticAMD")];
+    vendors
+        .into_iter()
+        .find(|(k, _)| name.contains(k))
+        .map(|(_, v)| v)
 }
 
 /// `2026-11-26T02:17:06Z` as µs since the epoch.

@@ -103,11 +103,8 @@ impl Tables {
             if row.freq_hz == 0 || !row.loss_pct.value.is_finite() {
                 continue;
             }
-            match by_freq.get(&row.freq_hz) {
-                Some(prev) if prev.design == Design::Paired => {}
-                _ => {
-                    by_freq.insert(row.freq_hz, row);
-                }
+            if (by_freq.get(&row.freq_hz)).is_none_or(|prev| prev.design != Design::Paired) {
+                by_freq.insert(row.freq_hz, row);
             }
         }
         by_freq.into_values().collect()
@@ -125,23 +122,6 @@ fn by_freq<'a>(runs: impl Iterator<Item = &'a Run>) -> BTreeMap<u64, Vec<&'a Run
     m
 }
 
-/// The ok classic loss runs, by frequency.
-fn classic_runs(rs: &ResultSet) -> BTreeMap<u64, Vec<&Run>> {
-    by_freq(
-        rs.runs
-            .iter()
-            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
-    )
-}
-
-/// The loop rates of the classic 0 Hz runs: Table 2's baseline.
-fn baseline_of(classic: &BTreeMap<u64, Vec<&Run>>) -> Vec<f64> {
-    classic
-        .get(&0)
-        .map(|v| v.iter().map(|r| r.rate()).collect())
-        .unwrap_or_default()
-}
-
 /// Build the tables from already aggregated intervals, with the paired
 /// runs' phases left out (no warnings: the judge adds them,
 /// [`crate::pipeline::analyse_with`]).
@@ -156,9 +136,15 @@ pub fn build_tables(
     );
     let (util, durations) = util_table(&util_runs, &run_intervals);
 
-    // Table 2, classic design.
-    let classic = classic_runs(rs);
-    let baseline = baseline_of(&classic);
+    // Table 2, classic design: the ok classic loss runs by rate, their
+    // 0 Hz loop rates its baseline.
+    let classic = by_freq(
+        (rs.runs.iter())
+            .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
+    );
+    let baseline: Vec<f64> = classic
+        .get(&0)
+        .map_or_else(Vec::new, |v| v.iter().map(|r| r.rate()).collect());
     // The tracing-cost baseline: classic 0 Hz runs, else whole paired runs
     // at 0 Hz (no sampling in any phase).
     let tracing_baseline: Vec<f64> = if baseline.is_empty() {
@@ -232,20 +218,27 @@ pub fn abba_losses(groups: &[[&Phase; 4]]) -> Vec<f64> {
         .collect()
 }
 
-fn variances(e: &[Estimate]) -> Vec<f64> {
-    e.iter().map(|e| e.se * e.se).collect()
+/// A fit's x (the achieved rate, kHz), y and weights (from the
+/// variances) over `rows`: (achieved Hz, requested Hz, estimate).
+fn fit_points(
+    rows: impl Iterator<Item = (f64, u64, Estimate)>,
+) -> (Vec<f64>, Vec<f64>, Option<Vec<f64>>) {
+    let (mut x, mut y, mut var) = (Vec::new(), Vec::new(), Vec::new());
+    for (achieved_hz, freq_hz, e) in rows {
+        x.push(fit_rate_khz(achieved_hz, freq_hz));
+        y.push(e.value);
+        var.push(e.se * e.se);
+    }
+    (x, y, weights_from_variances(&var))
 }
 
 /// Fit the factors from the tables.
 pub fn fit_all(a: &Tables) -> Fits {
-    let ux: Vec<f64> = a
+    let util = a
         .util
         .iter()
-        .map(|r| fit_rate_khz(r.achieved_hz, r.freq_hz))
-        .collect();
-    let uest: Vec<Estimate> = a.util.iter().map(|r| r.util_pct).collect();
-    let uy: Vec<f64> = uest.iter().map(|e| e.value).collect();
-    let uw = weights_from_variances(&variances(&uest));
+        .map(|r| (r.achieved_hz, r.freq_hz, r.util_pct));
+    let (ux, uy, uw) = fit_points(util);
     let util_origin = fit_origin(&ux, &uy, uw.as_deref());
     let util_factor_up_to_hz = (2..=ux.len()).rev().find_map(|k| {
         fit_origin(&ux[..k], &uy[..k], uw.as_ref().map(|w| &w[..k]))
@@ -257,13 +250,11 @@ pub fn fit_all(a: &Tables) -> Fits {
         .flatten();
 
     let primary = a.primary_loss();
-    let lx: Vec<f64> = primary
-        .iter()
-        .map(|r| fit_rate_khz(r.achieved_hz, r.freq_hz))
-        .collect();
-    let lest: Vec<Estimate> = primary.iter().map(|r| r.trusted()).collect();
-    let ly: Vec<f64> = lest.iter().map(|e| e.value).collect();
-    let lw = weights_from_variances(&variances(&lest));
+    let (lx, ly, lw) = fit_points(
+        primary
+            .iter()
+            .map(|r| (r.achieved_hz, r.freq_hz, r.trusted())),
+    );
     let loss_line = (lx.len() >= 2)
         .then(|| fit_line(&lx, &ly, lw.as_deref()))
         .flatten();

@@ -70,11 +70,6 @@ impl Model {
         }
     }
 
-    /// Whether the set can predict at all: 0 Hz runs and a measured rate.
-    pub fn is_empty(&self) -> bool {
-        self.zero.is_empty() || self.rates.is_empty()
-    }
-
     /// The measured rate whose costs stand for `rate_hz`: the nearest on
     /// a log scale.
     pub fn basis_hz(&self, rate_hz: f64) -> Option<u64> {
@@ -83,15 +78,6 @@ impl Model {
             .keys()
             .copied()
             .min_by(|&a, &b| d(a).abs().total_cmp(&d(b).abs()))
-    }
-
-    /// What sampling at `rate_hz` adds to the `p`-th percentile (%) of the
-    /// elapsed time of requests of `size_ns`, ns: per block, its 0 Hz run
-    /// with periodic samples at `rate_hz` costing what the runs at
-    /// [`Self::basis_hz`] measured in that block; t interval over blocks.
-    /// None where no block's 0 Hz run resolves the percentile.
-    pub fn added(&self, rate_hz: f64, size_ns: u64, p: f64) -> Option<Estimate> {
-        self.at_size(size_ns, p).added(rate_hz)
     }
 
     /// The 0 Hz requests of `size_ns` of every block that resolves the
@@ -165,8 +151,10 @@ impl AtSize<'_> {
         crate::stats::mean(&v)
     }
 
-    /// What sampling at `rate_hz` adds to the percentile (see
-    /// [`Model::added`]).
+    /// What sampling at `rate_hz` adds to the percentile, ns: per block,
+    /// its 0 Hz run with periodic samples at `rate_hz` costing what the
+    /// runs at [`Model::basis_hz`] measured in that block; t interval over
+    /// blocks. None where no block's 0 Hz run resolves the percentile.
     pub fn added(&self, rate_hz: f64) -> Option<Estimate> {
         let basis = self.model.basis_hz(rate_hz)?;
         let runs = self.model.rates.get(&basis)?;

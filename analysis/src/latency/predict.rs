@@ -1,7 +1,8 @@
 //! `analysis latency`: what sampling at the rates asked adds to the
 //! percentiles of a request of one size, predicted by the model of a set's
-//! gaps runs ([`Model::added`]). For a request size that no table of the
-//! report shows, such as a real server's measured service time.
+//! gaps runs ([`super::at_rate::AtSize::added`]). For a request size that
+//! no table of the report shows, such as a real server's measured service
+//! time.
 
 use serde::Serialize;
 
@@ -69,21 +70,18 @@ pub fn predict(
     rates_hz: &[f64],
     percentiles: &[f64],
 ) -> Vec<Prediction> {
-    let mut out = Vec::new();
-    for &p in percentiles {
-        let at = model.at_size(size_ns, p);
-        for &rate_hz in rates_hz {
-            out.push(Prediction {
-                rate_hz,
-                percentile: p,
-                size_ns,
-                baseline_ns: at.is_resolved().then(|| at.baseline_ns()),
-                added_ns: at.added(rate_hz),
-                basis_hz: model.basis_hz(rate_hz),
-            });
-        }
-    }
-    out
+    let at = percentiles.iter().map(|&p| (p, model.at_size(size_ns, p)));
+    at.flat_map(|(percentile, at)| {
+        rates_hz.iter().map(move |&rate_hz| Prediction {
+            rate_hz,
+            percentile,
+            size_ns,
+            baseline_ns: at.is_resolved().then(|| at.baseline_ns()),
+            added_ns: at.added(rate_hz),
+            basis_hz: model.basis_hz(rate_hz),
+        })
+    })
+    .collect()
 }
 
 /// The predictions as a Markdown table.

@@ -51,10 +51,9 @@ pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
         .iter()
         .map(|m| (m.freq_hz, m.block, m.costs_ns.as_slice()));
     let model = super::at_rate::Model::of(runs, costs);
-    let mut out = Vec::new();
-    for r in measured {
-        for size in r.sizes {
-            out.push(LatencyRunRow {
+    let mut out: Vec<LatencyRunRow> = (measured.into_iter())
+        .flat_map(|r| {
+            r.sizes.into_iter().map(move |size| LatencyRunRow {
                 run_id: r.run_id,
                 freq_hz: r.freq_hz,
                 block: r.block,
@@ -62,9 +61,9 @@ pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
                     sorted_ns: Vec::new(),
                     ..size
                 },
-            });
-        }
-    }
+            })
+        })
+        .collect();
     out.sort_by_key(|r| (r.run_id, r.size.size_ns));
     LatencyTable {
         rows,

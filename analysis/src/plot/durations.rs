@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use super::ticks::{TickFmt, nice_step};
 use super::{
     DrawResult, Figure, PALETTE, PlotError, check_finite, frac, framed_chart, header,
-    legend_corner, legend_h_frac, legend_style,
+    legend_corner, legend_h_frac, legend_line, legend_style,
 };
 
 pub(super) struct Hist {
@@ -276,9 +276,7 @@ impl Figure for Durations {
             chart
                 .draw_series(LineSeries::new(steps, colour.stroke_width(2)))?
                 .label(h.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
+                .legend(legend_line(colour.stroke_width(2)));
         }
         let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
         let pos = legend_corner(&legend_points, legend_h_frac(self.hists.len(), plot_h));

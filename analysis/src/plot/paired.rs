@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use super::ticks::TickFmt;
 use super::{
     Chart, DrawResult, Extent, Figure, PALETTE, PairedTrace, PlotError, check_finite, check_len,
-    frac, framed_chart, header, legend_corner, legend_h_frac, legend_style,
+    frac, framed_chart, header, legend_corner, legend_h_frac, legend_line, legend_style,
 };
 
 pub(super) struct Paired {
@@ -177,9 +177,7 @@ impl Paired {
             chart
                 .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
                 .label(t.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], on_c.stroke_width(3))
-                });
+                .legend(legend_line(on_c.stroke_width(3)));
         }
         Ok(())
     }

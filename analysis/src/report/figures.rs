@@ -465,12 +465,10 @@ fn production_rates(files: &mut PlotOutcome, out: &Path, measures: [&[(u64, Esti
         .map(|(label, pts)| {
             let low = pts
                 .iter()
-                .copied()
                 .filter(|(f, _)| *f > 0 && *f <= PRODUCTION_MAX_HZ);
-            (label, low.collect::<Vec<_>>())
+            series(label, &low.copied().collect::<Vec<_>>())
         })
-        .filter(|(_, pts)| !pts.is_empty())
-        .map(|(label, pts)| series(label, &pts))
+        .filter(|s| !s.x.is_empty())
         .collect();
     if !series.is_empty() {
         files.points(

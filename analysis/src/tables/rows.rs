@@ -224,28 +224,21 @@ pub(super) fn tracing_rows(
     util_runs: &BTreeMap<u64, Vec<&Run>>,
     tracing_baseline: &[f64],
 ) -> Vec<TracepointCostRow> {
-    let mut rows = Vec::new();
-    if !tracing_baseline.is_empty() {
-        let primary: BTreeMap<u64, Estimate> = tables
-            .primary_loss()
-            .into_iter()
-            .map(|r| (r.freq_hz, r.trusted()))
-            .collect();
-        for (&freq_hz, runs) in util_runs {
-            let rates: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.iterations > 0)
-                .map(|r| r.rate())
-                .collect();
-            if rates.is_empty() {
-                continue;
-            }
-            rows.push(TracepointCostRow::new(
-                freq_hz,
-                primary.get(&freq_hz).copied(),
-                loss_delta(&rates, tracing_baseline),
-            ));
-        }
+    if tracing_baseline.is_empty() {
+        return Vec::new();
     }
-    rows
+    let primary: BTreeMap<u64, Estimate> = (tables.primary_loss().into_iter())
+        .map(|r| (r.freq_hz, r.trusted()))
+        .collect();
+    let rows = util_runs.iter().filter_map(|(&freq_hz, runs)| {
+        let rates = runs.iter().filter(|r| r.iterations > 0).map(|r| r.rate());
+        let rates: Vec<f64> = rates.collect();
+        let loss = (!rates.is_empty()).then(|| loss_delta(&rates, tracing_baseline))?;
+        Some(TracepointCostRow::new(
+            freq_hz,
+            primary.get(&freq_hz).copied(),
+            loss,
+        ))
+    });
+    rows.collect()
 }

@@ -8,6 +8,7 @@ use results_format::phase_check::ExcludedPhase;
 
 use super::{Rule, Warning};
 use crate::findings::Measured;
+use crate::format::plural;
 use crate::tables::RunPhaseFaults;
 
 /// One warning per rate with phases the controller could not keep, and one
@@ -90,15 +91,6 @@ pub(super) fn phases(a: &Measured) -> Vec<Warning> {
         );
     }
     out
-}
-
-/// "1 run", "5 runs".
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 /// Groups of a run that hold a nonsense row.

@@ -10,7 +10,7 @@ use super::{PreparedFit, VsFreq};
 use crate::plot::ticks::{TickFmt, fmt_log_tick, log_ticks};
 use crate::plot::{
     Chart, DrawResult, Figure, FitLine, PALETTE, font, frac, framed_chart, header, legend_corner,
-    legend_h_frac, legend_style,
+    legend_h_frac, legend_line, legend_style,
 };
 
 impl VsFreq {
@@ -181,9 +181,7 @@ impl VsFreq {
             chart
                 .draw_series(nothing())?
                 .label(fit.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
+                .legend(legend_line(colour.stroke_width(2)));
         }
         for (fit, colour) in self.fits_with_band() {
             chart
