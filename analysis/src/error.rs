@@ -7,10 +7,6 @@ use std::path::PathBuf;
 /// its report.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalysisError {
-    /// A file the results format requires is absent.
-    #[error("{path}: missing ({what}); is this a results directory written by `driver sweep`?")]
-    Missing { path: PathBuf, what: &'static str },
-
     /// The path given as a results directory does not exist.
     #[error("{path}: no such results directory: give the directory `driver sweep` wrote")]
     NoSuchDirectory { path: PathBuf },

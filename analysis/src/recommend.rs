@@ -29,9 +29,6 @@ pub use throughput::{BOUND_BASIS, what_would_resolve};
 /// `basis` of a recommendation from the loss model.
 pub const MODEL_BASIS: &str = "loss model: the gaps design's cost per sample, and the loss outside the gaps where it grows with the rate";
 
-/// Budget used in the report's summary.
-pub const DEFAULT_BUDGET_PCT: f64 = 1.0;
-
 /// Parse `1%`, `1`, `0.5 %` as a budget in percent.
 pub fn parse_budget(s: &str) -> Result<f64, AnalysisError> {
     let t = s.trim().trim_end_matches('%').trim();
@@ -138,14 +135,6 @@ fn basis_sentence(parts: &[Contribution], charged: bool) -> String {
         )
     };
     format!("Basis: model ({MODEL_BASIS}); the gaps term is the cost per sample, weight 1; {term}.")
-}
-
-/// The highest rate within `budget_pct` on the gaps term alone (upper
-/// ends of its prediction intervals); see [`CostCurve::max_rate`].
-pub fn model_max_rate(a: &Measured, budget_pct: f64) -> Option<f64> {
-    loss_model(a)
-        .ok()
-        .map(|m| m.gaps_curve().max_rate(budget_pct))
 }
 
 #[cfg(test)]

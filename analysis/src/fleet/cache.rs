@@ -79,19 +79,6 @@ pub struct Cache {
     pub entries: BTreeMap<PathBuf, Entry>,
 }
 
-fn col_str(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
-    Ok(df
-        .column(name)?
-        .str()?
-        .iter()
-        .map(|v| v.map(str::to_owned))
-        .collect())
-}
-
-fn col_i64(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
-    Ok(df.column(name)?.i64()?.iter().collect())
-}
-
 impl Cache {
     /// The cache under `root` made with `key`; empty when there is none,
     /// it was made otherwise, or it cannot be read (logged).
@@ -121,29 +108,30 @@ impl Cache {
     fn read(path: &Path) -> PolarsResult<Cache> {
         let df = ParquetReader::new(std::fs::File::open(path)?).finish()?;
         let rows = rows_from_frame(&df)?;
-        let [paths, hosts, dates] = ["__path", "__host", "__date"].map(|c| col_str(&df, c));
-        let [lens, mtimes, left] = ["__len", "__mtime_ns", "__left_out"].map(|c| col_i64(&df, c));
-        let (paths, hosts, dates, lens, mtimes, left) =
-            (paths?, hosts?, dates?, lens?, mtimes?, left?);
+        let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> {
+            Ok(df.column(name)?.str()?.iter().collect())
+        };
+        let int = |name: &str| -> PolarsResult<Vec<Option<i64>>> {
+            Ok(df.column(name)?.i64()?.iter().collect())
+        };
+        let (paths, hosts, dates) = (text("__path")?, text("__host")?, text("__date")?);
+        let (lens, mtimes, left) = (int("__len")?, int("__mtime_ns")?, int("__left_out")?);
         let mut c = Cache::default();
         for (i, row) in rows.into_iter().enumerate() {
-            let path = PathBuf::from(paths[i].clone().unwrap_or_default());
+            let path = PathBuf::from(paths[i].unwrap_or_default());
             let set_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let (len, mtime_ns) = (lens[i].unwrap_or(-1), mtimes[i].unwrap_or(-1));
             let (stamp, left_out) = (Stamp { len, mtime_ns }, left[i].unwrap_or(0) as usize);
-            let entry = c.entries.entry(path);
-            let entry = entry.or_insert_with(|| Entry {
+            let entry = c.entries.entry(path).or_insert_with(|| Entry {
                 stamp,
                 rows: vec![],
                 left_out,
             });
-            let (host, date) = (hosts[i].clone().unwrap_or_default(), dates[i].clone());
-            let (date, made) = (date.unwrap_or_default(), false);
             entry.rows.push(FleetRow {
-                host,
-                date,
+                host: hosts[i].unwrap_or_default().to_string(),
+                date: dates[i].unwrap_or_default().to_string(),
                 set_dir,
-                made,
+                made: false,
                 row,
             });
         }

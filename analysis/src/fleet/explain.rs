@@ -29,7 +29,7 @@ pub const RESAMPLES: usize = 1000;
 const PERMUTATIONS: usize = 999;
 
 /// What one trait explains.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TraitEffect {
     #[serde(rename = "trait")]
     pub name: String,
@@ -163,18 +163,7 @@ fn effect(name: &str, points: &[(usize, &str, f64)], rng: &mut impl Rng) -> Trai
         name: name.to_string(),
         hosts,
         values: groups.len(),
-        eta2: None,
-        eta2_lo: None,
-        eta2_hi: None,
-        p: None,
-        p_holm: None,
-        high: None,
-        low: None,
-        ratio: None,
-        ratio_lo: None,
-        ratio_hi: None,
-        explains: false,
-        note: String::new(),
+        ..TraitEffect::default()
     };
     let small = known - hosts;
     let mut notes = Vec::new();

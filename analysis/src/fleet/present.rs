@@ -13,6 +13,7 @@ use super::hosts::HostObs;
 use super::tables;
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
+use crate::percost::predicted_loss_pct;
 
 fn us(ns: f64) -> String {
     if ns.is_finite() {
@@ -28,11 +29,6 @@ fn opt_us(ns: Option<f64>) -> String {
 
 fn hz(v: f64) -> String {
     format!("{v:.0} Hz")
-}
-
-/// The loss % at `rate_hz` of a sample costing `cost_ns`.
-fn loss_at(cost_ns: f64, rate_hz: f64) -> f64 {
-    cost_ns * rate_hz * 1e-7
 }
 
 /// The budget lines of a class: `1 %: 95 % of hosts up to 1234 Hz (set
@@ -98,8 +94,8 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
     out.push(format!(
         "  at {}: the costliest host loses {:.3} %, the median host {:.3} % (cost x rate)",
         hz(f.opts.rate_hz),
-        loss_at(c.cost_max_ns, f.opts.rate_hz),
-        loss_at(c.cost_median_ns, f.opts.rate_hz)
+        predicted_loss_pct(f.opts.rate_hz, c.cost_max_ns),
+        predicted_loss_pct(f.opts.rate_hz, c.cost_median_ns)
     ));
     for cl in &f.classes {
         let s = |n: usize| if n == 1 { "" } else { "s" };

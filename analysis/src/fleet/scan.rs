@@ -148,6 +148,12 @@ pub fn hive_keys(root: &Path, path: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The last `date=` folder of `path` below `root`.
+fn hive_date(root: &Path, path: &Path) -> Option<String> {
+    let keys = hive_keys(root, path.parent().unwrap_or(path)).into_iter();
+    keys.rev().find(|(k, _)| k == "date").map(|(_, v)| v)
+}
+
 /// The UTC day of a µs timestamp, `YYYY-MM-DD`.
 pub fn day_of(us: i64) -> Option<String> {
     chrono::DateTime::from_timestamp_micros(us).map(|t| t.format("%Y-%m-%d").to_string())
@@ -165,15 +171,10 @@ fn place(
     let set_dir = set_dir.to_path_buf();
     rows.into_iter().map(move |row| {
         let host = keys.get("host").cloned().or_else(|| row.hostname.clone());
-        let date = keys
-            .get("date")
-            .cloned()
-            .or_else(|| row.started_at.and_then(day_of));
-        let host = host.unwrap_or_else(|| "(unknown)".to_string());
-        let date = date.unwrap_or_default();
+        let date = keys.get("date").cloned();
         FleetRow {
-            host,
-            date,
+            host: host.unwrap_or_else(|| "(unknown)".to_string()),
+            date: (date.or_else(|| row.started_at.and_then(day_of))).unwrap_or_default(),
             set_dir: set_dir.clone(),
             made,
             row,
@@ -342,11 +343,7 @@ fn accept(
 /// With one row per set, the standing rows are chosen on the table's
 /// columns, so only they become [`SummaryRow`]s, each built once.
 fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
-    let date = hive_keys(root, path.parent().unwrap_or(path))
-        .into_iter()
-        .rev()
-        .find(|(k, _)| k == "date")
-        .map(|(_, v)| v);
+    let date = hive_date(root, path);
     let read = read_day_frame(path, opts.columns.as_deref())
         .map_err(|e| e.to_string())
         .and_then(|df| table_rows(&df, opts, date.as_deref()).map_err(|e| e.to_string()));
@@ -558,9 +555,7 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
         match read {
             Ok(mut m) => {
                 if m.date.is_empty() {
-                    let keys = hive_keys(root, path.parent().unwrap_or(path));
-                    let date = keys.into_iter().rev().find(|(k, _)| k == "date");
-                    m.date = date.map(|(_, v)| v).unwrap_or_default();
+                    m.date = hive_date(root, path).unwrap_or_default();
                 }
                 scan.missing.push(m);
             }

@@ -272,9 +272,7 @@ fn excluded_run(rs: &ResultSet, id: u32, e: AnalysisError) -> crate::load::Exclu
         run_id: id,
         path: match &e {
             AnalysisError::Format(f) => f.path().to_path_buf(),
-            AnalysisError::Corrupt { path, .. } | AnalysisError::Missing { path, .. } => {
-                path.clone()
-            }
+            AnalysisError::Corrupt { path, .. } => path.clone(),
             _ => gaps_path(&rs.dir, id),
         },
         reason: e.to_string(),

@@ -25,41 +25,14 @@ pub struct IntervalStats {
     pub max_ns: u64,
 }
 
-impl IntervalStats {
-    /// Summarise `durations` (reordered in place).
-    pub fn from_durations(durations: &mut [u64]) -> Self {
-        let count = durations.len() as u64;
-        if durations.is_empty() {
-            return Self::default();
-        }
-        let sum_ns: u64 = durations.iter().sum();
-        let max_ns = durations.iter().copied().max().unwrap_or(0);
-        let median_ns = quantile_select(durations, 0.5);
-        let p99_ns = quantile_select(durations, 0.99);
-        Self {
-            count,
-            sum_ns,
-            mean_ns: sum_ns as f64 / count as f64,
-            median_ns,
-            p99_ns,
-            max_ns,
-        }
-    }
-}
-
-/// Type-7 quantile by selection (O(n)), reordering `v`.
-fn quantile_select(v: &mut [u64], q: f64) -> f64 {
-    crate::stats::quantile_type7(v.len(), q, |k| *v.select_nth_unstable(k).1 as f64)
-}
-
 /// Durations below this many ns are counted in 1-ns bins; longer ones are
 /// kept and sorted (handlers take ~1-5 us, so the overflow is tiny).
 const HIST_BINS: usize = 1 << 16;
 
 /// Exact single-pass summary of durations: a 1-ns histogram below
 /// `HIST_BINS` ns plus the rare longer values. Quantiles are the same
-/// type-7 values as [`IntervalStats::from_durations`], without storing or
-/// reordering the durations.
+/// type-7 values as sorting the durations would give, without storing or
+/// reordering them.
 #[derive(Debug, Clone)]
 pub struct DurationHistogram {
     bins: Vec<u32>,
@@ -148,10 +121,6 @@ pub struct RunIntervals {
     pub handler: IntervalStats,
     /// Whole timer interrupt (`local_timer`) on the measured CPU, if captured.
     pub local_timer: Option<IntervalStats>,
-    /// Which handler sources were seen (on any CPU).
-    pub handler_sources: Vec<String>,
-    /// Intervals on other CPUs (not counted).
-    pub other_cpu: u64,
     /// A strided sample of handler durations (ns) for plots.
     pub sample_ns: Vec<u64>,
 }
@@ -176,21 +145,16 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
     // Stride of the plot sample, from the row count (an upper bound of the
     // handler count), so at most PLOT_SAMPLE_PER_RUN are kept.
     let step = (durs.len().div_ceil(PLOT_SAMPLE_PER_RUN) as u64).max(1);
-    let mut other_cpu = 0u64;
-    let (mut seen_nmi, mut seen_hrtimer) = (false, false);
     let mut offset = 0usize;
     for arr in sources.downcast_iter() {
         let len = arr.len();
         let c = &cpus[offset..offset + len];
         let d = &durs[offset..offset + len];
         for ((src, &cpu_i), &dur) in arr.values_iter().zip(c).zip(d) {
-            let is_nmi = src == SOURCE_NMI;
-            let is_hr = src == SOURCE_HRTIMER;
-            seen_nmi |= is_nmi;
-            seen_hrtimer |= is_hr;
             if cpu_i != cpu {
-                other_cpu += 1;
-            } else if is_nmi || is_hr {
+                continue;
+            }
+            if src == SOURCE_NMI || src == SOURCE_HRTIMER {
                 if handler.count().is_multiple_of(step) {
                     sample_ns.push(dur);
                 }
@@ -202,18 +166,9 @@ pub fn aggregate_intervals(df: &mut DataFrame, cpu: u32) -> PolarsResult<RunInte
         offset += len;
     }
 
-    let mut handler_sources = Vec::new();
-    if seen_hrtimer {
-        handler_sources.push(SOURCE_HRTIMER.to_string());
-    }
-    if seen_nmi {
-        handler_sources.push(SOURCE_NMI.to_string());
-    }
     Ok(RunIntervals {
         handler: handler.finish(),
         local_timer: (local.count() > 0).then(|| local.finish()),
-        handler_sources,
-        other_cpu,
         sample_ns,
     })
 }

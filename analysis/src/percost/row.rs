@@ -232,59 +232,19 @@ impl RowContext<'_> {
         // Every per-run quantity needs b: none without 0 Hz runs.
         let with_b = at.iter().filter(|_| !self.zero.is_empty());
         let parts: Vec<[f64; 4]> = with_b.map(|r| self.parts(r, bg, horizon)).collect();
-        let over = |k: usize| -> Estimate {
-            if parts.is_empty() {
-                return nan_est(n);
-            }
-            t_interval_of(parts.iter().map(|p| p[k]))
-        };
-        let (above_cap_ns, long_ns) = (over(1), over(2));
+        let part = |k: usize| over_runs(n, parts.iter().map(|p| p[k]));
+        let (above_cap_ns, long_ns) = (part(1), part(2));
         let charge = (
             resolves_above_zero(&above_cap_ns),
             resolves_above_zero(&long_ns),
         );
+        // One cost per run of `at`, in its order (or none, without b).
         let costs: Vec<RunCost> = at
             .iter()
             .zip(&parts)
             .map(|(r, p)| run_cost(r, p, charge, after_bound))
             .collect();
-        let row = self.row(f, at, bg, &costs, achieved_hz, after_bound);
-        (
-            PerSampleRow {
-                above_cap_ns,
-                above_cap_charged: charge.0,
-                long_ns,
-                long_charged: charge.1,
-                ..row
-            },
-            costs,
-        )
-    }
-
-    /// The row's estimates over `costs` (one per run of `at`).
-    fn row(
-        &self,
-        f: u64,
-        at: &[&GapsRun],
-        bg: &Background,
-        costs: &[RunCost],
-        achieved_hz: f64,
-        after_bound: Option<f64>,
-    ) -> PerSampleRow {
-        let n = at.len();
-        let horizon = recovery_horizon_ns(achieved_hz);
-        let over = |g: &dyn Fn(&RunCost) -> f64| -> Estimate {
-            if costs.is_empty() {
-                return nan_est(n);
-            }
-            t_interval_of(costs.iter().map(g))
-        };
-        let per_run = |g: &dyn Fn(&GapsRun) -> f64| -> Estimate {
-            if self.zero.is_empty() {
-                return nan_est(n);
-            }
-            t_interval_of(at.iter().map(|r| g(r)))
-        };
+        let over = |g: &dyn Fn(&RunCost) -> f64| over_runs(n, costs.iter().map(g));
         let matched = MatchedEpisodes::of(at);
         let direct_ns = over(&|c| c.direct_ns);
         let predicted = over(&|c| predicted_loss_pct(c.rate_hz, c.total_ns));
@@ -297,26 +257,25 @@ impl RowContext<'_> {
         // The prediction's part inside gaps: all of it but the after-effect.
         let in_gaps_of =
             |c: &RunCost| predicted_loss_pct(c.rate_hz, c.total_ns - c.after_effect_ns);
-        // `costs` is one per run of `at`, in its order (or empty). Per run,
-        // the unexplained part inside gaps, and what the samples explain
-        // with it (prediction + that part): from the same runs, so one
-        // interval over their sum carries the two parts' covariance.
+        // Per run, the unexplained part inside gaps, and what the samples
+        // explain with it (prediction + that part): from the same runs, so
+        // one interval over their sum carries the two parts' covariance.
         let (in_gaps_runs, explained_runs): (Vec<f64>, Vec<f64>) = at
             .iter()
-            .zip(costs)
+            .zip(&costs)
             .map(|(r, c)| {
                 let in_gaps = r.gap_share_pct() - self.zero_gap - in_gaps_of(c);
                 (in_gaps, predicted_loss_pct(c.rate_hz, c.total_ns) + in_gaps)
             })
             .unzip();
-        let (in_gaps, explained) = if costs.is_empty() {
-            (nan_est(n), nan_est(n))
-        } else {
-            (t_interval(&in_gaps_runs), t_interval(&explained_runs))
-        };
+        let (in_gaps, explained) = (over_runs(n, in_gaps_runs), over_runs(n, explained_runs));
         let pooled = &matched.pooled_ns;
         let totals: Vec<f64> = costs.iter().map(|c| c.total_ns).collect();
-        PerSampleRow {
+        let excess_gap = at
+            .iter()
+            .zip(&parts)
+            .map(|(r, _)| r.gap_share_pct() - self.zero_gap);
+        let row = PerSampleRow {
             freq_hz: f,
             runs: n,
             achieved_hz,
@@ -330,12 +289,12 @@ impl RowContext<'_> {
             matched_mean_by_run_ns: t_interval(&matched.run_means_ns),
             background_ns: bg.b_ns,
             cap_ns: bg.cap_ns,
-            above_cap_ns: nan_est(n),
-            above_cap_charged: false,
+            above_cap_ns,
+            above_cap_charged: charge.0,
             long_per_s: t_interval_of(at.iter().map(|r| r.long_per_s())),
-            long_ns: nan_est(n),
-            long_charged: false,
-            after_effect_ns: per_run(&|r| after_effect_ns(r, horizon)),
+            long_ns,
+            long_charged: charge.1,
+            after_effect_ns: part(3),
             after_effect_bound_ns: after_bound,
             total_ns: over(&|c| c.total_ns),
             total_pred_ns: if costs.is_empty() {
@@ -354,10 +313,22 @@ impl RowContext<'_> {
                 .and_then(|p| Remainder::of(&p, &predicted, in_gaps, &explained)),
             paired_loss_pct,
             predicted_loss_pct: predicted,
-            excess_gap_share_pct: per_run(&|r| r.gap_share_pct() - self.zero_gap),
+            excess_gap_share_pct: over_runs(n, excess_gap),
             predicted_direct_loss_pct: over(&in_gaps_of),
             aa_null_ns: bg.aa_null_ns,
-        }
+        };
+        (row, costs)
+    }
+}
+
+/// The t interval over runs of `x` (one value per run of `n`); NaN
+/// without values (no 0 Hz runs, so no b).
+fn over_runs(n: usize, x: impl IntoIterator<Item = f64>) -> Estimate {
+    let x: Vec<f64> = x.into_iter().collect();
+    if x.is_empty() {
+        nan_est(n)
+    } else {
+        t_interval(&x)
     }
 }
 

@@ -44,7 +44,7 @@ use super::search::{CostCurve, CostPoint, CostSource};
 use crate::percost::{PerSample, PerSampleRow, RunCost};
 use crate::row_types::LossRow;
 use crate::split::SplitRow;
-use crate::stats::{Estimate, distinct_sorted, t_crit95, t_interval, t_prediction};
+use crate::stats::{Estimate, distinct_sorted, holm, t_crit95, t_interval, t_prediction};
 
 /// The family-wise error rate of the outside term's tests.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -303,18 +303,6 @@ pub fn fit_class(class: Class, pts: &[&Evidence], margin_ns: f64) -> Option<Clas
     })
 }
 
-/// Holm's step-down adjustment of the classes' p values, in place.
-fn holm(fits: &mut [ClassFit]) {
-    let k = fits.len();
-    let mut order: Vec<usize> = (0..k).collect();
-    order.sort_by(|&i, &j| fits[i].p.total_cmp(&fits[j].p));
-    let mut running = 0.0_f64;
-    for (rank, &i) in order.iter().enumerate() {
-        running = running.max(((k - rank) as f64 * fits[i].p).min(1.0));
-        fits[i].p_holm = running;
-    }
-}
-
 /// The two-sided p that two classes' slopes differ (t on the smaller df).
 fn heterogeneity(a: &ClassFit, b: &ClassFit) -> f64 {
     let d = a.cost_ns.value - b.cost_ns.value;
@@ -373,7 +361,10 @@ impl LossModel {
             })
             .filter(|f| f.cost_ns.se.is_finite() && f.cost_ns.se > 0.0)
             .collect();
-        holm(&mut fits);
+        let p: Vec<f64> = fits.iter().map(|f| f.p).collect();
+        for (f, p_holm) in fits.iter_mut().zip(holm(&p)) {
+            f.p_holm = p_holm;
+        }
         let heterogeneity_p = match fits.as_slice() {
             [a, b] => Some(heterogeneity(a, b)),
             _ => None,

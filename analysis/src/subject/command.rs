@@ -122,14 +122,12 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>
     let (loss_pct, cost_per_sample_ns) = if freq_hz == 0 {
         (None, None)
     } else {
-        let mut cost = Vec::new();
-        for r in &ok {
-            if let Some(b) = baseline.get(&r.block)
-                && r.samples > 0
-            {
-                cost.push((r.wall_ns as f64 - b.wall_ns as f64) / r.samples as f64);
-            }
-        }
+        let cost: Vec<f64> = (ok.iter().filter(|r| r.samples > 0))
+            .filter_map(|r| {
+                let b = baseline.get(&r.block)?;
+                Some((r.wall_ns as f64 - b.wall_ns as f64) / r.samples as f64)
+            })
+            .collect();
         (
             Some(block_paired_loss(&ok, baseline)),
             Some(t_interval(&cost)),

@@ -9,7 +9,7 @@ use analysis::percost::PerSampleRow;
 use analysis::pipeline::Findings;
 use analysis::recommend::evidence::Class;
 use analysis::recommend::model::Reading;
-use analysis::recommend::{MODEL_BASIS, model_max_rate, recommend};
+use analysis::recommend::{MODEL_BASIS, loss_model, recommend};
 use analysis::split::SplitRow;
 use analysis::stats::Estimate;
 use proptest::prelude::*;
@@ -58,6 +58,13 @@ const RATES: [u64; 3] = [500, 2000, 4000];
 /// 2 us per sample at every rate, upper prediction bound 2.2 us.
 fn gaps_2us() -> Findings {
     with_model(RATES.iter().map(|&f| gaps_row(f, 2000.0, 2200.0)).collect())
+}
+
+/// The highest rate within `budget_pct` on the gaps term alone.
+fn model_max_rate(a: &Findings, budget_pct: f64) -> Option<f64> {
+    loss_model(a)
+        .ok()
+        .map(|m| m.gaps_curve().max_rate(budget_pct))
 }
 
 /// The loss % an outside cost of `ns` per sample adds at `freq_hz`.

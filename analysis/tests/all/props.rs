@@ -92,14 +92,19 @@ proptest! {
 }
 
 proptest! {
-    /// Selection-based quantiles (the O(n) hot path) equal sorting ones.
+    /// The single-pass histogram's summary (the report's path) equals
+    /// sorting the durations.
     #[test]
     fn interval_stats_match_sorted_quantiles(
-        mut d in proptest::collection::vec(prop_oneof![0u64..3000, 0u64..200_000], 1..500),
+        d in proptest::collection::vec(prop_oneof![0u64..3000, 0u64..200_000], 1..500),
     ) {
         let mut sorted: Vec<f64> = d.iter().map(|&v| v as f64).collect();
         sorted.sort_by(f64::total_cmp);
-        let s = analysis::load::intervals::IntervalStats::from_durations(&mut d);
+        let mut h = analysis::load::intervals::DurationHistogram::new();
+        for &v in &d {
+            h.push(v);
+        }
+        let s = h.finish();
         prop_assert_eq!(s.count as usize, sorted.len());
         prop_assert_eq!(s.sum_ns as f64, sorted.iter().sum::<f64>());
         let q50 = analysis::stats::quantile_sorted(&sorted, 0.5);
@@ -107,12 +112,6 @@ proptest! {
         prop_assert!((s.median_ns - q50).abs() < 1e-6, "{} vs {}", s.median_ns, q50);
         prop_assert!((s.p99_ns - q99).abs() < 1e-6, "{} vs {}", s.p99_ns, q99);
         prop_assert_eq!(s.max_ns as f64, *sorted.last().unwrap());
-        // The single-pass histogram (the report's path) gives the same.
-        let mut h = analysis::load::intervals::DurationHistogram::new();
-        for &v in &d {
-            h.push(v);
-        }
-        prop_assert_eq!(h.finish(), s);
     }
 }
 
@@ -136,12 +135,7 @@ fn intervals_round_trip_and_filter_by_cpu_and_source() {
     assert_eq!(r.handler.count, 3);
     assert_eq!(r.handler.sum_ns, 600);
     assert_eq!(r.handler.median_ns, 200.0);
-    assert_eq!(r.other_cpu, 1);
     assert_eq!(r.local_timer.as_ref().unwrap().sum_ns, 5000);
-    assert_eq!(
-        r.handler_sources,
-        vec!["hrtimer".to_string(), "nmi".to_string()]
-    );
     // No temporary file left behind.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
 
