@@ -7,6 +7,7 @@
 mod build_revision;
 mod check_real;
 mod common;
+mod config;
 mod decoder_props;
 mod encode;
 mod fleet_ansible;
@@ -15,6 +16,7 @@ mod perf_error;
 mod perf_handler;
 mod perf_kernel;
 mod perf_record;
+mod plan_judge;
 mod probe_cli;
 mod profiler_real;
 mod split_real;
