@@ -4,7 +4,6 @@
 //! order) and the report.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
 use super::{
     CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk, pin_to_cpu, run_until,
@@ -28,9 +27,8 @@ pub(super) fn run_with<W: Work>(
         pin_to_cpu(cpu)?;
         tracing::debug!(cpu, "pinned");
     }
-    let mut setup = set_up(opts, work, probe)?;
-    let timed = timed_loop(opts, work, &mut setup)?;
-    run_summary(opts, setup, timed)
+    let setup = set_up(opts, work, probe)?;
+    timed_loop(opts, work, setup)
 }
 
 /// Refuses options that cannot make a run: a zero duration, `--wait-go`
@@ -103,42 +101,15 @@ fn set_up<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<Setup,
     })
 }
 
-/// What the timed loop measured, with the process's state on each side.
-struct Timed {
-    /// Iterations done.
-    count: u64,
-    /// CLOCK_MONOTONIC_RAW at the loop's start and at its end, ns.
-    start_ns: u64,
-    /// See `start_ns`.
-    end_ns: u64,
-    /// TSC ticks over the loop (x86_64).
-    tsc_ticks: Option<u64>,
-    /// The stop timer's margin before the deadline.
-    margin: Duration,
-    /// When the loop saw the timer's signal, ns after its start.
-    signal_seen_ns: Option<u64>,
-    /// Run-queue wait before and after (None: no schedstat).
-    wait0: Option<u64>,
-    /// See `wait0`.
-    wait1: Option<u64>,
-    /// getrusage before and after.
-    usage0: sys::Usage,
-    /// See `usage0`.
-    usage1: sys::Usage,
-    /// The CPU the loop started on and the one it ended on.
-    cpu_start: u32,
-    /// See `cpu_start`.
-    cpu_end: u32,
-}
-
 /// The measured section: reads the process's state and the clocks, arms
 /// the stop timer, runs the loop to the deadline, and reads them again (in
-/// that order, the same each run).
+/// that order, the same each run); then the report, which writes the
+/// timeline's gaps file and logs its warnings and a late stop.
 fn timed_loop<W: Work>(
     opts: &RunOptions,
     work: &mut W,
-    setup: &mut Setup,
-) -> Result<Timed, RunError> {
+    mut setup: Setup,
+) -> Result<RunSummary, RunError> {
     let margin = timer_margin(opts.duration);
     let stop = sys::stop_flag();
     let publish = setup.writer.as_ref().map(CounterWriter::iterations_slot);
@@ -187,19 +158,46 @@ fn timed_loop<W: Work>(
     let cpu_end = rustix::thread::sched_getcpu() as u32;
     let usage1 = sys::getrusage_self().ok_or(RunError::Rusage)?;
     let wait1 = run_queue_wait_ns();
-    Ok(Timed {
-        count,
-        start_ns,
-        end_ns,
+
+    let duration_ns = setup.duration_ns;
+    let wall_ns = end_ns.saturating_sub(start_ns);
+    let overrun_ns = wall_ns as i64 - duration_ns as i64;
+    let timeline = setup.timeline.map(Timeline::finish).transpose()?;
+    if let Some(t) = &timeline {
+        for w in &t.warnings {
+            tracing::warn!("timeline: {w}");
+        }
+    }
+    if overrun_ns > 1_000_000 {
+        tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
+    }
+    Ok(RunSummary {
+        kind: opts.kind.name(),
+        iterations: count,
+        duration_ns,
+        wall_ns,
+        overrun_ns,
         tsc_ticks,
-        margin,
-        signal_seen_ns,
-        wait0,
-        wait1,
-        usage0,
-        usage1,
+        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
+        sys_ns: usage1.sys_ns.saturating_sub(usage0.sys_ns),
+        nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
+        nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
+        minflt: usage1.minflt.saturating_sub(usage0.minflt),
+        wait_ns: wait1.zip(wait0).map(|(b, a)| b.saturating_sub(a)),
         cpu_start,
         cpu_end,
+        start_ns,
+        end_ns,
+        clock: CLOCK_NAME.to_string(),
+        stop_method: STOP_METHOD.to_string(),
+        pinned_cpu: opts.cpu,
+        chunk_iterations: setup.chunk,
+        chunk_ns: setup.chunk_ns,
+        timer_margin_ns: margin.as_nanos() as u64,
+        signal_seen_ns,
+        waited_go_ns: setup.waited_go_ns,
+        counter: opts.counter.as_ref().map(|p| p.display().to_string()),
+        timeline,
     })
 }
 
@@ -255,55 +253,6 @@ fn loop_to_deadline<W: Work>(
         }
     };
     (count, end_ns, signal_seen_ns)
-}
-
-/// The run's report from its setup and what the loop measured; writes the
-/// timeline's gaps file and logs its warnings and a late stop.
-fn run_summary(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunSummary, RunError> {
-    let (usage0, usage1) = (&timed.usage0, &timed.usage1);
-    let duration_ns = setup.duration_ns;
-    let wall_ns = timed.end_ns.saturating_sub(timed.start_ns);
-    let overrun_ns = wall_ns as i64 - duration_ns as i64;
-    let timeline = setup.timeline.map(Timeline::finish).transpose()?;
-    if let Some(t) = &timeline {
-        for w in &t.warnings {
-            tracing::warn!("timeline: {w}");
-        }
-    }
-    if overrun_ns > 1_000_000 {
-        tracing::warn!(overrun_ns, "loop stopped more than 1 ms late (preempted?)");
-    }
-    Ok(RunSummary {
-        kind: opts.kind.name(),
-        iterations: timed.count,
-        duration_ns,
-        wall_ns,
-        overrun_ns,
-        tsc_ticks: timed.tsc_ticks,
-        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
-        sys_ns: usage1.sys_ns.saturating_sub(usage0.sys_ns),
-        nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
-        nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
-        minflt: usage1.minflt.saturating_sub(usage0.minflt),
-        wait_ns: timed
-            .wait1
-            .zip(timed.wait0)
-            .map(|(b, a)| b.saturating_sub(a)),
-        cpu_start: timed.cpu_start,
-        cpu_end: timed.cpu_end,
-        start_ns: timed.start_ns,
-        end_ns: timed.end_ns,
-        clock: CLOCK_NAME.to_string(),
-        stop_method: STOP_METHOD.to_string(),
-        pinned_cpu: opts.cpu,
-        chunk_iterations: setup.chunk,
-        chunk_ns: setup.chunk_ns,
-        timer_margin_ns: timed.margin.as_nanos() as u64,
-        signal_seen_ns: timed.signal_seen_ns,
-        waited_go_ns: setup.waited_go_ns,
-        counter: opts.counter.as_ref().map(|p| p.display().to_string()),
-        timeline,
-    })
 }
 
 /// The calling thread's time waiting on the run queue while runnable, ns
