@@ -105,11 +105,6 @@ impl ResultsDir {
         events_path(&self.root, run_id)
     }
 
-    /// Path of a run's run summary.
-    pub fn workload_path(&self, run_id: u32) -> PathBuf {
-        workload_path(&self.root, run_id)
-    }
-
     /// Appends one runs.csv row, flushed and synced.
     pub fn append_run(&mut self, row: &RunRow) -> Result<(), FormatError> {
         let path = self.root.join(RUNS_CSV);
@@ -144,7 +139,7 @@ impl ResultsDir {
 
     /// Writes a run's run summary (the workload's own JSON).
     pub fn write_workload(&self, run_id: u32, json: &str) -> Result<(), FormatError> {
-        let path = self.workload_path(run_id);
+        let path = workload_path(&self.root, run_id);
         std::fs::write(&path, json).map_err(FormatError::io(&path))
     }
 

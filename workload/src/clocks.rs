@@ -149,38 +149,15 @@ fn read_trimmed(path: &str) -> Option<String> {
 }
 
 /// What a family of methods shares: the unit of its readings, their
-/// conversion to ns, the clock's resolution, and the time to spend.
+/// conversion to ns (`ns_per_unit`), the clock's resolution
+/// (`resolution_ns`), and the time to spend.
 #[derive(Clone, Copy)]
-struct Meter {
-    unit: &'static str,
-    ns_per_unit: Option<f64>,
-    resolution_ns: Option<u64>,
-    budget: CalibrationTimes,
-}
+struct Meter(&'static str, Option<f64>, Option<u64>, CalibrationTimes);
 
 impl Meter {
-    fn new(
-        unit: &'static str,
-        ns_per_unit: Option<f64>,
-        resolution_ns: Option<u64>,
-        budget: CalibrationTimes,
-    ) -> Self {
-        Meter {
-            unit,
-            ns_per_unit,
-            resolution_ns,
-            budget,
-        }
-    }
-
     /// Measures the method `name` that reads with `read`.
     fn measure<F: FnMut() -> Option<u64>>(self, name: &str, read: F) -> MethodReport {
-        let Meter {
-            unit,
-            ns_per_unit,
-            resolution_ns,
-            budget,
-        } = self;
+        let Meter(unit, ns_per_unit, resolution_ns, budget) = self;
         measure(name, read, unit, ns_per_unit, resolution_ns, budget)
     }
 }
@@ -217,7 +194,7 @@ pub fn measure_all(budget: CalibrationTimes) -> ClockReport {
 /// ns); rdtscp is unavailable where the CPU lacks it.
 #[cfg(target_arch = "x86_64")]
 fn tsc_methods(ns_per_tick: Option<f64>, budget: CalibrationTimes) -> Vec<MethodReport> {
-    let tsc = Meter::new("tsc", ns_per_tick, None, budget);
+    let tsc = Meter("tsc", ns_per_tick, None, budget);
     vec![
         tsc.measure("rdtsc", || Some(sys::rdtsc())),
         tsc.measure("lfence; rdtsc", || Some(sys::rdtsc_lfence())),
@@ -242,7 +219,7 @@ fn tsc_methods(_ns_per_tick: Option<f64>, _budget: CalibrationTimes) -> Vec<Meth
 /// clock_gettime on each clock through the vDSO, then CLOCK_MONOTONIC
 /// through the raw syscall.
 fn clock_gettime_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
-    let ns = |clock| Meter::new("ns", Some(1.0), sys::clock_getres_ns(clock), budget);
+    let ns = |clock| Meter("ns", Some(1.0), sys::clock_getres_ns(clock), budget);
     let mut methods: Vec<MethodReport> = [
         ("MONOTONIC", libc::CLOCK_MONOTONIC),
         ("MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
@@ -272,15 +249,15 @@ fn clock_gettime_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
 fn older_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
     let hz = rustix::param::clock_ticks_per_second(); // sysconf(_SC_CLK_TCK)
     let tick_ns = (hz > 0).then(|| 1e9 / hz as f64);
-    let ns = Meter::new("ns", Some(1.0), None, budget);
+    let ns = Meter("ns", Some(1.0), None, budget);
     vec![
         ns.measure("gettimeofday", sys::gettimeofday_ns),
         ns.measure("getrusage(RUSAGE_SELF)", || {
             sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns))
         }),
-        Meter::new("clock ticks", tick_ns, None, budget).measure("times", sys::times_ticks),
+        Meter("clock ticks", tick_ns, None, budget).measure("times", sys::times_ticks),
         // POSIX fixes CLOCKS_PER_SEC at 1e6.
-        Meter::new("us", Some(1000.0), None, budget).measure("clock", sys::clock_cpu),
+        Meter("us", Some(1000.0), None, budget).measure("clock", sys::clock_cpu),
     ]
 }
 
@@ -364,13 +341,9 @@ pub fn format_table(r: &ClockReport) -> String {
         }
     }
     let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i == 0 {
-                s.push_str(&format!("{cell:<w$}"));
-            } else {
-                s.push_str(&format!("  {cell:>w$}"));
-            }
+        let mut s = format!("{:<w$}", cells[0], w = widths[0]);
+        for (cell, w) in cells.iter().zip(widths).skip(1) {
+            s.push_str(&format!("  {cell:>w$}"));
         }
         s.trim_end().to_string() + "\n"
     };

@@ -141,25 +141,17 @@ impl CounterReader {
         let map = SharedMap::map(&file, FILE_LEN)?;
         let magic = map.field(offset::MAGIC).load(Ordering::Acquire);
         let version = map.field(offset::VERSION).load(Ordering::Acquire);
-        if magic != MAGIC {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{} is not a workload counter file (magic {magic:#018x}, expected {MAGIC:#018x})",
-                    path.display()
-                ),
-            ));
-        }
-        if version != VERSION {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{} has counter layout version {version}, this build reads version {VERSION}",
-                    path.display()
-                ),
-            ));
-        }
-        Ok(Self { map })
+        let p = path.display();
+        let wrong = if magic != MAGIC {
+            format!(
+                "{p} is not a workload counter file (magic {magic:#018x}, expected {MAGIC:#018x})"
+            )
+        } else if version != VERSION {
+            format!("{p} has counter layout version {version}, this build reads version {VERSION}")
+        } else {
+            return Ok(Self { map });
+        };
+        Err(io::Error::new(io::ErrorKind::InvalidData, wrong))
     }
 
     /// Loop count published so far (Acquire load).

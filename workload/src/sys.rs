@@ -329,11 +329,13 @@ pub(crate) fn gettimeofday_ns() -> Option<u64> {
     };
     // SAFETY: `tv` is a valid out-pointer; the timezone argument may be NULL.
     let rc = unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
-    (rc == 0).then(|| {
-        (tv.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add((tv.tv_usec as u64).wrapping_mul(1000))
-    })
+    (rc == 0).then(|| tv_ns(tv))
+}
+
+fn tv_ns(t: libc::timeval) -> u64 {
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add((t.tv_usec as u64).wrapping_mul(1000))
 }
 
 /// Resource usage of the whole process (`getrusage(RUSAGE_SELF)`).
@@ -369,14 +371,9 @@ pub(crate) fn getrusage_self() -> Option<Usage> {
         let rc = libc::getrusage(libc::RUSAGE_SELF, &mut ru);
         (rc, ru)
     };
-    let tv = |t: libc::timeval| {
-        (t.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add((t.tv_usec as u64).wrapping_mul(1000))
-    };
     (rc == 0).then(|| Usage {
-        user_ns: tv(ru.ru_utime),
-        sys_ns: tv(ru.ru_stime),
+        user_ns: tv_ns(ru.ru_utime),
+        sys_ns: tv_ns(ru.ru_stime),
         nvcsw: ru.ru_nvcsw as u64,
         nivcsw: ru.ru_nivcsw as u64,
         minflt: ru.ru_minflt as u64,

@@ -3,7 +3,7 @@
 //! reads before, the loop to the deadline, the reads after, always in that
 //! order) and the report.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::{
     CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk, pin_to_cpu, run_until,
@@ -62,23 +62,22 @@ struct Setup {
 /// Creates the counter file, calibrates the chunk (and the timeline), then
 /// waits for the reader's go or tells it the loop is ready.
 fn set_up<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<Setup, RunError> {
-    let writer = match &opts.counter {
-        Some(path) => Some(CounterWriter::create(path)?),
-        None => None,
-    };
+    let writer = opts
+        .counter
+        .as_deref()
+        .map(CounterWriter::create)
+        .transpose()?;
     let (chunk, chunk_ns) = calibrate_chunk(work, probe);
     tracing::debug!(chunk, chunk_ns, "calibrated chunk");
     let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
-    let timeline = match &opts.timeline {
-        Some(path) => Some(Timeline::calibrate(
-            work,
-            path.clone(),
-            chunk_ns / chunk as f64,
-            opts.max_gaps
-                .unwrap_or_else(|| default_capacity(duration_ns)),
-        )?),
-        None => None,
-    };
+    let capacity = opts
+        .max_gaps
+        .unwrap_or_else(|| default_capacity(duration_ns));
+    let timeline = opts
+        .timeline
+        .clone()
+        .map(|path| Timeline::calibrate(work, path, chunk_ns / chunk as f64, capacity));
+    let timeline = timeline.transpose()?;
 
     let waited_go_ns = match (&writer, opts.wait_go) {
         (Some(w), true) => {
@@ -131,19 +130,30 @@ fn timed_loop<W: Work>(
     } else {
         None
     };
-    let stopping = Stopping {
-        stop,
-        timer_armed: timer.is_some(),
-        start_ns,
-        deadline_ns,
+    // To the deadline: the stamped loop in timeline mode, else chunks
+    // until the timer's signal and then chunks with a clock read each.
+    let timer_armed = timer.is_some();
+    let mut signal_seen_ns = None;
+    let (count, end_ns) = match setup.timeline.as_mut() {
+        Some(t) => {
+            if !timer_armed {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let ended = t.run(work, stop, publish, 0, Some(deadline_ns));
+            if timer_armed {
+                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
+            }
+            ended
+        }
+        None => {
+            let mut count = 0u64;
+            if timer_armed {
+                count = run_until(work, stop, publish, setup.chunk, count, u64::MAX);
+                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
+            }
+            run_until_clock(work, publish, setup.chunk, count, deadline_ns)
+        }
     };
-    let (count, end_ns, signal_seen_ns) = loop_to_deadline(
-        work,
-        setup.timeline.as_mut(),
-        publish,
-        setup.chunk,
-        stopping,
-    );
     #[cfg(target_arch = "x86_64")]
     let tsc_ticks = Some(sys::rdtsc_lfence().wrapping_sub(tsc0));
     #[cfg(not(target_arch = "x86_64"))]
@@ -199,60 +209,6 @@ fn timed_loop<W: Work>(
         counter: opts.counter.as_ref().map(|p| p.display().to_string()),
         timeline,
     })
-}
-
-/// How the timed loop stops.
-struct Stopping {
-    /// The flag the stop timer's signal sets.
-    stop: &'static AtomicBool,
-    /// Whether the timer is armed (else the run is shorter than its margin).
-    timer_armed: bool,
-    /// CLOCK_MONOTONIC_RAW at the loop's start, ns.
-    start_ns: u64,
-    /// The exact deadline on the same clock, ns.
-    deadline_ns: u64,
-}
-
-/// Runs the loop until the deadline: the stamped loop in timeline mode,
-/// else chunks until the timer's signal and then chunks with a clock read
-/// each until the deadline. Returns (count, end_ns, signal_seen_ns).
-/// Inlined: it runs once, between the clock reads that time the loop.
-#[inline(always)]
-fn loop_to_deadline<W: Work>(
-    work: &mut W,
-    timeline: Option<&mut Timeline>,
-    publish: Option<&AtomicU64>,
-    chunk: u64,
-    stopping: Stopping,
-) -> (u64, u64, Option<u64>) {
-    let Stopping {
-        stop,
-        timer_armed,
-        start_ns,
-        deadline_ns,
-    } = stopping;
-    let mut signal_seen_ns = None;
-    let mut count = 0u64;
-    let (count, end_ns) = match timeline {
-        Some(t) => {
-            if !timer_armed {
-                stop.store(true, Ordering::Relaxed);
-            }
-            let (count, end_ns) = t.run(work, stop, publish, count, Some(deadline_ns));
-            if timer_armed {
-                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
-            }
-            (count, end_ns)
-        }
-        None => {
-            if timer_armed {
-                count = run_until(work, stop, publish, chunk, count, u64::MAX);
-                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
-            }
-            run_until_clock(work, publish, chunk, count, deadline_ns)
-        }
-    };
-    (count, end_ns, signal_seen_ns)
 }
 
 /// The calling thread's time waiting on the run queue while runnable, ns
