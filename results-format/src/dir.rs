@@ -69,20 +69,9 @@ impl ResultsDir {
         }
         let runs_path = root.join(RUNS_CSV);
         let phases_path = root.join(PHASES_CSV);
-        let mut runs = csv_appender(&runs_path)?;
-        runs.write_record(run_columns())
-            .map_err(|source| FormatError::Csv {
-                path: runs_path.clone(),
-                source,
-            })?;
+        let mut runs = csv_with_header(&runs_path, &run_columns())?;
         flush(&mut runs, &runs_path)?;
-        let mut phases = csv_appender(&phases_path)?;
-        phases
-            .write_record(phase_columns())
-            .map_err(|source| FormatError::Csv {
-                path: phases_path.clone(),
-                source,
-            })?;
+        let mut phases = csv_with_header(&phases_path, &phase_columns())?;
         flush(&mut phases, &phases_path)?;
         Ok(ResultsDir {
             root: root.to_owned(),
@@ -116,35 +105,15 @@ impl ResultsDir {
         events_path(&self.root, run_id)
     }
 
-    /// Path of a run's run summary.
-    pub fn workload_path(&self, run_id: u32) -> PathBuf {
-        workload_path(&self.root, run_id)
-    }
-
     /// Appends one runs.csv row, flushed and synced.
     pub fn append_run(&mut self, row: &RunRow) -> Result<(), FormatError> {
         let path = self.root.join(RUNS_CSV);
-        self.runs
-            .serialize(row)
-            .map_err(|source| FormatError::Csv {
-                path: path.clone(),
-                source,
-            })?;
-        flush(&mut self.runs, &path)
+        append(&mut self.runs, &path, std::slice::from_ref(row))
     }
 
     /// Appends phases.csv rows, flushed and synced.
     pub fn append_phases(&mut self, rows: &[PhaseRow]) -> Result<(), FormatError> {
-        let path = self.root.join(PHASES_CSV);
-        for row in rows {
-            self.phases
-                .serialize(row)
-                .map_err(|source| FormatError::Csv {
-                    path: path.clone(),
-                    source,
-                })?;
-        }
-        flush(&mut self.phases, &path)
+        append(&mut self.phases, &self.root.join(PHASES_CSV), rows)
     }
 
     /// Appends rows to `<root>/<name>` (a CSV with a header row, created on
@@ -156,21 +125,7 @@ impl ResultsDir {
         rows: &[T],
     ) -> Result<(), FormatError> {
         let path = self.root.join(name);
-        let new = std::fs::metadata(&path)
-            .map(|m| m.len() == 0)
-            .unwrap_or(true);
-        let mut w = csv_appender(&path)?;
-        let csv_err = |source| FormatError::Csv {
-            path: path.clone(),
-            source,
-        };
-        if new {
-            w.write_record(header_of::<T>()).map_err(csv_err)?;
-        }
-        for row in rows {
-            w.serialize(row).map_err(csv_err)?;
-        }
-        flush(&mut w, &path)
+        append(&mut csv_with_header(&path, &header_of::<T>())?, &path, rows)
     }
 
     /// Creates the directory that will hold `path` (the gaps design's
@@ -184,7 +139,7 @@ impl ResultsDir {
 
     /// Writes a run's run summary (the workload's own JSON).
     pub fn write_workload(&self, run_id: u32, json: &str) -> Result<(), FormatError> {
-        let path = self.workload_path(run_id);
+        let path = workload_path(&self.root, run_id);
         std::fs::write(&path, json).map_err(FormatError::io(&path))
     }
 
@@ -231,6 +186,31 @@ fn csv_appender(path: &Path) -> Result<csv::Writer<File>, FormatError> {
     Ok(csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(file))
+}
+
+/// An appender to the CSV at `path` that first writes `header` when the
+/// file is new or empty.
+fn csv_with_header(path: &Path, header: &[String]) -> Result<csv::Writer<File>, FormatError> {
+    let new = std::fs::metadata(path)
+        .map(|m| m.len() == 0)
+        .unwrap_or(true);
+    let mut w = csv_appender(path)?;
+    if new {
+        w.write_record(header).map_err(FormatError::csv(path))?;
+    }
+    Ok(w)
+}
+
+/// Appends `rows` to `w` (the CSV at `path`), flushed and synced.
+fn append<T: Serialize>(
+    w: &mut csv::Writer<File>,
+    path: &Path,
+    rows: &[T],
+) -> Result<(), FormatError> {
+    for row in rows {
+        w.serialize(row).map_err(FormatError::csv(path))?;
+    }
+    flush(w, path)
 }
 
 fn flush(w: &mut csv::Writer<File>, path: &Path) -> Result<(), FormatError> {

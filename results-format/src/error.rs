@@ -170,6 +170,13 @@ impl FormatError {
         }
     }
 
+    pub(crate) fn csv(path: &Path) -> impl Fn(csv::Error) -> Self + '_ {
+        move |source| Self::Csv {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
     pub(crate) fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Write {
             path: path.into(),

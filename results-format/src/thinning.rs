@@ -49,12 +49,6 @@ impl Thinning {
 
     /// The time in `[from_ns, to_ns)` whose records are kept, ns.
     pub fn kept_ns(&self, from_ns: u64, to_ns: u64) -> u64 {
-        if to_ns <= from_ns {
-            return 0;
-        }
-        if self.is_all() {
-            return to_ns - from_ns;
-        }
         self.kept_spans(from_ns, to_ns, usize::MAX)
             .iter()
             .map(|(lo, hi)| hi - lo)
@@ -104,19 +98,12 @@ pub fn thin_timeline(
             sample_episodes.to_vec(),
         );
     }
-    let mut first: Vec<Option<u64>> = Vec::new();
-    for g in gaps {
-        let i = g.episode as usize;
-        if i >= first.len() {
-            first.resize(i + 1, None);
-        }
-        first[i] = Some(first[i].map_or(g.start_ns, |s| s.min(g.start_ns)));
-    }
+    let episodes = crate::timeline::episodes_of(gaps);
     let kept = |ep: i64| {
         usize::try_from(ep)
             .ok()
-            .and_then(|i| first.get(i).copied().flatten())
-            .is_some_and(|s| t.keeps(s))
+            .and_then(|i| episodes.get(i))
+            .is_some_and(|e| e.gaps > 0 && t.keeps(e.start_ns))
     };
     let gaps: Vec<_> = gaps
         .iter()

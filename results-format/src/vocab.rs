@@ -119,8 +119,8 @@ impl std::str::FromStr for EventKind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                let names: Vec<&str> = EventKind::ALL.map(EventKind::as_str).to_vec();
-                format!("unknown event `{s}`; expected one of {}", names.join(", "))
+                let names = EventKind::ALL.map(EventKind::as_str).join(", ");
+                format!("unknown event `{s}`; expected one of {names}")
             })
     }
 }

@@ -151,44 +151,40 @@ pub fn main_from<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
-    if let Some(Command::Clocks { json }) = cli.command {
+    let text = if let Some(Command::Clocks { json }) = cli.command {
         let report = clocks::measure_all(clocks::CalibrationTimes::default());
-        if json {
-            serde_json::to_writer(&mut out, &report)?;
-            writeln!(out)?;
-        } else {
-            out.write_all(clocks::format_table(&report).as_bytes())?;
+        match json {
+            true => serde_json::to_string(&report)? + "\n",
+            false => clocks::format_table(&report),
         }
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let duration = cli
-        .duration
-        .context("--duration is required: give e.g. --duration 10s")?;
-    let opts = RunOptions {
-        duration,
-        cpu: cli.cpu,
-        counter: cli.counter,
-        wait_go: cli.wait_go,
-        go_timeout: cli.go_timeout,
-        timeline: cli.timeline,
-        max_gaps: cli.max_gaps,
-        kind: cli.kind,
-    };
-    let report = run::run(&opts)?;
-    tracing::info!(
-        iterations = report.iterations,
-        overrun_ns = report.overrun_ns,
-        chunk = report.chunk_iterations,
-        "run done"
-    );
-    if cli.json {
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
     } else {
-        writeln!(out, "{}", report.iterations)?;
-    }
+        let duration = cli
+            .duration
+            .context("--duration is required: give e.g. --duration 10s")?;
+        let opts = RunOptions {
+            duration,
+            cpu: cli.cpu,
+            counter: cli.counter,
+            wait_go: cli.wait_go,
+            go_timeout: cli.go_timeout,
+            timeline: cli.timeline,
+            max_gaps: cli.max_gaps,
+            kind: cli.kind,
+        };
+        let report = run::run(&opts)?;
+        tracing::info!(
+            iterations = report.iterations,
+            overrun_ns = report.overrun_ns,
+            chunk = report.chunk_iterations,
+            "run done"
+        );
+        match cli.json {
+            true => serde_json::to_string(&report)? + "\n",
+            false => format!("{}\n", report.iterations),
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

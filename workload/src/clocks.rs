@@ -47,7 +47,7 @@ pub struct ClockReport {
 }
 
 /// One way of reading time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MethodReport {
     /// e.g. `clock_gettime(CLOCK_MONOTONIC)`.
     pub name: String,
@@ -148,20 +148,18 @@ fn read_trimmed(path: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn clock_method(
-    name: &str,
-    clock: libc::clockid_t,
-    budget: CalibrationTimes,
-    out: &mut Vec<MethodReport>,
-) {
-    out.push(measure(
-        name,
-        || sys::clock_gettime_ns(clock),
-        "ns",
-        Some(1.0),
-        sys::clock_getres_ns(clock),
-        budget,
-    ));
+/// What a family of methods shares: the unit of its readings, their
+/// conversion to ns (`ns_per_unit`), the clock's resolution
+/// (`resolution_ns`), and the time to spend.
+#[derive(Clone, Copy)]
+struct Meter(&'static str, Option<f64>, Option<u64>, CalibrationTimes);
+
+impl Meter {
+    /// Measures the method `name` that reads with `read`.
+    fn measure<F: FnMut() -> Option<u64>>(self, name: &str, read: F) -> MethodReport {
+        let Meter(unit, ns_per_unit, resolution_ns, budget) = self;
+        measure(name, read, unit, ns_per_unit, resolution_ns, budget)
+    }
 }
 
 /// Runs every measurement.
@@ -196,43 +194,16 @@ pub fn measure_all(budget: CalibrationTimes) -> ClockReport {
 /// ns); rdtscp is unavailable where the CPU lacks it.
 #[cfg(target_arch = "x86_64")]
 fn tsc_methods(ns_per_tick: Option<f64>, budget: CalibrationTimes) -> Vec<MethodReport> {
+    let tsc = Meter("tsc", ns_per_tick, None, budget);
     vec![
-        measure(
-            "rdtsc",
-            || Some(sys::rdtsc()),
-            "tsc",
-            ns_per_tick,
-            None,
-            budget,
-        ),
-        measure(
-            "lfence; rdtsc",
-            || Some(sys::rdtsc_lfence()),
-            "tsc",
-            ns_per_tick,
-            None,
-            budget,
-        ),
+        tsc.measure("rdtsc", || Some(sys::rdtsc())),
+        tsc.measure("lfence; rdtsc", || Some(sys::rdtsc_lfence())),
         if sys::has_rdtscp() {
-            measure(
-                "rdtscp",
-                || Some(sys::rdtscp().0),
-                "tsc",
-                ns_per_tick,
-                None,
-                budget,
-            )
+            tsc.measure("rdtscp", || Some(sys::rdtscp().0))
         } else {
             unavailable("rdtscp", "tsc")
         },
-        measure(
-            "mfence; lfence; rdtsc",
-            || Some(sys::rdtsc_mfence_lfence()),
-            "tsc",
-            ns_per_tick,
-            None,
-            budget,
-        ),
+        tsc.measure("mfence; lfence; rdtsc", || Some(sys::rdtsc_mfence_lfence())),
     ]
 }
 
@@ -248,71 +219,45 @@ fn tsc_methods(_ns_per_tick: Option<f64>, _budget: CalibrationTimes) -> Vec<Meth
 /// clock_gettime on each clock through the vDSO, then CLOCK_MONOTONIC
 /// through the raw syscall.
 fn clock_gettime_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
-    let mut methods = Vec::new();
-    for (name, clock) in [
-        ("clock_gettime(CLOCK_MONOTONIC)", libc::CLOCK_MONOTONIC),
-        (
-            "clock_gettime(CLOCK_MONOTONIC_RAW)",
-            libc::CLOCK_MONOTONIC_RAW,
-        ),
-        (
-            "clock_gettime(CLOCK_MONOTONIC_COARSE)",
-            libc::CLOCK_MONOTONIC_COARSE,
-        ),
-        ("clock_gettime(CLOCK_REALTIME)", libc::CLOCK_REALTIME),
-        ("clock_gettime(CLOCK_BOOTTIME)", libc::CLOCK_BOOTTIME),
-        (
-            "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)",
-            libc::CLOCK_PROCESS_CPUTIME_ID,
-        ),
-        (
-            "clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
-            libc::CLOCK_THREAD_CPUTIME_ID,
-        ),
-    ] {
-        clock_method(name, clock, budget, &mut methods);
-    }
-    methods.push(measure(
-        "syscall(SYS_clock_gettime, CLOCK_MONOTONIC)",
-        || sys::clock_gettime_syscall_ns(libc::CLOCK_MONOTONIC),
-        "ns",
-        Some(1.0),
-        sys::clock_getres_ns(libc::CLOCK_MONOTONIC),
-        budget,
-    ));
+    let ns = |clock| Meter("ns", Some(1.0), sys::clock_getres_ns(clock), budget);
+    let mut methods: Vec<MethodReport> = [
+        ("MONOTONIC", libc::CLOCK_MONOTONIC),
+        ("MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
+        ("MONOTONIC_COARSE", libc::CLOCK_MONOTONIC_COARSE),
+        ("REALTIME", libc::CLOCK_REALTIME),
+        ("BOOTTIME", libc::CLOCK_BOOTTIME),
+        ("PROCESS_CPUTIME_ID", libc::CLOCK_PROCESS_CPUTIME_ID),
+        ("THREAD_CPUTIME_ID", libc::CLOCK_THREAD_CPUTIME_ID),
+    ]
+    .into_iter()
+    .map(|(name, clock)| {
+        ns(clock).measure(&format!("clock_gettime(CLOCK_{name})"), || {
+            sys::clock_gettime_ns(clock)
+        })
+    })
+    .collect();
+    let mono = libc::CLOCK_MONOTONIC;
+    methods.push(
+        ns(mono).measure("syscall(SYS_clock_gettime, CLOCK_MONOTONIC)", || {
+            sys::clock_gettime_syscall_ns(mono)
+        }),
+    );
     methods
 }
 
 /// The older interfaces: gettimeofday, getrusage, times and clock.
 fn older_methods(budget: CalibrationTimes) -> Vec<MethodReport> {
-    let tick_ns = sys::clock_ticks_per_sec().map(|hz| 1e9 / hz as f64);
+    let hz = rustix::param::clock_ticks_per_second(); // sysconf(_SC_CLK_TCK)
+    let tick_ns = (hz > 0).then(|| 1e9 / hz as f64);
+    let ns = Meter("ns", Some(1.0), None, budget);
     vec![
-        measure(
-            "gettimeofday",
-            sys::gettimeofday_ns,
-            "ns",
-            Some(1.0),
-            None,
-            budget,
-        ),
-        measure(
-            "getrusage(RUSAGE_SELF)",
-            || sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns)),
-            "ns",
-            Some(1.0),
-            None,
-            budget,
-        ),
-        measure(
-            "times",
-            sys::times_ticks,
-            "clock ticks",
-            tick_ns,
-            None,
-            budget,
-        ),
+        ns.measure("gettimeofday", sys::gettimeofday_ns),
+        ns.measure("getrusage(RUSAGE_SELF)", || {
+            sys::getrusage_self().map(|u| u.user_ns.wrapping_add(u.sys_ns))
+        }),
+        Meter("clock ticks", tick_ns, None, budget).measure("times", sys::times_ticks),
         // POSIX fixes CLOCKS_PER_SEC at 1e6.
-        measure("clock", sys::clock_cpu, "us", Some(1000.0), None, budget),
+        Meter("us", Some(1000.0), None, budget).measure("clock", sys::clock_cpu),
     ]
 }
 
@@ -396,13 +341,9 @@ pub fn format_table(r: &ClockReport) -> String {
         }
     }
     let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i == 0 {
-                s.push_str(&format!("{cell:<w$}"));
-            } else {
-                s.push_str(&format!("  {cell:>w$}"));
-            }
+        let mut s = format!("{:<w$}", cells[0], w = widths[0]);
+        for (cell, w) in cells.iter().zip(widths).skip(1) {
+            s.push_str(&format!("  {cell:>w$}"));
         }
         s.trim_end().to_string() + "\n"
     };

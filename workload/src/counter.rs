@@ -72,26 +72,22 @@ pub mod offset {
 
 /// Lifecycle of the workload as published in the `state` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
 pub enum State {
     /// The file exists; the workload is still setting up.
-    Init,
+    Init = 0,
     /// Set up (pinned, calibrated) and waiting for `go` (`--wait-go`).
-    Ready,
+    Ready = 1,
     /// The timed loop is running.
-    Running,
+    Running = 2,
     /// The loop has ended; `iterations` holds the final count.
-    Done,
+    Done = 3,
 }
 
 impl State {
     /// Value stored in the file.
     pub const fn as_raw(self) -> u64 {
-        match self {
-            State::Init => 0,
-            State::Ready => 1,
-            State::Running => 2,
-            State::Done => 3,
-        }
+        self as u64
     }
 
     /// Decodes a stored value; `None` for anything else.
@@ -131,10 +127,6 @@ pub enum CounterError {
     },
 }
 
-fn slot(offset: usize) -> usize {
-    offset / 8
-}
-
 /// Read side, used by the driver.
 pub struct CounterReader {
     map: SharedMap,
@@ -147,37 +139,24 @@ impl CounterReader {
     pub fn open(path: &Path) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let map = SharedMap::map(&file, FILE_LEN)?;
-        let slots = map.slots();
-        let magic = slots[slot(offset::MAGIC)].load(Ordering::Acquire);
-        let version = slots[slot(offset::VERSION)].load(Ordering::Acquire);
-        if magic != MAGIC {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{} is not a workload counter file (magic {magic:#018x}, expected {MAGIC:#018x})",
-                    path.display()
-                ),
-            ));
-        }
-        if version != VERSION {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{} has counter layout version {version}, this build reads version {VERSION}",
-                    path.display()
-                ),
-            ));
-        }
-        Ok(Self { map })
-    }
-
-    fn field(&self, offset: usize) -> &AtomicU64 {
-        &self.map.slots()[slot(offset)]
+        let magic = map.field(offset::MAGIC).load(Ordering::Acquire);
+        let version = map.field(offset::VERSION).load(Ordering::Acquire);
+        let p = path.display();
+        let wrong = if magic != MAGIC {
+            format!(
+                "{p} is not a workload counter file (magic {magic:#018x}, expected {MAGIC:#018x})"
+            )
+        } else if version != VERSION {
+            format!("{p} has counter layout version {version}, this build reads version {VERSION}")
+        } else {
+            return Ok(Self { map });
+        };
+        Err(io::Error::new(io::ErrorKind::InvalidData, wrong))
     }
 
     /// Loop count published so far (Acquire load).
     pub fn iterations(&self) -> u64 {
-        self.field(offset::ITERATIONS).load(Ordering::Acquire)
+        self.map.field(offset::ITERATIONS).load(Ordering::Acquire)
     }
 
     /// Current state. An unknown stored value (a newer writer) reads as
@@ -188,27 +167,27 @@ impl CounterReader {
 
     /// The raw `state` value (Acquire load).
     pub fn state_raw(&self) -> u64 {
-        self.field(offset::STATE).load(Ordering::Acquire)
+        self.map.field(offset::STATE).load(Ordering::Acquire)
     }
 
     /// Sets `go` = 1: a workload started with `--wait-go` starts its loop.
     pub fn release(&self) {
-        self.field(offset::GO).store(1, Ordering::Release);
+        self.map.field(offset::GO).store(1, Ordering::Release);
     }
 
     /// CLOCK_MONOTONIC_RAW ns at loop start, 0 before it started.
     pub fn start_ns(&self) -> u64 {
-        self.field(offset::START_NS).load(Ordering::Acquire)
+        self.map.field(offset::START_NS).load(Ordering::Acquire)
     }
 
     /// CLOCK_MONOTONIC_RAW ns at loop end, 0 before it ended.
     pub fn end_ns(&self) -> u64 {
-        self.field(offset::END_NS).load(Ordering::Acquire)
+        self.map.field(offset::END_NS).load(Ordering::Acquire)
     }
 
     /// Process id of the workload that wrote the file.
     pub fn pid(&self) -> u64 {
-        self.field(offset::PID).load(Ordering::Acquire)
+        self.map.field(offset::PID).load(Ordering::Acquire)
     }
 }
 
@@ -240,13 +219,14 @@ impl CounterWriter {
         let setup = || -> io::Result<SharedMap> {
             file.set_len(FILE_LEN as u64)?;
             let map = SharedMap::map(&file, FILE_LEN)?;
-            let slots = map.slots();
-            slots[slot(offset::VERSION)].store(VERSION, Ordering::Relaxed);
-            slots[slot(offset::ITERATIONS)].store(0, Ordering::Relaxed);
-            slots[slot(offset::STATE)].store(State::Init.as_raw(), Ordering::Relaxed);
-            slots[slot(offset::GO)].store(0, Ordering::Relaxed);
-            slots[slot(offset::PID)].store(u64::from(std::process::id()), Ordering::Relaxed);
-            slots[slot(offset::MAGIC)].store(MAGIC, Ordering::Release);
+            map.field(offset::VERSION).store(VERSION, Ordering::Relaxed);
+            map.field(offset::ITERATIONS).store(0, Ordering::Relaxed);
+            map.field(offset::STATE)
+                .store(State::Init.as_raw(), Ordering::Relaxed);
+            map.field(offset::GO).store(0, Ordering::Relaxed);
+            map.field(offset::PID)
+                .store(u64::from(std::process::id()), Ordering::Relaxed);
+            map.field(offset::MAGIC).store(MAGIC, Ordering::Release);
             // Published by rename once mapped and set up; kept by hand so
             // that the measured binary needs no temp-file crate at run time.
             std::fs::rename(&tmp, path)?;
@@ -264,35 +244,34 @@ impl CounterWriter {
         }
     }
 
-    fn field(&self, offset: usize) -> &AtomicU64 {
-        &self.map.slots()[slot(offset)]
-    }
-
     /// The `iterations` field, for the loop to store its local count into
     /// (plain Release stores, never a read-modify-write).
     pub fn iterations_slot(&self) -> &AtomicU64 {
-        self.field(offset::ITERATIONS)
+        self.map.field(offset::ITERATIONS)
     }
 
     /// Publishes `state` (Release).
     pub fn set_state(&self, state: State) {
-        self.field(offset::STATE)
+        self.map
+            .field(offset::STATE)
             .store(state.as_raw(), Ordering::Release);
     }
 
     /// Publishes the loop start time (CLOCK_MONOTONIC_RAW ns).
     pub fn set_start_ns(&self, ns: u64) {
-        self.field(offset::START_NS).store(ns, Ordering::Release);
+        self.map
+            .field(offset::START_NS)
+            .store(ns, Ordering::Release);
     }
 
     /// Publishes the loop end time (CLOCK_MONOTONIC_RAW ns).
     pub fn set_end_ns(&self, ns: u64) {
-        self.field(offset::END_NS).store(ns, Ordering::Release);
+        self.map.field(offset::END_NS).store(ns, Ordering::Release);
     }
 
     /// Whether a reader has set `go`.
     pub fn go(&self) -> bool {
-        self.field(offset::GO).load(Ordering::Acquire) != 0
+        self.map.field(offset::GO).load(Ordering::Acquire) != 0
     }
 
     /// Sets state = ready and waits until a reader sets `go`, polling with
@@ -314,11 +293,6 @@ impl CounterWriter {
             // 50 us keeps the reaction fast without burning the CPU.
             std::thread::sleep(Duration::from_micros(50));
         }
-    }
-
-    /// The path the file was created at.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

@@ -84,17 +84,12 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     }
     let too_large = || DurationError::TooLarge(input.to_string());
 
-    let mut total: u128 = 0;
-    for c in int_part.bytes() {
-        total = total
-            .checked_mul(10)
-            .and_then(|t| t.checked_add(u128::from(c - b'0')))
-            .ok_or_else(too_large)?;
-        if total > u128::from(u64::MAX) {
-            return Err(too_large());
-        }
-    }
-    let mut ns = total.checked_mul(ns_per_unit).ok_or_else(too_large)?;
+    // Only digits are left, so parsing fails only past u64 (empty: 0).
+    let whole: u64 = match int_part {
+        "" => 0,
+        digits => digits.parse().map_err(|_| too_large())?,
+    };
+    let mut ns = u128::from(whole) * ns_per_unit;
 
     // Fractional digits: value = digits / 10^len, times ns_per_unit, exact.
     let frac = frac_part.trim_end_matches('0');
@@ -102,11 +97,9 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         if frac.len() > 30 {
             return Err(DurationError::TooPrecise(input.to_string()));
         }
-        let mut digits: u128 = 0;
-        for c in frac.bytes() {
-            digits = digits * 10 + u128::from(c - b'0');
-        }
-        let scale = 10u128.pow(u32::try_from(frac.len()).map_err(|_| too_large())?);
+        // At most 30 digits: below u128::MAX.
+        let digits: u128 = frac.parse().map_err(|_| too_large())?;
+        let scale = 10u128.pow(frac.len() as u32);
         let scaled = digits
             .checked_mul(ns_per_unit)
             .ok_or_else(|| DurationError::TooPrecise(input.to_string()))?;

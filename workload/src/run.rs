@@ -54,9 +54,6 @@ pub const STOP_METHOD: &str = "timer_signal+clock_check: timer_create(CLOCK_MONO
 /// every ~10 us.
 pub const TARGET_CHUNK_NS: f64 = 9_000.0;
 
-/// How long `--wait-go` waits for the reader by default.
-pub const DEFAULT_GO_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOptions {
@@ -237,23 +234,18 @@ pub fn timer_margin(duration: Duration) -> Duration {
 
 /// Formats a CPU set as ranges, e.g. "0-1,4".
 fn format_cpus(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == cpu => *end = cpu,
+            _ => ranges.push((cpu, cpu)),
         }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
     }
-    out.join(",")
+    let text = |&(start, end): &(usize, usize)| match start == end {
+        true => start.to_string(),
+        false => format!("{start}-{end}"),
+    };
+    ranges.iter().map(text).collect::<Vec<_>>().join(",")
 }
 
 /// CPUs this process may run on.

@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -53,20 +52,17 @@ impl SharedMap {
         }
         // SAFETY: a fresh mapping (addr = NULL lets the kernel choose) of a file
         // descriptor we hold open for the duration of the call; no existing
-        // Rust object is aliased. The result is checked against MAP_FAILED.
+        // Rust object is aliased.
         let ptr = unsafe {
-            libc::mmap(
+            rustix::mm::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::SHARED,
+                file,
                 0,
-            )
+            )?
         };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         let ptr = NonNull::new(ptr.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
         Ok(Self { ptr, len })
@@ -82,14 +78,19 @@ impl SharedMap {
         // touch this memory concurrently, which is exactly what atomics allow.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<AtomicU64>(), self.len / 8) }
     }
+
+    /// The atomic at byte `offset` (a multiple of 8).
+    pub(crate) fn field(&self, offset: usize) -> &AtomicU64 {
+        &self.slots()[offset / 8]
+    }
 }
 
 impl Drop for SharedMap {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`len` are exactly the region returned by mmap in
         // `map`, unmapped once here; no borrow of it outlives `self`.
-        let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-        debug_assert_eq!(rc, 0, "munmap of our own mapping failed");
+        let rc = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+        debug_assert!(rc.is_ok(), "munmap of our own mapping failed");
     }
 }
 
@@ -291,13 +292,13 @@ pub(crate) fn clock_gettime_ns(clock: libc::clockid_t) -> Option<u64> {
 
 /// `clock_getres(clock)` in ns.
 pub(crate) fn clock_getres_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
-    let rc = unsafe { libc::clock_getres(clock, &mut ts) };
-    (rc == 0).then(|| ts_ns(&ts))
+    let id = rustix::time::ClockId::try_from(clock).ok()?;
+    let ts = rustix::time::clock_getres(id);
+    Some(
+        (ts.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as u64),
+    )
 }
 
 /// `clock_gettime(clock)` through the raw system call, bypassing the vDSO.
@@ -328,11 +329,13 @@ pub(crate) fn gettimeofday_ns() -> Option<u64> {
     };
     // SAFETY: `tv` is a valid out-pointer; the timezone argument may be NULL.
     let rc = unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
-    (rc == 0).then(|| {
-        (tv.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add((tv.tv_usec as u64).wrapping_mul(1000))
-    })
+    (rc == 0).then(|| tv_ns(tv))
+}
+
+fn tv_ns(t: libc::timeval) -> u64 {
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add((t.tv_usec as u64).wrapping_mul(1000))
 }
 
 /// Resource usage of the whole process (`getrusage(RUSAGE_SELF)`).
@@ -368,14 +371,9 @@ pub(crate) fn getrusage_self() -> Option<Usage> {
         let rc = libc::getrusage(libc::RUSAGE_SELF, &mut ru);
         (rc, ru)
     };
-    let tv = |t: libc::timeval| {
-        (t.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add((t.tv_usec as u64).wrapping_mul(1000))
-    };
     (rc == 0).then(|| Usage {
-        user_ns: tv(ru.ru_utime),
-        sys_ns: tv(ru.ru_stime),
+        user_ns: tv_ns(ru.ru_utime),
+        sys_ns: tv_ns(ru.ru_stime),
         nvcsw: ru.ru_nvcsw as u64,
         nivcsw: ru.ru_nivcsw as u64,
         minflt: ru.ru_minflt as u64,
@@ -383,7 +381,7 @@ pub(crate) fn getrusage_self() -> Option<Usage> {
 }
 
 /// `times()`: user + system CPU time of the process in clock ticks
-/// (see [`clock_ticks_per_sec`]).
+/// (`rustix::param::clock_ticks_per_second`).
 #[inline(always)]
 pub(crate) fn times_ticks() -> Option<u64> {
     // SAFETY: zeroed tms is valid; `t` is a valid out-pointer.
@@ -393,13 +391,6 @@ pub(crate) fn times_ticks() -> Option<u64> {
         (rc, t)
     };
     (rc != -1).then(|| (t.tms_utime as u64).wrapping_add(t.tms_stime as u64))
-}
-
-/// `sysconf(_SC_CLK_TCK)`.
-pub(crate) fn clock_ticks_per_sec() -> Option<u64> {
-    // SAFETY: sysconf has no pointer arguments.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(v).ok().filter(|&v| v > 0)
 }
 
 // The libc crate does not bind ISO C clock() on Linux.

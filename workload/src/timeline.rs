@@ -149,7 +149,9 @@ struct RawGap {
     ref_ticks: u64,
 }
 
-/// Calibrated timeline state: buffer, histogram, counters.
+/// Calibrated timeline state: buffer, histogram, counters (all zero
+/// before the loop).
+#[derive(Default)]
 pub struct Timeline {
     path: PathBuf,
     chunk: u64,
@@ -170,16 +172,6 @@ pub struct Timeline {
     stamp_cost_ns: f64,
     calibration_gap_share: f64,
     stop_seen_ns: u64,
-}
-
-impl std::fmt::Debug for Timeline {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Timeline")
-            .field("chunk", &self.chunk)
-            .field("threshold", &self.threshold)
-            .field("capacity", &self.buf.len())
-            .finish_non_exhaustive()
-    }
 }
 
 /// Recovery bin of a distance in ticks: 0 below one unit (2^shift ticks),
@@ -272,20 +264,11 @@ impl Timeline {
             threshold,
             shift,
             buf,
-            len: 0,
-            gaps: 0,
-            gap_ticks: 0,
-            chunks: 0,
-            hist_chunks: [0; RECOVERY_BINS],
-            hist_ticks: [0; RECOVERY_BINS],
-            hist_excess: [0; RECOVERY_BINS],
-            first: 0,
-            last: 0,
             calib: p0,
             chunk_ns,
             stamp_cost_ns: chunk_ns - chunk as f64 * ns_per_iter,
             calibration_gap_share: over as f64 / lens.len().max(1) as f64,
-            stop_seen_ns: 0,
+            ..Timeline::default()
         })
     }
 
@@ -496,13 +479,8 @@ pub fn read_gaps_file(path: &Path) -> std::io::Result<Vec<[u64; 3]>> {
     Ok(bytes
         .chunks_exact(GAP_RECORD_BYTES)
         .map(|r| {
-            let mut v = [0u64; 3];
-            for (i, x) in v.iter_mut().enumerate() {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&r[i * 8..i * 8 + 8]);
-                *x = u64::from_le_bytes(b);
-            }
-            v
+            let word = |i: usize| u64::from_le_bytes(std::array::from_fn(|j| r[i * 8 + j]));
+            [word(0), word(1), word(2)]
         })
         .collect())
 }

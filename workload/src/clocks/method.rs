@@ -166,16 +166,8 @@ fn scan_steps<F: FnMut() -> Option<u64>>(read: &mut F, budget: Duration) -> Step
 pub(super) fn unavailable(name: &str, unit: &str) -> MethodReport {
     MethodReport {
         name: name.to_string(),
-        available: false,
-        cost_ns_min: None,
-        cost_ns_median: None,
-        cost_ticks_min: None,
-        cost_ticks_median: None,
-        granularity_ns: None,
-        resolution_ns: None,
-        backwards: false,
         unit: unit.to_string(),
-        reads: 0,
+        ..MethodReport::default()
     }
 }
 

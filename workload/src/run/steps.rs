@@ -3,8 +3,7 @@
 //! reads before, the loop to the deadline, the reads after, always in that
 //! order) and the report.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use super::{
     CounterWriter, RunError, RunOptions, STOP_METHOD, calibrate_chunk, pin_to_cpu, run_until,
@@ -28,9 +27,8 @@ pub(super) fn run_with<W: Work>(
         pin_to_cpu(cpu)?;
         tracing::debug!(cpu, "pinned");
     }
-    let mut setup = set_up(opts, work, probe)?;
-    let timed = timed_loop(opts, work, &mut setup)?;
-    run_summary(opts, setup, timed)
+    let setup = set_up(opts, work, probe)?;
+    timed_loop(opts, work, setup)
 }
 
 /// Refuses options that cannot make a run: a zero duration, `--wait-go`
@@ -64,23 +62,22 @@ struct Setup {
 /// Creates the counter file, calibrates the chunk (and the timeline), then
 /// waits for the reader's go or tells it the loop is ready.
 fn set_up<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<Setup, RunError> {
-    let writer = match &opts.counter {
-        Some(path) => Some(CounterWriter::create(path)?),
-        None => None,
-    };
+    let writer = opts
+        .counter
+        .as_deref()
+        .map(CounterWriter::create)
+        .transpose()?;
     let (chunk, chunk_ns) = calibrate_chunk(work, probe);
     tracing::debug!(chunk, chunk_ns, "calibrated chunk");
     let duration_ns = u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX);
-    let timeline = match &opts.timeline {
-        Some(path) => Some(Timeline::calibrate(
-            work,
-            path.clone(),
-            chunk_ns / chunk as f64,
-            opts.max_gaps
-                .unwrap_or_else(|| default_capacity(duration_ns)),
-        )?),
-        None => None,
-    };
+    let capacity = opts
+        .max_gaps
+        .unwrap_or_else(|| default_capacity(duration_ns));
+    let timeline = opts
+        .timeline
+        .clone()
+        .map(|path| Timeline::calibrate(work, path, chunk_ns / chunk as f64, capacity));
+    let timeline = timeline.transpose()?;
 
     let waited_go_ns = match (&writer, opts.wait_go) {
         (Some(w), true) => {
@@ -103,42 +100,15 @@ fn set_up<W: Work>(opts: &RunOptions, work: &mut W, probe: u64) -> Result<Setup,
     })
 }
 
-/// What the timed loop measured, with the process's state on each side.
-struct Timed {
-    /// Iterations done.
-    count: u64,
-    /// CLOCK_MONOTONIC_RAW at the loop's start and at its end, ns.
-    start_ns: u64,
-    /// See `start_ns`.
-    end_ns: u64,
-    /// TSC ticks over the loop (x86_64).
-    tsc_ticks: Option<u64>,
-    /// The stop timer's margin before the deadline.
-    margin: Duration,
-    /// When the loop saw the timer's signal, ns after its start.
-    signal_seen_ns: Option<u64>,
-    /// Run-queue wait before and after (None: no schedstat).
-    wait0: Option<u64>,
-    /// See `wait0`.
-    wait1: Option<u64>,
-    /// getrusage before and after.
-    usage0: sys::Usage,
-    /// See `usage0`.
-    usage1: sys::Usage,
-    /// The CPU the loop started on and the one it ended on.
-    cpu_start: u32,
-    /// See `cpu_start`.
-    cpu_end: u32,
-}
-
 /// The measured section: reads the process's state and the clocks, arms
 /// the stop timer, runs the loop to the deadline, and reads them again (in
-/// that order, the same each run).
+/// that order, the same each run); then the report, which writes the
+/// timeline's gaps file and logs its warnings and a late stop.
 fn timed_loop<W: Work>(
     opts: &RunOptions,
     work: &mut W,
-    setup: &mut Setup,
-) -> Result<Timed, RunError> {
+    mut setup: Setup,
+) -> Result<RunSummary, RunError> {
     let margin = timer_margin(opts.duration);
     let stop = sys::stop_flag();
     let publish = setup.writer.as_ref().map(CounterWriter::iterations_slot);
@@ -160,19 +130,30 @@ fn timed_loop<W: Work>(
     } else {
         None
     };
-    let stopping = Stopping {
-        stop,
-        timer_armed: timer.is_some(),
-        start_ns,
-        deadline_ns,
+    // To the deadline: the stamped loop in timeline mode, else chunks
+    // until the timer's signal and then chunks with a clock read each.
+    let timer_armed = timer.is_some();
+    let mut signal_seen_ns = None;
+    let (count, end_ns) = match setup.timeline.as_mut() {
+        Some(t) => {
+            if !timer_armed {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let ended = t.run(work, stop, publish, 0, Some(deadline_ns));
+            if timer_armed {
+                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
+            }
+            ended
+        }
+        None => {
+            let mut count = 0u64;
+            if timer_armed {
+                count = run_until(work, stop, publish, setup.chunk, count, u64::MAX);
+                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
+            }
+            run_until_clock(work, publish, setup.chunk, count, deadline_ns)
+        }
     };
-    let (count, end_ns, signal_seen_ns) = loop_to_deadline(
-        work,
-        setup.timeline.as_mut(),
-        publish,
-        setup.chunk,
-        stopping,
-    );
     #[cfg(target_arch = "x86_64")]
     let tsc_ticks = Some(sys::rdtsc_lfence().wrapping_sub(tsc0));
     #[cfg(not(target_arch = "x86_64"))]
@@ -187,82 +168,9 @@ fn timed_loop<W: Work>(
     let cpu_end = rustix::thread::sched_getcpu() as u32;
     let usage1 = sys::getrusage_self().ok_or(RunError::Rusage)?;
     let wait1 = run_queue_wait_ns();
-    Ok(Timed {
-        count,
-        start_ns,
-        end_ns,
-        tsc_ticks,
-        margin,
-        signal_seen_ns,
-        wait0,
-        wait1,
-        usage0,
-        usage1,
-        cpu_start,
-        cpu_end,
-    })
-}
 
-/// How the timed loop stops.
-struct Stopping {
-    /// The flag the stop timer's signal sets.
-    stop: &'static AtomicBool,
-    /// Whether the timer is armed (else the run is shorter than its margin).
-    timer_armed: bool,
-    /// CLOCK_MONOTONIC_RAW at the loop's start, ns.
-    start_ns: u64,
-    /// The exact deadline on the same clock, ns.
-    deadline_ns: u64,
-}
-
-/// Runs the loop until the deadline: the stamped loop in timeline mode,
-/// else chunks until the timer's signal and then chunks with a clock read
-/// each until the deadline. Returns (count, end_ns, signal_seen_ns).
-/// Inlined: it runs once, between the clock reads that time the loop.
-#[inline(always)]
-fn loop_to_deadline<W: Work>(
-    work: &mut W,
-    timeline: Option<&mut Timeline>,
-    publish: Option<&AtomicU64>,
-    chunk: u64,
-    stopping: Stopping,
-) -> (u64, u64, Option<u64>) {
-    let Stopping {
-        stop,
-        timer_armed,
-        start_ns,
-        deadline_ns,
-    } = stopping;
-    let mut signal_seen_ns = None;
-    let mut count = 0u64;
-    let (count, end_ns) = match timeline {
-        Some(t) => {
-            if !timer_armed {
-                stop.store(true, Ordering::Relaxed);
-            }
-            let (count, end_ns) = t.run(work, stop, publish, count, Some(deadline_ns));
-            if timer_armed {
-                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
-            }
-            (count, end_ns)
-        }
-        None => {
-            if timer_armed {
-                count = run_until(work, stop, publish, chunk, count, u64::MAX);
-                signal_seen_ns = Some(monotonic_raw_ns().saturating_sub(start_ns));
-            }
-            run_until_clock(work, publish, chunk, count, deadline_ns)
-        }
-    };
-    (count, end_ns, signal_seen_ns)
-}
-
-/// The run's report from its setup and what the loop measured; writes the
-/// timeline's gaps file and logs its warnings and a late stop.
-fn run_summary(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunSummary, RunError> {
-    let (usage0, usage1) = (&timed.usage0, &timed.usage1);
     let duration_ns = setup.duration_ns;
-    let wall_ns = timed.end_ns.saturating_sub(timed.start_ns);
+    let wall_ns = end_ns.saturating_sub(start_ns);
     let overrun_ns = wall_ns as i64 - duration_ns as i64;
     let timeline = setup.timeline.map(Timeline::finish).transpose()?;
     if let Some(t) = &timeline {
@@ -275,31 +183,28 @@ fn run_summary(opts: &RunOptions, setup: Setup, timed: Timed) -> Result<RunSumma
     }
     Ok(RunSummary {
         kind: opts.kind.name(),
-        iterations: timed.count,
+        iterations: count,
         duration_ns,
         wall_ns,
         overrun_ns,
-        tsc_ticks: timed.tsc_ticks,
+        tsc_ticks,
         user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
         sys_ns: usage1.sys_ns.saturating_sub(usage0.sys_ns),
         nvcsw: usage1.nvcsw.saturating_sub(usage0.nvcsw),
         nivcsw: usage1.nivcsw.saturating_sub(usage0.nivcsw),
         minflt: usage1.minflt.saturating_sub(usage0.minflt),
-        wait_ns: timed
-            .wait1
-            .zip(timed.wait0)
-            .map(|(b, a)| b.saturating_sub(a)),
-        cpu_start: timed.cpu_start,
-        cpu_end: timed.cpu_end,
-        start_ns: timed.start_ns,
-        end_ns: timed.end_ns,
+        wait_ns: wait1.zip(wait0).map(|(b, a)| b.saturating_sub(a)),
+        cpu_start,
+        cpu_end,
+        start_ns,
+        end_ns,
         clock: CLOCK_NAME.to_string(),
         stop_method: STOP_METHOD.to_string(),
         pinned_cpu: opts.cpu,
         chunk_iterations: setup.chunk,
         chunk_ns: setup.chunk_ns,
-        timer_margin_ns: timed.margin.as_nanos() as u64,
-        signal_seen_ns: timed.signal_seen_ns,
+        timer_margin_ns: margin.as_nanos() as u64,
+        signal_seen_ns,
         waited_go_ns: setup.waited_go_ns,
         counter: opts.counter.as_ref().map(|p| p.display().to_string()),
         timeline,
