@@ -176,7 +176,8 @@ pub struct SweepLock {
     file: File,
 }
 
-fn now_rfc3339() -> String {
+/// Now, in UTC RFC 3339 to the second (the state and lock files' times).
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
