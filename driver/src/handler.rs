@@ -122,24 +122,14 @@ pub enum TraceEvent {
 }
 
 impl TraceEvent {
-    /// CPU of the record.
-    pub fn cpu(&self) -> u32 {
+    /// CPU and time of the record.
+    pub fn key(&self) -> (u32, u64) {
         match *self {
-            TraceEvent::HrtimerEntry { cpu, .. }
-            | TraceEvent::HrtimerExit { cpu, .. }
-            | TraceEvent::LocalTimerEntry { cpu, .. }
-            | TraceEvent::LocalTimerExit { cpu, .. }
-            | TraceEvent::Nmi { cpu, .. } => cpu,
-        }
-    }
-    /// Time of the record.
-    pub fn time_ns(&self) -> u64 {
-        match *self {
-            TraceEvent::HrtimerEntry { time_ns, .. }
-            | TraceEvent::HrtimerExit { time_ns, .. }
-            | TraceEvent::LocalTimerEntry { time_ns, .. }
-            | TraceEvent::LocalTimerExit { time_ns, .. }
-            | TraceEvent::Nmi { time_ns, .. } => time_ns,
+            TraceEvent::HrtimerEntry { cpu, time_ns, .. }
+            | TraceEvent::HrtimerExit { cpu, time_ns, .. }
+            | TraceEvent::LocalTimerEntry { cpu, time_ns }
+            | TraceEvent::LocalTimerExit { cpu, time_ns }
+            | TraceEvent::Nmi { cpu, time_ns, .. } => (cpu, time_ns),
         }
     }
 }
@@ -256,21 +246,10 @@ impl Pairing {
 
 /// Sorts by (cpu, time), drops exact duplicates; returns the duplicates count.
 fn sort_dedup(events: &mut Vec<TraceEvent>) -> u64 {
-    events.sort_by_key(|e| (e.cpu(), e.time_ns()));
+    events.sort_by_key(TraceEvent::key);
     let before = events.len();
-    // Equal keys are adjacent; exact duplicates among them are removed.
-    let mut out: Vec<TraceEvent> = Vec::with_capacity(events.len());
-    for e in events.drain(..) {
-        let dup = out
-            .iter()
-            .rev()
-            .take_while(|p| p.cpu() == e.cpu() && p.time_ns() == e.time_ns())
-            .any(|p| *p == e);
-        if !dup {
-            out.push(e);
-        }
-    }
-    *events = out;
+    let mut seen = HashSet::with_capacity(before);
+    events.retain(|e| seen.insert(*e));
     (before - events.len()) as u64
 }
 

@@ -38,49 +38,6 @@ pub mod sample {
     pub const STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
 }
 
-/// `branch_sample_type` bits used by the driver.
-pub mod branch {
-    use perf_event_open_sys::bindings as b;
-    /// PERF_SAMPLE_BRANCH_ANY: every kind of branch.
-    pub const ANY: u64 = b::PERF_SAMPLE_BRANCH_ANY as u64;
-    /// PERF_SAMPLE_BRANCH_USER.
-    pub const USER: u64 = b::PERF_SAMPLE_BRANCH_USER as u64;
-    /// PERF_SAMPLE_BRANCH_KERNEL.
-    pub const KERNEL: u64 = b::PERF_SAMPLE_BRANCH_KERNEL as u64;
-}
-
-/// `read_format` bits used by the driver.
-pub mod read {
-    use perf_event_open_sys::bindings as b;
-    /// PERF_FORMAT_TOTAL_TIME_ENABLED.
-    pub const TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
-    /// PERF_FORMAT_TOTAL_TIME_RUNNING.
-    pub const TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
-    /// PERF_FORMAT_ID.
-    pub const ID: u64 = b::PERF_FORMAT_ID as u64;
-    /// PERF_FORMAT_LOST.
-    pub const LOST: u64 = b::PERF_FORMAT_LOST as u64;
-}
-
-/// perf event types (`type`).
-pub mod kind {
-    use perf_event_open_sys::bindings as b;
-    /// PERF_TYPE_HARDWARE.
-    pub const HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
-    /// PERF_TYPE_SOFTWARE.
-    pub const SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
-    /// PERF_TYPE_TRACEPOINT.
-    pub const TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
-    /// PERF_COUNT_HW_CPU_CYCLES.
-    pub const HW_CPU_CYCLES: u64 = b::PERF_COUNT_HW_CPU_CYCLES as u64;
-    /// PERF_COUNT_HW_INSTRUCTIONS.
-    pub const HW_INSTRUCTIONS: u64 = b::PERF_COUNT_HW_INSTRUCTIONS as u64;
-    /// PERF_COUNT_SW_CPU_CLOCK.
-    pub const SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
-    /// PERF_COUNT_SW_TASK_CLOCK.
-    pub const SW_TASK_CLOCK: u64 = b::PERF_COUNT_SW_TASK_CLOCK as u64;
-}
-
 /// A `perf_event_attr` under construction. Starts zeroed with `size` set,
 /// `disabled = 1`, `use_clockid = 1` and `clockid = CLOCK_MONOTONIC_RAW`
 /// (every event of the driver shares that clock, so SET_OUTPUT works and

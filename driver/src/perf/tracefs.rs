@@ -212,11 +212,7 @@ fn parse_field(line: &str) -> Result<Field, String> {
 /// Reads `events/<system>/<name>/format` under `root`.
 pub fn tracepoint(root: &Path, system: &str, name: &str) -> Result<Format, PerfError> {
     let path = root.join("events").join(system).join(name).join("format");
-    let text = std::fs::read_to_string(&path).map_err(|source| PerfError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    parse_format(&text, &path)
+    parse_format(&PerfError::read(&path)?, &path)
 }
 
 /// The address of a kernel text symbol in a kallsyms text (0 means hidden
@@ -239,11 +235,7 @@ pub fn kallsyms_lookup(text: &str, symbol: &str) -> Option<u64> {
 /// (or kptr_restrict=0).
 pub fn kallsyms_address(symbol: &str) -> Result<u64, PerfError> {
     // Kept hand-written: procfs does not read /proc/kallsyms.
-    let text = std::fs::read_to_string("/proc/kallsyms").map_err(|source| PerfError::Read {
-        path: "/proc/kallsyms".into(),
-        source,
-    })?;
-    match kallsyms_lookup(&text, symbol) {
+    match kallsyms_lookup(&PerfError::read(Path::new("/proc/kallsyms"))?, symbol) {
         None => Err(PerfError::Symbol {
             symbol: symbol.into(),
             reason: "is not listed",

@@ -6,14 +6,19 @@ use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 
 use super::config::EventKernel;
-use super::{Attr, EventKind, OpenContext, PerfError, SamplerConfig, Scope, read, sys};
+use perf_event_open_sys::bindings as b;
 
-pub(super) const READ_FORMAT: u64 =
-    read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
+use super::{Attr, EventKind, OpenContext, PerfError, SamplerConfig, sys};
+
+/// What reading an event's fd gives: its value, time enabled and running,
+/// id and records lost.
+pub(super) const READ_FORMAT: u64 = (b::PERF_FORMAT_TOTAL_TIME_ENABLED
+    | b::PERF_FORMAT_TOTAL_TIME_RUNNING
+    | b::PERF_FORMAT_ID
+    | b::PERF_FORMAT_LOST) as u64;
 
 pub(super) fn sampling_sample_type(cfg: &SamplerConfig) -> u64 {
-    cfg.contents
-        .sample_type(matches!(cfg.scope, Scope::Task(_)))
+    cfg.contents.sample_type(cfg.task().is_some())
 }
 
 /// The sample period of a 0 Hz sampler: 2^62 events (ns for cpu-clock,
