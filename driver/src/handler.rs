@@ -182,16 +182,14 @@ pub struct TraceLayout {
 impl TraceLayout {
     /// Takes the needed fields' offsets from `format`; None names the missing field.
     pub fn new(kind: TraceKind, format: &Format) -> Result<TraceLayout, String> {
-        let mut fields = Vec::new();
-        for name in kind.needed_fields() {
-            fields.push(
-                format
-                    .field(name)
-                    .cloned()
-                    .ok_or_else(|| (*name).to_string())?,
-            );
-        }
-        Ok(TraceLayout { kind, fields })
+        let fields = kind
+            .needed_fields()
+            .iter()
+            .map(|&name| format.field(name).cloned().ok_or_else(|| name.to_string()));
+        Ok(TraceLayout {
+            kind,
+            fields: fields.collect::<Result<_, _>>()?,
+        })
     }
 
     /// Decodes a raw record; None when the raw data is too short.

@@ -202,13 +202,11 @@ impl Formats {
             default = sample_type;
         }
         Ok(Formats {
-            default,
-            default_layout: SampleLayout::new(default, 0),
             by_id: events
                 .iter()
                 .map(|&(id, t)| (id, t, SampleLayout::new(t, 0)))
                 .collect(),
-            sample_id_all,
+            ..Formats::single(default, sample_id_all)?
         })
     }
 

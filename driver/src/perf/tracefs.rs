@@ -15,14 +15,12 @@ fn is_tracefs(dir: &Path) -> bool {
 
 /// Finds a mounted tracefs: the usual places first, then /proc/mounts.
 pub fn find() -> Option<PathBuf> {
-    for c in CANDIDATES {
-        let p = Path::new(c);
-        if is_tracefs(p) {
-            return Some(p.to_path_buf());
-        }
-    }
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    mounts_tracefs(&mounts).into_iter().find(|p| is_tracefs(p))
+    let mounted = || mounts_tracefs(&std::fs::read_to_string("/proc/mounts").unwrap_or_default());
+    CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .chain(std::iter::once_with(mounted).flatten())
+        .find(|p| is_tracefs(p))
 }
 
 /// tracefs mount points listed in a /proc/mounts text.
@@ -173,16 +171,12 @@ fn parse_field(line: &str) -> Result<Field, String> {
         let (k, v) = part
             .split_once(':')
             .ok_or_else(|| format!("`{part}` is not key:value"))?;
-        let v = v.trim();
-        match k.trim() {
+        let (k, v) = (k.trim(), v.trim());
+        let num = || v.parse::<usize>().map_err(|e| format!("{k} `{v}`: {e}"));
+        match k {
             "field" => decl = Some(v.to_string()),
-            "offset" => {
-                offset = Some(
-                    v.parse::<usize>()
-                        .map_err(|e| format!("offset `{v}`: {e}"))?,
-                )
-            }
-            "size" => size = Some(v.parse::<usize>().map_err(|e| format!("size `{v}`: {e}"))?),
+            "offset" => offset = Some(num()?),
+            "size" => size = Some(num()?),
             "signed" => signed = Some(v == "1"),
             _ => {}
         }
