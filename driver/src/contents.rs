@@ -129,16 +129,12 @@ impl SampleContents {
                 stack_bytes: bytes as u32,
             });
         }
-        let mut bits = 0u64;
-        for field in t.split('+') {
-            let bit = FIELD_NAMES
-                .iter()
-                .find(|(n, _)| *n == field.trim())
-                .map(|&(_, b)| b)
-                .ok_or_else(|| ContentsError::Unknown(t.into()))?;
-            bits |= bit;
-        }
-        Ok(SampleContents::Fields(bits))
+        let bits = t.split('+').try_fold(0, |bits, field| {
+            let (_, bit) = FIELD_NAMES.iter().find(|(n, _)| *n == field.trim())?;
+            Some(bits | bit)
+        });
+        bits.map(SampleContents::Fields)
+            .ok_or_else(|| ContentsError::Unknown(t.into()))
     }
 
     /// The name used in files and on the command line (parses back to self).

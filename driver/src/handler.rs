@@ -366,9 +366,7 @@ impl Pairer {
                 time_ns,
                 hrtimer,
             } => {
-                if self.open_entry(cpu, hrtimer, time_ns) {
-                    self.hrtimer_unmatched_entries += 1;
-                }
+                self.hrtimer_unmatched_entries += u64::from(self.open_entry(cpu, hrtimer, time_ns));
                 if !self.known.contains(&(cpu, hrtimer)) {
                     self.known.push((cpu, hrtimer));
                 }
@@ -383,9 +381,7 @@ impl Pairer {
                 None => {}
             },
             TraceEvent::LocalTimerEntry { cpu, time_ns } => {
-                if self.open_entry(cpu, LOCAL, time_ns) {
-                    self.local_unmatched_entries += 1;
-                }
+                self.local_unmatched_entries += u64::from(self.open_entry(cpu, LOCAL, time_ns));
             }
             TraceEvent::LocalTimerExit { cpu, time_ns } => match self.close(cpu, LOCAL) {
                 Some(entry) => self.local_timer.push(raw(0, cpu, entry, time_ns)),

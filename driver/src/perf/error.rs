@@ -287,11 +287,11 @@ impl PerfError {
                 event,
                 errno: errno_name(&err),
             },
-            _ => PerfError::Os {
-                op: "perf_event_open",
-                what: format!("{event}, pid {}, cpu {}", ctx.pid, ctx.cpu),
-                source: err,
-            },
+            _ => PerfError::os(
+                "perf_event_open",
+                format!("{event}, pid {}, cpu {}", ctx.pid, ctx.cpu),
+                err,
+            ),
         }
     }
 
@@ -306,6 +306,12 @@ impl PerfError {
             path: path.to_path_buf(),
             source,
         })
+    }
+
+    /// A bad configuration value: the field, the value and what is allowed.
+    pub fn config(field: &'static str, value: impl ToString, fix: impl Into<String>) -> Self {
+        let (value, fix) = (value.to_string(), fix.into());
+        PerfError::Config { field, value, fix }
     }
 
     /// Wraps an OS error of another operation.

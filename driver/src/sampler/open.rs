@@ -62,10 +62,12 @@ pub(super) fn open_sampling(
             role: Role::Sampling,
         });
     }
-    let measured_fd_index = measured_fd_index.ok_or_else(|| PerfError::Config {
-        field: "measured_cpu",
-        value: cfg.measured_cpu.to_string(),
-        fix: "the sampling event was not opened on it".into(),
+    let measured_fd_index = measured_fd_index.ok_or_else(|| {
+        PerfError::config(
+            "measured_cpu",
+            cfg.measured_cpu,
+            "the sampling event was not opened on it",
+        )
     })?;
     Ok((events, ids, measured_fd_index))
 }
