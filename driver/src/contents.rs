@@ -12,7 +12,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::perf::attr::{Attr, branch, sample as st};
+use perf_event_open_sys::bindings as b;
+
+use crate::perf::attr::{Attr, sample as st};
 
 /// `perf record --call-graph dwarf`'s default stack copy: 8 KiB.
 pub const DEFAULT_DWARF_STACK_BYTES: u32 = 8192;
@@ -127,16 +129,12 @@ impl SampleContents {
                 stack_bytes: bytes as u32,
             });
         }
-        let mut bits = 0u64;
-        for field in t.split('+') {
-            let bit = FIELD_NAMES
-                .iter()
-                .find(|(n, _)| *n == field.trim())
-                .map(|&(_, b)| b)
-                .ok_or_else(|| ContentsError::Unknown(t.into()))?;
-            bits |= bit;
-        }
-        Ok(SampleContents::Fields(bits))
+        let bits = t.split('+').try_fold(0, |bits, field| {
+            let (_, bit) = FIELD_NAMES.iter().find(|(n, _)| *n == field.trim())?;
+            Some(bits | bit)
+        });
+        bits.map(SampleContents::Fields)
+            .ok_or_else(|| ContentsError::Unknown(t.into()))
     }
 
     /// The name used in files and on the command line (parses back to self).
@@ -195,9 +193,11 @@ impl SampleContents {
                 .sample_regs_user(DWARF_REGS_USER_MASK)
                 .sample_stack_user(*stack_bytes)
                 .exclude_callchain_user(true),
-            SampleContents::Lbr => {
-                attr.branch_sample_type(branch::ANY | branch::USER | branch::KERNEL)
-            }
+            SampleContents::Lbr => attr.branch_sample_type(u64::from(
+                b::PERF_SAMPLE_BRANCH_ANY
+                    | b::PERF_SAMPLE_BRANCH_USER
+                    | b::PERF_SAMPLE_BRANCH_KERNEL,
+            )),
             _ => attr,
         }
     }
@@ -205,9 +205,8 @@ impl SampleContents {
     /// Estimated bytes of one sample record, for ring sizing.
     pub fn est_record_bytes(&self, task: bool) -> u64 {
         let st_bits = self.sample_type(task);
-        // The header and one word per fixed field.
-        let fixed = st::IDENTIFIER | st::IP | st::TID | st::TIME | st::CPU | st::PERIOD;
-        let mut bytes = 8 + 8 * u64::from((st_bits & fixed).count_ones());
+        // The header and one word per fixed field (perf-default's are all).
+        let mut bytes = 8 + 8 * u64::from((st_bits & PERF_DEFAULT).count_ones());
         if st_bits & st::CALLCHAIN != 0 {
             bytes += 8 + 8 * RING_ESTIMATE_CALLCHAIN_FRAMES;
         }

@@ -122,24 +122,14 @@ pub enum TraceEvent {
 }
 
 impl TraceEvent {
-    /// CPU of the record.
-    pub fn cpu(&self) -> u32 {
+    /// CPU and time of the record.
+    pub fn key(&self) -> (u32, u64) {
         match *self {
-            TraceEvent::HrtimerEntry { cpu, .. }
-            | TraceEvent::HrtimerExit { cpu, .. }
-            | TraceEvent::LocalTimerEntry { cpu, .. }
-            | TraceEvent::LocalTimerExit { cpu, .. }
-            | TraceEvent::Nmi { cpu, .. } => cpu,
-        }
-    }
-    /// Time of the record.
-    pub fn time_ns(&self) -> u64 {
-        match *self {
-            TraceEvent::HrtimerEntry { time_ns, .. }
-            | TraceEvent::HrtimerExit { time_ns, .. }
-            | TraceEvent::LocalTimerEntry { time_ns, .. }
-            | TraceEvent::LocalTimerExit { time_ns, .. }
-            | TraceEvent::Nmi { time_ns, .. } => time_ns,
+            TraceEvent::HrtimerEntry { cpu, time_ns, .. }
+            | TraceEvent::HrtimerExit { cpu, time_ns, .. }
+            | TraceEvent::LocalTimerEntry { cpu, time_ns }
+            | TraceEvent::LocalTimerExit { cpu, time_ns }
+            | TraceEvent::Nmi { cpu, time_ns, .. } => (cpu, time_ns),
         }
     }
 }
@@ -192,16 +182,14 @@ pub struct TraceLayout {
 impl TraceLayout {
     /// Takes the needed fields' offsets from `format`; None names the missing field.
     pub fn new(kind: TraceKind, format: &Format) -> Result<TraceLayout, String> {
-        let mut fields = Vec::new();
-        for name in kind.needed_fields() {
-            fields.push(
-                format
-                    .field(name)
-                    .cloned()
-                    .ok_or_else(|| (*name).to_string())?,
-            );
-        }
-        Ok(TraceLayout { kind, fields })
+        let fields = kind
+            .needed_fields()
+            .iter()
+            .map(|&name| format.field(name).cloned().ok_or_else(|| name.to_string()));
+        Ok(TraceLayout {
+            kind,
+            fields: fields.collect::<Result<_, _>>()?,
+        })
     }
 
     /// Decodes a raw record; None when the raw data is too short.
@@ -256,21 +244,10 @@ impl Pairing {
 
 /// Sorts by (cpu, time), drops exact duplicates; returns the duplicates count.
 fn sort_dedup(events: &mut Vec<TraceEvent>) -> u64 {
-    events.sort_by_key(|e| (e.cpu(), e.time_ns()));
+    events.sort_by_key(TraceEvent::key);
     let before = events.len();
-    // Equal keys are adjacent; exact duplicates among them are removed.
-    let mut out: Vec<TraceEvent> = Vec::with_capacity(events.len());
-    for e in events.drain(..) {
-        let dup = out
-            .iter()
-            .rev()
-            .take_while(|p| p.cpu() == e.cpu() && p.time_ns() == e.time_ns())
-            .any(|p| *p == e);
-        if !dup {
-            out.push(e);
-        }
-    }
-    *events = out;
+    let mut seen = HashSet::with_capacity(before);
+    events.retain(|e| seen.insert(*e));
     (before - events.len()) as u64
 }
 
@@ -389,9 +366,7 @@ impl Pairer {
                 time_ns,
                 hrtimer,
             } => {
-                if self.open_entry(cpu, hrtimer, time_ns) {
-                    self.hrtimer_unmatched_entries += 1;
-                }
+                self.hrtimer_unmatched_entries += u64::from(self.open_entry(cpu, hrtimer, time_ns));
                 if !self.known.contains(&(cpu, hrtimer)) {
                     self.known.push((cpu, hrtimer));
                 }
@@ -406,9 +381,7 @@ impl Pairer {
                 None => {}
             },
             TraceEvent::LocalTimerEntry { cpu, time_ns } => {
-                if self.open_entry(cpu, LOCAL, time_ns) {
-                    self.local_unmatched_entries += 1;
-                }
+                self.local_unmatched_entries += u64::from(self.open_entry(cpu, LOCAL, time_ns));
             }
             TraceEvent::LocalTimerExit { cpu, time_ns } => match self.close(cpu, LOCAL) {
                 Some(entry) => self.local_timer.push(raw(0, cpu, entry, time_ns)),

@@ -176,7 +176,8 @@ pub struct SweepLock {
     file: File,
 }
 
-fn now_rfc3339() -> String {
+/// Now, in UTC RFC 3339 to the second (the state and lock files' times).
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -232,8 +233,7 @@ impl SweepLock {
         let text = serde_json::to_string(&owner).unwrap_or_default();
         file.set_len(0).map_err(io_err(&path))?;
         file.rewind().map_err(io_err(&path))?;
-        file.write_all(text.as_bytes()).map_err(io_err(&path))?;
-        file.write_all(b"\n").map_err(io_err(&path))?;
+        writeln!(file, "{text}").map_err(io_err(&path))?;
         file.sync_data().map_err(io_err(&path))?;
         Ok(SweepLock { file })
     }
@@ -377,10 +377,8 @@ pub fn handle_leftovers(dir: &Path, on: OnLeftover) -> Result<LeftoverReport, Ho
         });
     }
     // Holding the lock while restoring: no sweep starts meanwhile. It is
-    // released when `file` closes.
-    let report = handle_leftovers_locked(dir, on);
-    drop(file);
-    report
+    // released when `file` closes, on return.
+    handle_leftovers_locked(dir, on)
 }
 
 /// Deals with the state file of `dir` while the caller holds the sweep

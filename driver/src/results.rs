@@ -27,8 +27,7 @@ pub fn read_manifest(root: &Path) -> Result<Manifest, ResultsError> {
 /// one place.
 pub fn set_status(manifest: &mut Manifest, status: Status) {
     manifest.status = status;
-    manifest.ended_at = (status != Status::Running)
-        .then(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    manifest.ended_at = (status != Status::Running).then(crate::hoststate::now_rfc3339);
 }
 
 /// The planned runs that have no row in runs.csv yet (what `--resume` runs).

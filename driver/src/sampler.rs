@@ -53,7 +53,7 @@ use serde::Serialize;
 
 use crate::contents::SampleContents;
 use crate::handler::{self, HandlerInterval, TraceEvent, TraceKind, TraceLayout};
-use crate::perf::attr::{Attr, kind, read, sample};
+use crate::perf::attr::{Attr, sample};
 use crate::perf::error::OpenContext;
 use crate::perf::record::{Formats, Record};
 use crate::perf::ring::{DEFAULT_RING_DATA_BYTES, Ring};
@@ -109,10 +109,7 @@ pub struct SamplerOutcome {
 /// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 pub fn online_cpus() -> Result<Vec<u32>, PerfError> {
     let path = "/sys/devices/system/cpu/online";
-    let text = std::fs::read_to_string(path).map_err(|source| PerfError::Read {
-        path: path.into(),
-        source,
-    })?;
+    let text = PerfError::read(path.as_ref())?;
     parse_cpu_list(&text).ok_or_else(|| PerfError::Format {
         path: path.into(),
         line: 1,
@@ -175,12 +172,8 @@ impl Sampler {
     pub fn open(cfg: &SamplerConfig) -> Result<Sampler, PerfError> {
         let online = online_cpus()?;
         validate(cfg, &online)?;
-        let (cpus, pid) = match cfg.scope {
-            Scope::Cpu => (vec![cfg.measured_cpu], -1),
-            Scope::System => (online.clone(), -1),
-            Scope::Task(pid) => (online.clone(), pid),
-        };
-        let (mut events, mut ids, measured_fd_index) = open_sampling(cfg, &cpus, pid)?;
+        let (mut events, mut ids, measured_fd_index) =
+            open_sampling(cfg, &cfg.cpus(&online), cfg.task().unwrap_or(-1))?;
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
         let (mut rings, ring_bytes) = map_rings(cfg, &events)?;
         let nmi_handler = open_tracepoints(cfg, measured_fd_index, &mut events, &mut ids)?;
@@ -200,7 +193,7 @@ impl Sampler {
             rings,
             ids: ids.into_iter().collect(),
             measured_cpu: cfg.measured_cpu,
-            all_cpu_samples: matches!(cfg.scope, Scope::Task(_)),
+            all_cpu_samples: cfg.task().is_some(),
             shared: Arc::clone(&shared),
             out: DrainOutput::default(),
             interval: Duration::from_millis(
@@ -368,7 +361,7 @@ impl Sampler {
                 lost_read += buf[4];
                 if matches!(ev.role, Role::Sampling)
                     && ev.cpu == self.cfg.measured_cpu
-                    && !matches!(self.cfg.scope, Scope::Task(_))
+                    && self.cfg.task().is_none()
                 {
                     enabled_ns = buf[1];
                 }

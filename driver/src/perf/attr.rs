@@ -38,47 +38,16 @@ pub mod sample {
     pub const STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
 }
 
-/// `branch_sample_type` bits used by the driver.
-pub mod branch {
-    use perf_event_open_sys::bindings as b;
-    /// PERF_SAMPLE_BRANCH_ANY: every kind of branch.
-    pub const ANY: u64 = b::PERF_SAMPLE_BRANCH_ANY as u64;
-    /// PERF_SAMPLE_BRANCH_USER.
-    pub const USER: u64 = b::PERF_SAMPLE_BRANCH_USER as u64;
-    /// PERF_SAMPLE_BRANCH_KERNEL.
-    pub const KERNEL: u64 = b::PERF_SAMPLE_BRANCH_KERNEL as u64;
-}
-
-/// `read_format` bits used by the driver.
-pub mod read {
-    use perf_event_open_sys::bindings as b;
-    /// PERF_FORMAT_TOTAL_TIME_ENABLED.
-    pub const TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
-    /// PERF_FORMAT_TOTAL_TIME_RUNNING.
-    pub const TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
-    /// PERF_FORMAT_ID.
-    pub const ID: u64 = b::PERF_FORMAT_ID as u64;
-    /// PERF_FORMAT_LOST.
-    pub const LOST: u64 = b::PERF_FORMAT_LOST as u64;
-}
-
-/// perf event types (`type`).
-pub mod kind {
-    use perf_event_open_sys::bindings as b;
-    /// PERF_TYPE_HARDWARE.
-    pub const HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
-    /// PERF_TYPE_SOFTWARE.
-    pub const SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
-    /// PERF_TYPE_TRACEPOINT.
-    pub const TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
-    /// PERF_COUNT_HW_CPU_CYCLES.
-    pub const HW_CPU_CYCLES: u64 = b::PERF_COUNT_HW_CPU_CYCLES as u64;
-    /// PERF_COUNT_HW_INSTRUCTIONS.
-    pub const HW_INSTRUCTIONS: u64 = b::PERF_COUNT_HW_INSTRUCTIONS as u64;
-    /// PERF_COUNT_SW_CPU_CLOCK.
-    pub const SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
-    /// PERF_COUNT_SW_TASK_CLOCK.
-    pub const SW_TASK_CLOCK: u64 = b::PERF_COUNT_SW_TASK_CLOCK as u64;
+/// Setters that write one field of the raw struct as given, each named
+/// after its field.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $field:ident: $t:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $field(mut self, v: $t) -> Self {
+            self.raw.$field = v;
+            self
+        }
+    )*};
 }
 
 /// A `perf_event_attr` under construction. Starts zeroed with `size` set,
@@ -120,16 +89,24 @@ impl Attr {
         Attr { raw }
     }
 
-    /// `type`.
-    pub fn type_(mut self, t: u32) -> Self {
-        self.raw.type_ = t;
-        self
+    setters! {
+        /// `type`.
+        type_: u32;
+        /// `config`.
+        config: u64;
+        /// `sample_type` (PERF_SAMPLE_* bits, see [`sample`]).
+        sample_type: u64;
+        /// `read_format` (PERF_FORMAT_* bits).
+        read_format: u64;
+        /// `sample_regs_user`: which user registers PERF_SAMPLE_REGS_USER copies.
+        sample_regs_user: u64;
+        /// `sample_stack_user`: bytes of user stack PERF_SAMPLE_STACK_USER copies
+        /// (a multiple of 8 below 65535, or the open fails with EINVAL).
+        sample_stack_user: u32;
+        /// `branch_sample_type` (PERF_SAMPLE_BRANCH_* bits).
+        branch_sample_type: u64;
     }
-    /// `config`.
-    pub fn config(mut self, c: u64) -> Self {
-        self.raw.config = c;
-        self
-    }
+
     /// `sample_freq` and the `freq` bit.
     pub fn sample_freq(mut self, hz: u64) -> Self {
         self.raw.sample_freq = hz;
@@ -142,30 +119,9 @@ impl Attr {
         self.raw.set_freq(0);
         self
     }
-    /// `sample_type` (PERF_SAMPLE_* bits, see [`sample`]).
-    pub fn sample_type(mut self, bits: u64) -> Self {
-        self.raw.sample_type = bits;
-        self
-    }
-    /// `read_format` (PERF_FORMAT_* bits, see [`read`]).
-    pub fn read_format(mut self, bits: u64) -> Self {
-        self.raw.read_format = bits;
-        self
-    }
     /// `sample_id_all`: LOST/THROTTLE/... records carry the sample id trailer.
     pub fn sample_id_all(mut self, yes: bool) -> Self {
         self.raw.set_sample_id_all(u64::from(yes));
-        self
-    }
-    /// `sample_regs_user`: which user registers PERF_SAMPLE_REGS_USER copies.
-    pub fn sample_regs_user(mut self, mask: u64) -> Self {
-        self.raw.sample_regs_user = mask;
-        self
-    }
-    /// `sample_stack_user`: bytes of user stack PERF_SAMPLE_STACK_USER copies
-    /// (a multiple of 8 below 65535, or the open fails with EINVAL).
-    pub fn sample_stack_user(mut self, bytes: u32) -> Self {
-        self.raw.sample_stack_user = bytes;
         self
     }
     /// `exclude_callchain_user`: the callchain stops at the kernel frames
@@ -173,11 +129,6 @@ impl Attr {
     /// stack copy).
     pub fn exclude_callchain_user(mut self, yes: bool) -> Self {
         self.raw.set_exclude_callchain_user(u64::from(yes));
-        self
-    }
-    /// `branch_sample_type` (PERF_SAMPLE_BRANCH_* bits, see [`branch`]).
-    pub fn branch_sample_type(mut self, bits: u64) -> Self {
-        self.raw.branch_sample_type = bits;
         self
     }
 

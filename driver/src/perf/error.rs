@@ -3,7 +3,7 @@
 //! See perf_event_open(2), section ERRORS.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::record::DecodeError;
 
@@ -214,20 +214,17 @@ pub enum PerfError {
     Drain(String),
 }
 
-/// The errno name of an `io::Error`.
-pub fn errno_name(err: &io::Error) -> &'static str {
+/// The errno name of an `io::Error`, for the errnos whose messages name
+/// it (the others are spelled out in their messages).
+fn errno_name(err: &io::Error) -> &'static str {
     match err.raw_os_error() {
         Some(libc::ENOENT) => "ENOENT",
         Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
+        Some(libc::ENODEV) => "ENODEV",
         Some(libc::EACCES) => "EACCES",
         Some(libc::EPERM) => "EPERM",
-        Some(libc::EINVAL) => "EINVAL",
-        Some(libc::E2BIG) => "E2BIG",
-        Some(libc::ESRCH) => "ESRCH",
         Some(libc::EMFILE) => "EMFILE",
         Some(libc::ENFILE) => "ENFILE",
-        Some(libc::ENODEV) => "ENODEV",
-        Some(libc::EBUSY) => "EBUSY",
         _ => "error",
     }
 }
@@ -290,17 +287,31 @@ impl PerfError {
                 event,
                 errno: errno_name(&err),
             },
-            _ => PerfError::Os {
-                op: "perf_event_open",
-                what: format!("{event}, pid {}, cpu {}", ctx.pid, ctx.cpu),
-                source: err,
-            },
+            _ => PerfError::os(
+                "perf_event_open",
+                format!("{event}, pid {}, cpu {}", ctx.pid, ctx.cpu),
+                err,
+            ),
         }
     }
 
     /// True when the error means "no such PMU event" (the cpu-clock fallback applies).
     pub fn is_no_such_event(&self) -> bool {
         matches!(self, PerfError::NoSuchEvent { .. })
+    }
+
+    /// Reads a tracefs/procfs/sysfs file, the error naming it.
+    pub fn read(path: &Path) -> Result<String, PerfError> {
+        std::fs::read_to_string(path).map_err(|source| PerfError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// A bad configuration value: the field, the value and what is allowed.
+    pub fn config(field: &'static str, value: impl ToString, fix: impl Into<String>) -> Self {
+        let (value, fix) = (value.to_string(), fix.into());
+        PerfError::Config { field, value, fix }
     }
 
     /// Wraps an OS error of another operation.

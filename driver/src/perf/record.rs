@@ -202,13 +202,11 @@ impl Formats {
             default = sample_type;
         }
         Ok(Formats {
-            default,
-            default_layout: SampleLayout::new(default, 0),
             by_id: events
                 .iter()
                 .map(|&(id, t)| (id, t, SampleLayout::new(t, 0)))
                 .collect(),
-            sample_id_all,
+            ..Formats::single(default, sample_id_all)?
         })
     }
 
@@ -358,6 +356,17 @@ fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
     ))
 }
 
+/// The two u32 of a u64 word as they lie in memory (pid and tid, cpu and
+/// its reserved half).
+#[inline]
+fn u32_pair(w: u64) -> (u32, u32) {
+    let [a, b, c, d, e, f, g, h] = w.to_ne_bytes();
+    (
+        u32::from_ne_bytes([a, b, c, d]),
+        u32::from_ne_bytes([e, f, g, h]),
+    )
+}
+
 /// Reads fields in order, failing with Truncated at the record's offset.
 struct Cur<'a> {
     b: &'a [u8],
@@ -375,13 +384,6 @@ impl<'a> Cur<'a> {
         let v = rd_u64(self.b, self.at).ok_or_else(|| self.trunc(8))?;
         self.at += 8;
         Ok(v)
-    }
-    #[inline]
-    fn pair_u32(&mut self) -> Result<(u32, u32), DecodeError> {
-        let a = rd_u32(self.b, self.at).ok_or_else(|| self.trunc(8))?;
-        let b = rd_u32(self.b, self.at + 4).ok_or_else(|| self.trunc(8))?;
-        self.at += 8;
-        Ok((a, b))
     }
 }
 
@@ -454,20 +456,15 @@ fn parse_sample<'a>(
     }
     // In bounds: every offset below is < fixed_len <= rec.len().
     let u64_at = |off: u16| (off != 0).then(|| rd_u64(rec, usize::from(off))).flatten();
-    let u32_at = |off: u16| (off != 0).then(|| rd_u32(rec, usize::from(off))).flatten();
     let mut s = Sample {
         id: u64_at(layout.id),
         ip: u64_at(layout.ip),
-        tid: None,
+        tid: u64_at(layout.tid).map(u32_pair),
         time: u64_at(layout.time),
-        cpu: u32_at(layout.cpu),
+        cpu: u64_at(layout.cpu).map(|w| u32_pair(w).0),
         period: u64_at(layout.period),
         ..Sample::default()
     };
-    if layout.tid != 0 {
-        let o = usize::from(layout.tid);
-        s.tid = rd_u32(rec, o).zip(rd_u32(rec, o + 4));
-    }
     if layout.tail != 0 {
         parse_tail(rec, layout, base, &mut s)?;
     }

@@ -29,22 +29,21 @@ impl Ring {
     ) -> Result<Ring, PerfError> {
         let page = rustix::param::page_size();
         if !data_bytes.is_power_of_two() || data_bytes < page {
-            return Err(PerfError::Config {
-                field: "ring_data_bytes",
-                value: data_bytes.to_string(),
-                fix: format!("a power of two of at least one page ({page} bytes), e.g. 16777216"),
-            });
+            return Err(PerfError::config(
+                "ring_data_bytes",
+                data_bytes,
+                format!("a power of two of at least one page ({page} bytes), e.g. 16777216"),
+            ));
         }
-        let map = RingMap::new(fd, data_bytes / page).map_err(|e| match e.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::ENOMEM) => PerfError::Os {
-                op: "mmap of the perf ring buffer",
-                what: format!(
+        let map = RingMap::new(fd, data_bytes / page).map_err(|e| {
+            let what = match e.raw_os_error() {
+                Some(libc::EPERM | libc::ENOMEM) => format!(
                     "{data_bytes} bytes on cpu {cpu}; above /proc/sys/kernel/perf_event_mlock_kb \
                      without root/CAP_IPC_LOCK, or out of memory: use a smaller ring"
                 ),
-                source: e,
-            },
-            _ => PerfError::os("mmap of the perf ring buffer", format!("cpu {cpu}"), e),
+                _ => format!("cpu {cpu}"),
+            };
+            PerfError::os("mmap of the perf ring buffer", what, e)
         })?;
         Ok(Ring {
             map,

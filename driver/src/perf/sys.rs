@@ -206,35 +206,35 @@ impl RingMap {
         self.data_size
     }
 
-    fn head_ptr(&self) -> *mut u64 {
+    /// data_head or data_tail of the control page, as an atomic.
+    fn word(&self, tail: bool) -> &AtomicU64 {
         let page = self.base.as_ptr().cast::<perf_event_mmap_page>();
-        // SAFETY: the control page is mapped; addr_of_mut! only computes the
-        // field address without creating a reference.
-        unsafe { std::ptr::addr_of_mut!((*page).data_head) }
-    }
-
-    fn tail_ptr(&self) -> *mut u64 {
-        let page = self.base.as_ptr().cast::<perf_event_mmap_page>();
-        // SAFETY: as in head_ptr.
-        unsafe { std::ptr::addr_of_mut!((*page).data_tail) }
+        // SAFETY: the control page is mapped for the life of `self`, and
+        // addr_of_mut! only computes the field's address without creating a
+        // reference. data_head and data_tail are aligned u64 (offsets 1024
+        // and 1032 in a page-aligned mapping); the kernel only ever accesses
+        // them with single aligned loads and stores, so an atomic view of
+        // them is sound.
+        unsafe {
+            AtomicU64::from_ptr(if tail {
+                std::ptr::addr_of_mut!((*page).data_tail)
+            } else {
+                std::ptr::addr_of_mut!((*page).data_head)
+            })
+        }
     }
 
     /// data_head, loaded with Acquire. Pairs with the kernel's store of
     /// data_head in perf_output_put_handle() (smp_wmb(); then WRITE_ONCE of
     /// data_head): every record byte before head is visible after this load.
     pub fn data_head(&self) -> u64 {
-        // SAFETY: data_head is an aligned u64 (offset 1024 in a page-aligned
-        // mapping) that lives as long as `self`; the kernel only ever accesses
-        // it with single aligned stores, so an atomic view of it is sound.
-        let head = unsafe { AtomicU64::from_ptr(self.head_ptr()) };
-        head.load(Ordering::Acquire)
+        self.word(false).load(Ordering::Acquire)
     }
 
-    /// data_tail, our own last store (Relaxed: only we write it).
+    /// data_tail, our own last store (Relaxed: only we write it; the kernel
+    /// only reads it).
     pub fn data_tail(&self) -> u64 {
-        // SAFETY: as in data_head; the kernel only reads data_tail.
-        let tail = unsafe { AtomicU64::from_ptr(self.tail_ptr()) };
-        tail.load(Ordering::Relaxed)
+        self.word(true).load(Ordering::Relaxed)
     }
 
     /// Frees the first `bytes` of the region [`RingMap::readable`] returns
@@ -270,9 +270,8 @@ impl RingMap {
         let tail = self.data_tail();
         let avail = self.data_head().wrapping_sub(tail);
         let bytes = u64::try_from(bytes).unwrap_or(u64::MAX).min(avail);
-        // SAFETY: as in data_head.
-        let t = unsafe { AtomicU64::from_ptr(self.tail_ptr()) };
-        t.store(tail.wrapping_add(bytes), Ordering::Release);
+        self.word(true)
+            .store(tail.wrapping_add(bytes), Ordering::Release);
     }
 
     /// The bytes written and not yet freed, [data_tail, data_head), as one

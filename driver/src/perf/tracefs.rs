@@ -15,14 +15,12 @@ fn is_tracefs(dir: &Path) -> bool {
 
 /// Finds a mounted tracefs: the usual places first, then /proc/mounts.
 pub fn find() -> Option<PathBuf> {
-    for c in CANDIDATES {
-        let p = Path::new(c);
-        if is_tracefs(p) {
-            return Some(p.to_path_buf());
-        }
-    }
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    mounts_tracefs(&mounts).into_iter().find(|p| is_tracefs(p))
+    let mounted = || mounts_tracefs(&std::fs::read_to_string("/proc/mounts").unwrap_or_default());
+    CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .chain(std::iter::once_with(mounted).flatten())
+        .find(|p| is_tracefs(p))
 }
 
 /// tracefs mount points listed in a /proc/mounts text.
@@ -173,16 +171,12 @@ fn parse_field(line: &str) -> Result<Field, String> {
         let (k, v) = part
             .split_once(':')
             .ok_or_else(|| format!("`{part}` is not key:value"))?;
-        let v = v.trim();
-        match k.trim() {
+        let (k, v) = (k.trim(), v.trim());
+        let num = || v.parse::<usize>().map_err(|e| format!("{k} `{v}`: {e}"));
+        match k {
             "field" => decl = Some(v.to_string()),
-            "offset" => {
-                offset = Some(
-                    v.parse::<usize>()
-                        .map_err(|e| format!("offset `{v}`: {e}"))?,
-                )
-            }
-            "size" => size = Some(v.parse::<usize>().map_err(|e| format!("size `{v}`: {e}"))?),
+            "offset" => offset = Some(num()?),
+            "size" => size = Some(num()?),
             "signed" => signed = Some(v == "1"),
             _ => {}
         }
@@ -212,11 +206,7 @@ fn parse_field(line: &str) -> Result<Field, String> {
 /// Reads `events/<system>/<name>/format` under `root`.
 pub fn tracepoint(root: &Path, system: &str, name: &str) -> Result<Format, PerfError> {
     let path = root.join("events").join(system).join(name).join("format");
-    let text = std::fs::read_to_string(&path).map_err(|source| PerfError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    parse_format(&text, &path)
+    parse_format(&PerfError::read(&path)?, &path)
 }
 
 /// The address of a kernel text symbol in a kallsyms text (0 means hidden
@@ -239,11 +229,7 @@ pub fn kallsyms_lookup(text: &str, symbol: &str) -> Option<u64> {
 /// (or kptr_restrict=0).
 pub fn kallsyms_address(symbol: &str) -> Result<u64, PerfError> {
     // Kept hand-written: procfs does not read /proc/kallsyms.
-    let text = std::fs::read_to_string("/proc/kallsyms").map_err(|source| PerfError::Read {
-        path: "/proc/kallsyms".into(),
-        source,
-    })?;
-    match kallsyms_lookup(&text, symbol) {
+    match kallsyms_lookup(&PerfError::read(Path::new("/proc/kallsyms"))?, symbol) {
         None => Err(PerfError::Symbol {
             symbol: symbol.into(),
             reason: "is not listed",

@@ -1,7 +1,12 @@
 //! What this host allows: its CPUs, page size, lock limits, memory and
 //! descriptor limits, read from /proc and getrlimit.
 
+use std::path::Path;
+
 use procfs::Current;
+
+use crate::perf::error::PARANOID_PATH;
+use crate::system::settings::read_num;
 
 /// What this host allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,21 +37,15 @@ impl HostLimits {
     /// Reads them from this host (unknown values are taken as unlimited:
     /// the check never refuses on a guess).
     pub fn read() -> HostLimits {
-        // Kept hand-written: procfs has no reader for the perf sysctls.
-        let num = |p: &str| {
-            std::fs::read_to_string(p)
-                .ok()
-                .and_then(|t| t.trim().parse::<i64>().ok())
-        };
         let memlock = rustix::process::getrlimit(rustix::process::Resource::Memlock);
         let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile);
         HostLimits {
             online_cpus: crate::sampler::online_cpus().unwrap_or_else(|_| vec![0]),
             page_size: u64::try_from(rustix::param::page_size()).unwrap_or(4096),
-            perf_event_mlock_kb: num("/proc/sys/kernel/perf_event_mlock_kb")
-                .and_then(|v| u64::try_from(v).ok())
+            // procfs has no reader for the perf sysctls.
+            perf_event_mlock_kb: read_num(Path::new("/proc/sys/kernel/perf_event_mlock_kb"))
                 .unwrap_or(516),
-            perf_event_paranoid: num("/proc/sys/kernel/perf_event_paranoid").unwrap_or(2),
+            perf_event_paranoid: read_num(Path::new(PARANOID_PATH)).unwrap_or(2),
             memlock_bytes: memlock.current,
             cap_ipc_lock: effective_capability(14).unwrap_or(false),
             // procfs gives bytes (the file's kB times 1024).

@@ -1,7 +1,7 @@
 //! What a run maps and opens: its rings (one per CPU the sampling event
 //! is opened on, each with its control page) and its perf descriptors.
 
-use crate::sampler::{SamplerConfig, Scope, ring_bytes_for};
+use crate::sampler::{SamplerConfig, ring_bytes_for};
 
 use super::HostLimits;
 
@@ -26,10 +26,7 @@ pub struct RunNeed {
 
 /// What a sampler configuration needs on a host with `online` CPUs.
 pub fn run_need(cfg: &SamplerConfig, online: &[u32], page_size: u64) -> RunNeed {
-    let cpus: Vec<u32> = match cfg.scope {
-        Scope::Cpu => vec![cfg.measured_cpu],
-        Scope::System | Scope::Task(_) => online.to_vec(),
-    };
+    let cpus = cfg.cpus(online);
     let mut need = RunNeed {
         freq_hz: cfg.freq_hz,
         rings: cpus.len() as u64,
@@ -47,12 +44,7 @@ pub fn run_need(cfg: &SamplerConfig, online: &[u32], page_size: u64) -> RunNeed 
             .saturating_add(bytes)
             .saturating_add(page_size);
     }
-    let tracepoints = match (cfg.trace_handler, cfg.event.is_hardware()) {
-        (false, _) => 0,
-        (true, true) => 1,  // nmi:nmi_handler
-        (true, false) => 2, // hrtimer entry + exit
-    } + if cfg.trace_irq { 2 } else { 0 };
-    need.fds = cpus.len() as u64 + tracepoints;
+    need.fds = (cpus.len() + cfg.trace_kinds().len()) as u64;
     need
 }
 

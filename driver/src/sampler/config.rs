@@ -5,7 +5,9 @@ use serde::Deserialize;
 use serde::Serialize;
 use std::time::Duration;
 
-use super::{DEFAULT_RING_DATA_BYTES, SampleContents, TraceKind, handler, kind, sample};
+use perf_event_open_sys::bindings as b;
+
+use super::{DEFAULT_RING_DATA_BYTES, SampleContents, TraceKind, handler, sample};
 
 /// Kernel symbol of perf's NMI handler (filter of `nmi:nmi_handler`).
 pub const NMI_HANDLER_SYMBOL: &str = "perf_event_nmi_handler";
@@ -34,10 +36,12 @@ impl EventKernel for EventKind {
 
     fn type_config(&self) -> (u32, u64) {
         match self {
-            EventKind::CpuClock => (kind::SOFTWARE, kind::SW_CPU_CLOCK),
-            EventKind::TaskClock => (kind::SOFTWARE, kind::SW_TASK_CLOCK),
-            EventKind::Cycles => (kind::HARDWARE, kind::HW_CPU_CYCLES),
-            EventKind::Instructions => (kind::HARDWARE, kind::HW_INSTRUCTIONS),
+            EventKind::CpuClock => (b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_CPU_CLOCK.into()),
+            EventKind::TaskClock => (b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_TASK_CLOCK.into()),
+            EventKind::Cycles => (b::PERF_TYPE_HARDWARE, b::PERF_COUNT_HW_CPU_CYCLES.into()),
+            EventKind::Instructions => {
+                (b::PERF_TYPE_HARDWARE, b::PERF_COUNT_HW_INSTRUCTIONS.into())
+            }
         }
     }
 }
@@ -103,6 +107,38 @@ impl SamplerConfig {
             trace_extra_fields: 0,
         }
     }
+
+    /// The pid of the task the sampling event follows (task scope).
+    pub fn task(&self) -> Option<i32> {
+        match self.scope {
+            Scope::Task(pid) => Some(pid),
+            Scope::Cpu | Scope::System => None,
+        }
+    }
+
+    /// The CPUs the sampling event is opened on, one ring each.
+    pub fn cpus(&self, online: &[u32]) -> Vec<u32> {
+        match self.scope {
+            Scope::Cpu => vec![self.measured_cpu],
+            Scope::System | Scope::Task(_) => online.to_vec(),
+        }
+    }
+
+    /// The tracepoints opened on the measured CPU: the handler's (the NMI
+    /// for a hardware event, the hrtimer's entry and exit otherwise), then
+    /// the whole timer interrupt's.
+    pub fn trace_kinds(&self) -> Vec<TraceKind> {
+        let mut kinds = Vec::new();
+        if self.trace_handler && self.event.is_hardware() {
+            kinds.push(TraceKind::Nmi);
+        } else if self.trace_handler {
+            kinds.extend([TraceKind::HrtimerEntry, TraceKind::HrtimerExit]);
+        }
+        if self.trace_irq {
+            kinds.extend([TraceKind::LocalTimerEntry, TraceKind::LocalTimerExit]);
+        }
+        kinds
+    }
 }
 
 // The sampling event's records carry what the user asked for
@@ -134,9 +170,7 @@ pub const MAX_RING_DATA_BYTES: usize = 1 << 30;
 /// sample (with the sample types above; hrtimer exits of other timers and
 /// throttle records are few).
 pub fn ring_bytes_per_sec(cfg: &SamplerConfig, cpu: u32) -> u64 {
-    let mut per_sample = cfg
-        .contents
-        .est_record_bytes(matches!(cfg.scope, Scope::Task(_)));
+    let mut per_sample = cfg.contents.est_record_bytes(cfg.task().is_some());
     if cpu == cfg.measured_cpu {
         if cfg.trace_handler {
             // nmi_handler: 24 + raw (8 common + 8 handler + 8 delta + 4 handled,

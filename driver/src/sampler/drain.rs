@@ -8,12 +8,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{PerfError, Record, Ring, TraceEvent, TraceLayout, drain_reserve, handler};
+use crate::system::clock::thread_cpu_ns;
 
-pub(super) fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
+use super::{PerfError, Record, Ring, TraceEvent, TraceLayout, drain_reserve, handler};
 
 /// What the sampling event's samples on the measured CPU carried, summed
 /// over the run (their variable-length fields, as decoded).

@@ -2,15 +2,16 @@
 //! tracepoints, and how to decode what each writes.
 
 use std::collections::HashMap;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
+
+use crate::perf::record::DecodeError;
 
 use super::sampling_event::open;
 
 use super::{
     Attr, EventKernel, Formats, HRTIMER_SYMBOL, IdRole, NEVER_FIRES_PERIOD, NMI_HANDLER_SYMBOL,
-    OpenContext, OpenEvent, PerfError, READ_FORMAT, Ring, Role, SamplerConfig, Scope, TraceKind,
-    TraceLayout, kind, ring_bytes_for, sampling_sample_type, set_filter, sys, trace_sample_type,
-    tracefs,
+    OpenContext, OpenEvent, PerfError, READ_FORMAT, Ring, Role, SamplerConfig, TraceKind,
+    TraceLayout, ring_bytes_for, sampling_sample_type, set_filter, sys, trace_sample_type, tracefs,
 };
 
 /// The open sampling events, the role of each record id, and the index of
@@ -36,7 +37,7 @@ pub(super) fn open_sampling(
     };
     let attr = cfg
         .contents
-        .apply(attr, matches!(cfg.scope, Scope::Task(_)))
+        .apply(attr, cfg.task().is_some())
         .read_format(READ_FORMAT)
         .sample_id_all(true);
     let mut events = Vec::new();
@@ -51,9 +52,7 @@ pub(super) fn open_sampling(
             cpu: cpu as i32,
         };
         let fd = open(&mut attr, &ctx)?;
-        let id = sys::id(fd.as_fd())
-            .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", cfg.event.as_str(), e))?;
-        ids.insert(id, IdRole::Sampling);
+        ids.insert(event_id(&fd, cfg.event.as_str())?, IdRole::Sampling);
         if cpu == cfg.measured_cpu {
             measured_fd_index = Some(events.len());
         }
@@ -63,10 +62,12 @@ pub(super) fn open_sampling(
             role: Role::Sampling,
         });
     }
-    let measured_fd_index = measured_fd_index.ok_or_else(|| PerfError::Config {
-        field: "measured_cpu",
-        value: cfg.measured_cpu.to_string(),
-        fix: "the sampling event was not opened on it".into(),
+    let measured_fd_index = measured_fd_index.ok_or_else(|| {
+        PerfError::config(
+            "measured_cpu",
+            cfg.measured_cpu,
+            "the sampling event was not opened on it",
+        )
     })?;
     Ok((events, ids, measured_fd_index))
 }
@@ -79,10 +80,7 @@ pub(super) fn map_rings(
 ) -> Result<(Vec<Ring>, usize), PerfError> {
     let mut rings = Vec::new();
     let initial = Formats::single(sampling_sample_type(cfg), true)
-        .map_err(|source| PerfError::Decode {
-            cpu: cfg.measured_cpu,
-            source,
-        })?
+        .map_err(decode_error(cfg))?
         .with_regs_user(cfg.contents.regs_user_mask());
     let mut ring_bytes = 0;
     for ev in events {
@@ -118,72 +116,74 @@ pub(super) fn open_tracepoints(
     events: &mut Vec<OpenEvent>,
     ids: &mut HashMap<u64, IdRole>,
 ) -> Result<Option<u64>, PerfError> {
+    let kinds = cfg.trace_kinds();
+    if kinds.is_empty() {
+        return Ok(None);
+    }
     let mut nmi_handler = None;
-    if cfg.trace_handler || cfg.trace_irq {
-        let root = tracefs::find_or_mount()?;
-        let mut kinds = Vec::new();
-        if cfg.trace_handler && cfg.event.is_hardware() {
-            kinds.push(TraceKind::Nmi);
-        } else if cfg.trace_handler {
-            kinds.extend([TraceKind::HrtimerEntry, TraceKind::HrtimerExit]);
-        }
-        if cfg.trace_irq {
-            kinds.extend([TraceKind::LocalTimerEntry, TraceKind::LocalTimerExit]);
-        }
-        for k in kinds {
-            let (system, name) = k.tracepoint();
-            let full = format!("{system}:{name}");
-            let format = tracefs::tracepoint(&root, system, name)?;
-            let layout = TraceLayout::new(k, &format).map_err(|field| PerfError::MissingField {
-                event: full.clone(),
-                field,
-                path: root.join("events").join(system).join(name).join("format"),
-            })?;
-            let mut attr = Attr::new()
-                .type_(kind::TRACEPOINT)
-                .config(format.id)
-                .sample_period(1)
-                .sample_type(trace_sample_type(k) | cfg.trace_extra_fields)
-                .read_format(READ_FORMAT)
-                .sample_id_all(true);
-            let ctx = OpenContext {
-                event: full.clone(),
-                freq_hz: 0,
-                pid: -1,
-                cpu: cfg.measured_cpu as i32,
-            };
-            let fd = open(&mut attr, &ctx)?;
-            match k {
-                TraceKind::HrtimerEntry => {
-                    let filter = match tracefs::kallsyms_address(HRTIMER_SYMBOL) {
-                        Ok(addr) => format!("function == 0x{addr:x}"),
-                        Err(e) => {
-                            tracing::debug!("{e}; filtering by symbol name instead");
-                            format!("function.function == {HRTIMER_SYMBOL}")
-                        }
-                    };
-                    set_filter(&fd, &full, &filter)?;
-                }
-                TraceKind::Nmi => {
-                    let addr = tracefs::kallsyms_address(NMI_HANDLER_SYMBOL)?;
-                    nmi_handler = Some(addr);
-                    set_filter(&fd, &full, &format!("handler == 0x{addr:x}"))?;
-                }
-                _ => {}
+    let root = tracefs::find_or_mount()?;
+    for k in kinds {
+        let (system, name) = k.tracepoint();
+        let full = format!("{system}:{name}");
+        let format = tracefs::tracepoint(&root, system, name)?;
+        let layout = TraceLayout::new(k, &format).map_err(|field| PerfError::MissingField {
+            event: full.clone(),
+            field,
+            path: root.join("events").join(system).join(name).join("format"),
+        })?;
+        let mut attr = Attr::new()
+            .type_(perf_event_open_sys::bindings::PERF_TYPE_TRACEPOINT)
+            .config(format.id)
+            .sample_period(1)
+            .sample_type(trace_sample_type(k) | cfg.trace_extra_fields)
+            .read_format(READ_FORMAT)
+            .sample_id_all(true);
+        let ctx = OpenContext {
+            event: full.clone(),
+            freq_hz: 0,
+            pid: -1,
+            cpu: cfg.measured_cpu as i32,
+        };
+        let fd = open(&mut attr, &ctx)?;
+        match k {
+            TraceKind::HrtimerEntry => {
+                let filter = match tracefs::kallsyms_address(HRTIMER_SYMBOL) {
+                    Ok(addr) => format!("function == 0x{addr:x}"),
+                    Err(e) => {
+                        tracing::debug!("{e}; filtering by symbol name instead");
+                        format!("function.function == {HRTIMER_SYMBOL}")
+                    }
+                };
+                set_filter(&fd, &full, &filter)?;
             }
-            sys::set_output(fd.as_fd(), events[measured_fd_index].fd.as_fd())
-                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_SET_OUTPUT)", full.clone(), e))?;
-            let id = sys::id(fd.as_fd())
-                .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", full.clone(), e))?;
-            ids.insert(id, IdRole::Trace(layout));
-            events.push(OpenEvent {
-                fd,
-                cpu: cfg.measured_cpu,
-                role: Role::Trace,
-            });
+            TraceKind::Nmi => {
+                let addr = tracefs::kallsyms_address(NMI_HANDLER_SYMBOL)?;
+                nmi_handler = Some(addr);
+                set_filter(&fd, &full, &format!("handler == 0x{addr:x}"))?;
+            }
+            _ => {}
         }
+        sys::set_output(fd.as_fd(), events[measured_fd_index].fd.as_fd())
+            .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_SET_OUTPUT)", full.clone(), e))?;
+        ids.insert(event_id(&fd, &full)?, IdRole::Trace(layout));
+        events.push(OpenEvent {
+            fd,
+            cpu: cfg.measured_cpu,
+            role: Role::Trace,
+        });
     }
     Ok(nmi_handler)
+}
+
+/// PERF_EVENT_IOC_ID of an open event (`what` names it in errors).
+fn event_id(fd: &OwnedFd, what: &str) -> Result<u64, PerfError> {
+    sys::id(fd.as_fd()).map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_ID)", what, e))
+}
+
+/// The decoding error of the session's formats, on the measured CPU.
+fn decode_error(cfg: &SamplerConfig) -> impl FnOnce(DecodeError) -> PerfError {
+    let cpu = cfg.measured_cpu;
+    move |source| PerfError::Decode { cpu, source }
 }
 
 /// How to decode each id's records.
@@ -202,9 +202,6 @@ pub(super) fn formats_by_id(
         })
         .collect();
     Formats::by_id(&id_types, true)
-        .map_err(|source| PerfError::Decode {
-            cpu: cfg.measured_cpu,
-            source,
-        })
+        .map_err(decode_error(cfg))
         .map(|f| f.with_regs_user(cfg.contents.regs_user_mask()))
 }

@@ -6,14 +6,19 @@ use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 
 use super::config::EventKernel;
-use super::{Attr, EventKind, OpenContext, PerfError, SamplerConfig, Scope, read, sys};
+use perf_event_open_sys::bindings as b;
 
-pub(super) const READ_FORMAT: u64 =
-    read::TOTAL_TIME_ENABLED | read::TOTAL_TIME_RUNNING | read::ID | read::LOST;
+use super::{Attr, EventKind, OpenContext, PerfError, SamplerConfig, sys};
+
+/// What reading an event's fd gives: its value, time enabled and running,
+/// id and records lost.
+pub(super) const READ_FORMAT: u64 = (b::PERF_FORMAT_TOTAL_TIME_ENABLED
+    | b::PERF_FORMAT_TOTAL_TIME_RUNNING
+    | b::PERF_FORMAT_ID
+    | b::PERF_FORMAT_LOST) as u64;
 
 pub(super) fn sampling_sample_type(cfg: &SamplerConfig) -> u64 {
-    cfg.contents
-        .sample_type(matches!(cfg.scope, Scope::Task(_)))
+    cfg.contents.sample_type(cfg.task().is_some())
 }
 
 /// The sample period of a 0 Hz sampler: 2^62 events (ns for cpu-clock,
@@ -56,33 +61,24 @@ pub fn resolve_event(requested: EventKind) -> Result<(EventKind, Option<String>)
 
 pub(super) fn validate(cfg: &SamplerConfig, online: &[u32]) -> Result<(), PerfError> {
     if !online.contains(&cfg.measured_cpu) {
-        return Err(PerfError::Config {
-            field: "measured_cpu",
-            value: cfg.measured_cpu.to_string(),
-            fix: format!("must be an online CPU ({online:?})"),
-        });
+        let fix = format!("must be an online CPU ({online:?})");
+        return Err(PerfError::config("measured_cpu", cfg.measured_cpu, fix));
     }
     if let Some(d) = cfg.drain_cpu
         && (d == cfg.measured_cpu || !online.contains(&d))
     {
-        return Err(PerfError::Config {
-            field: "drain_cpu",
-            value: d.to_string(),
-            fix: format!(
-                "must be an online CPU other than the measured cpu {}",
-                cfg.measured_cpu
-            ),
-        });
+        let fix = format!(
+            "must be an online CPU other than the measured cpu {}",
+            cfg.measured_cpu
+        );
+        return Err(PerfError::config("drain_cpu", d, fix));
     }
     Ok(())
 }
 
 pub(super) fn set_filter(fd: &OwnedFd, event: &str, filter: &str) -> Result<(), PerfError> {
-    let c = std::ffi::CString::new(filter).map_err(|_| PerfError::Config {
-        field: "tracepoint filter",
-        value: filter.into(),
-        fix: "no NUL bytes".into(),
-    })?;
+    let c = std::ffi::CString::new(filter)
+        .map_err(|_| PerfError::config("tracepoint filter", filter, "no NUL bytes"))?;
     sys::set_filter(fd.as_fd(), &c).map_err(|source| PerfError::Filter {
         event: event.into(),
         filter: filter.into(),

@@ -12,7 +12,7 @@ use crate::config::{Sampling, Subject, SweepOptions};
 use crate::plan::PlannedRun;
 use crate::sampler::{EventKind, resolve_event};
 use crate::system::quiet::other_cpu;
-use crate::system::settings::{MAX_SAMPLE_RATE_PATH, read_u64};
+use crate::system::settings::{MAX_SAMPLE_RATE_PATH, read_num};
 use crate::system::signals::interrupt_flag;
 use anyhow::Context;
 
@@ -160,7 +160,7 @@ pub(super) struct Ceiling {
 /// The sample-rate ceiling, as found (after the leftovers); a frequency
 /// above it is refused without `--raise-max-rate`.
 fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
-    let found = read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
+    let found = read_num::<u64>(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
     let raise = found.is_some_and(|r| opts.max_rate_hz() > r);
     if raise && !may_raise {
         let found = found.unwrap_or(0);

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::settings::SystemError;
+use super::settings::{SystemError, read_text};
 
 /// One CPU's line of /proc/stat, in USER_HZ ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,12 +61,7 @@ impl ProcStat {
 
     /// Reads /proc/stat.
     pub fn read() -> Result<Self, SystemError> {
-        let path = Path::new("/proc/stat");
-        let text = std::fs::read_to_string(path).map_err(|source| SystemError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        Ok(Self::parse(&text))
+        Ok(Self::parse(&read_text(Path::new("/proc/stat"))?))
     }
 
     /// Ticks of one CPU.

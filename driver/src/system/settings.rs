@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use results_format::SettingChange;
 
+use crate::hoststate::{StateFile, now_rfc3339, remove_state, write_state};
+
 // Kept hand-written: procfs has no perf sysctls, and these are written too.
 /// The sysctl bounding perf sample_freq.
 pub const MAX_SAMPLE_RATE_PATH: &str = crate::perf::error::MAX_RATE_PATH;
@@ -28,8 +30,8 @@ impl PerfLimits {
     /// Reads both sysctls.
     pub fn read() -> PerfLimits {
         PerfLimits {
-            max_sample_rate: read_u64(Path::new(MAX_SAMPLE_RATE_PATH)).ok(),
-            cpu_time_max_percent: read_u64(Path::new(CPU_TIME_MAX_PERCENT_PATH)).ok(),
+            max_sample_rate: read_num(Path::new(MAX_SAMPLE_RATE_PATH)).ok(),
+            cpu_time_max_percent: read_num(Path::new(CPU_TIME_MAX_PERCENT_PATH)).ok(),
         }
     }
 }
@@ -58,12 +60,17 @@ pub enum SystemError {
     },
 }
 
-/// Reads a one-number file such as a sysctl.
-pub fn read_u64(path: &Path) -> Result<u64, SystemError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SystemError::Io {
+/// Reads a system file, the error naming it.
+pub fn read_text(path: &Path) -> Result<String, SystemError> {
+    std::fs::read_to_string(path).map_err(|source| SystemError::Io {
         path: path.to_owned(),
         source,
-    })?;
+    })
+}
+
+/// Reads a one-number file such as a sysctl.
+pub fn read_num<T: std::str::FromStr>(path: &Path) -> Result<T, SystemError> {
+    let text = read_text(path)?;
     text.trim().parse().map_err(|_| SystemError::Parse {
         path: path.to_owned(),
         text: text.trim().to_owned(),
@@ -82,15 +89,9 @@ pub fn read_u64(path: &Path) -> Result<u64, SystemError> {
 #[derive(Debug, Default)]
 pub struct SettingsGuard {
     changes: Vec<SettingChange>,
-    persist: Option<Persist>,
-}
-
-/// Where and under which name a guard records its changes.
-#[derive(Debug, Clone)]
-struct Persist {
-    dir: PathBuf,
-    results_dir: String,
-    started_at: String,
+    /// The state directory, and the state file's owner fields (its
+    /// `changes` are filled in when it is written).
+    persist: Option<(PathBuf, StateFile)>,
 }
 
 impl SettingsGuard {
@@ -100,31 +101,33 @@ impl SettingsGuard {
     pub fn persisted(state_dir: &Path, results_dir: &Path) -> Self {
         SettingsGuard {
             changes: Vec::new(),
-            persist: Some(Persist {
-                dir: state_dir.to_owned(),
-                results_dir: results_dir.display().to_string(),
-                started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            }),
+            persist: Some((
+                state_dir.to_owned(),
+                StateFile {
+                    pid: std::process::id(),
+                    results_dir: results_dir.display().to_string(),
+                    started_at: now_rfc3339(),
+                    changes: Vec::new(),
+                },
+            )),
         }
     }
 
     /// Rewrites the state file with the changes not yet restored (removes
     /// it when there are none).
     fn persist(&self, changes: &[SettingChange]) -> Result<(), SystemError> {
-        let Some(p) = &self.persist else {
+        let Some((dir, owner)) = &self.persist else {
             return Ok(());
         };
         let pending: Vec<SettingChange> = changes.iter().filter(|c| !c.restored).cloned().collect();
         let result = if pending.is_empty() {
-            crate::hoststate::remove_state(&p.dir)
+            remove_state(dir)
         } else {
-            crate::hoststate::write_state(
-                &p.dir,
-                &crate::hoststate::StateFile {
-                    pid: std::process::id(),
-                    results_dir: p.results_dir.clone(),
-                    started_at: p.started_at.clone(),
+            write_state(
+                dir,
+                &StateFile {
                     changes: pending,
+                    ..owner.clone()
                 },
             )
         };
@@ -134,10 +137,7 @@ impl SettingsGuard {
     /// Writes `new` to `path`, remembering the old content: recorded in the
     /// state file first (when persisted), so the original survives a kill.
     pub fn set(&mut self, path: &Path, new: &str) -> Result<(), SystemError> {
-        let old = std::fs::read_to_string(path).map_err(|source| SystemError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let old = read_text(path)?;
         self.adopt(SettingChange {
             path: path.display().to_string(),
             old: old.trim().to_owned(),

@@ -110,50 +110,40 @@ where
     F: FnMut(&[u8], usize) -> Result<(), DecodeError>,
 {
     let total = a.len() + b.len();
-    let mut at = 0usize;
-    // Records wholly inside `a`.
-    while at < a.len() {
-        if a.len() - at < 8 {
-            break;
-        }
-        let size = record_size(a, at).map_err(|e| (e, at))?;
-        if at + size > a.len() {
-            break;
-        }
-        f(&a[at..at + size], at).map_err(|e| (e, at))?;
-        at += size;
-    }
-    // At most one record straddles the boundary.
-    if at < a.len() {
-        let mut hdr = [0u8; 8];
-        let head_a = a.len() - at;
-        if total - at < 8 {
-            return Err((DecodeError::truncated(at, 8, total - at), at));
-        }
-        hdr[..head_a.min(8)].copy_from_slice(&a[at..at + head_a.min(8)]);
-        if head_a < 8 {
-            hdr[head_a..].copy_from_slice(&b[..8 - head_a]);
-        }
-        let size = record_size(&hdr, 0).map_err(|e| (e.shifted(at), at))?;
-        if at + size > total {
-            return Err((DecodeError::truncated(at, size, total - at), at));
-        }
-        scratch.clear();
-        scratch.extend_from_slice(&a[at..]);
-        scratch.extend_from_slice(&b[..size - head_a]);
-        f(scratch, at).map_err(|e| (e, at))?;
-        at += size;
-    }
-    // Records wholly inside `b`.
-    let off = a.len();
+    let mut at = 0;
     while at < total {
-        let bat = at - off;
-        // record_size counts from the start of `b`; errors name the offset
-        // in the whole region, like those of `a`.
-        let size = record_size(b, bat).map_err(|e| (e.shifted(off), at))?;
-        let rec = b
-            .get(bat..bat + size)
-            .ok_or((DecodeError::truncated(at, size, total - at), at))?;
+        // The rest of the slice the record starts in, and what follows it.
+        let (head, next) = match a.get(at..).filter(|h| !h.is_empty()) {
+            Some(h) => (h, b),
+            None => (&b[at - a.len()..], &[][..]),
+        };
+        let left = total - at;
+        if left < 8 {
+            return Err((DecodeError::truncated(at, 8, left), at));
+        }
+        // Errors name the offset in the whole region.
+        let size = if head.len() >= 8 {
+            record_size(head, 0)
+        } else {
+            let mut hdr = [0u8; 8];
+            hdr[..head.len()].copy_from_slice(head);
+            hdr[head.len()..].copy_from_slice(&next[..8 - head.len()]);
+            record_size(&hdr, 0)
+        }
+        .map_err(|e| (e.shifted(at), at))?;
+        if size > left {
+            return Err((DecodeError::truncated(at, size, left), at));
+        }
+        // A record that straddles the two slices is copied into scratch.
+        let rec = match head.get(..size) {
+            Some(rec) => rec,
+            None => {
+                scratch.clear();
+                scratch.extend_from_slice(head);
+                scratch.extend_from_slice(&next[..size - head.len()]);
+                &scratch[..]
+            }
+        };
         f(rec, at).map_err(|e| (e, at))?;
         at += size;
     }

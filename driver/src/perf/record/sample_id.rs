@@ -1,21 +1,24 @@
 //! The sample_id trailer of non-sample records (sample_id_all): which
 //! fields it holds, read from the end of the record.
 
-use super::{Cur, DecodeError, Formats, SampleId, rd_u64, st};
+use super::{Cur, DecodeError, Formats, SampleId, rd_u64, st, u32_pair};
+
+/// The fields of the sample_id trailer, one word each, in record order.
+const TRAILER: [u64; 6] = [
+    st::TID,
+    st::TIME,
+    st::ID,
+    st::STREAM_ID,
+    st::CPU,
+    st::IDENTIFIER,
+];
 
 /// The sample_id trailer size for a sample_type.
 pub(super) fn trailer_len(sample_type: u64) -> usize {
-    [
-        st::TID,
-        st::TIME,
-        st::ID,
-        st::STREAM_ID,
-        st::CPU,
-        st::IDENTIFIER,
-    ]
-    .iter()
-    .filter(|&&bit| sample_type & bit != 0)
-    .count()
+    TRAILER
+        .iter()
+        .filter(|&&bit| sample_type & bit != 0)
+        .count()
         * 8
 }
 
@@ -46,24 +49,20 @@ pub(super) fn parse_sample_id(
         at: start,
         base,
     };
-    let mut sid = SampleId::default();
-    if sample_type & st::TID != 0 {
-        sid.tid = Some(c.pair_u32()?);
+    let mut words = [None; TRAILER.len()];
+    for (word, bit) in words.iter_mut().zip(TRAILER) {
+        if sample_type & bit != 0 {
+            *word = Some(c.u64()?);
+        }
     }
-    if sample_type & st::TIME != 0 {
-        sid.time = Some(c.u64()?);
-    }
-    if sample_type & st::ID != 0 {
-        sid.id = Some(c.u64()?);
-    }
-    if sample_type & st::STREAM_ID != 0 {
-        sid.stream_id = Some(c.u64()?);
-    }
-    if sample_type & st::CPU != 0 {
-        sid.cpu = Some(c.pair_u32()?.0);
-    }
-    if sample_type & st::IDENTIFIER != 0 {
-        sid.identifier = Some(c.u64()?);
-    }
+    let [tid, time, id, stream_id, cpu, identifier] = words;
+    let sid = SampleId {
+        tid: tid.map(u32_pair),
+        time,
+        id,
+        stream_id,
+        cpu: cpu.map(|w| u32_pair(w).0),
+        identifier,
+    };
     Ok((sid, start))
 }
