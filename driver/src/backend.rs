@@ -6,7 +6,9 @@
 //! waiting for it) is in `backend/child.rs`, the files it shares with the
 //! driver in `backend/run_files.rs`, the paired design's phases in
 //! `backend/phases.rs`, a run of the user's command in
-//! `backend/user_command_run.rs`.
+//! `backend/user_command_run.rs`. A `--profiler` run of the loop is a
+//! loop run with the profiler (`crate::subject::profiler`) started and
+//! settled before the loop is released and stopped after it.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -18,6 +20,7 @@ use crate::plan::{PlannedRun, RunKind, opens_sampler};
 use crate::results::PhaseRow;
 use crate::results::RunRow;
 use crate::sampler::{EventKind, Sampler, SamplerConfig, SamplerOutcome, Scope};
+use crate::subject::profiler::Profiler;
 use crate::system::procstat::{ProcStat, ns_per_tick};
 use crate::system::quiet::{QuietReport, wait_quiet};
 use workload::clock::monotonic_raw_ns;
@@ -25,7 +28,6 @@ use workload::clock::monotonic_raw_ns;
 mod child;
 mod host_look;
 mod phases;
-pub(crate) mod profiler_run;
 mod run_files;
 mod user_command_run;
 
@@ -46,6 +48,16 @@ pub(crate) struct RealBackend {
 
 fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
+}
+
+/// CPU `cpu`'s steal time so far, in /proc/stat's ticks (0 when unreadable).
+fn steal_ticks(cpu: u32) -> u64 {
+    ProcStat::read().map(|s| s.cpu(cpu).steal).unwrap_or(0)
+}
+
+/// CPU `cpu`'s steal time since [`steal_ticks`] read `before`, ns.
+fn steal_ns_since(before: u64, cpu: u32) -> u64 {
+    steal_ticks(cpu).saturating_sub(before) * ns_per_tick()
 }
 
 /// The sampler a planned run opens (None: it opens none, see
@@ -100,6 +112,23 @@ impl RealBackend {
             .transpose()
             .map_err(|e| failed(format!("cannot open the sampler: {e}")))
     }
+
+    /// The `--profiler` of `spec`'s run started and settled (None: our
+    /// sampler, or a run at 0 Hz, which runs without it).
+    fn start_profiler(
+        &self,
+        spec: &RunSpec<'_>,
+        interrupt: &AtomicBool,
+    ) -> Result<Option<Profiler>, RunError> {
+        let Sampling::Profiler { template } = &spec.opts.sampling else {
+            return Ok(None);
+        };
+        if spec.run.freq_hz == 0 {
+            return Ok(None);
+        }
+        let (freq_hz, cpu) = (spec.run.freq_hz, spec.opts.cpu);
+        Profiler::start_settled(template, freq_hz, cpu, &self.online_cpus, interrupt).map(Some)
+    }
 }
 
 impl Backend for RealBackend {
@@ -114,29 +143,28 @@ impl Backend for RealBackend {
     }
 
     fn run(&mut self, spec: &RunSpec<'_>, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
-        match (&spec.opts.subject, &spec.opts.sampling) {
-            (Subject::Command { argv, .. }, _) => return self.run_command(spec, argv, interrupt),
-            (Subject::Loop, Sampling::Profiler { template }) if spec.run.freq_hz > 0 => {
-                return self.run_profiled(spec, template, interrupt);
-            }
-            (Subject::Loop, _) => {}
+        if let Subject::Command { argv, .. } = &spec.opts.subject {
+            return self.run_command(spec, argv, interrupt);
         }
         let files = RunFiles::new(spec);
-        let mut w = self.ready_workload(spec, &files, interrupt)?;
-        let loop_run = LoopRun {
-            guard: &mut w.guard,
-            reader: &w.reader,
-            pid: w.pid,
+        let args = WorkloadArgs {
+            duration_ns: spec.opts.duration_ns,
+            cpu: spec.opts.cpu,
+            kind: &spec.run.workload,
+            counter: &files.counter,
+            gaps: files.gaps.as_deref(),
         };
-        let sampled = self.sample_loop(spec, loop_run, interrupt)?;
+        let mut w = self.ready_workload(&args, interrupt)?;
+        let sampled = self.sample_loop(spec, &mut w, interrupt)?;
         let out_text = w.stdout.join().unwrap_or_default();
         let err_text = w.stderr.join().unwrap_or_default();
         workload_outcome(sampled, (out_text, &err_text), files.gaps.as_deref())
     }
 }
 
-/// A workload child that is ready to be released: its process, its
-/// counter, its pid and the readers of its output.
+/// A workload child that is ready to be released: its process (killed if
+/// the run is abandoned), its counter, its pid (task scope and schedstat)
+/// and the readers of its output.
 struct ReadyWorkload {
     guard: ChildGuard,
     reader: workload::counter::CounterReader,
@@ -146,28 +174,21 @@ struct ReadyWorkload {
 }
 
 impl RealBackend {
-    /// Starts the workload child of `spec` (its files in `files`) and waits
-    /// until it is ready, else a failed run quoting its stderr.
+    /// Starts the workload child of `args` (a run's or the look at the
+    /// host's) and waits until it is ready, else a failed run quoting its
+    /// stderr.
     fn ready_workload(
         &self,
-        spec: &RunSpec<'_>,
-        files: &RunFiles,
+        args: &WorkloadArgs<'_>,
         interrupt: &AtomicBool,
     ) -> Result<ReadyWorkload, RunError> {
-        let mut cmd = workload_command(&WorkloadArgs {
-            duration_ns: spec.opts.duration_ns,
-            cpu: spec.opts.cpu,
-            kind: &spec.run.workload,
-            counter: &files.counter,
-            gaps: files.gaps.as_deref(),
-        });
-        let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
+        let mut child = spawn_unpinned(&mut workload_command(args), &self.online_cpus)
             .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());
         let pid = child.id();
         let (guard, reader, stderr) =
-            ready_or_failed(ChildGuard(Some(child)), &files.counter, interrupt, stderr)?;
+            ready_or_failed(ChildGuard(Some(child)), args.counter, interrupt, stderr)?;
         Ok(ReadyWorkload {
             guard,
             reader,
@@ -176,16 +197,6 @@ impl RealBackend {
             stderr,
         })
     }
-}
-
-/// A workload that is ready: its process, its counter and its pid.
-struct LoopRun<'a> {
-    /// The child, killed if the run is abandoned.
-    guard: &'a mut ChildGuard,
-    /// Its counter file.
-    reader: &'a workload::counter::CounterReader,
-    /// Its pid (task scope and schedstat).
-    pid: u32,
 }
 
 /// What the driver saw of the loop while it sampled it.
@@ -203,22 +214,27 @@ struct Sampled {
 }
 
 impl RealBackend {
-    /// Opens the sampler, releases the loop (switching sampling in the
-    /// paired design's phases), waits for the workload to exit with
-    /// sampling switched off as soon as the loop ends, and finishes the
-    /// sampler.
+    /// Opens the sampler (or starts the profiler), releases the loop
+    /// (switching sampling in the paired design's phases), waits for the
+    /// workload to exit with sampling switched off as soon as the loop
+    /// ends, and finishes the sampler (or reads the profiler's cost over
+    /// the loop's window and stops it).
     fn sample_loop(
         &self,
         spec: &RunSpec<'_>,
-        loop_run: LoopRun<'_>,
+        w: &mut ReadyWorkload,
         interrupt: &AtomicBool,
     ) -> Result<Sampled, RunError> {
-        let LoopRun { guard, reader, pid } = loop_run;
+        let (guard, reader, pid) = (&mut w.guard, &w.reader, w.pid);
         let opts = spec.opts;
-        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let mut profiler = self.start_profiler(spec, interrupt)?;
+        let steal_before = steal_ticks(opts.cpu);
         // Paired runs at 0 Hz (the null control) open a sampler that never
         // fires and toggle it like the others.
         let sampler = self.open_sampler(spec, pid)?;
+        if let Some(p) = &mut profiler {
+            p.window_starts();
+        }
         let started_at_ns = monotonic_raw_ns();
         let mut phases = Vec::new();
         if spec.phases.is_empty() {
@@ -234,13 +250,17 @@ impl RealBackend {
         // Wait for the end of the loop; stop sampling as soon as it ends.
         let status = wait_end(guard, reader, sampler.as_ref(), opts.duration_ns, interrupt)?;
         let ended_at_ns = monotonic_raw_ns();
-        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
         let mut row = RunRow {
-            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            steal_ns: steal_ns_since(steal_before, opts.cpu),
             started_at_ns,
             ended_at_ns,
             ..RunRow::default()
         };
+        if let Some(mut p) = profiler {
+            p.window_ends(&mut row);
+            p.check_alive("while the loop ran")?;
+            p.stop_after_run(spec.run.run_id);
+        }
         let sampler = sampler
             .map(|s| s.finish(&mut row))
             .transpose()

@@ -30,7 +30,7 @@ pub use user_command::{DEFAULT_WARMUP, MAX_WARMUP};
 use values::*;
 pub use values::{FlagList, parse_duration, parse_rate_list};
 pub(crate) use values::{cpu_flag, event_flag, sample_flag, scope_flag, seed_flag, workload_flag};
-use values::{duration_flag, max_sweep_flag, reps_flag};
+use values::{duration_flag, reps_flag};
 
 /// The rates of the 2014 article, used when no `--rates`/`freqs` is given.
 pub const ARTICLE_RATES_HZ: [u64; 5] = [100, 500, 2000, 4000, 100_000];
@@ -370,7 +370,7 @@ pub struct FlagSettings {
     /// The longest sweep accepted, as planned (runs x run length; the same
     /// units as --duration): a longer plan is refused before anything runs
     /// or is written, naming what makes it long. Default 24h.
-    #[arg(long = "max-sweep-time", value_name = "DURATION", allow_hyphen_values = true, value_parser = max_sweep_flag)]
+    #[arg(long = "max-sweep-time", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration_flag)]
     pub max_sweep_ns: Option<u64>,
 }
 

@@ -142,11 +142,24 @@ fn read_trim(path: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// The CPU model and whether the `hypervisor` flag is set, from
-/// /proc/cpuinfo ("unknown" and false where it has neither: arm64 lists
-/// `Features`, not `flags`).
-fn cpuinfo() -> (String, bool) {
-    procfs::CpuInfo::current().map_or_else(|_| ("unknown".into(), false), |c| model_and_flag(&c))
+/// The first CPU's vendor, family and model number.
+type CpuIdentity = (Option<String>, Option<u32>, Option<u32>);
+
+/// The CPU model and whether the `hypervisor` flag is set
+/// ([`model_and_flag`]: "unknown" and false where it has neither: arm64
+/// lists `Features`, not `flags`), and the [`CpuIdentity`], from one read
+/// of /proc/cpuinfo.
+fn cpuinfo() -> ((String, bool), CpuIdentity) {
+    let Ok(info) = procfs::CpuInfo::current() else {
+        return (("unknown".into(), false), (None, None, None));
+    };
+    let field = |name: &str| info.get_field(0, name).map(|v| v.trim().to_string());
+    let identity = (
+        field("vendor_id"),
+        field("cpu family").and_then(|v| v.parse().ok()),
+        field("model").and_then(|v| v.parse().ok()),
+    );
+    (model_and_flag(&info), identity)
 }
 
 fn model_and_flag(info: &procfs::CpuInfo) -> (String, bool) {
@@ -160,19 +173,6 @@ fn model_and_flag(info: &procfs::CpuInfo) -> (String, bool) {
         .into_iter()
         .any(|i| info.flags(i).is_some_and(|f| f.contains(&"hypervisor")));
     (model, flag)
-}
-
-/// /proc/cpuinfo's vendor, family and model number (the first CPU's).
-fn cpu_identity() -> (Option<String>, Option<u32>, Option<u32>) {
-    let Ok(info) = procfs::CpuInfo::current() else {
-        return (None, None, None);
-    };
-    let field = |name: &str| info.get_field(0, name).map(|v| v.trim().to_string());
-    (
-        field("vendor_id"),
-        field("cpu family").and_then(|v| v.parse().ok()),
-        field("model").and_then(|v| v.parse().ok()),
-    )
 }
 
 fn hypervisor() -> Option<String> {
@@ -234,8 +234,7 @@ pub fn snap_hz(rate: f64) -> Option<u64> {
 /// Gathers the host facts (no sampling; opens cycles briefly to test the PMU).
 pub fn probe_host() -> HostFacts {
     let un = rustix::system::uname();
-    let (cpu_model, hypervisor_flag) = cpuinfo();
-    let (cpu_vendor, cpu_family, cpu_model_number) = cpu_identity();
+    let ((cpu_model, hypervisor_flag), (cpu_vendor, cpu_family, cpu_model_number)) = cpuinfo();
     let (pmu_present, pmu_error) = match sampler::resolve_event(EventKind::Cycles) {
         Ok((EventKind::Cycles, _)) => (true, None),
         Ok((_, warn)) => (false, warn),

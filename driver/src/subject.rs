@@ -3,7 +3,7 @@
 //! runs, `--command`), `profiler` (a real profiler's process: start,
 //! settle, stop, its cost from /proc, `--profiler`). The options say which
 //! (`config::Subject`); the backend runs them (`backend/user_command_run.rs`,
-//! `backend/profiler_run.rs`).
+//! `backend.rs`).
 
 pub mod command;
 pub mod profiler;

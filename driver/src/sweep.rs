@@ -88,17 +88,11 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
 pub fn cli(args: &SweepArgs) -> anyhow::Result<ExitCode> {
     match run_sweep(&args.flags) {
         Ok(code) => Ok(code),
-        Err(e) => {
-            if let Some(u) = e.downcast_ref::<UsageError>() {
-                eprintln!("error: {u}");
-                Ok(ExitCode::from(2))
-            } else if let Some(b) = e.downcast_ref::<BusyError>() {
-                eprintln!("error: {b}");
-                Ok(ExitCode::from(2))
-            } else {
-                Err(e)
-            }
+        Err(e) if e.is::<UsageError>() || e.is::<BusyError>() => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(2))
         }
+        Err(e) => Err(e),
     }
 }
 

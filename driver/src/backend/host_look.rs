@@ -12,15 +12,11 @@ use results_format::timeline::join_episodes;
 use workload::counter::{CounterReader, State};
 use workload::work::WorkKind;
 
-use super::{
-    ChildGuard, RealBackend, RunFiles, WorkloadArgs, failed, read_pipe, ready_or_failed,
-    spawn_unpinned, wait_end, workload_command,
-};
+use super::{RealBackend, RunFiles, WorkloadArgs, failed, steal_ns_since, steal_ticks, wait_end};
 use crate::config::SweepOptions;
 use crate::exec::RunError;
 use crate::plan::judge::{LOOK_NS, LookMeasure, SETTLE_SLICES, slice_ns_for};
 use crate::system::clock::{monotonic_ns, sleep_until_monotonic};
-use crate::system::procstat::{ProcStat, ns_per_tick};
 use workload::clock::monotonic_raw_ns;
 
 impl RealBackend {
@@ -34,30 +30,27 @@ impl RealBackend {
     ) -> Result<LookMeasure, RunError> {
         let slice_ns = slice_ns_for(opts);
         let files = RunFiles::named("host-look", true);
-        let counter = &files.counter;
         let gaps = files.gaps.clone().unwrap_or_default();
-        let mut cmd = workload_command(&WorkloadArgs {
-            duration_ns: LOOK_NS,
-            cpu: opts.cpu,
-            kind: &WorkKind::Loop,
-            counter,
-            gaps: Some(&gaps),
-        });
-        let mut child = spawn_unpinned(&mut cmd, &self.online_cpus)
-            .map_err(|e| failed(format!("cannot start the workload: {e}")))?;
-        let stdout = read_pipe(child.stdout.take());
-        let stderr = read_pipe(child.stderr.take());
-        let (mut guard, reader, stderr) =
-            ready_or_failed(ChildGuard(Some(child)), counter, interrupt, stderr)?;
-        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let w = self.ready_workload(
+            &WorkloadArgs {
+                duration_ns: LOOK_NS,
+                cpu: opts.cpu,
+                kind: &WorkKind::Loop,
+                counter: &files.counter,
+                gaps: Some(&gaps),
+            },
+            interrupt,
+        )?;
+        let (mut guard, reader) = (w.guard, w.reader);
+        let steal_before = steal_ticks(opts.cpu);
         let wall_start = monotonic_ns();
         reader.release();
         let reads = read_slices(&reader, slice_ns, interrupt)?;
         let status = wait_end(&mut guard, &reader, None, LOOK_NS, interrupt)?;
         let wall_ns = monotonic_ns().saturating_sub(wall_start);
-        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let out_text = stdout.join().unwrap_or_default();
-        let err_text = stderr.join().unwrap_or_default();
+        let steal_ns = steal_ns_since(steal_before, opts.cpu);
+        let out_text = w.stdout.join().unwrap_or_default();
+        let err_text = w.stderr.join().unwrap_or_default();
         if !status.success() {
             return Err(failed(format!("workload {status}: {}", err_text.trim())));
         }
@@ -68,7 +61,7 @@ impl RealBackend {
             slice_ns,
             reads,
             episode_excess_ns,
-            steal_ns: steal_after.saturating_sub(steal_before) * ns_per_tick(),
+            steal_ns,
             wall_ns,
         })
     }

@@ -8,11 +8,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use super::{ProcStat, RealBackend, RunError, RunOutcome, RunSpec, failed, ns_per_tick};
-use crate::config::Sampling;
+use super::{RealBackend, RunError, RunOutcome, RunSpec, failed, steal_ns_since, steal_ticks};
 use crate::results::RunRow;
 use crate::subject::command::{CommandError, run_limit, run_pinned};
-use crate::subject::profiler::Profiler;
 
 impl RealBackend {
     pub(super) fn run_command(
@@ -23,21 +21,11 @@ impl RealBackend {
     ) -> Result<RunOutcome, RunError> {
         let opts = spec.opts;
         let sampler = self.open_sampler(spec, 0)?;
-        let profiler = match &opts.sampling {
-            Sampling::Profiler { template } if spec.run.freq_hz > 0 => {
-                let mut p = Profiler::start_settled(
-                    template,
-                    spec.run.freq_hz,
-                    opts.cpu,
-                    &self.online_cpus,
-                    interrupt,
-                )?;
-                p.window_starts();
-                Some(p)
-            }
-            _ => None,
-        };
-        let steal_before = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
+        let mut profiler = self.start_profiler(spec, interrupt)?;
+        if let Some(p) = &mut profiler {
+            p.window_starts();
+        }
+        let steal_before = steal_ticks(opts.cpu);
         if let Some(s) = &sampler {
             s.enable().map_err(failed)?;
         }
@@ -51,8 +39,7 @@ impl RealBackend {
         if let Some(s) = &sampler {
             let _ = s.disable();
         }
-        let steal_after = ProcStat::read().map(|s| s.cpu(opts.cpu).steal).unwrap_or(0);
-        let steal_ns = steal_after.saturating_sub(steal_before) * ns_per_tick();
+        let steal_ns = steal_ns_since(steal_before, opts.cpu);
         let (mut row, result) = match result {
             Ok(row) => (RunRow { steal_ns, ..row }, Ok(())),
             Err(e) => (RunRow::default(), Err(e)),

@@ -204,6 +204,18 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
 /// The `--json` answer (docs/results-format.md, "--json answers").
 pub fn answer_json(j: &Judged, args: &CheckArgs, root: &Path) -> String {
     let max = max_hz(&j.rows);
+    let (what, interval, assumed) = match args.profiler {
+        Some(_) => (
+            "the profiler's loss",
+            "interval's",
+            "grow in proportion to the rate",
+        ),
+        None => (
+            "the cost per sample",
+            "prediction interval's",
+            "hold at other rates",
+        ),
+    };
     let mut extra = serde_json::Map::new();
     extra.insert("measured_hz".into(), serde_json::json!(args.rate.0));
     extra.insert("exit_code".into(), serde_json::json!(j.exit));
@@ -221,24 +233,9 @@ pub fn answer_json(j: &Judged, args: &CheckArgs, root: &Path) -> String {
         }
         .into(),
         basis_text: format!(
-            "{} measured now at {} Hz (the gaps design against 0 Hz, {} blocks), at its 95 % {} upper end, assumed to {}",
-            if args.profiler.is_some() {
-                "the profiler's loss"
-            } else {
-                "the cost per sample"
-            },
+            "{what} measured now at {} Hz (the gaps design against 0 Hz, {} blocks), at its 95 % {interval} upper end, assumed to {assumed}",
             super::join(&args.rate.0),
             j.rows.first().and_then(|r| r.runs).unwrap_or(0),
-            if args.profiler.is_some() {
-                "interval's"
-            } else {
-                "prediction interval's"
-            },
-            if args.profiler.is_some() {
-                "grow in proportion to the rate"
-            } else {
-                "hold at other rates"
-            },
         ),
         at_highest_measured: None,
         resolvable: j.rows.iter().any(|r| r.within_budget.is_some()),

@@ -17,43 +17,39 @@ pub const DEFAULT_WARMUP: u32 = 1;
 /// The command's argv from `--command` or the file's `command`, its
 /// program found (on PATH or as a path); None without a command.
 pub(super) fn resolve_command(src: &Sources<'_>) -> Result<Option<Vec<String>>, ConfigError> {
-    let (argv, shown, origin) = if let Some(text) = &src.flags.command {
-        let o = Origin::Flag("--command");
-        let argv = split_command(text).map_err(|p| {
-            invalid(
-                text.as_str(),
-                &o,
-                p,
-                "give the program and its arguments, e.g. --command 'gzip -9 -c data.bin' (for pipes or redirections: --command \"sh -c '...'\")",
-            )
-        })?;
-        (argv, text.clone(), o)
-    } else if let Some(c) = &src.exp.command {
-        let o = src.key("command");
-        let argv = match c {
-            OneOrMany::One(text) => split_command(text).map_err(|p| {
-                invalid(
-                    text.as_str(),
-                    &o,
-                    p,
-                    "give e.g. command = \"gzip -9 -c data.bin\"",
-                )
-            })?,
-            OneOrMany::Many(list) if list.is_empty() => {
-                return Err(invalid(
-                    "[]",
-                    &o,
-                    "no program in it",
-                    "give e.g. command = [\"gzip\", \"-9\", \"-c\", \"data.bin\"]",
-                ));
-            }
-            OneOrMany::Many(list) => list.clone(),
-        };
-        let shown = shell_words::join(&argv);
-        (argv, shown, o)
-    } else {
-        return Ok(None);
+    let (given, origin, fix) = match (&src.flags.command, &src.exp.command) {
+        (Some(text), _) => (
+            OneOrMany::One(text.clone()),
+            Origin::Flag("--command"),
+            "give the program and its arguments, e.g. --command 'gzip -9 -c data.bin' (for pipes or redirections: --command \"sh -c '...'\")",
+        ),
+        (None, Some(c)) => (
+            c.clone(),
+            src.key("command"),
+            "give e.g. command = \"gzip -9 -c data.bin\"",
+        ),
+        (None, None) => return Ok(None),
     };
+    let argv = match given {
+        OneOrMany::One(text) => {
+            split_command(&text).map_err(|p| invalid(text.as_str(), &origin, p, fix))?
+        }
+        OneOrMany::Many(list) if list.is_empty() => {
+            return Err(invalid(
+                "[]",
+                &origin,
+                "no program in it",
+                "give e.g. command = [\"gzip\", \"-9\", \"-c\", \"data.bin\"]",
+            ));
+        }
+        OneOrMany::Many(list) => list,
+    };
+    // The flag as given; the file's command as the words it makes.
+    let shown = src
+        .flags
+        .command
+        .clone()
+        .unwrap_or_else(|| shell_words::join(&argv));
     let program = argv.first().map(String::as_str).unwrap_or("");
     let path = std::env::var("PATH").ok();
     find_program(program, path.as_deref()).map_err(|p| {

@@ -88,33 +88,19 @@ pub(super) fn parse_contents(s: &str, origin: &Origin) -> Result<SampleContents,
     })
 }
 
+/// The designs and scopes, each known by its name (`as_str`).
+const DESIGNS: [Design; 4] = [Design::Classic, Design::Paired, Design::Gaps, Design::Split];
+const SCOPES: [ScopeName; 3] = [ScopeName::Cpu, ScopeName::System, ScopeName::Task];
+
 pub(super) fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigError> {
-    match s {
-        "classic" => Ok(Design::Classic),
-        "paired" => Ok(Design::Paired),
-        "gaps" => Ok(Design::Gaps),
-        "split" => Ok(Design::Split),
-        _ => Err(invalid(
-            s,
-            origin,
-            "unknown design",
-            "use classic, paired, gaps or split (or several, comma-separated)",
-        )),
-    }
+    let fix = "use classic, paired, gaps or split (or several, comma-separated)";
+    let found = DESIGNS.into_iter().find(|d| d.as_str() == s);
+    found.ok_or_else(|| invalid(s, origin, "unknown design", fix))
 }
 
 pub(super) fn parse_scope(s: &str, origin: &Origin) -> Result<ScopeName, ConfigError> {
-    match s {
-        "cpu" => Ok(ScopeName::Cpu),
-        "system" => Ok(ScopeName::System),
-        "task" => Ok(ScopeName::Task),
-        _ => Err(invalid(
-            s,
-            origin,
-            "unknown scope",
-            "use one of cpu, system, task",
-        )),
-    }
+    let found = SCOPES.into_iter().find(|d| d.as_str() == s);
+    found.ok_or_else(|| invalid(s, origin, "unknown scope", "use one of cpu, system, task"))
 }
 
 /// Parses a positive duration such as `10s`, `250ms`, `1.5s`, `500us`,
@@ -342,14 +328,10 @@ pub(super) fn warmup_flag(text: &str) -> Result<u32, String> {
         .map_err(|e| flag_error(e, text))
 }
 
-/// `--duration` and `--phase`: a positive duration, in ns.
+/// `--duration`, `--phase` and `--max-sweep-time`: a positive duration, in
+/// ns (the message names no flag: clap adds the one given).
 pub(crate) fn duration_flag(text: &str) -> Result<u64, String> {
     parse_duration(text, &Origin::Flag("--duration")).map_err(|e| flag_error(e, text))
-}
-
-/// `--max-sweep-time`: a duration.
-pub(super) fn max_sweep_flag(text: &str) -> Result<u64, String> {
-    parse_duration(text, &Origin::Flag("--max-sweep-time")).map_err(|e| flag_error(e, text))
 }
 
 pub(super) fn default_max_sweep_ns() -> u64 {
@@ -384,10 +366,8 @@ pub(crate) fn seed_flag(text: &str) -> Result<u64, String> {
 /// `--scope`: one of the scopes (listed by `--help`).
 pub(crate) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = ScopeName> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(
-        [ScopeName::Cpu, ScopeName::System, ScopeName::Task].map(ScopeName::as_str),
-    )
-    .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(|e| flag_error(e, &s)))
+    clap::builder::PossibleValuesParser::new(SCOPES.map(ScopeName::as_str))
+        .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(|e| flag_error(e, &s)))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use results_format::HostLook;
 use crate::config::Subject;
 use crate::config::{Design, SweepOptions};
 use crate::plan::phase_schedule;
+use analysis::stats::mean;
 
 /// How long the look's loop runs: 3 s, a quarter of a default run's
 /// length plus its start-up, enough for ~26 slices of 100 ms.
@@ -79,17 +80,12 @@ pub fn slice_rates(reads: &[(u64, u64)]) -> Vec<f64> {
         .collect()
 }
 
-fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len() as f64
-}
-
 /// Sample standard deviation (n - 1); 0 below two values.
 fn sd(x: &[f64]) -> f64 {
     if x.len() < 2 {
         return 0.0;
     }
-    let m = mean(x);
-    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
+    analysis::stats::std_dev(x)
 }
 
 /// The ABBA "loss" of every four consecutive slices, nothing switched:

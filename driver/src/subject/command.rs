@@ -221,10 +221,8 @@ fn wait_or_stop(
                 limit_s: limit.as_secs_f64(),
             });
         }
-        if stopped.is_some()
-            && let Some(p) = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0))
-        {
-            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+        if stopped.is_some() {
+            super::profiler::signal_group(pid, rustix::process::Signal::KILL);
         }
     }
 }

@@ -309,7 +309,6 @@ impl Profiler {
     fn stop_within(mut self, grace: [Duration; 2]) -> Stopped {
         let mut child = self.child.take();
         let pid = child.as_ref().map_or(0, Child::id);
-        let group = Pid::from_raw(i32::try_from(pid).unwrap_or(0));
         let mut by = "SIGINT";
         let mut status = None;
         for (sig, name, grace) in [
@@ -317,9 +316,7 @@ impl Profiler {
             (Signal::TERM, "SIGTERM", grace[1]),
             (Signal::KILL, "SIGKILL", Duration::from_secs(5)),
         ] {
-            if let Some(g) = group {
-                let _ = kill_process_group(g, sig);
-            }
+            signal_group(pid, sig);
             by = name;
             let until = Instant::now() + grace;
             while Instant::now() < until {
@@ -337,7 +334,7 @@ impl Profiler {
             .or_else(|| child.as_mut().and_then(|c| c.wait().ok()))
             .unwrap_or_else(|| std::os::unix::process::ExitStatusExt::from_raw(0));
         // Whatever it started and left behind in its group.
-        kill_group(pid);
+        signal_group(pid, Signal::KILL);
         Stopped {
             status,
             by,
@@ -349,16 +346,17 @@ impl Profiler {
 impl Drop for Profiler {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            kill_group(c.id());
+            signal_group(c.id(), Signal::KILL);
             let _ = c.wait();
         }
     }
 }
 
-/// SIGKILL to the process group led by `pid` (what a profiler left of it).
-fn kill_group(pid: u32) {
+/// `sig` to the process group led by `pid` (a profiler's, or a command's:
+/// what it started goes too); nothing for pid 0.
+pub(crate) fn signal_group(pid: u32, sig: Signal) {
     if let Some(g) = Pid::from_raw(i32::try_from(pid).unwrap_or(0)) {
-        let _ = kill_process_group(g, Signal::KILL);
+        let _ = kill_process_group(g, sig);
     }
 }
 

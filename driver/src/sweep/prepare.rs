@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 
 use super::preflight::{self, Checked};
-use super::steps::{self, Fresh, Leftovers, Opened, Resumed};
+use super::steps::{self, Fresh, Resumed};
 use super::{SweepFlags, has_settings, usage};
 use crate::backend::RealBackend;
 use crate::config::{BudgetPct, ExperimentFile, Resolved, SweepOptions};
@@ -126,11 +126,7 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
     // What a driver that died left changed: restored before anything is
     // read from the host (or, with --leave-settings, taken over by this
     // sweep's guard, which restores the original values at its end).
-    let Leftovers {
-        mut guard,
-        lines: leftover_lines,
-        back_to_original,
-    } = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
+    let mut left = steps::take_over_leftovers(args, &state_dir, &root, resumed.as_ref())?;
     let walls = match preflight::warm_up_command(resolved.options())? {
         Ok(walls) => walls,
         Err(code) => return Ok(Prepare::Stopped(code)),
@@ -162,7 +158,7 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
     };
     // The host's facts, before this sweep changes anything.
     let host = resumed.is_none().then(steps::host_facts);
-    warnings.extend(leftover_lines.iter().map(|l| format!("at start: {l}")));
+    warnings.extend(left.lines.iter().map(|l| format!("at start: {l}")));
     let (host_look, look_warnings) =
         match steps::look_at_host(args, &opts, resumed.as_ref(), &backend, &interrupt) {
             Ok(look) => look,
@@ -171,12 +167,8 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
     warnings.extend(look_warnings);
     // Recorded in the state file, then changed; the guard restores them
     // whatever happens (Ctrl-C and SIGTERM included).
-    warnings.extend(steps::raise_max_rate(&mut guard, &ceiling, &opts)?);
-    let Opened {
-        dir,
-        manifest,
-        todo,
-    } = steps::open_results(
+    warnings.extend(steps::raise_max_rate(&mut left.guard, &ceiling, &opts)?);
+    let (dir, manifest, todo) = steps::open_results(
         &root,
         resumed,
         &opts,
@@ -185,15 +177,15 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
             host,
             event,
             warnings,
-            changes: guard.changes(),
-            back_to_original: &back_to_original,
+            changes: left.guard.changes(),
+            back_to_original: &left.back_to_original,
             host_look,
         },
     )?;
     Ok(Prepare::Ready(Box::new(Prepared {
         opts,
         root,
-        guard,
+        guard: left.guard,
         backend,
         dir,
         manifest,

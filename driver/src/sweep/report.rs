@@ -17,26 +17,20 @@ use crate::exec::ExecSummary;
 /// exit status: 0, 1 (runs failed or a setting not restored),
 /// [`REPORT_FAILED`], 130 (interrupted).
 pub(crate) fn report(ran: Ran, report: bool, raise_max_rate: bool) -> ExitCode {
-    let Ran {
-        root,
-        summary,
-        restore_errors,
-        interrupt,
-        lock,
-    } = ran;
+    let (root, summary) = (&ran.root, &ran.summary);
     if summary.interrupted {
-        let code = stopped(&summary, &root, raise_max_rate, &interrupt);
-        drop(lock);
+        let code = stopped(summary, root, raise_max_rate, &ran.interrupt);
+        drop(ran.lock);
         return code;
     }
-    log_done(&summary);
-    let mut code = if restore_errors.is_empty() {
+    log_done(summary);
+    let mut code = if ran.restore_errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     };
     if report {
-        match report_step(&root, |d| analysis::report_dir(d).map(|w| w.answer)) {
+        match report_step(root, |d| analysis::report_dir(d).map(|w| w.answer)) {
             Ok(answer) => {
                 // The answer first, on stderr: stdout keeps the directory.
                 for line in answer {
@@ -50,7 +44,7 @@ pub(crate) fn report(ran: Ran, report: bool, raise_max_rate: bool) -> ExitCode {
             }
         }
     }
-    drop(lock);
+    drop(ran.lock);
     println!("{}", root.display());
     code
 }
@@ -70,13 +64,7 @@ pub(crate) struct Summarised {
 /// no answer box, no directory on stdout and no resume offered. `Err(130)`
 /// when interrupted (Ctrl-C or SIGTERM): nothing is judged.
 pub(crate) fn summarise(ran: Ran) -> Result<Summarised, ExitCode> {
-    let Ran {
-        root,
-        summary,
-        restore_errors,
-        interrupt,
-        lock,
-    } = ran;
+    let (root, summary) = (&ran.root, &ran.summary);
     let reason = summary.stop_reason.as_deref().unwrap_or("interrupted");
     if summary.interrupted {
         eprintln!(
@@ -84,7 +72,7 @@ pub(crate) fn summarise(ran: Ran) -> Result<Summarised, ExitCode> {
             summary.recorded,
             root.display()
         );
-        if interrupt.load(Ordering::SeqCst) {
+        if ran.interrupt.load(Ordering::SeqCst) {
             return Err(ExitCode::from(130));
         }
         return Ok(Summarised {
@@ -92,22 +80,22 @@ pub(crate) fn summarise(ran: Ran) -> Result<Summarised, ExitCode> {
                 "the runs stopped ({reason}), so no report was made; `analysis report {}` says more",
                 root.display()
             )),
-            root,
+            root: ran.root,
             clean: false,
         });
     }
-    log_done(&summary);
-    let rows = report_step(&root, |d| {
+    log_done(summary);
+    let rows = report_step(root, |d| {
         analysis::report_and_summary(d).map(|(_, rows)| rows)
     });
     if let Err(why) = &rows {
         tracing::error!("{why}");
     }
-    drop(lock);
+    drop(ran.lock);
     Ok(Summarised {
-        clean: restore_errors.is_empty() && rows.is_ok(),
+        clean: ran.restore_errors.is_empty() && rows.is_ok(),
         rows,
-        root,
+        root: ran.root,
     })
 }
 

@@ -137,13 +137,6 @@ pub(super) struct Fresh<'a> {
     pub host_look: Option<HostLook>,
 }
 
-/// The results directory, its manifest and the runs still to make.
-pub(super) struct Opened {
-    pub dir: ResultsDir,
-    pub manifest: Manifest,
-    pub todo: Vec<PlannedRun>,
-}
-
 /// The results directory created (or reopened on resume) with its manifest
 /// (the status is `run`'s to set), and the runs still to make: all of
 /// `plan` for a new sweep, those without a row for a resumed one.
@@ -153,17 +146,9 @@ pub(super) fn open_results(
     opts: &SweepOptions,
     plan: Vec<PlannedRun>,
     fresh: Fresh<'_>,
-) -> anyhow::Result<Opened> {
-    let Fresh {
-        host,
-        event,
-        warnings,
-        changes,
-        back_to_original,
-        host_look,
-    } = fresh;
+) -> anyhow::Result<(ResultsDir, Manifest, Vec<PlannedRun>)> {
     let command: Vec<String> = std::env::args().collect();
-    let (dir, manifest, todo) = match resumed {
+    Ok(match resumed {
         Some(Resumed {
             manifest: mut m, ..
         }) => {
@@ -179,13 +164,13 @@ pub(super) fn open_results(
             // original value: its record says so; its `old` stays the value
             // found before the first change.
             for c in m.settings_changed.iter_mut().filter(|c| !c.restored) {
-                if back_to_original.contains(c) {
+                if fresh.back_to_original.contains(c) {
                     c.restored = true;
                 }
             }
             // What the first invocation already said (the event's
             // fallback, a raised rate limit) is not said twice.
-            for w in warnings {
+            for w in fresh.warnings {
                 if !m.warnings.contains(&w) {
                     m.warnings.push(w);
                 }
@@ -194,9 +179,9 @@ pub(super) fn open_results(
                 "resumed at {}",
                 chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
             ));
-            m.settings_changed.extend(changes.iter().cloned());
+            m.settings_changed.extend(fresh.changes.iter().cloned());
             if m.host_look.is_none() {
-                m.host_look = host_look;
+                m.host_look = fresh.host_look;
             }
             m.command.push("--".into());
             m.command.extend(command);
@@ -204,7 +189,6 @@ pub(super) fn open_results(
             (dir, m, todo)
         }
         None => {
-            let host = host.unwrap_or(serde_json::Value::Null);
             let m = Manifest {
                 format_version: FORMAT_VERSION,
                 tool_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -212,24 +196,19 @@ pub(super) fn open_results(
                 status: Status::Unknown,
                 started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 ended_at: None,
-                host,
+                host: fresh.host.unwrap_or(serde_json::Value::Null),
                 seed: opts.seed,
-                event: event.as_str().to_owned(),
+                event: fresh.event.as_str().to_owned(),
                 plan: plan.clone(),
                 options: opts.clone(),
-                warnings,
-                settings_changed: changes.to_vec(),
+                warnings: fresh.warnings,
+                settings_changed: fresh.changes.to_vec(),
                 command,
-                host_look,
+                host_look: fresh.host_look,
             };
             let dir = ResultsDir::create(root)?;
             (dir, m, plan)
         }
-    };
-    Ok(Opened {
-        dir,
-        manifest,
-        todo,
     })
 }
 
