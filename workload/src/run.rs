@@ -233,15 +233,16 @@ pub fn timer_margin(duration: Duration) -> Duration {
 }
 
 /// Formats a CPU set as ranges, e.g. "0-1,4".
-fn format_cpus(cpus: &[usize]) -> String {
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    for &cpu in cpus {
+/// A CPU list the way the kernel writes it ("0-3,5").
+pub fn format_cpus(cpus: impl IntoIterator<Item = u64>) -> String {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for cpu in cpus {
         match ranges.last_mut() {
             Some((_, end)) if *end + 1 == cpu => *end = cpu,
             _ => ranges.push((cpu, cpu)),
         }
     }
-    let text = |&(start, end): &(usize, usize)| match start == end {
+    let text = |&(start, end): &(u64, u64)| match start == end {
         true => start.to_string(),
         false => format!("{start}-{end}"),
     };
@@ -262,7 +263,7 @@ pub fn pin_to_cpu(cpu: u32) -> Result<(), RunError> {
     if !allowed.contains(&(cpu as usize)) {
         return Err(RunError::CpuNotAllowed {
             cpu,
-            allowed: format_cpus(&allowed),
+            allowed: format_cpus(allowed.iter().map(|&c| c as u64)),
         });
     }
     let mut set = rustix::thread::CpuSet::new();
@@ -323,9 +324,9 @@ mod tests {
 
     #[test]
     fn cpu_ranges() {
-        assert_eq!(format_cpus(&[0, 1]), "0-1");
-        assert_eq!(format_cpus(&[0, 2, 3, 4, 7]), "0,2-4,7");
-        assert_eq!(format_cpus(&[]), "");
+        assert_eq!(format_cpus([0, 1]), "0-1");
+        assert_eq!(format_cpus([0, 2, 3, 4, 7]), "0,2-4,7");
+        assert_eq!(format_cpus([]), "");
     }
 
     #[test]

@@ -201,7 +201,10 @@ pub(super) fn check_reps(reps: i64, origin: &Origin) -> Result<u32, ConfigError>
 pub(super) fn check_cpu(cpu: i64, online: &[u32], origin: &Origin) -> Result<u32, ConfigError> {
     let fix = format!(
         "this host's online CPUs are {} (/sys/devices/system/cpu/online); give one of them (default: the last)",
-        format_cpu_list(online)
+        match online {
+            [] => "none".to_owned(),
+            _ => workload::run::format_cpus(online.iter().map(|&c| u64::from(c))),
+        }
     );
     if cpu < 0 {
         return Err(invalid(cpu.to_string(), origin, "negative CPU number", fix));
@@ -209,31 +212,6 @@ pub(super) fn check_cpu(cpu: i64, online: &[u32], origin: &Origin) -> Result<u32
     match u32::try_from(cpu) {
         Ok(c) if online.contains(&c) => Ok(c),
         _ => Err(invalid(cpu.to_string(), origin, "no such CPU online", fix)),
-    }
-}
-
-/// A CPU list the way the kernel writes it ("0-3,5").
-pub(super) fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            end += 1;
-            i += 1;
-        }
-        parts.push(if end == start {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    if parts.is_empty() {
-        "none".to_owned()
-    } else {
-        parts.join(",")
     }
 }
 
