@@ -175,10 +175,8 @@ pub(super) fn open_results(
                     m.warnings.push(w);
                 }
             }
-            m.warnings.push(format!(
-                "resumed at {}",
-                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            ));
+            m.warnings
+                .push(format!("resumed at {}", crate::hoststate::now_rfc3339()));
             m.settings_changed.extend(fresh.changes.iter().cloned());
             if m.host_look.is_none() {
                 m.host_look = fresh.host_look;
@@ -194,7 +192,7 @@ pub(super) fn open_results(
                 tool_version: env!("CARGO_PKG_VERSION").to_owned(),
                 git_revision: git_revision(),
                 status: Status::Unknown,
-                started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                started_at: crate::hoststate::now_rfc3339(),
                 ended_at: None,
                 host: fresh.host.unwrap_or(serde_json::Value::Null),
                 seed: opts.seed,
