@@ -8,7 +8,7 @@
 //! absolute_sigma=False and statsmodels' WLS), so they stay honest when the
 //! per-point variances are off by a common factor.
 
-use crate::stats::t_crit95;
+use crate::stats::{Estimate, t_crit95};
 
 /// A fitted line and its uncertainty.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -155,6 +155,21 @@ pub fn fit_line(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
     })
 }
 
+/// Ordinary least squares of `y` on `x` with an intercept ([`fit_line`]
+/// unweighted): the slope with its 95 % t interval (n - 2 df). None below
+/// three points or without spread in `x`.
+pub fn ols_slope(x: &[f64], y: &[f64]) -> Option<Estimate> {
+    let f = fit_line(x, y, None).filter(|f| f.n >= 3)?;
+    let (lo, hi) = f.slope_ci();
+    Some(Estimate {
+        value: f.slope,
+        lo,
+        hi,
+        se: f.se_slope,
+        n: f.n,
+    })
+}
+
 /// Fit y = b x through the origin (the 2014 article's form).
 pub fn fit_origin(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
     let n = x.len();
@@ -204,6 +219,21 @@ mod tests {
         assert!((f.slope - 2.0).abs() < 1e-12);
         assert!((f.intercept - 0.5).abs() < 1e-12);
         assert!((f.r2 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn slope_matches_scipy() {
+        // scipy.stats.linregress([0..5], [1, 1.9, 3.2, 3.9, 5.1, 6]): slope
+        // 1.0085714285714285, stderr 0.030948717731947004; +- t.ppf(0.975, 4).
+        let x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+        let y = [1.0, 1.9, 3.2, 3.9, 5.1, 6.0];
+        let b = ols_slope(&x, &y).unwrap();
+        assert!((b.value - 1.0085714285714285).abs() < 1e-12, "{b:?}");
+        assert!((b.se - 0.030948717731947004).abs() < 1e-12, "{b:?}");
+        assert!((b.lo - 0.922644012712416).abs() < 1e-9, "{b:?}");
+        assert!((b.hi - 1.0944988444304409).abs() < 1e-9, "{b:?}");
+        assert!(ols_slope(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]).is_none());
+        assert!(ols_slope(&[1.0, 2.0], &[1.0, 2.0]).is_none());
     }
 
     #[test]

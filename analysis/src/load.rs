@@ -89,10 +89,7 @@ impl ResultSet {
 
     /// Each run's phases (phases.csv), in phase order.
     pub fn phases_by_run(&self) -> std::collections::BTreeMap<u32, Vec<&Phase>> {
-        let mut by_run: std::collections::BTreeMap<u32, Vec<&Phase>> = Default::default();
-        for p in &self.phases {
-            by_run.entry(p.run_id).or_default().push(p);
-        }
+        let mut by_run = crate::stats::grouped(self.phases.iter().map(|p| (p.run_id, p)));
         for v in by_run.values_mut() {
             v.sort_by_key(|p| p.phase);
         }

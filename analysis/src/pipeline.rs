@@ -17,7 +17,6 @@ use crate::recommend::model::LossModel;
 use crate::recommend::recommendation::Budgeted;
 use crate::subject::profiler::ProfilerRecommendation;
 use crate::tables::build_tables;
-use crate::tables::{RunPhaseFaults, Tables};
 use crate::warnings::{Rule, Warning};
 
 /// One configuration's findings: what was measured ([`Measured`], which
@@ -48,18 +47,6 @@ impl std::ops::Deref for Findings {
 impl std::ops::DerefMut for Findings {
     fn deref_mut(&mut self) -> &mut Measured {
         &mut self.measured
-    }
-}
-
-impl Findings {
-    /// The findings of `tables` alone, every other part empty (the
-    /// pipeline fills them).
-    pub fn of_tables(tables: Tables, phase_faults: Vec<RunPhaseFaults>) -> Self {
-        let measured = Measured::of_tables(tables, phase_faults);
-        Self {
-            measured,
-            ..Self::default()
-        }
     }
 }
 
@@ -375,7 +362,10 @@ fn read_all_intervals(
 /// warning is made here, after the tables (by the `warnings` module).
 pub fn analyse_with(rs: &ResultSet, run_intervals: BTreeMap<u32, RunIntervals>) -> Findings {
     let (tables, phase_faults) = build_tables(rs, run_intervals);
-    let mut a = Findings::of_tables(tables, phase_faults);
+    let mut a = Findings {
+        measured: Measured::of_tables(tables, phase_faults),
+        ..Findings::default()
+    };
     a.quality.warnings = crate::warnings::warnings(rs, &a.measured);
     a
 }

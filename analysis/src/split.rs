@@ -41,7 +41,7 @@ use serde::Serialize;
 use crate::columns::lo_hi_se;
 use crate::error::AnalysisError;
 use crate::load::{Phase, ResultSet};
-use crate::stats::{Estimate, mean, mean_of, t_interval_of};
+use crate::stats::{Estimate, mean, mean_of, on_off_loss, t_interval_of};
 
 mod outlast;
 use outlast::{against_zero_hz, off_recovery};
@@ -135,17 +135,7 @@ pub struct SplitTable {
 
 /// A group's three parts, %: (total, in the gaps, outside them).
 fn group_parts(g: &[&SplitPhase]) -> Option<(f64, f64, f64)> {
-    let side = |on: bool, f: &dyn Fn(&SplitPhase) -> f64| -> Vec<f64> {
-        g.iter()
-            .filter(|p| p.sampling == on)
-            .map(|p| f(p))
-            .filter(|x| x.is_finite())
-            .collect()
-    };
-    let part = |f: &dyn Fn(&SplitPhase) -> f64| {
-        let (on, off) = (side(true, f), side(false, f));
-        (!on.is_empty() && !off.is_empty()).then(|| 100.0 * (1.0 - mean(&on) / mean(&off)))
-    };
+    let part = |f: &dyn Fn(&SplitPhase) -> f64| on_off_loss(g, |p| p.sampling, |p| f(p));
     let rate = |p: &SplitPhase| p.iterations as f64 / p.duration_ns as f64;
     let outside_share = |p: &SplitPhase| 1.0 - p.gap_ns as f64 / p.kept_ns as f64;
     let total = part(&rate)?;

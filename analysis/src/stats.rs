@@ -3,6 +3,8 @@
 //! else asked). The distributions are statrs's; tests/fixtures checks the
 //! results against scipy.
 
+use std::collections::BTreeMap;
+
 use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
 /// Arithmetic mean; NaN for an empty slice.
@@ -93,6 +95,22 @@ pub fn one_way_anova(groups: &[Vec<f64>]) -> Option<(f64, f64)> {
     }
     let p = FisherSnedecor::new(d1, d2).ok()?.sf(f);
     Some((f, p))
+}
+
+/// 100 (1 - mean(on) / mean(off)), %: the loss of the `items` that `is_on`
+/// picks against the others, over the finite values `f` gives each side;
+/// None where a side has none.
+pub fn on_off_loss<T>(
+    items: &[T],
+    is_on: impl Fn(&T) -> bool,
+    f: impl Fn(&T) -> f64,
+) -> Option<f64> {
+    let side = |on: bool| -> Vec<f64> {
+        let picked = items.iter().filter(|p| is_on(p) == on);
+        picked.map(&f).filter(|x| x.is_finite()).collect()
+    };
+    let (on, off) = (side(true), side(false));
+    (!on.is_empty() && !off.is_empty()).then(|| 100.0 * (1.0 - mean(&on) / mean(&off)))
 }
 
 /// Holm's step-down adjustment of `p` (same order): each p times the
@@ -195,12 +213,7 @@ impl Estimate {
 /// Mean with a t interval: mean +- t_{0.975, n-1} s / sqrt(n). With one
 /// value the interval is undefined (NaN bounds).
 pub fn t_interval(x: &[f64]) -> Estimate {
-    let n = x.len();
-    let m = mean(x);
-    if n < 2 {
-        return Estimate::point(m, n);
-    }
-    t_around(m, std_dev(x) / (n as f64).sqrt(), (n - 1) as f64, n)
+    t_mean(x, |s, n| s / n.sqrt())
 }
 
 /// [`t_interval`] of the values an iterator yields.
@@ -240,6 +253,16 @@ pub fn bisect(mut lo: f64, mut hi: f64, steps: u32, within: impl Fn(f64) -> bool
     lo
 }
 
+/// The values of `(key, value)` pairs grouped by key: keys ascending, each
+/// key's values in the order they came.
+pub fn grouped<K: Ord, V>(pairs: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K, Vec<V>> {
+    let mut m: BTreeMap<K, Vec<V>> = BTreeMap::new();
+    for (k, v) in pairs {
+        m.entry(k).or_default().push(v);
+    }
+    m
+}
+
 /// The distinct values an iterator yields, ascending.
 pub fn distinct_sorted<T: Ord>(x: impl IntoIterator<Item = T>) -> Vec<T> {
     let mut v: Vec<T> = x.into_iter().collect();
@@ -248,53 +271,25 @@ pub fn distinct_sorted<T: Ord>(x: impl IntoIterator<Item = T>) -> Vec<T> {
     v
 }
 
-/// `value` +- t(0.975, `df`) x `se`, from `n` values.
-fn t_around(value: f64, se: f64, df: f64, n: usize) -> Estimate {
-    Estimate::around(value, t_crit95(df) * se, se, n)
-}
-
 /// Mean with a 95 % **prediction** interval for one more value drawn like
 /// `x`: mean +- t_{0.975, n-1} s sqrt(1 + 1/n). Where the interval of the
 /// mean says where the average lies, this one says where the next run will
 /// land, so it covers the worst part of a drifting sweep, not only its
 /// average. `se` is s sqrt(1 + 1/n). Undefined (NaN bounds) below two values.
 pub fn t_prediction(x: &[f64]) -> Estimate {
+    t_mean(x, |s, n| s * (1.0 + 1.0 / n).sqrt())
+}
+
+/// The mean of `x` +- t(0.975, n - 1) x `se(s, n)`, s the standard
+/// deviation; undefined (NaN bounds) below two values.
+fn t_mean(x: &[f64], se: impl Fn(f64, f64) -> f64) -> Estimate {
     let n = x.len();
     let m = mean(x);
     if n < 2 {
         return Estimate::point(m, n);
     }
-    t_around(
-        m,
-        std_dev(x) * (1.0 + 1.0 / n as f64).sqrt(),
-        (n - 1) as f64,
-        n,
-    )
-}
-
-/// Ordinary least squares of `y` on `x` with an intercept: the slope with
-/// its 95 % t interval (n - 2 df). None below three points or without
-/// spread in `x`.
-pub fn ols_slope(x: &[f64], y: &[f64]) -> Option<Estimate> {
-    let n = x.len();
-    if n < 3 || y.len() != n {
-        return None;
-    }
-    let (mx, my) = (mean(x), mean(y));
-    let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
-    if sxx <= 0.0 || !sxx.is_finite() {
-        return None;
-    }
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let b = sxy / sxx;
-    let a = my - b * mx;
-    let ssr: f64 = x.iter().zip(y).map(|(u, v)| (v - a - b * u).powi(2)).sum();
-    Some(t_around(
-        b,
-        (ssr / (n - 2) as f64 / sxx).sqrt(),
-        (n - 2) as f64,
-        n,
-    ))
+    let se = se(std_dev(x), n as f64);
+    Estimate::around(m, t_crit95((n - 1) as f64) * se, se, n)
 }
 
 /// Loss in percent, 100 (1 - mean(on) / mean(off)), with a delta-method 95 %
@@ -448,17 +443,6 @@ mod tests {
         let m = t_interval(&[10.0, 12.0, 9.0, 14.0, 11.0]);
         assert!((p.half_width() / m.half_width() - 6f64.sqrt()).abs() < 1e-9);
         assert!(t_prediction(&[1.0]).lo.is_nan());
-        // scipy.stats.linregress([0..5], [1, 1.9, 3.2, 3.9, 5.1, 6]): slope
-        // 1.0085714285714285, stderr 0.030948717731947004; +- t.ppf(0.975, 4).
-        let x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
-        let y = [1.0, 1.9, 3.2, 3.9, 5.1, 6.0];
-        let b = ols_slope(&x, &y).unwrap();
-        assert!((b.value - 1.0085714285714285).abs() < 1e-12, "{b:?}");
-        assert!((b.se - 0.030948717731947004).abs() < 1e-12, "{b:?}");
-        assert!((b.lo - 0.922644012712416).abs() < 1e-9, "{b:?}");
-        assert!((b.hi - 1.0944988444304409).abs() < 1e-9, "{b:?}");
-        assert!(ols_slope(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]).is_none());
-        assert!(ols_slope(&[1.0, 2.0], &[1.0, 2.0]).is_none());
     }
 
     #[test]

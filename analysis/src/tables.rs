@@ -9,7 +9,7 @@ use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_varia
 use crate::format::distinct;
 use crate::load::intervals::RunIntervals;
 use crate::load::{Phase, ResultSet, Run};
-use crate::stats::{Estimate, mean};
+use crate::stats::{Estimate, grouped, mean, on_off_loss};
 
 mod rows;
 
@@ -112,10 +112,7 @@ impl Tables {
 }
 
 fn by_freq<'a>(runs: impl Iterator<Item = &'a Run>) -> BTreeMap<u64, Vec<&'a Run>> {
-    let mut m: BTreeMap<u64, Vec<&Run>> = BTreeMap::new();
-    for r in runs {
-        m.entry(r.freq_hz).or_default().push(r);
-    }
+    let mut m = grouped(runs.map(|r| (r.freq_hz, r)));
     for v in m.values_mut() {
         v.sort_by_key(|r| (r.rep, r.run_id));
     }
@@ -199,22 +196,11 @@ pub fn build_tables(
 /// mean off-rate within the group. Linear drift cancels within an ABBA (or
 /// BAAB) group. A group without both sampling states gives nothing.
 pub fn abba_losses(groups: &[[&Phase; 4]]) -> Vec<f64> {
+    let loss = |g: &[&Phase; 4]| on_off_loss(g, |p| p.sampling, |p| p.rate());
     groups
         .iter()
-        .filter_map(|g| {
-            let rates = |on: bool| -> Vec<f64> {
-                g.iter()
-                    .filter(|p| p.sampling == on)
-                    .map(|p| p.rate())
-                    .filter(|r| r.is_finite())
-                    .collect()
-            };
-            let (on, off) = (rates(true), rates(false));
-            if on.is_empty() || off.is_empty() {
-                return None;
-            }
-            Some(100.0 * (1.0 - mean(&on) / mean(&off))).filter(|l| l.is_finite())
-        })
+        .filter_map(loss)
+        .filter(|l| l.is_finite())
         .collect()
 }
 

@@ -3,8 +3,6 @@
 //! runs, runs that disagree, tracing that costs, missing runs), each with
 //! the runs it concerns and what to read instead.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use results_format::{Design, RunKind, RunStatus, Status};
 
 use crate::findings::Measured;
@@ -12,6 +10,7 @@ use crate::format::distinct;
 use crate::load::gaps::GapsRun;
 use crate::load::{ResultSet, Run};
 use crate::percost::PerSample;
+use crate::stats::{distinct_sorted, grouped};
 use results_format::timeline::UNMATCHED_WARN;
 
 /// Achieved rate below this fraction of the request is a warning.
@@ -58,7 +57,7 @@ fn select(runs: &[Run], f: impl Fn(&Run) -> bool) -> Vec<&Run> {
 
 /// "at 100, 4000 Hz": the distinct rates of `runs`.
 fn at_rates(runs: &[&Run]) -> String {
-    let f: BTreeSet<u64> = runs.iter().map(|r| r.freq_hz).collect();
+    let f = distinct_sorted(runs.iter().map(|r| r.freq_hz));
     let f: Vec<String> = f.iter().map(u64::to_string).collect();
     format!("at {} Hz", f.join(", "))
 }
@@ -117,13 +116,10 @@ fn incomplete(rs: &ResultSet) -> Option<Warning> {
 
 /// One warning per requested event that was replaced by another.
 fn fallbacks(runs: &[Run]) -> Vec<Warning> {
-    let mut fallbacks: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
-    for r in runs {
-        if !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event {
-            let pair = (r.requested_event.clone(), r.event.clone());
-            fallbacks.entry(pair).or_default().push(r);
-        }
-    }
+    let switched = runs.iter().filter(|r| {
+        !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event
+    });
+    let fallbacks = grouped(switched.map(|r| ((r.requested_event.clone(), r.event.clone()), r)));
     (fallbacks.iter())
         .filter_map(|((req, got), runs)| {
             let w = Warning::with_remedy(

@@ -51,10 +51,8 @@ impl Model {
                 spans: spans((r.row.loop_start_ns, r.row.loop_end_ns), r.keep_every),
             });
         }
-        let mut rates: BTreeMap<u64, Vec<BlockCosts>> = BTreeMap::new();
-        for (f, block, c) in costs.filter(|(f, _, c)| *f > 0 && !c.is_empty()) {
-            rates.entry(f).or_default().push((block, c.to_vec()));
-        }
+        let costs = costs.filter(|(f, _, c)| *f > 0 && !c.is_empty());
+        let rates = crate::stats::grouped(costs.map(|(f, block, c)| (f, (block, c.to_vec()))));
         let zero_runs = || runs.iter().filter(|r| r.row.freq_hz == 0);
         Model {
             zero,

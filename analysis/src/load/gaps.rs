@@ -242,18 +242,8 @@ fn last_rows(
     let timeline_all: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
     let recovery_all: Vec<RecoveryRow> = read_csv_rows(&rs.dir.join(RECOVERY_CSV))?;
     let n_rows = timeline_all.len();
-    let timeline: Vec<TimelineRow> = timeline_all
-        .into_iter()
-        .map(|r| (r.run_id, r))
-        .collect::<BTreeMap<_, _>>()
-        .into_values()
-        .collect();
-    let recovery: Vec<RecoveryRow> = recovery_all
-        .into_iter()
-        .map(|r| ((r.run_id, r.bin), r))
-        .collect::<BTreeMap<_, _>>()
-        .into_values()
-        .collect();
+    let timeline = last_by_key(timeline_all, |r| r.run_id);
+    let recovery = last_by_key(recovery_all, |r| (r.run_id, r.bin));
     if timeline.len() < n_rows {
         warnings.push(format!(
             "timeline.csv holds {} rows for {} runs (a resumed sweep repeated runs): the last \
@@ -263,6 +253,12 @@ fn last_rows(
         ));
     }
     Ok((timeline, recovery))
+}
+
+/// The last of the rows with the same key, by key.
+fn last_by_key<K: Ord, T>(rows: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    let by_key: BTreeMap<K, T> = rows.into_iter().map(|r| (key(&r), r)).collect();
+    by_key.into_values().collect()
 }
 
 /// Gaps run `id`, whose files could not be read (`e`), as an excluded run:
@@ -315,10 +311,7 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
         return Ok(out);
     }
     let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;
-    let mut rec_by_run: BTreeMap<u32, Vec<RecoveryRow>> = BTreeMap::new();
-    for r in &recovery {
-        rec_by_run.entry(r.run_id).or_default().push(r.clone());
-    }
+    let mut rec_by_run = crate::stats::grouped(recovery.into_iter().map(|r| (r.run_id, r)));
     let mut seen = Vec::new();
     for row in timeline {
         let id = row.run_id;

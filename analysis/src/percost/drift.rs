@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use super::{PerSampleRow, RunCost};
-use crate::stats::{Estimate, mean, ols_slope};
+use crate::fit::ols_slope;
+use crate::stats::{Estimate, grouped, mean};
 
 /// How much the cost per sample moved during the sweep: each run's total
 /// relative to the mean total at its rate, so rates compare.
@@ -66,10 +67,7 @@ pub fn cost_drift(costs: &[RunCost], rows: &[PerSampleRow]) -> Option<CostDrift>
         .map(|(c, _)| c.started_at_ns.saturating_sub(t0) as f64 / 3.6e12)
         .collect();
     let pct: Vec<f64> = rel.iter().map(|(_, v)| *v).collect();
-    let mut blocks: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-    for (c, v) in &rel {
-        blocks.entry(c.block).or_default().push(*v);
-    }
+    let blocks = grouped(rel.iter().map(|(c, v)| (c.block, *v)));
     Some(CostDrift {
         runs: rel.len(),
         span_s: hours.iter().copied().fold(0.0, f64::max) * 3600.0,

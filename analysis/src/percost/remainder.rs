@@ -59,19 +59,18 @@ impl Remainder {
                 }
             )
         };
+        let (total, in_gaps, outside) = (
+            part(&self.total_pp),
+            part(&self.in_gaps_pp),
+            part(&self.outside_gaps_pp),
+        );
         if self.total_pp.value < 0.0 {
             return format!(
-                "remainder (paired - predicted) {}: the prediction exceeds the paired loss (in gaps {}, outside every gap {}); the model is the conservative one here",
-                part(&self.total_pp),
-                part(&self.in_gaps_pp),
-                part(&self.outside_gaps_pp)
+                "remainder (paired - predicted) {total}: the prediction exceeds the paired loss (in gaps {in_gaps}, outside every gap {outside}); the model is the conservative one here"
             );
         }
         format!(
-            "remainder (paired - predicted) {}: in gaps that no sample matched {} (interruptions besides the samples' own, e.g. host work that the exits let in), outside every gap {} (the loop slower between interruptions: an after-effect beyond the horizon, a slower core, or the paired design itself)",
-            part(&self.total_pp),
-            part(&self.in_gaps_pp),
-            part(&self.outside_gaps_pp)
+            "remainder (paired - predicted) {total}: in gaps that no sample matched {in_gaps} (interruptions besides the samples' own, e.g. host work that the exits let in), outside every gap {outside} (the loop slower between interruptions: an after-effect beyond the horizon, a slower core, or the paired design itself)"
         )
     }
 }

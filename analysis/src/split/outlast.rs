@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::SplitPhase;
-use crate::stats::{Estimate, mean, t_interval, t_interval_of};
+use crate::stats::{Estimate, grouped, mean, t_interval, t_interval_of};
 
 /// Per block, 100 (1 - s / s0) of each rate's runs against the same
 /// block's 0 Hz runs, s the mean speed outside the gaps of the phases that
@@ -20,15 +20,9 @@ pub(super) fn against_zero_hz(
     pick: fn(&SplitPhase) -> bool,
 ) -> Estimate {
     let speeds = |f: u64, pick: &dyn Fn(&SplitPhase) -> bool| -> BTreeMap<u32, Vec<f64>> {
-        let mut by_block: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for p in phases.iter().filter(|p| p.freq_hz == f && pick(p)) {
-            if let Some(&b) = block_of.get(&p.run_id)
-                && p.speed_outside.is_finite()
-            {
-                by_block.entry(b).or_default().push(p.speed_outside);
-            }
-        }
-        by_block
+        let at = phases.iter().filter(|p| p.freq_hz == f && pick(p));
+        let finite = at.filter(|p| p.speed_outside.is_finite());
+        grouped(finite.filter_map(|p| Some((*block_of.get(&p.run_id)?, p.speed_outside))))
     };
     if freq_hz == 0 {
         return t_interval(&[]);
@@ -46,20 +40,13 @@ pub(super) fn against_zero_hz(
 /// phases at `freq_hz` that follow an on phase of the same run; a t
 /// interval over runs ([`super::SplitRow::off_recovery`]).
 pub(super) fn off_recovery(phases: &[SplitPhase], freq_hz: u64) -> Estimate {
-    let mut by_run: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     let at: Vec<&SplitPhase> = phases.iter().filter(|p| p.freq_hz == freq_hz).collect();
-    for w in at.windows(2) {
+    let by_run = grouped(at.windows(2).filter_map(|w| {
         let (prev, p) = (w[0], w[1]);
         let x = 100.0 * (p.speed_second / p.speed_first - 1.0);
-        if prev.run_id == p.run_id
-            && prev.phase + 1 == p.phase
-            && prev.sampling
-            && !p.sampling
-            && x.is_finite()
-        {
-            by_run.entry(p.run_id).or_default().push(x);
-        }
-    }
+        let follows = prev.run_id == p.run_id && prev.phase + 1 == p.phase;
+        (follows && prev.sampling && !p.sampling && x.is_finite()).then_some((p.run_id, x))
+    }));
     t_interval_of(by_run.values().map(|v| mean(v)))
 }
 

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use crate::columns::{lo_hi, spaced};
 use crate::load::Run;
-use crate::stats::{Estimate, mean, median, std_dev, t_interval};
+use crate::stats::{Estimate, grouped, mean, median, std_dev, t_interval};
 
 /// The modified z-score above which a run is flagged (Iglewicz and
 /// Hoaglin's 3.5).
@@ -79,15 +79,14 @@ pub fn is_command_loss_run(r: &Run) -> bool {
 
 /// The table: 0 Hz first, then each contents by rate.
 pub fn command_table(runs: &[Run]) -> Vec<CommandRow> {
-    let mut groups: BTreeMap<(u64, String), Vec<&Run>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| is_command_loss_run(r)) {
+    let groups = grouped(runs.iter().filter(|r| is_command_loss_run(r)).map(|r| {
         let sample = if r.freq_hz == 0 {
             String::new()
         } else {
             r.contents.clone()
         };
-        groups.entry((r.freq_hz, sample)).or_default().push(r);
-    }
+        ((r.freq_hz, sample), r)
+    }));
     let baseline = groups
         .get(&(0, String::new()))
         .map(|v| baseline_by_block(v))

@@ -28,7 +28,7 @@ use results_format::timeline::{TIMELINE_CSV, TimelineRow};
 use crate::columns::{lo_hi, lo_hi_unit};
 use crate::error::AnalysisError;
 use crate::load::{ResultSet, Run};
-use crate::stats::{Estimate, distinct_sorted, mean, mean_of, t_interval};
+use crate::stats::{Estimate, distinct_sorted, grouped, mean, mean_of, t_interval};
 
 /// The excess episode rate may differ from the request by this share before
 /// the report says why.
@@ -141,10 +141,8 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
         })
         .collect();
     // The 0 Hz run of each block (the mean, should a resume have added one).
-    let mut zero: BTreeMap<u32, Vec<PerSecond>> = BTreeMap::new();
-    for (r, p) in ok.iter().filter(|(r, _)| r.freq_hz == 0) {
-        zero.entry(r.block).or_default().push(*p);
-    }
+    let at_zero = ok.iter().filter(|(r, _)| r.freq_hz == 0);
+    let zero = grouped(at_zero.map(|(r, p)| (r.block, *p)));
     let zero_runs = zero.values().map(Vec::len).sum();
     let base: BTreeMap<u32, PerSecond> = zero
         .iter()

@@ -14,10 +14,7 @@ use crate::tables::RunPhaseFaults;
 /// One warning per rate with phases the controller could not keep, and one
 /// for nonsense rows; each run with its groups left out.
 pub(super) fn phases(a: &Measured) -> Vec<Warning> {
-    let mut by_freq: BTreeMap<u64, Vec<&RunPhaseFaults>> = BTreeMap::new();
-    for r in &a.phase_faults {
-        by_freq.entry(r.freq_hz).or_default().push(r);
-    }
+    let by_freq = crate::stats::grouped(a.phase_faults.iter().map(|r| (r.freq_hz, r)));
     let mut out = Vec::new();
     for (freq_hz, runs) in &by_freq {
         // The controller's faults (every recorded run has some fault or a

@@ -218,17 +218,11 @@ impl WarningRunRow {
             value: run.map(|r| r.value.clone()).unwrap_or_default(),
             warning: w.line(),
         };
-        warnings
-            .iter()
-            .flat_map(|w| {
-                let runs: Vec<Option<&RunNote>> = if w.runs.is_empty() {
-                    vec![None]
-                } else {
-                    w.runs.iter().map(Some).collect()
-                };
-                runs.into_iter().map(move |r| row(w, r))
-            })
-            .collect()
+        let rows = warnings.iter().flat_map(|w| {
+            let none = w.runs.is_empty().then_some(None);
+            w.runs.iter().map(Some).chain(none).map(move |r| row(w, r))
+        });
+        rows.collect()
     }
 }
 
