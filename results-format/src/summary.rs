@@ -94,15 +94,8 @@ macro_rules! summary_columns {
         /// that casts to the written one.
         pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<SummaryRow>> {
             let mut rows = vec![SummaryRow::default(); df.height()];
-            fill_from_frame(df, &mut rows.iter_mut().collect::<Vec<_>>())?;
-            Ok(rows)
-        }
-
-        /// [`rows_from_frame`] into rows that live elsewhere (one per row
-        /// of `df`), so a reader that wraps them builds each once.
-        pub fn fill_from_frame(df: &DataFrame, rows: &mut [&mut SummaryRow]) -> PolarsResult<()> {
             $( summary_columns!(@read $kind, stringify!($name), df, rows, $name); )*
-            Ok(())
+            Ok(rows)
         }
     };
     (@col $kind:ident, $n:expr, $rows:ident, $f:ident) => {
