@@ -204,7 +204,7 @@ fn main() -> Result<(), String> {
                 .iter()
                 .filter(|r| {
                     r.set_dir.display().to_string() == o.set_dir
-                        && analysis::fleet::pick::in_scope((&r.row).into())
+                        && analysis::fleet::pick::in_scope(&r.row)
                 })
                 .map(|r| r.row.clone())
                 .collect();

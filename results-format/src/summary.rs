@@ -94,67 +94,30 @@ macro_rules! summary_columns {
         /// that casts to the written one.
         pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<SummaryRow>> {
             let mut rows = vec![SummaryRow::default(); df.height()];
-            fill_from_frame(df, &mut rows.iter_mut().collect::<Vec<_>>())?;
+            $( summary_columns!(@read $kind, stringify!($name), df, rows, $name); )*
             Ok(rows)
         }
-
-        /// [`rows_from_frame`] into rows that live elsewhere (one per row
-        /// of `df`), so a reader that wraps them builds each once.
-        pub fn fill_from_frame(df: &DataFrame, rows: &mut [&mut SummaryRow]) -> PolarsResult<()> {
-            $( summary_columns!(@read $kind, stringify!($name), df, rows, $name); )*
-            Ok(())
-        }
     };
-    (@col I, $n:expr, $rows:ident, $f:ident) => {
-        Column::new($n.into(), $rows.iter().map(|r| r.$f).collect::<Vec<Option<i64>>>())
+    (@col $kind:ident, $n:expr, $rows:ident, $f:ident) => {
+        Column::new($n.into(), $rows.iter().map(|r| summary_columns!(@cell $kind, r.$f)).collect::<Vec<_>>())
+            .cast(&ColumnKind::$kind.dtype())?
     };
-    (@col F, $n:expr, $rows:ident, $f:ident) => {
-        Column::new($n.into(), $rows.iter().map(|r| r.$f.filter(|v| v.is_finite())).collect::<Vec<Option<f64>>>())
-    };
-    (@col B, $n:expr, $rows:ident, $f:ident) => {
-        Column::new($n.into(), $rows.iter().map(|r| r.$f).collect::<Vec<Option<bool>>>())
-    };
-    (@col S, $n:expr, $rows:ident, $f:ident) => {
-        Column::new($n.into(), $rows.iter().map(|r| r.$f.clone()).collect::<Vec<Option<String>>>())
-    };
-    (@col T, $n:expr, $rows:ident, $f:ident) => {
-        Column::new($n.into(), $rows.iter().map(|r| r.$f).collect::<Vec<Option<i64>>>())
-            .cast(&ColumnKind::T.dtype())?
-    };
-    (@read I, $n:expr, $df:ident, $rows:ident, $f:ident) => {
+    (@cell F, $v:expr) => { $v.filter(|v| v.is_finite()) };
+    (@cell S, $v:expr) => { $v.clone() };
+    (@cell $kind:ident, $v:expr) => { $v };
+    (@read $kind:ident, $n:expr, $df:ident, $rows:ident, $f:ident) => {
         if let Ok(c) = $df.column($n) {
-            let c = c.cast(&DataType::Int64)?;
-            for (row, v) in $rows.iter_mut().zip(c.i64()?.iter()) { row.$f = v; }
-        }
-    };
-    (@read T, $n:expr, $df:ident, $rows:ident, $f:ident) => {
-        if let Ok(c) = $df.column($n) {
-            let c = c.cast(&ColumnKind::T.dtype())?.cast(&DataType::Int64)?;
-            for (row, v) in $rows.iter_mut().zip(c.i64()?.iter()) { row.$f = v; }
-        }
-    };
-    (@read F, $n:expr, $df:ident, $rows:ident, $f:ident) => {
-        if let Ok(c) = $df.column($n) {
-            let c = c.cast(&DataType::Float64)?;
-            for (row, v) in $rows.iter_mut().zip(c.f64()?.iter()) {
-                row.$f = v.filter(|x| x.is_finite());
+            let c = c.cast(&ColumnKind::$kind.dtype())?;
+            for (row, v) in $rows.iter_mut().zip(summary_columns!(@values $kind, c)) {
+                row.$f = v;
             }
         }
     };
-    (@read B, $n:expr, $df:ident, $rows:ident, $f:ident) => {
-        if let Ok(c) = $df.column($n) {
-            let c = c.cast(&DataType::Boolean)?;
-            for (row, v) in $rows.iter_mut().zip(c.bool()?.iter()) { row.$f = v; }
-        }
-    };
-    (@read S, $n:expr, $df:ident, $rows:ident, $f:ident) => {
-        if let Ok(c) = $df.column($n) {
-            let c = c.cast(&DataType::String)?;
-            for (row, v) in $rows.iter_mut().zip(c.str()?.iter()) {
-                row.$f = v.map(str::to_owned);
-            }
-        }
-    };
+    (@values I, $c:ident) => { $c.i64()?.iter() };
+    (@values T, $c:ident) => { $c.cast(&DataType::Int64)?.i64()?.iter() };
+    (@values F, $c:ident) => { $c.f64()?.iter().map(|v| v.filter(|x| x.is_finite())) };
+    (@values B, $c:ident) => { $c.bool()?.iter() };
+    (@values S, $c:ident) => { $c.str()?.iter().map(|v| v.map(str::to_owned)) };
 }
 
 summary_columns! {
@@ -353,74 +316,49 @@ pub struct BudgetAnswer {
     pub resolvable: Option<bool>,
 }
 
-impl SummaryRow {
-    /// Sets the answer for the budget with stem `stem` (`0p1`, `1`, `5`).
-    pub fn set_budget(&mut self, stem: &str, a: BudgetAnswer) {
-        let (max, rate, basis, top, res) = match stem {
-            "0p1" => (
-                &mut self.budget_0p1_max_hz,
-                &mut self.budget_0p1_rate_hz,
-                &mut self.budget_0p1_basis,
-                &mut self.budget_0p1_at_highest_measured,
-                &mut self.budget_0p1_resolvable,
-            ),
-            "1" => (
-                &mut self.budget_1_max_hz,
-                &mut self.budget_1_rate_hz,
-                &mut self.budget_1_basis,
-                &mut self.budget_1_at_highest_measured,
-                &mut self.budget_1_resolvable,
-            ),
-            "5" => (
-                &mut self.budget_5_max_hz,
-                &mut self.budget_5_rate_hz,
-                &mut self.budget_5_basis,
-                &mut self.budget_5_at_highest_measured,
-                &mut self.budget_5_resolvable,
-            ),
-            _ => return,
-        };
-        *max = a.max_hz.filter(|v| v.is_finite());
-        *rate = a.rate_hz;
-        *basis = a.basis;
-        *top = a.at_highest_measured;
-        *res = a.resolvable;
-    }
+/// [`SummaryRow::set_budget`] and [`SummaryRow::budget`] over each budget's
+/// five columns, by stem.
+macro_rules! budget_columns {
+    ($($stem:literal => $max:ident $rate:ident $basis:ident $top:ident $res:ident),*) => {
+        impl SummaryRow {
+            /// Sets the answer for the budget with stem `stem` (`0p1`, `1`, `5`).
+            pub fn set_budget(&mut self, stem: &str, a: BudgetAnswer) {
+                match stem {
+                    $($stem => {
+                        self.$max = a.max_hz.filter(|v| v.is_finite());
+                        self.$rate = a.rate_hz;
+                        self.$basis = a.basis;
+                        self.$top = a.at_highest_measured;
+                        self.$res = a.resolvable;
+                    })*
+                    _ => {}
+                }
+            }
 
-    /// The answer for the budget with stem `stem`.
-    pub fn budget(&self, stem: &str) -> BudgetAnswer {
-        let (max_hz, rate_hz, basis, at_highest_measured, resolvable) = match stem {
-            "0p1" => (
-                self.budget_0p1_max_hz,
-                self.budget_0p1_rate_hz,
-                &self.budget_0p1_basis,
-                self.budget_0p1_at_highest_measured,
-                self.budget_0p1_resolvable,
-            ),
-            "1" => (
-                self.budget_1_max_hz,
-                self.budget_1_rate_hz,
-                &self.budget_1_basis,
-                self.budget_1_at_highest_measured,
-                self.budget_1_resolvable,
-            ),
-            "5" => (
-                self.budget_5_max_hz,
-                self.budget_5_rate_hz,
-                &self.budget_5_basis,
-                self.budget_5_at_highest_measured,
-                self.budget_5_resolvable,
-            ),
-            _ => return BudgetAnswer::default(),
-        };
-        BudgetAnswer {
-            max_hz,
-            rate_hz,
-            basis: basis.clone(),
-            at_highest_measured,
-            resolvable,
+            /// The answer for the budget with stem `stem`.
+            pub fn budget(&self, stem: &str) -> BudgetAnswer {
+                match stem {
+                    $($stem => BudgetAnswer {
+                        max_hz: self.$max,
+                        rate_hz: self.$rate,
+                        basis: self.$basis.clone(),
+                        at_highest_measured: self.$top,
+                        resolvable: self.$res,
+                    },)*
+                    _ => BudgetAnswer::default(),
+                }
+            }
         }
-    }
+    };
+}
+
+budget_columns! {
+    "0p1" => budget_0p1_max_hz budget_0p1_rate_hz budget_0p1_basis
+        budget_0p1_at_highest_measured budget_0p1_resolvable,
+    "1" => budget_1_max_hz budget_1_rate_hz budget_1_basis
+        budget_1_at_highest_measured budget_1_resolvable,
+    "5" => budget_5_max_hz budget_5_rate_hz budget_5_basis
+        budget_5_at_highest_measured budget_5_resolvable
 }
 
 /// The schema written, for a scan that reads many files as one table.
@@ -455,7 +393,7 @@ pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), FormatError
 
 mod day_table;
 pub use day_table::write_day_table;
-pub use day_table::{DAY_TABLE, DAY_TABLE_KEYS, DayRow, read_day_frame, read_day_table};
+pub use day_table::{DAY_TABLE, DAY_TABLE_KEYS, DayRow, day_rows, read_day_frame, read_day_table};
 
 /// Why a summary is not read.
 #[derive(Debug, thiserror::Error)]
