@@ -1,6 +1,6 @@
 //! The fleet's figures: every host's cost per sample by class, and with
-//! `--all` each class over time; and the series and levels `analysis
-//! history`'s figure is drawn with too.
+//! `--all` each class over time; and the levels `analysis history`'s
+//! figure is drawn with too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,24 +12,6 @@ use super::classes::{label, quantile};
 use crate::error::AnalysisError;
 use crate::plot::{Axes, FitLine, PointSeries};
 use crate::stats::distinct_sorted;
-
-/// A series of points `[x, y, y_lo, y_hi]`.
-pub fn series(label: String, points: impl IntoIterator<Item = [f64; 4]>) -> PointSeries {
-    let (mut x, mut y, mut y_lo, mut y_hi) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for p in points {
-        x.push(p[0]);
-        y.push(p[1]);
-        y_lo.push(p[2]);
-        y_hi.push(p[3]);
-    }
-    PointSeries {
-        label,
-        x,
-        y,
-        y_lo,
-        y_hi,
-    }
-}
 
 /// A labelled horizontal line at `y`.
 pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
@@ -110,7 +92,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
                 c[2] / 1000.0,
             ]
         });
-        let s = series(format!("{} ({})", c.class, c.hosts), points);
+        let s = PointSeries::with_bars(format!("{} ({})", c.class, c.hosts), points);
         x += costs.len() as f64 + 1.0;
         if !s.x.is_empty() {
             all.push(s);
@@ -176,7 +158,7 @@ fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
             let median = quantile(&v, 0.5).unwrap_or(f64::NAN);
             Some([x, median / 1000.0, v[0] / 1000.0, v[v.len() - 1] / 1000.0])
         });
-        let s = series(c.class.clone(), points);
+        let s = PointSeries::with_bars(c.class.clone(), points);
         if !s.x.is_empty() {
             all.push(s);
         }

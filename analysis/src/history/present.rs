@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::{History, Period};
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
-use crate::fleet::figures::{draw, level, series};
+use crate::fleet::figures::{draw, level};
+use crate::plot::PointSeries;
 
 fn us(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{:.1}", x / 1000.0))
@@ -152,7 +153,7 @@ fn figure(out: &Path, h: &History) -> Result<Vec<PathBuf>, AnalysisError> {
         let (lo, hi) = (c.cost_lo_ns.unwrap_or(y), c.cost_hi_ns.unwrap_or(y));
         Some([x, y / 1000.0, lo / 1000.0, hi / 1000.0])
     });
-    let s = series(
+    let s = PointSeries::with_bars(
         format!("cost per sample at {} Hz (95 % CI)", h.rate_hz),
         points,
     );
