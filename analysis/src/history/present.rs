@@ -36,8 +36,8 @@ pub fn answer_box(h: &History) -> Vec<String> {
     let w = word(h.period);
     let budget = (h.budget_pct).map_or_else(|| "no budget".into(), |b| format!("{b} %"));
     let (host, rate, subject) = (h.hostname.as_deref().unwrap_or("?"), h.rate_hz, &h.subject);
-    let (checks, span, n) = (h.checks.len(), h.span_hours, h.periods.len());
-    let s = if n == 1 { "" } else { "s" };
+    let (checks, span) = (h.checks.len(), h.span_hours);
+    let periods = crate::format::plural(h.periods.len(), w);
     let (every, every_set) = (hz(h.held_every_hz), set_hz(h.held_every_hz));
     let (p95, p95_set) = (hz(h.held_95_hz), set_hz(h.held_95_hz));
     let (median, lo, hi) = (us(h.median_cost_ns), us(h.cost_min_ns), us(h.cost_max_ns));
@@ -52,7 +52,7 @@ pub fn answer_box(h: &History) -> Vec<String> {
     };
     let mut lines = vec![
         format!(
-            "History of {host} at {rate} Hz, {subject}: {checks} checks over {span:.1} h, {n} {w}{s}; budget {budget}"
+            "History of {host} at {rate} Hz, {subject}: {checks} checks over {span:.1} h, {periods}; budget {budget}"
         ),
         format!(
             "  held on every {w} measured: {every} (set {every_set}); on 95 % of {w}s: {p95} (set {p95_set})"
