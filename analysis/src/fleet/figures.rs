@@ -10,7 +10,7 @@ use results_format::summary::SUMMARY_BUDGETS;
 use super::Fleet;
 use super::classes::{label, quantile};
 use crate::error::AnalysisError;
-use crate::plot::{Axes, FitLine, PointSeries};
+use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
 use crate::stats::distinct_sorted;
 
 /// A labelled horizontal line at `y`.
@@ -26,22 +26,11 @@ pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
     }
 }
 
-/// Draws `series` and `lines` against a linear x axis into `stem`.svg/png.
-pub fn draw(
-    stem: &Path,
-    title: &str,
-    axis_labels: (&str, &str),
-    (series, lines): (&[PointSeries], &[FitLine]),
-    (log_y, y_include): (bool, Option<f64>),
-) -> Result<Vec<PathBuf>, AnalysisError> {
-    let axes = Axes {
-        log_x: false,
-        log_y,
-        y_include,
-    };
-    crate::plot::plot_vs_freq(title, axis_labels, series, lines, axes, stem)
-        .map_err(AnalysisError::from)
-}
+/// The fleet figures' axes: hosts or days against the cost, log.
+const LOG_Y: Axes = Axes {
+    log_y: true,
+    ..Axes::LINEAR
+};
 
 /// Draws the fleet's figures into `out`; returns the SVGs' file names (a
 /// figure that cannot be drawn is logged and left out).
@@ -117,7 +106,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
     };
     let labels = (x_label.as_str(), "cost per sample, us (95 % CI)");
     let stem = out.join("fleet_cost_per_sample");
-    draw(&stem, &title, labels, (&all, &lines), (true, None))
+    plot_vs_freq(&title, labels, &all, &lines, LOG_Y, &stem).map_err(AnalysisError::from)
 }
 
 /// The most hosts of one class the first figure draws: beyond it, hosts
@@ -169,13 +158,8 @@ fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
         x_label.as_str(),
         "cost per sample, us (median; bars: min to max host)",
     );
-    draw(
-        &out.join("fleet_over_time"),
-        &title,
-        labels,
-        (&all, &[]),
-        (true, None),
-    )
+    let stem = out.join("fleet_over_time");
+    plot_vs_freq(&title, labels, &all, &[], LOG_Y, &stem).map_err(AnalysisError::from)
 }
 
 fn day_number(d: &str) -> Option<i64> {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::{History, Period};
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
-use crate::fleet::figures::{draw, level};
-use crate::plot::PointSeries;
+use crate::fleet::figures::level;
+use crate::plot::{Axes, PointSeries, plot_vs_freq};
 
 fn us(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{:.1}", x / 1000.0))
@@ -175,5 +175,9 @@ fn figure(out: &Path, h: &History) -> Result<Vec<PathBuf>, AnalysisError> {
     let labels = (x_label.as_str(), "cost per sample, us (95 % CI)");
     let title = format!("Cost per sample per check, {host}");
     let stem = out.join("history_cost");
-    draw(&stem, &title, labels, (&[s], &lines), (false, Some(0.0)))
+    let axes = Axes {
+        y_include: Some(0.0),
+        ..Axes::LINEAR
+    };
+    plot_vs_freq(&title, labels, &[s], &lines, axes, &stem).map_err(AnalysisError::from)
 }
