@@ -56,12 +56,15 @@ impl Column {
     /// sample gives (rate x cost, the gaps design's model: what the answer
     /// box shows as the loss where it exists) and what one sample costs
     /// the application, ns; for a profiler its throughput loss, its excess
-    /// gap time and the cost of one interruption.
-    fn at(&self, f: u64) -> [Option<Estimate>; 3] {
+    /// gap time and the cost of one interruption; then the handler's
+    /// utilisation.
+    fn at(&self, f: u64) -> [Option<Estimate>; 4] {
+        let util = self.a.tables.util.iter().find(|r| r.freq_hz == f);
+        let util = util.map(|r| r.util_pct);
         if let Some(t) = &self.a.subject.profiler {
             let r = t.rows.iter().find(|r| r.freq_hz == f);
             let (loss, gap) = (r.map(|r| r.throughput_loss_pct), r.map(|r| r.gap_loss_pct));
-            return [loss, gap, r.map(|r| r.cost_per_interruption_ns)];
+            return [loss, gap, r.map(|r| r.cost_per_interruption_ns), util];
         }
         let loss = self
             .a
@@ -75,6 +78,7 @@ impl Column {
             loss.map(LossRow::trusted),
             row.map(|r| r.predicted_loss_pct),
             row.map(|r| r.total_ns),
+            util,
         ]
     }
 
@@ -198,13 +202,6 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
         let cell = |c: &Column| c.at(f)[i].map_or(String::new(), |e| fmt_est(&e, d));
         cols.iter().map(cell).collect()
     };
-    let util = |f: u64| -> Vec<String> {
-        let cell = |c: &Column| {
-            let r = c.a.tables.util.iter().find(|r| r.freq_hz == f);
-            r.map_or(String::new(), |r| fmt_est(&r.util_pct, 4))
-        };
-        cols.iter().map(cell).collect()
-    };
     let rows =
         |name: &str, cells: &dyn Fn(u64) -> Vec<String>, reference: &dyn Fn(u64) -> String| {
             let name = |f: u64| name.replace("{f}", &f.to_string());
@@ -216,7 +213,9 @@ fn per_freq_rows(cols: &[Column], reference: &Reference) -> Vec<Vec<String>> {
     [
         rows("cost per sample ns at {f} Hz", &|f| at(2, f, 0), &none),
         rows(predicted, &|f| at(1, f, 3), &none),
-        rows("util % at {f} Hz", &util, &|f| opt(reference.util_at(f), 4)),
+        rows("util % at {f} Hz", &|f| at(3, f, 4), &|f| {
+            opt(reference.util_at(f), 4)
+        }),
         rows("throughput loss % at {f} Hz", &|f| at(0, f, 3), &|f| {
             opt(reference.loss_at(f), 2)
         }),

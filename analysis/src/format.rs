@@ -6,13 +6,6 @@ use std::fmt::Write as _;
 
 use crate::stats::Estimate;
 
-/// A markdown table's header line and its separator (one `---` a column).
-pub(crate) fn table_head(s: &mut String, header: &str) {
-    let columns = header.matches('|').count().saturating_sub(1);
-    let _ = writeln!(s, "{header}");
-    let _ = writeln!(s, "|{}", "---|".repeat(columns));
-}
-
 /// Each of `lines` on a line of its own after `lead` (`- `: a list).
 pub(crate) fn lines_after<T: std::fmt::Display>(
     s: &mut String,
@@ -41,14 +34,6 @@ pub fn fmt_est(e: &Estimate, d: usize) -> String {
     } else {
         format!("{:.d$}", e.value)
     }
-}
-
-/// The distinct non-empty strings of `it`, sorted.
-pub(crate) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
-    let mut v: Vec<String> = it.filter(|s| !s.is_empty()).collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 /// `n` and `word`, with an `s` unless one: `1 run`, `3 runs`.

@@ -26,10 +26,10 @@ mod paired;
 mod ticks;
 mod vs_freq;
 
-use durations::*;
-use paired::*;
+pub use durations::*;
+pub use paired::*;
 use ticks::*;
-use vs_freq::*;
+pub use vs_freq::*;
 
 /// Size of every PNG (and of the SVG canvas), in pixels.
 pub const PNG_SIZE: (u32, u32) = (1000, 650);
@@ -88,6 +88,18 @@ impl PointSeries {
             y_lo,
             y_hi,
         }
+    }
+
+    /// Points `[x, y, y_lo, y_hi]`, each with its error bar.
+    pub fn with_bars(label: impl Into<String>, pts: impl IntoIterator<Item = [f64; 4]>) -> Self {
+        let mut s = Self::new(label, []);
+        for [x, y, lo, hi] in pts {
+            s.x.push(x);
+            s.y.push(y);
+            s.y_lo.push(lo);
+            s.y_hi.push(hi);
+        }
+        s
     }
 }
 
@@ -158,52 +170,6 @@ impl Axes {
         log_y: true,
         ..Axes::LOG_X
     };
-}
-
-/// Plot measured series against frequency, with fitted lines and their
-/// confidence bands. Writes `out_stem.svg` and `out_stem.png` and returns
-/// both paths (SVG first).
-///
-/// With `axes.log_x`, points with x <= 0 cannot be shown: they are skipped with a
-/// warning and a note under the title. Non-finite values are an error.
-pub fn plot_vs_freq(
-    title: &str,
-    (x_label, y_label): (&str, &str),
-    series: &[PointSeries],
-    fits: &[FitLine],
-    axes: Axes,
-    out_stem: &Path,
-) -> Result<Vec<PathBuf>, PlotError> {
-    let fig = VsFreq::prepare(title, (x_label, y_label), series, fits, axes, out_stem)?;
-    render(&fig, out_stem)
-}
-
-/// Plot the distribution of handler durations (ns), one outline histogram
-/// per group (label, values), each normalised to percent of its own runs so
-/// groups of different sizes compare. The x axis ends at the largest
-/// per-group 99.5th percentile; how many values lie beyond is stated under
-/// the title. Binning is a single O(n) pass per group (plus an O(n)
-/// selection for the percentiles), so millions of values are cheap.
-pub fn plot_durations(
-    title: &str,
-    groups: &[(String, Vec<f64>)],
-    out_stem: &Path,
-) -> Result<Vec<PathBuf>, PlotError> {
-    let fig = Durations::prepare(title, groups, out_stem)?;
-    render(&fig, out_stem)
-}
-
-/// Plot loop rate over time for paired runs, sampling-on phases as filled
-/// circles and sampling-off phases as open squares, each kind joined by its
-/// own line: drift moves both lines together, the gap between them is the
-/// sampling cost.
-pub fn plot_paired(
-    title: &str,
-    traces: &[PairedTrace],
-    out_stem: &Path,
-) -> Result<Vec<PathBuf>, PlotError> {
-    let fig = Paired::prepare(title, traces, out_stem)?;
-    render(&fig, out_stem)
 }
 
 // ---------------------------------------------------------------- rendering
@@ -525,10 +491,16 @@ fn frac(v: f64, lo: f64, hi: f64) -> f64 {
     if hi > lo { (v - lo) / (hi - lo) } else { 0.5 }
 }
 
+/// The legend of `entries` rows, in the corner of the plot that covers
+/// the fewest of `points` (fractions of the plot, as [`legend_corner`]
+/// takes them).
 fn legend_style<'a, 'b, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
     chart: &'b mut ChartContext<'a, DB, CT>,
-    pos: SeriesLabelPosition,
+    points: &[(f64, f64)],
+    entries: usize,
 ) -> DrawResult<DB> {
+    let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
+    let pos = legend_corner(points, legend_h_frac(entries, plot_h));
     chart
         .configure_series_labels()
         .position(pos)

@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use results_format::{Design, RunKind};
 
 use crate::fit::{LineFit, fit_line, fit_origin, fit_rate_khz, weights_from_variances};
-use crate::format::distinct;
 use crate::load::intervals::RunIntervals;
 use crate::load::{Phase, ResultSet, Run};
-use crate::stats::{Estimate, grouped, mean, on_off_loss};
+use crate::stats::{Estimate, distinct_sorted, grouped, mean, on_off_loss};
 
 mod rows;
 
@@ -172,6 +171,8 @@ pub fn build_tables(
     phase_faults.extend(split_faults);
     loss.sort_by_key(|a| (a.freq_hz, a.design));
 
+    let events = rs.runs.iter().map(|r| r.event.clone());
+    let scopes = rs.runs.iter().map(|r| r.scope.to_string());
     let mut tables = Tables {
         util,
         loss,
@@ -180,8 +181,8 @@ pub fn build_tables(
         durations,
         paired,
         run_intervals,
-        events: distinct(rs.runs.iter().map(|r| r.event.clone())),
-        scopes: distinct(rs.runs.iter().map(|r| r.scope.to_string())),
+        events: distinct_sorted(events.filter(|e| !e.is_empty())),
+        scopes: distinct_sorted(scopes.filter(|s| !s.is_empty())),
     };
 
     // Tracing cost: util runs' loop rates against the loss baseline.

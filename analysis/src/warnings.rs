@@ -6,7 +6,6 @@
 use results_format::{Design, RunKind, RunStatus, Status};
 
 use crate::findings::Measured;
-use crate::format::distinct;
 use crate::load::gaps::GapsRun;
 use crate::load::{ResultSet, Run};
 use crate::percost::PerSample;
@@ -135,7 +134,11 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
 /// Failed runs, each with its error. No remedy: they are left out.
 fn failed(runs: &[Run]) -> Option<Warning> {
     let failed = select(runs, |r| !r.ok() && r.status != RunStatus::Excluded);
-    let reasons = distinct(failed.iter().map(|r| r.error.clone()));
+    let reasons = failed
+        .iter()
+        .map(|r| r.error.clone())
+        .filter(|e| !e.is_empty());
+    let reasons = crate::stats::distinct_sorted(reasons);
     let w = Warning::new(
         Rule::Failed,
         format!(

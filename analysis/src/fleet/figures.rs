@@ -1,6 +1,6 @@
 //! The fleet's figures: every host's cost per sample by class, and with
-//! `--all` each class over time; and the series and levels `analysis
-//! history`'s figure is drawn with too.
+//! `--all` each class over time; and the levels `analysis history`'s
+//! figure is drawn with too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,26 +10,8 @@ use results_format::summary::SUMMARY_BUDGETS;
 use super::Fleet;
 use super::classes::{label, quantile};
 use crate::error::AnalysisError;
-use crate::plot::{Axes, FitLine, PointSeries};
+use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
 use crate::stats::distinct_sorted;
-
-/// A series of points `[x, y, y_lo, y_hi]`.
-pub fn series(label: String, points: impl IntoIterator<Item = [f64; 4]>) -> PointSeries {
-    let (mut x, mut y, mut y_lo, mut y_hi) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for p in points {
-        x.push(p[0]);
-        y.push(p[1]);
-        y_lo.push(p[2]);
-        y_hi.push(p[3]);
-    }
-    PointSeries {
-        label,
-        x,
-        y,
-        y_lo,
-        y_hi,
-    }
-}
 
 /// A labelled horizontal line at `y`.
 pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
@@ -44,22 +26,11 @@ pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
     }
 }
 
-/// Draws `series` and `lines` against a linear x axis into `stem`.svg/png.
-pub fn draw(
-    stem: &Path,
-    title: &str,
-    axis_labels: (&str, &str),
-    (series, lines): (&[PointSeries], &[FitLine]),
-    (log_y, y_include): (bool, Option<f64>),
-) -> Result<Vec<PathBuf>, AnalysisError> {
-    let axes = Axes {
-        log_x: false,
-        log_y,
-        y_include,
-    };
-    crate::plot::plot_vs_freq(title, axis_labels, series, lines, axes, stem)
-        .map_err(AnalysisError::from)
-}
+/// The fleet figures' axes: hosts or days against the cost, log.
+const LOG_Y: Axes = Axes {
+    log_y: true,
+    ..Axes::LINEAR
+};
 
 /// Draws the fleet's figures into `out`; returns the SVGs' file names (a
 /// figure that cannot be drawn is logged and left out).
@@ -110,7 +81,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
                 c[2] / 1000.0,
             ]
         });
-        let s = series(format!("{} ({})", c.class, c.hosts), points);
+        let s = PointSeries::with_bars(format!("{} ({})", c.class, c.hosts), points);
         x += costs.len() as f64 + 1.0;
         if !s.x.is_empty() {
             all.push(s);
@@ -135,7 +106,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
     };
     let labels = (x_label.as_str(), "cost per sample, us (95 % CI)");
     let stem = out.join("fleet_cost_per_sample");
-    draw(&stem, &title, labels, (&all, &lines), (true, None))
+    plot_vs_freq(&title, labels, &all, &lines, LOG_Y, &stem).map_err(AnalysisError::from)
 }
 
 /// The most hosts of one class the first figure draws: beyond it, hosts
@@ -176,7 +147,7 @@ fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
             let median = quantile(&v, 0.5).unwrap_or(f64::NAN);
             Some([x, median / 1000.0, v[0] / 1000.0, v[v.len() - 1] / 1000.0])
         });
-        let s = series(c.class.clone(), points);
+        let s = PointSeries::with_bars(c.class.clone(), points);
         if !s.x.is_empty() {
             all.push(s);
         }
@@ -187,13 +158,8 @@ fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
         x_label.as_str(),
         "cost per sample, us (median; bars: min to max host)",
     );
-    draw(
-        &out.join("fleet_over_time"),
-        &title,
-        labels,
-        (&all, &[]),
-        (true, None),
-    )
+    let stem = out.join("fleet_over_time");
+    plot_vs_freq(&title, labels, &all, &[], LOG_Y, &stem).map_err(AnalysisError::from)
 }
 
 fn day_number(d: &str) -> Option<i64> {

@@ -13,6 +13,7 @@ use super::hosts::HostObs;
 use super::tables;
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
+use crate::format::plural;
 use crate::percost::predicted_loss_pct;
 
 fn us(ns: f64) -> String {
@@ -98,14 +99,12 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
         predicted_loss_pct(f.opts.rate_hz, c.cost_median_ns)
     ));
     for cl in &f.classes {
-        let s = |n: usize| if n == 1 { "" } else { "s" };
         let hosts = match cl.hosts == cl.distinct_hosts {
-            true => format!("{} host{}", cl.hosts, s(cl.hosts)),
+            true => plural(cl.hosts, "host"),
             false => format!(
-                "{} host-dates of {} host{}",
+                "{} host-dates of {}",
                 cl.hosts,
-                cl.distinct_hosts,
-                s(cl.distinct_hosts)
+                plural(cl.distinct_hosts, "host")
             ),
         };
         let single = if cl.single {

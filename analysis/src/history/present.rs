@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::{History, Period};
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
-use crate::fleet::figures::{draw, level, series};
+use crate::fleet::figures::level;
+use crate::plot::{Axes, PointSeries, plot_vs_freq};
 
 fn us(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{:.1}", x / 1000.0))
@@ -35,8 +36,8 @@ pub fn answer_box(h: &History) -> Vec<String> {
     let w = word(h.period);
     let budget = (h.budget_pct).map_or_else(|| "no budget".into(), |b| format!("{b} %"));
     let (host, rate, subject) = (h.hostname.as_deref().unwrap_or("?"), h.rate_hz, &h.subject);
-    let (checks, span, n) = (h.checks.len(), h.span_hours, h.periods.len());
-    let s = if n == 1 { "" } else { "s" };
+    let (checks, span) = (h.checks.len(), h.span_hours);
+    let periods = crate::format::plural(h.periods.len(), w);
     let (every, every_set) = (hz(h.held_every_hz), set_hz(h.held_every_hz));
     let (p95, p95_set) = (hz(h.held_95_hz), set_hz(h.held_95_hz));
     let (median, lo, hi) = (us(h.median_cost_ns), us(h.cost_min_ns), us(h.cost_max_ns));
@@ -51,7 +52,7 @@ pub fn answer_box(h: &History) -> Vec<String> {
     };
     let mut lines = vec![
         format!(
-            "History of {host} at {rate} Hz, {subject}: {checks} checks over {span:.1} h, {n} {w}{s}; budget {budget}"
+            "History of {host} at {rate} Hz, {subject}: {checks} checks over {span:.1} h, {periods}; budget {budget}"
         ),
         format!(
             "  held on every {w} measured: {every} (set {every_set}); on 95 % of {w}s: {p95} (set {p95_set})"
@@ -152,7 +153,7 @@ fn figure(out: &Path, h: &History) -> Result<Vec<PathBuf>, AnalysisError> {
         let (lo, hi) = (c.cost_lo_ns.unwrap_or(y), c.cost_hi_ns.unwrap_or(y));
         Some([x, y / 1000.0, lo / 1000.0, hi / 1000.0])
     });
-    let s = series(
+    let s = PointSeries::with_bars(
         format!("cost per sample at {} Hz (95 % CI)", h.rate_hz),
         points,
     );
@@ -174,5 +175,9 @@ fn figure(out: &Path, h: &History) -> Result<Vec<PathBuf>, AnalysisError> {
     let labels = (x_label.as_str(), "cost per sample, us (95 % CI)");
     let title = format!("Cost per sample per check, {host}");
     let stem = out.join("history_cost");
-    draw(&stem, &title, labels, (&[s], &lines), (false, Some(0.0)))
+    let axes = Axes {
+        y_include: Some(0.0),
+        ..Axes::LINEAR
+    };
+    plot_vs_freq(&title, labels, &[s], &lines, axes, &stem).map_err(AnalysisError::from)
 }

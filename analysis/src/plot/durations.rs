@@ -1,14 +1,14 @@
 //! The handler-duration histograms.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::ticks::{TickFmt, nice_step};
 use super::{
-    DrawResult, Figure, PALETTE, PlotError, check_finite, frac, framed_chart, header,
-    legend_corner, legend_h_frac, legend_line, legend_style,
+    DrawResult, Figure, PALETTE, PlotError, check_finite, frac, framed_chart, header, legend_line,
+    legend_style, render,
 };
 
 pub(super) struct Hist {
@@ -199,47 +199,55 @@ impl Bins {
     }
 }
 
-impl Durations {
-    /// Check the groups, bin them over a shared x range and write the notes.
-    pub(super) fn prepare(
-        title: &str,
-        groups: &[(String, Vec<f64>)],
-        file: &Path,
-    ) -> Result<Self, PlotError> {
-        if groups.is_empty() {
-            return Err(PlotError::NoData {
-                file: file.to_path_buf(),
-                detail: "no duration groups were given".to_string(),
-            });
-        }
-        let kept = checked_groups(groups, file)?;
-        if kept.is_empty() {
-            return Err(PlotError::NoData {
-                file: file.to_path_buf(),
-                detail: format!("all {} duration groups are empty", groups.len()),
-            });
-        }
-        let bins = Bins::new(&kept);
-        let mut hists = Vec::new();
-        let (mut beyond_total, mut total) = (0usize, 0usize);
-        let mut y_max: f64 = 0.0;
-        for g in &kept {
-            let (hist, beyond) = bins.hist(g);
-            y_max = hist.pct.iter().copied().fold(y_max, f64::max);
-            beyond_total += beyond;
-            total += g.values.len();
-            hists.push(hist);
-        }
-        Ok(Self {
-            title: title.to_string(),
-            hists,
-            lo: bins.lo,
-            width: bins.width,
-            y_max: if y_max > 0.0 { y_max * 1.12 } else { 1.0 },
-            notes: bins.notes(beyond_total, total),
-        })
+/// Plot the distribution of handler durations (ns), one outline histogram
+/// per group (label, values), each normalised to percent of its own runs so
+/// groups of different sizes compare. The x axis ends at the largest
+/// per-group 99.5th percentile; how many values lie beyond is stated under
+/// the title. Binning is a single O(n) pass per group (plus an O(n)
+/// selection for the percentiles), so millions of values are cheap.
+///
+/// Check the groups, bin them over a shared x range and write the notes.
+pub fn plot_durations(
+    title: &str,
+    groups: &[(String, Vec<f64>)],
+    file: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    if groups.is_empty() {
+        return Err(PlotError::NoData {
+            file: file.to_path_buf(),
+            detail: "no duration groups were given".to_string(),
+        });
     }
+    let kept = checked_groups(groups, file)?;
+    if kept.is_empty() {
+        return Err(PlotError::NoData {
+            file: file.to_path_buf(),
+            detail: format!("all {} duration groups are empty", groups.len()),
+        });
+    }
+    let bins = Bins::new(&kept);
+    let mut hists = Vec::new();
+    let (mut beyond_total, mut total) = (0usize, 0usize);
+    let mut y_max: f64 = 0.0;
+    for g in &kept {
+        let (hist, beyond) = bins.hist(g);
+        y_max = hist.pct.iter().copied().fold(y_max, f64::max);
+        beyond_total += beyond;
+        total += g.values.len();
+        hists.push(hist);
+    }
+    let fig = Durations {
+        title: title.to_string(),
+        hists,
+        lo: bins.lo,
+        width: bins.width,
+        y_max: if y_max > 0.0 { y_max * 1.12 } else { 1.0 },
+        notes: bins.notes(beyond_total, total),
+    };
+    render(&fig, file)
+}
 
+impl Durations {
     fn hi(&self) -> f64 {
         self.lo + self.width * self.hists.first().map_or(1, |h| h.pct.len()) as f64
     }
@@ -278,9 +286,7 @@ impl Figure for Durations {
                 .label(h.label.clone())
                 .legend(legend_line(colour.stroke_width(2)));
         }
-        let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
-        let pos = legend_corner(&legend_points, legend_h_frac(self.hists.len(), plot_h));
-        legend_style(&mut chart, pos)
+        legend_style(&mut chart, &legend_points, self.hists.len())
     }
 }
 

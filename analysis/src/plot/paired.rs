@@ -1,6 +1,6 @@
 //! The paired design's loop rate per phase over time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use super::ticks::TickFmt;
 use super::{
     Chart, DrawResult, Extent, Figure, PALETTE, PairedTrace, PlotError, check_finite, check_len,
-    frac, framed_chart, header, legend_corner, legend_h_frac, legend_line, legend_style,
+    frac, framed_chart, header, legend_h_frac, legend_line, legend_style, render,
 };
 
 pub(super) struct Paired {
@@ -19,70 +19,75 @@ pub(super) struct Paired {
     y: (f64, f64),
 }
 
-impl Paired {
-    pub(super) fn prepare(
-        title: &str,
-        traces: &[PairedTrace],
-        file: &Path,
-    ) -> Result<Self, PlotError> {
-        let mut xe = Extent::empty();
-        let mut ye = Extent::empty();
-        let mut kept = Vec::new();
-        for t in traces {
-            let what = |field: &str| format!("trace '{}' {field}", t.label);
-            let n = t.t_s.len();
-            check_len(file, &what("rate"), ("rate", t.rate.len()), ("t_s", n))?;
-            check_len(
-                file,
-                &what("sampling"),
-                ("sampling", t.sampling.len()),
-                ("t_s", n),
-            )?;
-            check_finite(file, &what("t_s"), &t.t_s)?;
-            check_finite(file, &what("rate"), &t.rate)?;
-            if n == 0 {
-                tracing::warn!(trace = %t.label, plot = %file.display(), "paired trace has no phases; left out of the plot");
-                continue;
-            }
-            t.t_s.iter().for_each(|&v| xe.add(v));
-            t.rate.iter().for_each(|&v| ye.add(v));
-            kept.push(t.clone());
+/// Plot loop rate over time for paired runs, sampling-on phases as filled
+/// circles and sampling-off phases as open squares, each kind joined by its
+/// own line: drift moves both lines together, the gap between them is the
+/// sampling cost.
+pub fn plot_paired(
+    title: &str,
+    traces: &[PairedTrace],
+    file: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    let mut xe = Extent::empty();
+    let mut ye = Extent::empty();
+    let mut kept = Vec::new();
+    for t in traces {
+        let what = |field: &str| format!("trace '{}' {field}", t.label);
+        let n = t.t_s.len();
+        check_len(file, &what("rate"), ("rate", t.rate.len()), ("t_s", n))?;
+        check_len(
+            file,
+            &what("sampling"),
+            ("sampling", t.sampling.len()),
+            ("t_s", n),
+        )?;
+        check_finite(file, &what("t_s"), &t.t_s)?;
+        check_finite(file, &what("rate"), &t.rate)?;
+        if n == 0 {
+            tracing::warn!(trace = %t.label, plot = %file.display(), "paired trace has no phases; left out of the plot");
+            continue;
         }
-        if kept.is_empty() {
-            return Err(PlotError::NoData {
-                file: file.to_path_buf(),
-                detail: if traces.is_empty() {
-                    "no paired traces were given".to_string()
-                } else {
-                    format!("all {} paired traces have no phases", traces.len())
-                },
-            });
-        }
-        // Pad both sides even below t = 0, so a phase at the run's start is
-        // not drawn half-hidden on the y axis.
-        let (_, x_hi) = xe.padded_linear(0.03, 0.03);
-        let x = (xe.lo - (x_hi - xe.hi), x_hi);
-        // Rates are far from zero: keep the axis tight so drift is visible.
-        let span = (ye.hi - ye.lo).max(ye.hi.abs() * 1e-3);
-        let span = if span > 0.0 { span } else { 1.0 };
-        // Keep the top of the plot free for the legend: with `f` the legend's
-        // share of the plot height, a top pad of 1.08 f / (1 - f) spans leaves
-        // that share above the highest point (plot ~540 px high); 0.08 more
-        // keeps a gap.
-        let entries = paired_legend_entries(&kept);
-        let f = (legend_h_frac(entries, 540.0) + 0.03).min(0.6);
-        let y = (
-            ye.lo - 0.08 * span,
-            ye.hi + (0.08 + 1.08 * f / (1.0 - f)) * span,
-        );
-        Ok(Self {
-            title: title.to_string(),
-            traces: kept,
-            x,
-            y,
-        })
+        t.t_s.iter().for_each(|&v| xe.add(v));
+        t.rate.iter().for_each(|&v| ye.add(v));
+        kept.push(t.clone());
     }
+    if kept.is_empty() {
+        return Err(PlotError::NoData {
+            file: file.to_path_buf(),
+            detail: if traces.is_empty() {
+                "no paired traces were given".to_string()
+            } else {
+                format!("all {} paired traces have no phases", traces.len())
+            },
+        });
+    }
+    // Pad both sides even below t = 0, so a phase at the run's start is
+    // not drawn half-hidden on the y axis.
+    let (_, x_hi) = xe.padded_linear(0.03, 0.03);
+    let x = (xe.lo - (x_hi - xe.hi), x_hi);
+    // Rates are far from zero: keep the axis tight so drift is visible.
+    let span = (ye.hi - ye.lo).max(ye.hi.abs() * 1e-3);
+    let span = if span > 0.0 { span } else { 1.0 };
+    // Keep the top of the plot free for the legend: with `f` the legend's
+    // share of the plot height, a top pad of 1.08 f / (1 - f) spans leaves
+    // that share above the highest point (plot ~540 px high); 0.08 more
+    // keeps a gap.
+    let entries = paired_legend_entries(&kept);
+    let f = (legend_h_frac(entries, 540.0) + 0.03).min(0.6);
+    let y = (
+        ye.lo - 0.08 * span,
+        ye.hi + (0.08 + 1.08 * f / (1.0 - f)) * span,
+    );
+    let fig = Paired {
+        title: title.to_string(),
+        traces: kept,
+        x,
+        y,
+    };
+    render(&fig, file)
+}
 
+impl Paired {
     fn colours(&self, i: usize) -> (RGBColor, RGBColor) {
         if self.traces.len() == 1 {
             (PALETTE[1], PALETTE[0])
@@ -104,8 +109,9 @@ pub(super) fn paired_legend_entries(traces: &[PairedTrace]) -> usize {
     }
 }
 
-/// The legend marker of a phase kind at legend position `(x, y)`: a filled
-/// circle for sampling on, an open square for sampling off.
+/// The marker of a phase kind 10 pixels right of `(x, y)` (a legend entry's
+/// position; a point's is `(-10, 0)`): a filled circle for sampling on, an
+/// open square for sampling off.
 fn phase_marker<'a, DB: DrawingBackend>(
     on: bool,
     colour: RGBColor,
@@ -155,13 +161,10 @@ impl Paired {
                 pts.iter().copied(),
                 colour.mix(0.45).stroke_width(1),
             ))?;
-            let anno = if on {
-                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))?
-            } else {
-                chart.draw_series(pts.iter().map(|&p| {
-                    EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
-                }))?
-            };
+            let marked = pts
+                .iter()
+                .map(|&p| EmptyElement::at(p) + phase_marker(on, colour, (-10, 0)));
+            let anno = chart.draw_series(marked)?;
             if single {
                 let prefix = if t.label.is_empty() {
                     String::new()
@@ -216,8 +219,6 @@ impl Figure for Paired {
             }
         }
         let entries = paired_legend_entries(&self.traces);
-        let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
-        let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
-        legend_style(&mut chart, pos)
+        legend_style(&mut chart, &legend_points, entries)
     }
 }

@@ -1,9 +1,11 @@
 //! The measured-series-against-frequency chart, with fit lines, their
 //! bands and log axes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{Axes, Extent, FitLine, PlotError, PointSeries, check_finite, check_len, densify_log};
+use super::{
+    Axes, Extent, FitLine, PlotError, PointSeries, check_finite, check_len, densify_log, render,
+};
 
 mod draw;
 
@@ -277,89 +279,95 @@ fn chart_notes(
     notes
 }
 
-impl VsFreq {
-    /// Check the series and fits, keep what the axes can show, and set the
-    /// axis ranges and the notes under the title.
-    pub(super) fn prepare(
-        title: &str,
-        (x_label, y_label): (&str, &str),
-        series: &[PointSeries],
-        fits: &[FitLine],
-        axes: Axes,
-        file: &Path,
-    ) -> Result<Self, PlotError> {
-        let place = YPlace::new(axes.log_y, series);
-        let mut extents = Extents {
-            x: Extent::empty(),
-            y: Extent::empty(),
-        };
-        let mut kept_series = Vec::new();
-        let (mut skipped, mut skipped_y) = (0usize, 0usize);
-        for s in series {
-            check_series(file, s)?;
-            let shown = ShownSeries::new(s, axes, place, &mut extents, file);
-            skipped += shown.skipped_x;
-            skipped_y += shown.skipped_y;
-            if !shown.series.x.is_empty() {
-                kept_series.push(shown.series);
-            }
+/// Plot measured series against frequency, with fitted lines and their
+/// confidence bands. Writes `file`.svg and `file`.png and returns
+/// both paths (SVG first).
+///
+/// With `axes.log_x`, points with x <= 0 cannot be shown: they are skipped with a
+/// warning and a note under the title. Non-finite values are an error.
+///
+/// Check the series and fits, keep what the axes can show, and set the
+/// axis ranges and the notes under the title.
+pub fn plot_vs_freq(
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[PointSeries],
+    fits: &[FitLine],
+    axes: Axes,
+    file: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    let place = YPlace::new(axes.log_y, series);
+    let mut extents = Extents {
+        x: Extent::empty(),
+        y: Extent::empty(),
+    };
+    let mut kept_series = Vec::new();
+    let (mut skipped, mut skipped_y) = (0usize, 0usize);
+    for s in series {
+        check_series(file, s)?;
+        let shown = ShownSeries::new(s, axes, place, &mut extents, file);
+        skipped += shown.skipped_x;
+        skipped_y += shown.skipped_y;
+        if !shown.series.x.is_empty() {
+            kept_series.push(shown.series);
         }
-        for f in fits {
-            check_fit(file, f)?;
-            for i in 0..f.band_x.len() {
-                if axes.log_x && f.band_x[i] <= 0.0 {
-                    continue;
-                }
-                extents.x.add(f.band_x[i]);
-                extents.y.add(place.at(f.band_lo[i]));
-                extents.y.add(place.at(f.band_hi[i]));
-            }
-            // A curve's x range; its y values come in with every drawn
-            // line's points below.
-            for &(x, y) in &f.curve {
-                if (!axes.log_x || x > 0.0) && (!axes.log_y || y > 0.0) {
-                    extents.x.add(x);
-                }
-            }
-        }
-        if let Some(y) = axes.y_include.filter(|&y| !axes.log_y || y > 0.0) {
-            extents.y.add(place.at(y));
-        }
-        if extents.x.is_empty() {
-            return Err(PlotError::NoData {
-                file: file.to_path_buf(),
-                detail: no_data_detail(series.is_empty() && fits.is_empty(), skipped),
-            });
-        }
-        // Fit curves over the data's x extent, sampled densely enough to be
-        // smooth on either axis type.
-        let prepared = fits
-            .iter()
-            .map(|f| PreparedFit::new(f, axes, place, extents.x));
-        let prepared_fits: Vec<PreparedFit> = prepared.collect();
-        for p in prepared_fits.iter().flat_map(PreparedFit::line_points) {
-            extents.y.add(p.1);
-        }
-        let xe = extents.x;
-        let x = if axes.log_x {
-            (xe.lo / 1.5, xe.hi * 1.5)
-        } else {
-            xe.padded_linear(0.04, 0.04)
-        };
-        let extrapolated = prepared_fits.iter().any(|f| !f.dashed.is_empty());
-        let notes = chart_notes((x_label, y_label), (skipped, skipped_y), extrapolated);
-        Ok(Self {
-            title: title.to_string(),
-            x_label: x_label.to_string(),
-            y_label: y_label.to_string(),
-            series: kept_series,
-            fits: prepared_fits,
-            log_x: axes.log_x,
-            log_y: axes.log_y,
-            x,
-            y: extents.y.padded_linear(0.06, 0.10),
-            notes,
-            cut_y: axes.log_y.then(|| place.at(0.0)),
-        })
     }
+    for f in fits {
+        check_fit(file, f)?;
+        for i in 0..f.band_x.len() {
+            if axes.log_x && f.band_x[i] <= 0.0 {
+                continue;
+            }
+            extents.x.add(f.band_x[i]);
+            extents.y.add(place.at(f.band_lo[i]));
+            extents.y.add(place.at(f.band_hi[i]));
+        }
+        // A curve's x range; its y values come in with every drawn
+        // line's points below.
+        for &(x, y) in &f.curve {
+            if (!axes.log_x || x > 0.0) && (!axes.log_y || y > 0.0) {
+                extents.x.add(x);
+            }
+        }
+    }
+    if let Some(y) = axes.y_include.filter(|&y| !axes.log_y || y > 0.0) {
+        extents.y.add(place.at(y));
+    }
+    if extents.x.is_empty() {
+        return Err(PlotError::NoData {
+            file: file.to_path_buf(),
+            detail: no_data_detail(series.is_empty() && fits.is_empty(), skipped),
+        });
+    }
+    // Fit curves over the data's x extent, sampled densely enough to be
+    // smooth on either axis type.
+    let prepared = fits
+        .iter()
+        .map(|f| PreparedFit::new(f, axes, place, extents.x));
+    let prepared_fits: Vec<PreparedFit> = prepared.collect();
+    for p in prepared_fits.iter().flat_map(PreparedFit::line_points) {
+        extents.y.add(p.1);
+    }
+    let xe = extents.x;
+    let x = if axes.log_x {
+        (xe.lo / 1.5, xe.hi * 1.5)
+    } else {
+        xe.padded_linear(0.04, 0.04)
+    };
+    let extrapolated = prepared_fits.iter().any(|f| !f.dashed.is_empty());
+    let notes = chart_notes((x_label, y_label), (skipped, skipped_y), extrapolated);
+    let fig = VsFreq {
+        title: title.to_string(),
+        x_label: x_label.to_string(),
+        y_label: y_label.to_string(),
+        series: kept_series,
+        fits: prepared_fits,
+        log_x: axes.log_x,
+        log_y: axes.log_y,
+        x,
+        y: extents.y.padded_linear(0.06, 0.10),
+        notes,
+        cut_y: axes.log_y.then(|| place.at(0.0)),
+    };
+    render(&fig, file)
 }

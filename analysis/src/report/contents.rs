@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
+use crate::columns::markdown_table;
 use crate::contents::{ContentsRow, REFERENCE, ThrottleLimits, ThrottlePrediction};
-use crate::format::{opt_est, table_head};
+use crate::format::opt_est;
 use crate::pipeline::Findings;
 use crate::stats::Estimate;
 
@@ -46,29 +47,28 @@ fn by_contents(s: &mut String, a: &Findings) {
         "Each contents' runs analysed alone (with the shared 0 Hz runs): handler ns per sample from its util runs (t interval over runs), application cost per sample from its gaps runs (direct + after-effect, t interval over runs), the call-chain entries and user-stack bytes its samples carried (mean over runs), and the ratio to {REFERENCE} at the same rate (95% normal interval, delta method on independent estimates). The tables above are those of {}.\n",
         a.contents.names.first().map_or("-", String::as_str)
     );
-    table_head(
-        s,
-        &format!(
-            "| contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled |"
-        ),
+    let header = format!(
+        "contents | freq_hz | achieved_hz | handler ns/sample [95% CI] | x {REFERENCE} | application ns/sample [95% CI] | x {REFERENCE} | of which after-effect ns [95% CI] | call-chain entries | stack bytes | throttled"
     );
-    for r in &a.contents.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.sample,
-            r.freq_hz,
-            num(r.achieved_hz, 0),
-            opt_est(r.handler_ns.as_ref(), 0),
-            ratio_cell(r, r.handler_ratio.as_ref()),
-            opt_est(r.total_ns.as_ref(), 0),
-            ratio_cell(r, r.total_ratio.as_ref()),
-            opt_est(r.after_ns.as_ref(), 0),
-            num(r.callchain_mean, 1),
-            num(r.stack_user_mean_bytes, 0),
-            r.throttled
-        );
-    }
+    *s += &markdown_table(
+        &header,
+        a.contents.rows.iter().map(|r| {
+            format!(
+                "{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}",
+                r.sample,
+                r.freq_hz,
+                num(r.achieved_hz, 0),
+                opt_est(r.handler_ns.as_ref(), 0),
+                ratio_cell(r, r.handler_ratio.as_ref()),
+                opt_est(r.total_ns.as_ref(), 0),
+                ratio_cell(r, r.total_ratio.as_ref()),
+                opt_est(r.after_ns.as_ref(), 0),
+                num(r.callchain_mean, 1),
+                num(r.stack_user_mean_bytes, 0),
+                r.throttled
+            )
+        }),
+    );
     s.push('\n');
 }
 
@@ -87,33 +87,32 @@ fn render_throttle(l: &ThrottleLimits, preds: &[ThrottlePrediction]) -> String {
                 "{a:.0} ns (one period at the maximum rate x the percentage)"
             )),
     );
-    table_head(
-        &mut s,
-        "| contents | handler ns/sample | at Hz | kernel lowers max rate to | throttled above Hz | applies to this host's event | observed: throttle records (mean achieved Hz) by requested Hz |",
+    let header = "contents | handler ns/sample | at Hz | kernel lowers max rate to | throttled above Hz | applies to this host's event | observed: throttle records (mean achieved Hz) by requested Hz";
+    s += &markdown_table(
+        header,
+        preds.iter().map(|p| {
+            let observed: Vec<String> = p
+                .observed
+                .iter()
+                .map(|(f, t, a)| format!("{f}: {t} ({a:.0})"))
+                .collect();
+            format!(
+                "{} | {:.0} | {} | {} | {} | {} | {}",
+                p.sample,
+                p.handler_ns,
+                p.at_hz,
+                p.lowered_rate_hz
+                    .map_or("not lowered".to_string(), |r| r.to_string()),
+                p.throttle_above_hz,
+                if p.applies_here {
+                    "yes"
+                } else {
+                    "per-tick throttle only (cpu-clock: the handler-time limit is a PMU host's)"
+                },
+                observed.join("; ")
+            )
+        }),
     );
-    for p in preds {
-        let observed: Vec<String> = p
-            .observed
-            .iter()
-            .map(|(f, t, a)| format!("{f}: {t} ({a:.0})"))
-            .collect();
-        let _ = writeln!(
-            s,
-            "| {} | {:.0} | {} | {} | {} | {} | {} |",
-            p.sample,
-            p.handler_ns,
-            p.at_hz,
-            p.lowered_rate_hz
-                .map_or("not lowered".to_string(), |r| r.to_string()),
-            p.throttle_above_hz,
-            if p.applies_here {
-                "yes"
-            } else {
-                "per-tick throttle only (cpu-clock: the handler-time limit is a PMU host's)"
-            },
-            observed.join("; ")
-        );
-    }
     s.push('\n');
     s
 }

@@ -20,20 +20,12 @@ const MAX_PAIRED_TRACES: usize = 6;
 /// The x axis of the plots against the requested rate.
 const FREQ: &str = "sampling frequency (Hz)";
 
-fn finite_or(v: f64, fallback: f64) -> f64 {
-    if v.is_finite() { v } else { fallback }
-}
-
 /// A series of estimates with their 95 % bars (a bound that is not finite:
 /// no bar on that side).
 fn series(label: &str, pts: &[(u64, Estimate)]) -> PointSeries {
-    PointSeries {
-        label: label.to_string(),
-        x: pts.iter().map(|(f, _)| *f as f64).collect(),
-        y: pts.iter().map(|(_, e)| e.value).collect(),
-        y_lo: pts.iter().map(|(_, e)| finite_or(e.lo, e.value)).collect(),
-        y_hi: pts.iter().map(|(_, e)| finite_or(e.hi, e.value)).collect(),
-    }
+    let or_value = |v: f64, e: &Estimate| if v.is_finite() { v } else { e.value };
+    let bar = |(f, e): &(u64, Estimate)| [*f as f64, e.value, or_value(e.lo, e), or_value(e.hi, e)];
+    PointSeries::with_bars(label, pts.iter().map(bar))
 }
 
 /// The 2014 reference's points above 0 Hz, without bars.

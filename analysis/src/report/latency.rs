@@ -107,9 +107,7 @@ pub fn plot(
 ) -> Option<Result<Vec<std::path::PathBuf>, crate::plot::PlotError>> {
     use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
     let p99: Vec<&LatencyRow> = t.rows.iter().filter(|r| r.percentile == 99.0).collect();
-    let mut sizes: Vec<u64> = p99.iter().map(|r| r.size_ns).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
+    let sizes = crate::stats::distinct_sorted(p99.iter().map(|r| r.size_ns));
     let mut series = Vec::new();
     let mut lines = Vec::new();
     for &size in &sizes {
@@ -118,16 +116,10 @@ pub fn plot(
             .filter(|r| r.size_ns == size && r.measured.value.is_finite());
         let at: Vec<&&LatencyRow> = at.collect();
         if !at.is_empty() {
-            let us = |pick: fn(&LatencyRow) -> f64| -> Vec<f64> {
-                at.iter().map(|r| pick(r) / 1e3).collect()
-            };
-            series.push(PointSeries {
-                label: format!("{} requests, measured", size_label(size)),
-                x: at.iter().map(|r| r.freq_hz as f64).collect(),
-                y: us(|r| r.measured.value),
-                y_lo: us(|r| r.measured.lo),
-                y_hi: us(|r| r.measured.hi),
-            });
+            let us = (at.iter().map(|r| (r.freq_hz as f64, r.measured)))
+                .map(|(f, e)| [f, e.value / 1e3, e.lo / 1e3, e.hi / 1e3]);
+            let label = format!("{} requests, measured", size_label(size));
+            series.push(PointSeries::with_bars(label, us));
         }
         let curve = p99
             .iter()

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::columns::markdown_table;
 use crate::format::fmt_est;
 use crate::percost::{PerSample, PerSampleRow};
 
@@ -23,24 +24,23 @@ pub fn render(ps: &PerSample) -> String {
         let _ = writeln!(s, "No gaps runs above 0 Hz.\n");
         return s;
     }
-    crate::format::table_head(
-        &mut s,
-        "| freq_hz | runs | total ns/sample [95% CI] | next run's total ns [95% PI] | predicted loss % [95% CI] | paired loss % [95% CI] | agreement |",
+    let header = "freq_hz | runs | total ns/sample [95% CI] | next run's total ns [95% PI] | predicted loss % [95% CI] | paired loss % [95% CI] | agreement";
+    s += &markdown_table(
+        header,
+        ps.rows.iter().map(|r| {
+            format!(
+                "{} | {} | {} | {} | {} | {} | {}",
+                r.freq_hz,
+                r.runs,
+                fmt_est(&r.total_ns, 0),
+                fmt_pred(&r.total_pred_ns),
+                fmt_est(&r.predicted_loss_pct, 4),
+                r.paired_loss_pct
+                    .map_or("not measured".to_string(), |e| fmt_est(&e, 3)),
+                r.agreement.map_or("-", |a| a.word()),
+            )
+        }),
     );
-    for r in &ps.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            r.freq_hz,
-            r.runs,
-            fmt_est(&r.total_ns, 0),
-            fmt_pred(&r.total_pred_ns),
-            fmt_est(&r.predicted_loss_pct, 4),
-            r.paired_loss_pct
-                .map_or("not measured".to_string(), |e| fmt_est(&e, 3)),
-            r.agreement.map_or("-", |a| a.word()),
-        );
-    }
     s.push('\n');
     for r in &ps.rows {
         if let Some(b) = r.after_effect_bound_ns {

@@ -9,8 +9,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{PreparedFit, VsFreq};
 use crate::plot::ticks::{TickFmt, fmt_log_tick, log_ticks};
 use crate::plot::{
-    Chart, DrawResult, Figure, FitLine, PALETTE, font, frac, framed_chart, header, legend_corner,
-    legend_h_frac, legend_line, legend_style,
+    Chart, DrawResult, Figure, FitLine, PALETTE, font, frac, framed_chart, header, legend_line,
+    legend_style,
 };
 
 impl VsFreq {
@@ -24,7 +24,7 @@ impl VsFreq {
     }
 
     /// A point as fractions of the plot's width and height (0,0 = lower
-    /// left), as [`legend_corner`] takes it.
+    /// left), as `legend_corner` takes it.
     fn plot_frac(&self, (x, y): (f64, f64)) -> (f64, f64) {
         (self.x_frac(x), frac(y, self.y.0, self.y.1))
     }
@@ -225,9 +225,7 @@ impl VsFreq {
         self.fit_legend_entries(&mut chart)?;
         let in_legend = self.fits.iter().filter(|pf| !pf.fit.label_at_end).count();
         let entries = self.series.len() + in_legend + self.fits_with_band().count();
-        let plot_h = f64::from(chart.plotting_area().dim_in_pixel().1);
-        let pos = legend_corner(&legend_points, legend_h_frac(entries, plot_h));
-        legend_style(&mut chart, pos)
+        legend_style(&mut chart, &legend_points, entries)
     }
 }
 

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::format::{opt_est, table_head};
+use crate::columns::markdown_table;
+use crate::format::opt_est;
 use crate::subject::command::{CommandRow, OUTLIER_MIN_RUNS, OUTLIER_Z};
 
 /// The markdown section (empty without command runs).
@@ -29,14 +30,10 @@ pub fn render(rows: &[CommandRow], command: Option<&str>, profiler: Option<&str>
         s,
         "This loss comes from whole runs of the command (its wall time per run, from just before the fork to its exit), not from a per-interrupt measurement: each randomised block ran the command once at 0 Hz and once per configuration, after unmeasured warm-up runs. Loss = 1 - exp(-mean d) with d = ln(wall at F / wall at 0 Hz) in the same block, and its 95% t interval over blocks, so drift between blocks cancels and the interval is as wide as the run-to-run noise of the command on this host. Cost per sample = mean over blocks of (wall at F - wall at 0 Hz) / samples. Outliers: runs whose modified z-score (0.6745 (x - median) / MAD) exceeds {OUTLIER_Z} among their configuration's runs (at least {OUTLIER_MIN_RUNS}); they are kept in the estimates and named here.\n"
     );
-    table_head(
-        &mut s,
-        "| contents | freq_hz | runs (failed) | achieved_hz | samples/run | wall s: mean +- sd | median [min, max] | loss % [95% CI] | cost ns/sample [95% CI] | outliers (run ids) |",
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} ({}) | {} | {:.0} | {:.4} +- {:.4} | {:.4} [{:.4}, {:.4}] | {} | {} | {} |",
+    let header = "contents | freq_hz | runs (failed) | achieved_hz | samples/run | wall s: mean +- sd | median [min, max] | loss % [95% CI] | cost ns/sample [95% CI] | outliers (run ids)";
+    s += &markdown_table(header, rows.iter().map(|r| {
+        format!(
+            "{} | {} | {} ({}) | {} | {:.0} | {:.4} +- {:.4} | {:.4} [{:.4}, {:.4}] | {} | {} | {}",
             if r.sample.is_empty() { "-" } else { &r.sample },
             r.freq_hz,
             r.runs,
@@ -63,8 +60,8 @@ pub fn render(rows: &[CommandRow], command: Option<&str>, profiler: Option<&str>
                     .collect::<Vec<_>>()
                     .join(", ")
             }
-        );
-    }
+        )
+    }));
     s.push('\n');
     s
 }

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::format::{fmt_est, lines_after, table_head};
+use crate::columns::markdown_table;
+use crate::format::{fmt_est, lines_after};
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
 /// One line per budget answered (the pipeline's,
@@ -24,44 +25,42 @@ pub fn render(t: &ProfilerTable, recs: &[ProfilerRecommendation], cpu: u32) -> S
         "`{}` sampled at each rate while the built-in loop ran on CPU {cpu} (gaps design: every interruption of the loop timed, whoever caused it); its start-up was not measured (it ran 1 s before the loop was released) and it was stopped with SIGINT after the loop. {} runs at 0 Hz in the same randomised blocks are the baseline. Per block: extra interruptions = episodes/s over 0 Hz; loss in the interruptions = gap time over 0 Hz, % of the CPU; one interruption's cost = the one over the other; throughput loss = the loop's count against 0 Hz, which also holds what happens outside the interruptions. 95 % t intervals over blocks. The profiler's own CPU is its whole process tree's run time over the loop's window; what its BPF programs or perf's handler do in the interrupted context lands on the loop, as gaps.\n",
         t.template, t.zero_runs
     );
-    table_head(
-        &mut s,
-        "| freq_hz | blocks | extra interruptions/s [95% CI] | of the rate | one interruption costs, ns [95% CI] | loss in the interruptions % [95% CI] | throughput loss % [95% CI] |",
+    let header = "freq_hz | blocks | extra interruptions/s [95% CI] | of the rate | one interruption costs, ns [95% CI] | loss in the interruptions % [95% CI] | throughput loss % [95% CI]";
+    s += &markdown_table(
+        header,
+        t.rows.iter().map(|r| {
+            format!(
+                "{} | {} | {} | {:.0} % | {} | {} | {}",
+                r.freq_hz,
+                r.blocks,
+                fmt_est(&r.excess_episodes_per_s, 0),
+                r.tracking_pct,
+                fmt_est(&r.cost_per_interruption_ns, 0),
+                fmt_est(&r.gap_loss_pct, 3),
+                fmt_est(&r.throughput_loss_pct, 2),
+            )
+        }),
     );
-    for r in &t.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.0} % | {} | {} | {} |",
-            r.freq_hz,
-            r.blocks,
-            fmt_est(&r.excess_episodes_per_s, 0),
-            r.tracking_pct,
-            fmt_est(&r.cost_per_interruption_ns, 0),
-            fmt_est(&r.gap_loss_pct, 3),
-            fmt_est(&r.throughput_loss_pct, 2),
-        );
-    }
     s.push('\n');
     let _ = writeln!(s, "What the profiler itself used:\n");
-    table_head(
-        &mut s,
-        "| freq_hz | its CPU, % of one CPU [95% CI] | on CPUs | peak RSS, MB | writes, kB/s |",
+    let header = "freq_hz | its CPU, % of one CPU [95% CI] | on CPUs | peak RSS, MB | writes, kB/s";
+    s += &markdown_table(
+        header,
+        t.rows.iter().map(|r| {
+            format!(
+                "{} | {} | {} | {:.1} | {:.1}",
+                r.freq_hz,
+                fmt_est(&r.profiler_cpu_pct, 3),
+                if r.profiler_cpus.is_empty() {
+                    "-"
+                } else {
+                    &r.profiler_cpus
+                },
+                r.profiler_peak_rss_kb as f64 / 1024.0,
+                r.profiler_write_bytes_per_s / 1024.0,
+            )
+        }),
     );
-    for r in &t.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.1} | {:.1} |",
-            r.freq_hz,
-            fmt_est(&r.profiler_cpu_pct, 3),
-            if r.profiler_cpus.is_empty() {
-                "-"
-            } else {
-                &r.profiler_cpus
-            },
-            r.profiler_peak_rss_kb as f64 / 1024.0,
-            r.profiler_write_bytes_per_s / 1024.0,
-        );
-    }
     s.push('\n');
     for r in &t.rows {
         if let Some(n) = r.tracking_note() {
