@@ -204,7 +204,7 @@ fn main() -> Result<(), String> {
                 .iter()
                 .filter(|r| {
                     r.set_dir.display().to_string() == o.set_dir
-                        && analysis::fleet::pick::in_scope(&r.row)
+                        && analysis::fleet::pick::in_scope((&r.row).into())
                 })
                 .map(|r| r.row.clone())
                 .collect();

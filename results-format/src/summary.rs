@@ -94,8 +94,15 @@ macro_rules! summary_columns {
         /// that casts to the written one.
         pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<SummaryRow>> {
             let mut rows = vec![SummaryRow::default(); df.height()];
-            $( summary_columns!(@read $kind, stringify!($name), df, rows, $name); )*
+            fill_from_frame(df, &mut rows.iter_mut().collect::<Vec<_>>())?;
             Ok(rows)
+        }
+
+        /// [`rows_from_frame`] into rows that live elsewhere (one per row
+        /// of `df`), so a reader that wraps them builds each once.
+        pub fn fill_from_frame(df: &DataFrame, rows: &mut [&mut SummaryRow]) -> PolarsResult<()> {
+            $( summary_columns!(@read $kind, stringify!($name), df, rows, $name); )*
+            Ok(())
         }
     };
     (@col $kind:ident, $n:expr, $rows:ident, $f:ident) => {
@@ -393,7 +400,7 @@ pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), FormatError
 
 mod day_table;
 pub use day_table::write_day_table;
-pub use day_table::{DAY_TABLE, DAY_TABLE_KEYS, DayRow, day_rows, read_day_frame, read_day_table};
+pub use day_table::{DAY_TABLE, DAY_TABLE_KEYS, DayRow, read_day_frame, read_day_table};
 
 /// Why a summary is not read.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use results_format::summary::{BudgetAnswer, HOST_TRAITS, SUMMARY_BUDGETS, SummaryRow, TraitOf};
 
 use super::FleetOptions;
-use super::pick::{in_scope, representative};
+use super::pick::{Standing, in_scope, representative};
 use super::scan::{FleetRow, Missing};
 
 /// The class columns `--by` may name (summary columns) beside the host
@@ -141,7 +141,7 @@ pub fn hosts(
 ) -> Hosts {
     let (by, at, all, explain) = (&opts.by, opts.at_hz, opts.all, opts.explain);
     let mut out = Hosts::default();
-    let left_out = left_out + rows.iter().filter(|r| !in_scope(&r.row)).count();
+    let left_out = left_out + rows.iter().filter(|r| !in_scope((&r.row).into())).count();
     if left_out > 0 {
         out.notes.push(format!(
             "{left_out} rows of other subjects (--profiler, --command) or other configurations \
@@ -151,7 +151,7 @@ pub fn hosts(
     // Sets by host, keyed (so ordered) by date, started_at, set dir.
     type SetKey = (String, Option<i64>, String);
     let mut by_host: BTreeMap<&str, BTreeMap<SetKey, Vec<&FleetRow>>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| in_scope(&r.row)) {
+    for r in rows.iter().filter(|r| in_scope((&r.row).into())) {
         let key = (
             r.date.clone(),
             r.row.started_at,
@@ -196,8 +196,8 @@ pub fn hosts(
                 continue;
             }
             seen.insert(ident, host.to_string());
-            let rows = set_rows.iter().map(|r| &r.row);
-            let Some(rep) = representative(rows, at).map(|i| set_rows[i]) else {
+            let set_summary: Vec<Standing> = set_rows.iter().map(|r| (&r.row).into()).collect();
+            let Some(rep) = representative(&set_summary, at).map(|i| set_rows[i]) else {
                 let dir = &key.2;
                 out.notes
                     .push(format!("host {host} ({dir}): no rate above 0 Hz; left out"));

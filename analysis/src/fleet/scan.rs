@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 use results_format::MANIFEST_JSON;
-use results_format::summary::{DAY_TABLE, day_rows, read_day_frame};
+use results_format::summary::{DAY_TABLE, read_day_frame};
 use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, read_summary};
-use results_format::summary::{rows_from_frame, summary_schema};
+use results_format::summary::{fill_from_frame, rows_from_frame, summary_schema};
 
 use super::cache::{CACHE_DIR, Cache, CacheKey, Entry, Stamp, stamp};
-use super::pick::{in_scope, representative};
+use super::pick::{Standing, in_scope, representative};
 pub use super::row::FleetRow;
 
 /// A host the playbook wrote `missing.json` for.
@@ -300,9 +300,11 @@ fn kept(rows: Vec<SummaryRow>, opts: &ScanOptions, left_out: &mut usize) -> Vec<
         return rows;
     };
     let n = rows.len();
-    let mut scoped: Vec<SummaryRow> = rows.into_iter().filter(in_scope).collect();
+    let mut scoped: Vec<SummaryRow> = rows.into_iter().filter(|r| in_scope(r.into())).collect();
     *left_out += n - scoped.len();
-    match representative(&scoped, at) {
+    let of: Vec<Standing> = scoped.iter().map(Standing::from).collect();
+    let standing = representative(&of, at);
+    match standing {
         Some(i) => vec![scoped.swap_remove(i)],
         None => scoped,
     }
@@ -337,35 +339,110 @@ fn accept(
 
 /// A day table's sets into the scan (each as if read from its own
 /// summary: its host and folder from the table, its date from the
-/// table's `date=` folder, else its start, its rows kept as [`kept`]
-/// keeps them), or the table into `skipped`.
+/// table's `date=` folder, else its start), or the table into `skipped`.
+/// With one row per set, the standing rows are chosen on the table's
+/// columns, so only they become [`SummaryRow`]s, each built once.
 fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
     let date = hive_date(root, path);
     let read = read_day_frame(path, opts.columns.as_deref())
         .map_err(|e| e.to_string())
-        .and_then(|df| day_rows(&df).map_err(|e| e.to_string()));
-    let mut table = match read {
-        Ok(table) => table,
-        Err(e) => return scan.skip(path, e),
-    };
-    // Stable: a set's rows keep their order.
-    table.sort_by(|a, b| (&a.host, &a.set_dir).cmp(&(&b.host, &b.set_dir)));
-    for set in table.chunk_by(|a, b| (&a.host, &a.set_dir) == (&b.host, &b.set_dir)) {
-        scan.sets += 1;
-        let rows = set.iter().map(|d| d.row.clone()).collect();
-        let (host, set_dir) = (&set[0].host, PathBuf::from(&set[0].set_dir));
-        scan.rows
-            .extend(kept(rows, opts, &mut scan.left_out).into_iter().map(|row| {
-                let date = date.clone().or_else(|| row.started_at.and_then(day_of));
-                FleetRow {
-                    host: host.clone(),
-                    date: date.unwrap_or_default(),
-                    set_dir: set_dir.clone(),
-                    made: false,
-                    row,
-                }
-            }));
+        .and_then(|df| table_rows(&df, opts, date.as_deref()).map_err(|e| e.to_string()));
+    match read {
+        Ok((sets, rows, left_out)) => {
+            scan.sets += sets;
+            scan.left_out += left_out;
+            scan.rows.extend(rows);
+        }
+        Err(e) => scan.skip(path, e),
     }
+}
+
+/// A table's rows as [`kept`] keeps them, each set's with its host and
+/// folder from the table and the table's `date`: how many sets, the
+/// rows, how many were left out.
+fn table_rows(
+    df: &DataFrame,
+    opts: &ScanOptions,
+    date: Option<&str>,
+) -> PolarsResult<(usize, Vec<FleetRow>, usize)> {
+    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> {
+        Ok(df.column(name)?.str()?.iter().collect())
+    };
+    let (hosts, dirs) = (text("host")?, text("set_dir")?);
+    let mut order: Vec<usize> = (0..df.height()).collect();
+    order.sort_by_key(|&i| (hosts[i], dirs[i]));
+    let standing = match opts.one_row_at {
+        Some(_) => standings(df)?,
+        None => Vec::new(),
+    };
+    let (mut sets, mut take, mut left_out) = (0, Vec::new(), 0);
+    for run in order.chunk_by(|&a, &b| (hosts[a], dirs[a]) == (hosts[b], dirs[b])) {
+        sets += 1;
+        let Some(at) = opts.one_row_at else {
+            take.extend_from_slice(run);
+            continue;
+        };
+        let scoped: Vec<usize> = (run.iter().copied())
+            .filter(|&i| in_scope(standing[i]))
+            .collect();
+        left_out += run.len() - scoped.len();
+        let of: Vec<Standing> = scoped.iter().map(|&i| standing[i]).collect();
+        match representative(&of, at) {
+            Some(k) => take.push(scoped[k]),
+            None => take.extend(scoped),
+        }
+    }
+    let mut rows: Vec<FleetRow> = (take.iter())
+        .map(|&i| FleetRow {
+            host: hosts[i].unwrap_or_default().to_string(),
+            date: date.unwrap_or_default().to_string(),
+            set_dir: PathBuf::from(dirs[i].unwrap_or_default()),
+            made: false,
+            row: SummaryRow::default(),
+        })
+        .collect();
+    let idx = IdxCa::from_vec("".into(), take.iter().map(|&i| i as IdxSize).collect());
+    let kept = df.take(&idx)?;
+    fill_from_frame(
+        &kept,
+        &mut rows.iter_mut().map(|r| &mut r.row).collect::<Vec<_>>(),
+    )?;
+    if date.is_none() {
+        for r in &mut rows {
+            r.date = r.row.started_at.and_then(day_of).unwrap_or_default();
+        }
+    }
+    Ok((sets, rows, left_out))
+}
+
+/// Each row's [`Standing`], read from the frame's columns.
+fn standings(df: &DataFrame) -> PolarsResult<Vec<Standing<'_>>> {
+    let n = df.height();
+    let mut out = vec![Standing::default(); n];
+    if let Ok(c) = df.column("subject") {
+        for (s, v) in out.iter_mut().zip(c.str()?.iter()) {
+            s.subject = v;
+        }
+    }
+    if let Ok(c) = df.column("config_primary") {
+        for (s, v) in out.iter_mut().zip(c.bool()?.iter()) {
+            s.config_primary = v;
+        }
+    }
+    if let Ok(c) = df.column("freq_hz") {
+        for (s, v) in out.iter_mut().zip(c.cast(&DataType::Int64)?.i64()?.iter()) {
+            s.freq_hz = v;
+        }
+    }
+    if let Ok(c) = df.column("cost_per_sample_ns") {
+        for (s, v) in out
+            .iter_mut()
+            .zip(c.cast(&DataType::Float64)?.f64()?.iter())
+        {
+            s.has_cost = v.is_some();
+        }
+    }
+    Ok(out)
 }
 
 /// [`read_summaries`] for the summaries that are new or changed since the
@@ -405,20 +482,22 @@ fn read_with_cache(
     }
     read_summaries(root, &to_read, opts, scan);
     let mut new = Cache::default();
-    // Every row so far is a summary's (the day tables come after).
-    for r in scan.rows.iter() {
+    for r in scan.rows.iter().filter(|r| !r.made) {
         let path = r.set_dir.join(SUMMARY_PARQUET);
-        let (Some(&stamp), Some(&left_out)) = (stamps.get(&path), scan.left_out_by_file.get(&path))
-        else {
+        let Some(&stamp) = stamps.get(&path) else {
             continue;
         };
+        let left_out = scan.left_out_by_file.get(&path).copied().unwrap_or(0);
+        let entry = new.entries.entry(path);
         let rows = Vec::new();
-        let entry = new.entries.entry(path).or_insert(Entry {
-            stamp,
-            rows,
-            left_out,
-        });
-        entry.rows.push(r.clone());
+        entry
+            .or_insert(Entry {
+                stamp,
+                rows,
+                left_out,
+            })
+            .rows
+            .push(r.clone());
     }
     new.save(root, key);
 }

@@ -100,22 +100,21 @@ pub fn read_day_table(
     columns: Option<&[String]>,
 ) -> Result<Vec<DayRow>, SummaryError> {
     let df = read_day_frame(path, columns)?;
-    day_rows(&df).map_err(|e| {
-        let (path, reason) = (path.to_path_buf(), e.to_string());
-        SummaryError::Format(FormatError::Corrupt { path, reason })
-    })
-}
-
-/// The rows of a day table's frame ([`read_day_frame`]), with their keys.
-pub fn day_rows(df: &DataFrame) -> PolarsResult<Vec<DayRow>> {
-    let rows = rows_from_frame(df)?;
+    let corrupt = |e: PolarsError| FormatError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let rows = rows_from_frame(&df).map_err(corrupt)?;
     let key = |k: &str| -> PolarsResult<Vec<String>> {
         let c = df.column(k)?.str()?;
         Ok(c.iter()
             .map(|v| v.unwrap_or_default().to_string())
             .collect())
     };
-    let (hosts, dirs) = (key("host")?, key("set_dir")?);
+    let (hosts, dirs) = (
+        key("host").map_err(corrupt)?,
+        key("set_dir").map_err(corrupt)?,
+    );
     Ok((rows.into_iter().zip(hosts).zip(dirs))
         .map(|((row, host), set_dir)| DayRow { host, set_dir, row })
         .collect())
