@@ -23,98 +23,18 @@ pub struct OpenContext {
 /// Everything that can go wrong in the kernel interface.
 #[derive(Debug, thiserror::Error)]
 pub enum PerfError {
-    /// ENOENT / EOPNOTSUPP: the kernel has no such event.
-    #[error(
-        "perf_event_open({event}) failed with {errno}: this host has no such PMU event \
-         (a VM without a virtual PMU, or a CPU without that counter). Fix: use the software \
-         event `cpu-clock` (the driver falls back to it for `cycles`/`instructions` with a warning)"
-    )]
-    NoSuchEvent {
-        /// The event that was asked for.
-        event: String,
-        /// The errno name.
-        errno: &'static str,
-    },
-    /// EACCES / EPERM: not allowed.
-    #[error(
-        "perf_event_open({event}, pid {pid}, cpu {cpu}) was refused ({errno}): \
-         /proc/sys/kernel/perf_event_paranoid is {paranoid}. Fix: run as root, or give the \
-         binary CAP_PERFMON (and read access to tracefs, /sys/kernel/tracing, for the handler \
-         tracepoints), or lower the sysctl: `sysctl kernel.perf_event_paranoid=-1`"
-    )]
-    Permission {
-        /// The event that was asked for.
-        event: String,
-        /// pid argument.
-        pid: i32,
-        /// cpu argument.
-        cpu: i32,
-        /// The errno name.
-        errno: &'static str,
-        /// Current value of perf_event_paranoid (or why it is unknown).
-        paranoid: String,
-    },
-    /// EINVAL with sample_freq above the kernel's limit.
-    #[error(
-        "perf_event_open({event}) rejected sample_freq {freq_hz} Hz (EINVAL): it is above \
-         kernel.perf_event_max_sample_rate, currently {max_rate} \
-         (/proc/sys/kernel/perf_event_max_sample_rate). Fix: ask for at most {max_rate} Hz, or \
-         raise the sysctl (`sysctl kernel.perf_event_max_sample_rate={freq_hz}`; `driver sweep \
-         --raise-max-rate` does it and restores it afterwards)"
-    )]
-    SampleRateTooHigh {
-        /// The event that was asked for.
-        event: String,
-        /// Requested sample_freq.
-        freq_hz: u64,
-        /// Current value of the sysctl (or why it is unknown).
-        max_rate: String,
-    },
-    /// EINVAL for another reason.
-    #[error(
-        "perf_event_open({event}, pid {pid}, cpu {cpu}) rejected the attributes (EINVAL): an \
-         unsupported field combination for this kernel (e.g. a clockid the event cannot use, \
-         or a CPU that is offline)"
-    )]
-    InvalidAttr {
-        /// The event that was asked for.
-        event: String,
-        /// pid argument.
-        pid: i32,
-        /// cpu argument.
-        cpu: i32,
-    },
-    /// E2BIG: the kernel is older than the attr struct and the tail is not zero.
-    #[error(
-        "perf_event_open({event}) failed with E2BIG: the kernel does not know a \
-         perf_event_attr field this driver set (the kernel is older than the struct). Fix: \
-         a newer kernel, or do not request the newer feature"
-    )]
-    AttrTooBig {
-        /// The event that was asked for.
-        event: String,
-    },
-    /// ESRCH: the task is gone.
-    #[error(
-        "perf_event_open({event}, pid {pid}) failed with ESRCH: the task exited before the \
-         event was opened. Fix: open the event before the workload finishes (start it stopped)"
-    )]
-    TaskExited {
-        /// The event that was asked for.
-        event: String,
-        /// The pid.
-        pid: i32,
-    },
-    /// EMFILE / ENFILE: out of file descriptors.
-    #[error(
-        "perf_event_open({event}) failed with {errno}: too many open files. Fix: raise the \
-         limit (`ulimit -n 65536`) or use fewer CPUs/events"
-    )]
-    TooManyFiles {
-        /// The event that was asked for.
-        event: String,
-        /// The errno name.
-        errno: &'static str,
+    /// perf_event_open failed with an errno whose cause is known (see
+    /// [`PerfError::from_open`]); the message names the cause and the fix.
+    #[error("{}", open_message(ctx, *errno, sysctl))]
+    Open {
+        /// The call.
+        ctx: OpenContext,
+        /// The errno.
+        errno: i32,
+        /// The sysctl the cause depends on, as read when the call failed:
+        /// perf_event_paranoid (EACCES, EPERM) or
+        /// perf_event_max_sample_rate (EINVAL); empty for the others.
+        sysctl: String,
     },
     /// Any other OS error.
     #[error("{op} ({what}) failed: {source}")]
@@ -214,18 +134,63 @@ pub enum PerfError {
     Drain(String),
 }
 
-/// The errno name of an `io::Error`, for the errnos whose messages name
-/// it (the others are spelled out in their messages).
-fn errno_name(err: &io::Error) -> &'static str {
-    match err.raw_os_error() {
-        Some(libc::ENOENT) => "ENOENT",
-        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
-        Some(libc::ENODEV) => "ENODEV",
-        Some(libc::EACCES) => "EACCES",
-        Some(libc::EPERM) => "EPERM",
-        Some(libc::EMFILE) => "EMFILE",
-        Some(libc::ENFILE) => "ENFILE",
+/// The cause and fix of a failed perf_event_open, by errno
+/// (perf_event_open(2), ERRORS); `sysctl` as in [`PerfError::Open`].
+fn open_message(ctx: &OpenContext, errno: i32, sysctl: &str) -> String {
+    let OpenContext {
+        event,
+        freq_hz,
+        pid,
+        cpu,
+    } = ctx;
+    let name = match errno {
+        libc::ENOENT => "ENOENT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENODEV => "ENODEV",
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::EMFILE => "EMFILE",
+        libc::ENFILE => "ENFILE",
         _ => "error",
+    };
+    match errno {
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => format!(
+            "perf_event_open({event}) failed with {name}: this host has no such PMU event \
+             (a VM without a virtual PMU, or a CPU without that counter). Fix: use the software \
+             event `cpu-clock` (the driver falls back to it for `cycles`/`instructions` with a warning)"
+        ),
+        libc::EACCES | libc::EPERM => format!(
+            "perf_event_open({event}, pid {pid}, cpu {cpu}) was refused ({name}): \
+             /proc/sys/kernel/perf_event_paranoid is {sysctl}. Fix: run as root, or give the \
+             binary CAP_PERFMON (and read access to tracefs, /sys/kernel/tracing, for the handler \
+             tracepoints), or lower the sysctl: `sysctl kernel.perf_event_paranoid=-1`"
+        ),
+        libc::EINVAL if sysctl.parse::<u64>().is_ok_and(|max| *freq_hz > max) => format!(
+            "perf_event_open({event}) rejected sample_freq {freq_hz} Hz (EINVAL): it is above \
+             kernel.perf_event_max_sample_rate, currently {sysctl} \
+             (/proc/sys/kernel/perf_event_max_sample_rate). Fix: ask for at most {sysctl} Hz, or \
+             raise the sysctl (`sysctl kernel.perf_event_max_sample_rate={freq_hz}`; `driver sweep \
+             --raise-max-rate` does it and restores it afterwards)"
+        ),
+        libc::EINVAL => format!(
+            "perf_event_open({event}, pid {pid}, cpu {cpu}) rejected the attributes (EINVAL): an \
+             unsupported field combination for this kernel (e.g. a clockid the event cannot use, \
+             or a CPU that is offline)"
+        ),
+        libc::E2BIG => format!(
+            "perf_event_open({event}) failed with E2BIG: the kernel does not know a \
+             perf_event_attr field this driver set (the kernel is older than the struct). Fix: \
+             a newer kernel, or do not request the newer feature"
+        ),
+        libc::ESRCH => format!(
+            "perf_event_open({event}, pid {pid}) failed with ESRCH: the task exited before the \
+             event was opened. Fix: open the event before the workload finishes (start it stopped)"
+        ),
+        // EMFILE and ENFILE, the last errnos `from_open` keeps.
+        _ => format!(
+            "perf_event_open({event}) failed with {name}: too many open files. Fix: raise the \
+             limit (`ulimit -n 65536`) or use fewer CPUs/events"
+        ),
     }
 }
 
@@ -244,60 +209,42 @@ pub const PARANOID_PATH: &str = "/proc/sys/kernel/perf_event_paranoid";
 pub const MAX_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
 
 impl PerfError {
-    /// Translates a failed perf_event_open into a cause and a fix.
+    /// Translates a failed perf_event_open into a cause and a fix: an
+    /// errno of known cause becomes [`PerfError::Open`], with the sysctl
+    /// its message quotes read now; any other is [`PerfError::Os`].
     pub fn from_open(err: io::Error, ctx: &OpenContext) -> PerfError {
-        let event = ctx.event.clone();
-        match err.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
-                PerfError::NoSuchEvent {
-                    event,
-                    errno: errno_name(&err),
-                }
+        let errno = err.raw_os_error().unwrap_or(0);
+        let sysctl = match errno {
+            libc::EACCES | libc::EPERM => read_sysctl(PARANOID_PATH),
+            libc::EINVAL => read_sysctl(MAX_RATE_PATH),
+            libc::ENOENT
+            | libc::EOPNOTSUPP
+            | libc::ENODEV
+            | libc::E2BIG
+            | libc::ESRCH
+            | libc::EMFILE
+            | libc::ENFILE => String::new(),
+            _ => {
+                let what = format!("{}, pid {}, cpu {}", ctx.event, ctx.pid, ctx.cpu);
+                return PerfError::os("perf_event_open", what, err);
             }
-            Some(libc::EACCES) | Some(libc::EPERM) => PerfError::Permission {
-                event,
-                pid: ctx.pid,
-                cpu: ctx.cpu,
-                errno: errno_name(&err),
-                paranoid: read_sysctl(PARANOID_PATH),
-            },
-            Some(libc::EINVAL) => {
-                let max = read_sysctl(MAX_RATE_PATH);
-                let above = max.parse::<u64>().map(|m| ctx.freq_hz > m).unwrap_or(false);
-                if above {
-                    PerfError::SampleRateTooHigh {
-                        event,
-                        freq_hz: ctx.freq_hz,
-                        max_rate: max,
-                    }
-                } else {
-                    PerfError::InvalidAttr {
-                        event,
-                        pid: ctx.pid,
-                        cpu: ctx.cpu,
-                    }
-                }
-            }
-            Some(libc::E2BIG) => PerfError::AttrTooBig { event },
-            Some(libc::ESRCH) => PerfError::TaskExited {
-                event,
-                pid: ctx.pid,
-            },
-            Some(libc::EMFILE) | Some(libc::ENFILE) => PerfError::TooManyFiles {
-                event,
-                errno: errno_name(&err),
-            },
-            _ => PerfError::os(
-                "perf_event_open",
-                format!("{event}, pid {}, cpu {}", ctx.pid, ctx.cpu),
-                err,
-            ),
+        };
+        PerfError::Open {
+            ctx: ctx.clone(),
+            errno,
+            sysctl,
         }
     }
 
     /// True when the error means "no such PMU event" (the cpu-clock fallback applies).
     pub fn is_no_such_event(&self) -> bool {
-        matches!(self, PerfError::NoSuchEvent { .. })
+        matches!(
+            self,
+            PerfError::Open {
+                errno: libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV,
+                ..
+            }
+        )
     }
 
     /// Reads a tracefs/procfs/sysfs file, the error naming it.

@@ -193,7 +193,13 @@ fn sample_freq_above_the_max_names_the_sysctl() {
     let cfg = SamplerConfig::new(EventKind::CpuClock, max + 1, measured_cpu());
     let err = Sampler::open(&cfg).unwrap_err();
     assert!(
-        matches!(err, PerfError::SampleRateTooHigh { .. }),
+        matches!(
+            err,
+            PerfError::Open {
+                errno: libc::EINVAL,
+                ..
+            }
+        ),
         "{err:?}"
     );
     let msg = err.to_string();
