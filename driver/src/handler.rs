@@ -73,64 +73,23 @@ impl HandlerInterval {
 
 /// One decoded tracepoint record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TraceEvent {
-    /// `timer:hrtimer_expire_entry`.
-    HrtimerEntry {
-        /// CPU.
-        cpu: u32,
-        /// Record time.
-        time_ns: u64,
-        /// `hrtimer` field.
-        hrtimer: u64,
-    },
-    /// `timer:hrtimer_expire_exit`.
-    HrtimerExit {
-        /// CPU.
-        cpu: u32,
-        /// Record time.
-        time_ns: u64,
-        /// `hrtimer` field.
-        hrtimer: u64,
-    },
-    /// `irq_vectors:local_timer_entry`.
-    LocalTimerEntry {
-        /// CPU.
-        cpu: u32,
-        /// Record time.
-        time_ns: u64,
-    },
-    /// `irq_vectors:local_timer_exit`.
-    LocalTimerExit {
-        /// CPU.
-        cpu: u32,
-        /// Record time.
-        time_ns: u64,
-    },
-    /// `nmi:nmi_handler` (emitted when the handler returns).
-    Nmi {
-        /// CPU.
-        cpu: u32,
-        /// Record time (handler exit).
-        time_ns: u64,
-        /// `handler` field: the handler's address.
-        handler: u64,
-        /// `delta_ns` field: the handler's duration.
-        delta_ns: u64,
-        /// `handled` field.
-        handled: u32,
-    },
+pub struct TraceEvent {
+    /// The tracepoint.
+    pub kind: TraceKind,
+    /// CPU.
+    pub cpu: u32,
+    /// Record time (`nmi:nmi_handler`'s is the handler's exit).
+    pub time_ns: u64,
+    /// The kind's [`TraceKind::needed_fields`], in that order (0 after
+    /// them): the hrtimer's `hrtimer` pointer; the NMI's `handler` address,
+    /// `delta_ns` (its duration) and `handled`.
+    pub fields: [u64; 3],
 }
 
 impl TraceEvent {
     /// CPU and time of the record.
     pub fn key(&self) -> (u32, u64) {
-        match *self {
-            TraceEvent::HrtimerEntry { cpu, time_ns, .. }
-            | TraceEvent::HrtimerExit { cpu, time_ns, .. }
-            | TraceEvent::LocalTimerEntry { cpu, time_ns }
-            | TraceEvent::LocalTimerExit { cpu, time_ns }
-            | TraceEvent::Nmi { cpu, time_ns, .. } => (cpu, time_ns),
-        }
+        (self.cpu, self.time_ns)
     }
 }
 
@@ -195,27 +154,15 @@ impl TraceLayout {
     /// Decodes a raw record; None when the raw data is too short.
     #[inline]
     pub fn decode(&self, cpu: u32, time_ns: u64, raw: &[u8]) -> Option<TraceEvent> {
-        let f = |i: usize| self.fields.get(i).and_then(|f| f.read_u64(raw));
-        Some(match self.kind {
-            TraceKind::HrtimerEntry => TraceEvent::HrtimerEntry {
-                cpu,
-                time_ns,
-                hrtimer: f(0)?,
-            },
-            TraceKind::HrtimerExit => TraceEvent::HrtimerExit {
-                cpu,
-                time_ns,
-                hrtimer: f(0)?,
-            },
-            TraceKind::LocalTimerEntry => TraceEvent::LocalTimerEntry { cpu, time_ns },
-            TraceKind::LocalTimerExit => TraceEvent::LocalTimerExit { cpu, time_ns },
-            TraceKind::Nmi => TraceEvent::Nmi {
-                cpu,
-                time_ns,
-                handler: f(0)?,
-                delta_ns: f(1)?,
-                handled: f(2)? as u32,
-            },
+        let mut fields = [0; 3];
+        for (value, field) in fields.iter_mut().zip(&self.fields) {
+            *value = field.read_u64(raw)?;
+        }
+        Some(TraceEvent {
+            kind: self.kind,
+            cpu,
+            time_ns,
+            fields,
         })
     }
 }
@@ -269,35 +216,32 @@ pub fn nmi_intervals(
 ) -> Pairing {
     let mut evs: Vec<TraceEvent> = events
         .iter()
-        .filter(|e| matches!(e, TraceEvent::Nmi { .. }))
+        .filter(|e| e.kind == TraceKind::Nmi)
         .copied()
         .collect();
     let mut p = Pairing {
         duplicates: sort_dedup(&mut evs),
         ..Pairing::default()
     };
-    for e in evs {
-        if let TraceEvent::Nmi {
-            cpu,
-            time_ns,
-            handler,
-            delta_ns,
-            ..
-        } = e
-        {
-            let entry = time_ns.saturating_sub(delta_ns);
-            let ours = handler == our_handler
-                && samples.is_none_or(|s| contains_sample(s, cpu, entry, time_ns));
-            if ours {
-                p.intervals.push(HandlerInterval {
-                    cpu,
-                    entry_ns: entry,
-                    duration_ns: delta_ns,
-                    source: HandlerSource::Nmi,
-                });
-            } else {
-                p.foreign += 1;
-            }
+    for TraceEvent {
+        cpu,
+        time_ns,
+        fields: [handler, delta_ns, _],
+        ..
+    } in evs
+    {
+        let entry = time_ns.saturating_sub(delta_ns);
+        let ours = handler == our_handler
+            && samples.is_none_or(|s| contains_sample(s, cpu, entry, time_ns));
+        if ours {
+            p.intervals.push(HandlerInterval {
+                cpu,
+                entry_ns: entry,
+                duration_ns: delta_ns,
+                source: HandlerSource::Nmi,
+            });
+        } else {
+            p.foreign += 1;
         }
     }
     p.intervals.sort_by_key(|i| (i.entry_ns, i.cpu));
@@ -360,34 +304,32 @@ impl Pairer {
     /// Feeds one record; NMI records are ignored.
     #[inline]
     pub fn push(&mut self, ev: &TraceEvent) {
-        match *ev {
-            TraceEvent::HrtimerEntry {
-                cpu,
-                time_ns,
-                hrtimer,
-            } => {
+        let TraceEvent {
+            kind,
+            cpu,
+            time_ns,
+            fields: [hrtimer, ..],
+        } = *ev;
+        match kind {
+            TraceKind::HrtimerEntry => {
                 self.hrtimer_unmatched_entries += u64::from(self.open_entry(cpu, hrtimer, time_ns));
                 if !self.known.contains(&(cpu, hrtimer)) {
                     self.known.push((cpu, hrtimer));
                 }
             }
-            TraceEvent::HrtimerExit {
-                cpu,
-                time_ns,
-                hrtimer,
-            } => match self.close(cpu, hrtimer) {
+            TraceKind::HrtimerExit => match self.close(cpu, hrtimer) {
                 Some(entry) => self.hrtimer.push(raw(hrtimer, cpu, entry, time_ns)),
                 None if self.known.contains(&(cpu, hrtimer)) => self.hrtimer_unmatched_exits += 1,
                 None => {}
             },
-            TraceEvent::LocalTimerEntry { cpu, time_ns } => {
+            TraceKind::LocalTimerEntry => {
                 self.local_unmatched_entries += u64::from(self.open_entry(cpu, LOCAL, time_ns));
             }
-            TraceEvent::LocalTimerExit { cpu, time_ns } => match self.close(cpu, LOCAL) {
+            TraceKind::LocalTimerExit => match self.close(cpu, LOCAL) {
                 Some(entry) => self.local_timer.push(raw(0, cpu, entry, time_ns)),
                 None => self.local_unmatched_exits += 1,
             },
-            TraceEvent::Nmi { .. } => {}
+            TraceKind::Nmi => {}
         }
     }
 

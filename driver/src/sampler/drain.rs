@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::system::clock::thread_cpu_ns;
 
-use super::{PerfError, Record, Ring, TraceEvent, TraceLayout, drain_reserve, handler};
+use super::{PerfError, Record, Ring, TraceEvent, TraceKind, TraceLayout, drain_reserve, handler};
 
 /// What the sampling event's samples on the measured CPU carried, summed
 /// over the run (their variable-length fields, as decoded).
@@ -133,7 +133,7 @@ impl Drainer {
                         }
                         Some(IdRole::Trace(layout)) => {
                             match layout.decode(cpu, time, s.raw.unwrap_or_default()) {
-                                Some(ev @ TraceEvent::Nmi { .. }) => out.nmi.push(ev),
+                                Some(ev) if ev.kind == TraceKind::Nmi => out.nmi.push(ev),
                                 Some(ev) => out.pairer.push(&ev),
                                 None => out.bad_trace_records += 1,
                             }

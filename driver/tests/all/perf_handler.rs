@@ -12,14 +12,17 @@ use driver::perf::tracefs;
 const OURS: u64 = 0xffff_ffff_8124_e360;
 const OTHER: u64 = 0xffff_ffff_8100_1000;
 
-fn nmi(cpu: u32, time_ns: u64, handler: u64, delta_ns: u64) -> TraceEvent {
-    TraceEvent::Nmi {
+fn ev(kind: TraceKind, cpu: u32, time_ns: u64, fields: [u64; 3]) -> TraceEvent {
+    TraceEvent {
+        kind,
         cpu,
         time_ns,
-        handler,
-        delta_ns,
-        handled: 1,
+        fields,
     }
+}
+
+fn nmi(cpu: u32, time_ns: u64, handler: u64, delta_ns: u64) -> TraceEvent {
+    ev(TraceKind::Nmi, cpu, time_ns, [handler, delta_ns, 1])
 }
 
 #[test]
@@ -30,11 +33,7 @@ fn nmi_source_keeps_our_handler_and_counts_foreign_ones() {
         nmi(1, 30_000, OURS, 2_000),
         nmi(1, 30_000, OURS, 2_000), // duplicate record
         nmi(0, 15_000, OURS, 900),
-        TraceEvent::HrtimerExit {
-            cpu: 1,
-            time_ns: 1,
-            hrtimer: 5,
-        }, // ignored
+        exit(1, 1, 5), // ignored
     ];
     let p = nmi_intervals(&events, OURS, None);
     assert_eq!(p.foreign, 1);
@@ -69,16 +68,7 @@ fn nmi_records_decode_with_offsets_from_the_format_file() {
     raw[8..16].copy_from_slice(&OURS.to_ne_bytes());
     raw[16..24].copy_from_slice(&1234i64.to_ne_bytes());
     raw[24..28].copy_from_slice(&1i32.to_ne_bytes());
-    assert_eq!(
-        layout.decode(1, 99, &raw),
-        Some(TraceEvent::Nmi {
-            cpu: 1,
-            time_ns: 99,
-            handler: OURS,
-            delta_ns: 1234,
-            handled: 1
-        })
-    );
+    assert_eq!(layout.decode(1, 99, &raw), Some(nmi(1, 99, OURS, 1234)));
     assert_eq!(layout.decode(1, 99, &raw[..20]), None);
     // A format without the field is refused, naming it.
     let p2 = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -91,18 +81,10 @@ fn nmi_records_decode_with_offsets_from_the_format_file() {
 }
 
 fn entry(cpu: u32, t: u64, h: u64) -> TraceEvent {
-    TraceEvent::HrtimerEntry {
-        cpu,
-        time_ns: t,
-        hrtimer: h,
-    }
+    ev(TraceKind::HrtimerEntry, cpu, t, [h, 0, 0])
 }
 fn exit(cpu: u32, t: u64, h: u64) -> TraceEvent {
-    TraceEvent::HrtimerExit {
-        cpu,
-        time_ns: t,
-        hrtimer: h,
-    }
+    ev(TraceKind::HrtimerExit, cpu, t, [h, 0, 0])
 }
 
 #[test]
@@ -153,22 +135,10 @@ fn paired(events: &[TraceEvent]) -> Pairer {
 #[test]
 fn local_timer_kept_when_it_contains_our_handler() {
     let events = vec![
-        TraceEvent::LocalTimerEntry {
-            cpu: 1,
-            time_ns: 900,
-        },
-        TraceEvent::LocalTimerExit {
-            cpu: 1,
-            time_ns: 5_000,
-        },
-        TraceEvent::LocalTimerEntry {
-            cpu: 1,
-            time_ns: 7_000,
-        },
-        TraceEvent::LocalTimerExit {
-            cpu: 1,
-            time_ns: 8_000,
-        }, // a tick without our handler
+        ev(TraceKind::LocalTimerEntry, 1, 900, [0; 3]),
+        ev(TraceKind::LocalTimerExit, 1, 5_000, [0; 3]),
+        ev(TraceKind::LocalTimerEntry, 1, 7_000, [0; 3]),
+        ev(TraceKind::LocalTimerExit, 1, 8_000, [0; 3]), // a tick without our handler
     ];
     let timer = paired(&[entry(1, 1_000, 7), exit(1, 2_000, 7)]);
     let (inner, _, _) = select_hrtimer(&timer.hrtimer, &[(1, 1_500)]);
