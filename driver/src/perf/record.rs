@@ -87,21 +87,6 @@ impl DecodeError {
     pub(crate) fn truncated(offset: usize, need: usize, have: usize) -> DecodeError {
         DecodeError::Truncated { offset, need, have }
     }
-
-    /// The same error with its offset moved by `by` bytes (an offset counted
-    /// in the second slice of a wrapped region, made one in the whole).
-    fn shifted(self, by: usize) -> DecodeError {
-        match self {
-            DecodeError::Truncated { offset, need, have } => {
-                DecodeError::truncated(offset + by, need, have)
-            }
-            DecodeError::BadSize { offset, size } => DecodeError::BadSize {
-                offset: offset + by,
-                size,
-            },
-            other => other,
-        }
-    }
 }
 
 /// How the records of one ring are laid out: the sample_type of each event
@@ -292,6 +277,19 @@ pub struct Sample<'a> {
     pub stack_user: Option<StackUser>,
 }
 
+/// A PERF_RECORD_THROTTLE or PERF_RECORD_UNTHROTTLE (one layout).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThrottleRecord {
+    /// Time of the throttling or unthrottling.
+    pub time: u64,
+    /// Event id.
+    pub id: u64,
+    /// Stream id.
+    pub stream_id: u64,
+    /// Trailer.
+    pub sid: SampleId,
+}
+
 /// One decoded record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record<'a> {
@@ -314,27 +312,9 @@ pub enum Record<'a> {
         sid: SampleId,
     },
     /// PERF_RECORD_THROTTLE.
-    Throttle {
-        /// Time of throttling.
-        time: u64,
-        /// Event id.
-        id: u64,
-        /// Stream id.
-        stream_id: u64,
-        /// Trailer.
-        sid: SampleId,
-    },
+    Throttle(ThrottleRecord),
     /// PERF_RECORD_UNTHROTTLE.
-    Unthrottle {
-        /// Time of unthrottling.
-        time: u64,
-        /// Event id.
-        id: u64,
-        /// Stream id.
-        stream_id: u64,
-        /// Trailer.
-        sid: SampleId,
-    },
+    Unthrottle(ThrottleRecord),
     /// Any other record type (skipped by its size).
     Other {
         /// header.type.
@@ -414,24 +394,18 @@ pub fn parse_record<'a>(
             Ok(Record::LostSamples { lost, sid })
         }
         RECORD_THROTTLE | RECORD_UNTHROTTLE => {
-            let time = c.u64()?;
-            let id = c.u64()?;
-            let stream_id = c.u64()?;
+            let (time, id, stream_id) = (c.u64()?, c.u64()?, c.u64()?);
             let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
+            let t = ThrottleRecord {
+                time,
+                id,
+                stream_id,
+                sid,
+            };
             Ok(if kind == RECORD_THROTTLE {
-                Record::Throttle {
-                    time,
-                    id,
-                    stream_id,
-                    sid,
-                }
+                Record::Throttle(t)
             } else {
-                Record::Unthrottle {
-                    time,
-                    id,
-                    stream_id,
-                    sid,
-                }
+                Record::Unthrottle(t)
             })
         }
         kind => Ok(Record::Other { kind }),

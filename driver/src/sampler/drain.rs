@@ -143,8 +143,8 @@ impl Drainer {
                 }
                 Record::Lost { lost, .. } => out.lost_records += lost,
                 Record::LostSamples { lost, .. } => out.lost_samples += lost,
-                Record::Throttle { .. } => out.throttled += 1,
-                Record::Unthrottle { .. } => out.unthrottled += 1,
+                Record::Throttle(_) => out.throttled += 1,
+                Record::Unthrottle(_) => out.unthrottled += 1,
                 Record::Other { .. } => {}
             });
             match r {

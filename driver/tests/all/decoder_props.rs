@@ -19,7 +19,7 @@ use crate::encode;
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
     DecodeError, Formats, Record, RecordIter, SUPPORTED_SAMPLE_TYPE, Sample, SampleId,
-    for_each_record, for_each_record_bytes, parse_record,
+    ThrottleRecord, for_each_record, for_each_record_bytes, parse_record,
 };
 use driver::perf::tracefs::{self, Field};
 use proptest::prelude::*;
@@ -121,22 +121,22 @@ fn real_record(kind: u8, t: u64, raws: &mut Vec<Vec<u8>>) -> Vec<u8> {
         4 => encode::record(
             SAMPLING,
             true,
-            &Record::Throttle {
+            &Record::Throttle(ThrottleRecord {
                 time: t,
                 id: SAMPLING_ID,
                 stream_id: SAMPLING_ID,
                 sid,
-            },
+            }),
         ),
         5 => encode::record(
             SAMPLING,
             true,
-            &Record::Unthrottle {
+            &Record::Unthrottle(ThrottleRecord {
                 time: t,
                 id: SAMPLING_ID,
                 stream_id: SAMPLING_ID,
                 sid,
-            },
+            }),
         ),
         _ => encode::record(
             SAMPLING,
@@ -418,8 +418,8 @@ fn real_stream_decodes_with_its_fields() {
                 s.time.unwrap(),
                 s.raw.map(|r| r.len()).unwrap_or(0),
             ),
-            Record::Throttle { time, .. } => (5, time, 0),
-            Record::Unthrottle { time, .. } => (6, time, 0),
+            Record::Throttle(t) => (5, t.time, 0),
+            Record::Unthrottle(t) => (6, t.time, 0),
             Record::Lost { lost, .. } => (2, lost, 0),
             other => panic!("{other:?}"),
         })

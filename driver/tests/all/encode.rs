@@ -4,7 +4,7 @@
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
     RECORD_LOST, RECORD_LOST_SAMPLES, RECORD_SAMPLE, RECORD_THROTTLE, RECORD_UNTHROTTLE, Record,
-    SAMPLE_ADDR, Sample, SampleId,
+    SAMPLE_ADDR, Sample, SampleId, ThrottleRecord,
 };
 
 fn header(kind: u32, size: usize) -> Vec<u8> {
@@ -162,19 +162,19 @@ pub fn record(sample_type: u64, sample_id_all: bool, r: &Record<'_>) -> Vec<u8> 
             v.extend(trailer(sid));
             finish(v)
         }
-        Record::Throttle {
+        Record::Throttle(ThrottleRecord {
             time,
             id,
             stream_id,
             sid,
-        }
-        | Record::Unthrottle {
+        })
+        | Record::Unthrottle(ThrottleRecord {
             time,
             id,
             stream_id,
             sid,
-        } => {
-            let kind = if matches!(r, Record::Throttle { .. }) {
+        }) => {
+            let kind = if matches!(r, Record::Throttle(_)) {
                 RECORD_THROTTLE
             } else {
                 RECORD_UNTHROTTLE

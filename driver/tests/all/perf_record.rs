@@ -6,7 +6,8 @@ use std::path::Path;
 use crate::encode;
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
-    DecodeError, Formats, Record, RecordIter, Sample, SampleId, for_each_record, parse_record,
+    DecodeError, Formats, Record, RecordIter, Sample, SampleId, ThrottleRecord, for_each_record,
+    parse_record,
 };
 use driver::perf::tracefs;
 use proptest::prelude::*;
@@ -71,21 +72,21 @@ fn every_record_type(raw: &[u8]) -> Vec<(u64, Record<'_>)> {
         ),
         (
             SAMPLING,
-            Record::Throttle {
+            Record::Throttle(ThrottleRecord {
                 time: 10,
                 id: 7,
                 stream_id: 7,
                 sid: sid(7, 10),
-            },
+            }),
         ),
         (
             TRACE,
-            Record::Unthrottle {
+            Record::Unthrottle(ThrottleRecord {
                 time: 11,
                 id: 9,
                 stream_id: 9,
                 sid: sid(9, 11),
-            },
+            }),
         ),
     ]
 }
@@ -212,8 +213,8 @@ proptest! {
                 1 => (TRACE, Record::Sample(Sample { id: Some(9), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: None, raw: Some(raw.as_slice()), ..Sample::default() })),
                 2 => (SAMPLING, Record::Lost { id: 7, lost: *x, sid: s }),
                 3 => (SAMPLING, Record::LostSamples { lost: *x, sid: s }),
-                4 => (SAMPLING, Record::Throttle { time: *x, id: 7, stream_id: 3, sid: s }),
-                _ => (SAMPLING, Record::Unthrottle { time: *x, id: 7, stream_id: 3, sid: s }),
+                4 => (SAMPLING, Record::Throttle(ThrottleRecord { time: *x, id: 7, stream_id: 3, sid: s })),
+                _ => (SAMPLING, Record::Unthrottle(ThrottleRecord { time: *x, id: 7, stream_id: 3, sid: s })),
             };
             buf.extend(encode::record(t, true, &r));
             want.push(format!("{r:?}"));

@@ -5,10 +5,9 @@ use super::{
     DecodeError, Formats, RECORD_SAMPLE, Record, parse_record, parse_sample, rd_u32, rd_u64,
 };
 
-/// header.size of the record at `at`, validated.
+/// header.size of the record at `at` (its header word `hdr`), validated.
 #[inline]
-fn record_size(b: &[u8], at: usize) -> Result<usize, DecodeError> {
-    let hdr = rd_u64(b, at).ok_or(DecodeError::truncated(at, 8, b.len().saturating_sub(at)))?;
+fn record_size(hdr: u64, at: usize) -> Result<usize, DecodeError> {
     let size = (hdr >> 48) as u16;
     if size < 8 || !size.is_multiple_of(8) {
         return Err(DecodeError::BadSize { offset: at, size });
@@ -46,15 +45,18 @@ impl<'a> Iterator for RecordIter<'a, '_> {
             return None;
         }
         let at = self.at;
-        let r = record_size(self.buf, at).and_then(|size| {
-            let rec = self.buf.get(at..at + size).ok_or(DecodeError::truncated(
-                at,
-                size,
-                self.buf.len() - at,
-            ))?;
-            self.at = at + size;
-            parse_record(rec, self.formats, at)
-        });
+        let r = rd_u64(self.buf, at)
+            .ok_or(DecodeError::truncated(at, 8, self.buf.len() - at))
+            .and_then(|hdr| record_size(hdr, at))
+            .and_then(|size| {
+                let rec = self.buf.get(at..at + size).ok_or(DecodeError::truncated(
+                    at,
+                    size,
+                    self.buf.len() - at,
+                ))?;
+                self.at = at + size;
+                parse_record(rec, self.formats, at)
+            });
         if r.is_err() {
             self.failed = true;
         }
@@ -121,16 +123,14 @@ where
         if left < 8 {
             return Err((DecodeError::truncated(at, 8, left), at));
         }
-        // Errors name the offset in the whole region.
-        let size = if head.len() >= 8 {
-            record_size(head, 0)
-        } else {
+        // A header that straddles the two slices is put together.
+        let hdr = rd_u64(head, 0).unwrap_or_else(|| {
             let mut hdr = [0u8; 8];
             hdr[..head.len()].copy_from_slice(head);
             hdr[head.len()..].copy_from_slice(&next[..8 - head.len()]);
-            record_size(&hdr, 0)
-        }
-        .map_err(|e| (e.shifted(at), at))?;
+            u64::from_ne_bytes(hdr)
+        });
+        let size = record_size(hdr, at).map_err(|e| (e, at))?;
         if size > left {
             return Err((DecodeError::truncated(at, size, left), at));
         }
