@@ -24,10 +24,9 @@
 //! `drain_cpu` (default: the first online CPU other than `measured_cpu`),
 //! only looks at each ring's head every [`DRAIN_INTERVAL`] (50 ms). It
 //! decodes a ring during the run only when the ring's free space falls below
-//! [`drain_reserve`] (a quarter of the ring, at least 8 MiB), and on request
-//! ([`Sampler::samples_synced`], which the sweep does not use: paired phases
-//! count samples by timestamp); everything else is decoded after
-//! [`Sampler::disable`], when the workload no longer runs. Measured at
+//! [`drain_reserve`] (a quarter of the ring, at least 8 MiB); everything
+//! else is decoded after [`Sampler::disable`], when the workload no longer
+//! runs (paired phases count samples by timestamp). Measured at
 //! 100 kHz with all four tracepoints for 10 s (examples/soak.rs): decoding
 //! online from 16 MiB rings cost the drain thread 0.26-0.35 s of CPU during
 //! the run; with rings that hold the run the driver's CPU while sampling
@@ -135,24 +134,23 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    Sampling,
-    Trace,
-}
-
+/// An open event: its fd, its CPU, its record id and what its records are.
 #[derive(Debug)]
 struct OpenEvent {
     fd: OwnedFd,
     cpu: u32,
-    role: Role,
+    id: u64,
+    role: IdRole,
 }
 
 /// One measurement session (see the module docs).
 #[derive(Debug)]
 pub struct Sampler {
     cfg: SamplerConfig,
-    events: Vec<OpenEvent>,
+    /// The sampling event on each CPU.
+    sampling: Vec<OpenEvent>,
+    /// The handler's tracepoints on the measured CPU.
+    traces: Vec<OpenEvent>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<DrainOutput>>,
     drain_cpu: Option<u32>,
@@ -172,11 +170,14 @@ impl Sampler {
     pub fn open(cfg: &SamplerConfig) -> Result<Sampler, PerfError> {
         let online = online_cpus()?;
         validate(cfg, &online)?;
-        let (mut events, mut ids, measured_fd_index) =
+        let (sampling, measured) =
             open_sampling(cfg, &cfg.cpus(&online), cfg.task().unwrap_or(-1))?;
         // SET_OUTPUT needs the target's ring mapped: map before the tracepoints.
-        let (mut rings, ring_bytes) = map_rings(cfg, &events)?;
-        let nmi_handler = open_tracepoints(cfg, measured_fd_index, &mut events, &mut ids)?;
+        let (mut rings, ring_bytes) = map_rings(cfg, &sampling)?;
+        let (traces, nmi_handler) = open_tracepoints(cfg, &sampling[measured].fd)?;
+        let ids: Vec<(u64, IdRole)> = (sampling.iter().chain(&traces))
+            .map(|e| (e.id, e.role.clone()))
+            .collect();
         let formats = formats_by_id(cfg, &ids)?;
         for ring in &mut rings {
             ring.set_formats(formats.clone());
@@ -191,7 +192,7 @@ impl Sampler {
         let shared = Arc::new(Shared::default());
         let drainer = Drainer {
             rings,
-            ids: ids.into_iter().collect(),
+            ids,
             measured_cpu: cfg.measured_cpu,
             all_cpu_samples: cfg.task().is_some(),
             shared: Arc::clone(&shared),
@@ -209,7 +210,8 @@ impl Sampler {
             .map_err(|e| PerfError::Drain(format!("cannot start the drain thread: {e}")))?;
         Ok(Sampler {
             cfg: cfg.clone(),
-            events,
+            sampling,
+            traces,
             shared,
             thread: Some(thread),
             drain_cpu,
@@ -223,18 +225,15 @@ impl Sampler {
         })
     }
 
-    /// PERF_EVENT_IOC_ENABLE (`on`) or DISABLE on every event of `role`.
-    fn switch(&self, role: Role, on: bool) -> Result<(), PerfError> {
-        let what = match role {
-            Role::Sampling => self.cfg.event.as_str(),
-            Role::Trace => "tracepoint",
-        };
+    /// PERF_EVENT_IOC_ENABLE (`on`) or DISABLE on `events` (`what` names
+    /// them in errors).
+    fn switch(events: &[OpenEvent], what: &str, on: bool) -> Result<(), PerfError> {
         let (ioctl, op): (fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<()>, _) = if on {
             (sys::enable, "ioctl(PERF_EVENT_IOC_ENABLE)")
         } else {
             (sys::disable, "ioctl(PERF_EVENT_IOC_DISABLE)")
         };
-        for ev in self.events.iter().filter(|e| e.role == role) {
+        for ev in events {
             ioctl(ev.fd.as_fd()).map_err(|e| PerfError::os(op, what, e))?;
         }
         Ok(())
@@ -242,7 +241,7 @@ impl Sampler {
 
     /// Enables the tracepoints, then the sampling event(s).
     pub fn enable(&self) -> Result<(), PerfError> {
-        self.switch(Role::Trace, true)?;
+        Self::switch(&self.traces, "tracepoint", true)?;
         self.shared.enabled.store(true, Ordering::Release);
         self.cpu_at_enable
             .store(crate::system::clock::process_cpu_ns(), Ordering::Relaxed);
@@ -251,12 +250,12 @@ impl Sampler {
         let _ =
             self.first_enabled_at
                 .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
-        self.switch(Role::Sampling, true)
+        Self::switch(&self.sampling, self.cfg.event.as_str(), true)
     }
 
     /// Disables the sampling event(s), then the tracepoints.
     pub fn disable(&self) -> Result<(), PerfError> {
-        self.switch(Role::Sampling, false)?;
+        Self::switch(&self.sampling, self.cfg.event.as_str(), false)?;
         let since = self.enabled_at.swap(0, Ordering::Relaxed);
         if since != 0 {
             self.enabled_total
@@ -268,24 +267,7 @@ impl Sampler {
             );
         }
         self.shared.enabled.store(false, Ordering::Release);
-        self.switch(Role::Trace, false)
-    }
-
-    /// Asks the drain thread for a pass now, waits for it (at most ~1 s) and
-    /// returns the samples decoded (on the measured CPU; all CPUs for Task
-    /// scope), which then include every sample written before this call
-    /// (rings are otherwise decoded lazily: see the module docs).
-    pub fn samples_synced(&self) -> u64 {
-        let want = self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1;
-        if let Some(t) = &self.thread {
-            t.thread().unpark();
-        }
-        let deadline = monotonic_raw_ns() + 1_000_000_000;
-        while self.shared.completed.load(Ordering::Acquire) < want && monotonic_raw_ns() < deadline
-        {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        self.shared.samples.load(Ordering::Acquire)
+        Self::switch(&self.traces, "tracepoint", false)
     }
 
     /// Disables everything, drains a last time, stops the thread and pairs
@@ -295,7 +277,7 @@ impl Sampler {
     /// ...: docs/results-format.md, "runs.csv"); the rest is returned.
     pub fn finish(mut self, row: &mut RunRow) -> Result<SamplerOutcome, PerfError> {
         self.disable()?;
-        let counts = self.final_counts()?;
+        let (lost_read, enabled_ns) = self.final_counts()?;
         let out = self.stop_thread()?;
         if let Some(e) = out.first_error {
             return Err(e);
@@ -312,12 +294,12 @@ impl Sampler {
         let per_sample =
             |n: u64, sum: u64| (n > 0 && c.samples > 0).then(|| sum as f64 / c.samples as f64);
         *row = RunRow {
-            window_ns: counts.enabled_ns,
+            window_ns: enabled_ns,
             samples: samples.keys.len() as u64,
             samples_all_cpus: out.samples_all,
             throttled: out.throttled,
             unthrottled: out.unthrottled,
-            lost: out.lost_records.max(counts.lost_read),
+            lost: out.lost_records.max(lost_read),
             lost_samples: out.lost_samples,
             duplicates: samples.duplicates + handler.duplicates,
             unmatched: handler.unmatched,
@@ -337,7 +319,7 @@ impl Sampler {
             drain_cpu_ns: out.cpu_ns,
             ring_bytes: self.ring_bytes,
             lost_records: out.lost_records,
-            lost_read: counts.lost_read,
+            lost_read,
             drain_cpu: self.drain_cpu,
             drain_passes_on_measured_cpu: out.passes_on_measured,
             drain_passes: out.passes,
@@ -347,19 +329,20 @@ impl Sampler {
     }
 
     /// Reads every event's counts after disable ([value, time_enabled,
-    /// time_running, id, lost]): the records lost in all, and how long the
-    /// measured CPU's sampling event was enabled (by the kernel's count
-    /// except in Task scope, where the session's own clock stands).
-    fn final_counts(&self) -> Result<FinalCounts, PerfError> {
+    /// time_running, id, lost]): the records lost in all (by
+    /// PERF_FORMAT_LOST, over every event), and how long the measured CPU's
+    /// sampling event was enabled, ns (by the kernel's count except in Task
+    /// scope, where the session's own clock stands).
+    fn final_counts(&self) -> Result<(u64, u64), PerfError> {
         let mut lost_read = 0;
         let mut enabled_ns = self.enabled_total.load(Ordering::Relaxed);
-        for ev in &self.events {
+        for ev in self.sampling.iter().chain(&self.traces) {
             let mut buf = [0u64; 5];
             let n = sys::read_counts(ev.fd.as_fd(), &mut buf)
                 .map_err(|e| PerfError::os("read", "perf counts", e))?;
             if n == 5 {
                 lost_read += buf[4];
-                if matches!(ev.role, Role::Sampling)
+                if matches!(ev.role, IdRole::Sampling)
                     && ev.cpu == self.cfg.measured_cpu
                     && self.cfg.task().is_none()
                 {
@@ -367,10 +350,7 @@ impl Sampler {
                 }
             }
         }
-        Ok(FinalCounts {
-            lost_read,
-            enabled_ns,
-        })
+        Ok((lost_read, enabled_ns))
     }
 
     /// Pairs the handler tracepoints' records into intervals and keeps
@@ -436,14 +416,6 @@ impl Sampler {
             )),
         }
     }
-}
-
-/// What the events' counts said after the session was disabled.
-struct FinalCounts {
-    /// Records lost, by PERF_FORMAT_LOST, over every event.
-    lost_read: u64,
-    /// How long the measured CPU's sampling event was enabled, ns.
-    enabled_ns: u64,
 }
 
 /// The decoded samples, each once.

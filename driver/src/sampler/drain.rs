@@ -4,7 +4,6 @@
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -58,9 +57,6 @@ pub(super) struct Shared {
     pub(super) stop: AtomicBool,
     /// Sampling is enabled (between enable and disable).
     pub(super) enabled: AtomicBool,
-    pub(super) samples: AtomicU64,
-    pub(super) requested: AtomicU64,
-    pub(super) completed: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -164,9 +160,6 @@ impl Drainer {
         if rustix::thread::sched_getcpu() == *measured_cpu as usize {
             out.passes_on_measured += 1;
         }
-        self.shared
-            .samples
-            .store(out.sample_keys.len() as u64, Ordering::Release);
     }
 
     pub(super) fn run(mut self, pin: Option<u32>) -> DrainOutput {
@@ -177,11 +170,8 @@ impl Drainer {
         }
         let start = thread_cpu_ns();
         loop {
-            let req = self.shared.requested.load(Ordering::Acquire);
             let stop = self.shared.stop.load(Ordering::Acquire);
-            let asked = req != self.shared.completed.load(Ordering::Acquire);
-            self.pass(stop || asked);
-            self.shared.completed.store(req, Ordering::Release);
+            self.pass(stop);
             if stop {
                 break;
             }

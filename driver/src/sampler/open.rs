@@ -1,7 +1,6 @@
 //! Opening a sampler: the sampling events, their rings, the handler's
 //! tracepoints, and how to decode what each writes.
 
-use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 
 use crate::perf::record::DecodeError;
@@ -10,21 +9,17 @@ use super::sampling_event::open;
 
 use super::{
     Attr, EventKernel, Formats, HRTIMER_SYMBOL, IdRole, NEVER_FIRES_PERIOD, NMI_HANDLER_SYMBOL,
-    OpenContext, OpenEvent, PerfError, READ_FORMAT, Ring, Role, SamplerConfig, TraceKind,
-    TraceLayout, ring_bytes_for, sampling_sample_type, set_filter, sys, trace_sample_type, tracefs,
+    OpenContext, OpenEvent, PerfError, READ_FORMAT, Ring, SamplerConfig, TraceKind, TraceLayout,
+    ring_bytes_for, sampling_sample_type, set_filter, sys, trace_sample_type, tracefs,
 };
 
-/// The open sampling events, the role of each record id, and the index of
-/// the measured CPU's event.
-pub(super) type Sampling = (Vec<OpenEvent>, HashMap<u64, IdRole>, usize);
-
-/// The sampling event on each of `cpus` (pid -1, or the task's), with
-/// their ids, and the index of the measured CPU's.
+/// The sampling event on each of `cpus` (pid -1, or the task's), and the
+/// index of the measured CPU's.
 pub(super) fn open_sampling(
     cfg: &SamplerConfig,
     cpus: &[u32],
     pid: i32,
-) -> Result<Sampling, PerfError> {
+) -> Result<(Vec<OpenEvent>, usize), PerfError> {
     // The same attr on every CPU: what the user asked each sample to carry,
     // at `freq_hz` (0: a sampler that never fires, the paired design's null
     // control).
@@ -41,8 +36,6 @@ pub(super) fn open_sampling(
         .read_format(READ_FORMAT)
         .sample_id_all(true);
     let mut events = Vec::new();
-    let mut ids = HashMap::new();
-    let mut measured_fd_index = None;
     for &cpu in cpus {
         let mut attr = attr.clone();
         let ctx = OpenContext {
@@ -52,24 +45,22 @@ pub(super) fn open_sampling(
             cpu: cpu as i32,
         };
         let fd = open(&mut attr, &ctx)?;
-        ids.insert(event_id(&fd, cfg.event.as_str())?, IdRole::Sampling);
-        if cpu == cfg.measured_cpu {
-            measured_fd_index = Some(events.len());
-        }
         events.push(OpenEvent {
+            id: event_id(&fd, cfg.event.as_str())?,
             fd,
             cpu,
-            role: Role::Sampling,
+            role: IdRole::Sampling,
         });
     }
-    let measured_fd_index = measured_fd_index.ok_or_else(|| {
+    let measured = events.iter().position(|e| e.cpu == cfg.measured_cpu);
+    let measured = measured.ok_or_else(|| {
         PerfError::config(
             "measured_cpu",
             cfg.measured_cpu,
             "the sampling event was not opened on it",
         )
     })?;
-    Ok((events, ids, measured_fd_index))
+    Ok((events, measured))
 }
 
 /// A ring per sampling event, sized for the whole run (a smaller one,
@@ -109,16 +100,16 @@ pub(super) fn map_rings(
 
 /// The handler's (and the whole interrupt's) tracepoints on the measured
 /// CPU, filtered to perf's own handler and writing into the measured CPU's
-/// ring; the NMI handler's address when it is traced.
+/// ring (`output`, its sampling event); the NMI handler's address when it
+/// is traced.
 pub(super) fn open_tracepoints(
     cfg: &SamplerConfig,
-    measured_fd_index: usize,
-    events: &mut Vec<OpenEvent>,
-    ids: &mut HashMap<u64, IdRole>,
-) -> Result<Option<u64>, PerfError> {
+    output: &OwnedFd,
+) -> Result<(Vec<OpenEvent>, Option<u64>), PerfError> {
+    let mut events = Vec::new();
     let kinds = cfg.trace_kinds();
     if kinds.is_empty() {
-        return Ok(None);
+        return Ok((events, None));
     }
     let mut nmi_handler = None;
     let root = tracefs::find_or_mount()?;
@@ -163,16 +154,16 @@ pub(super) fn open_tracepoints(
             }
             _ => {}
         }
-        sys::set_output(fd.as_fd(), events[measured_fd_index].fd.as_fd())
+        sys::set_output(fd.as_fd(), output.as_fd())
             .map_err(|e| PerfError::os("ioctl(PERF_EVENT_IOC_SET_OUTPUT)", full.clone(), e))?;
-        ids.insert(event_id(&fd, &full)?, IdRole::Trace(layout));
         events.push(OpenEvent {
+            id: event_id(&fd, &full)?,
             fd,
             cpu: cfg.measured_cpu,
-            role: Role::Trace,
+            role: IdRole::Trace(layout),
         });
     }
-    Ok(nmi_handler)
+    Ok((events, nmi_handler))
 }
 
 /// PERF_EVENT_IOC_ID of an open event (`what` names it in errors).
@@ -189,16 +180,16 @@ fn decode_error(cfg: &SamplerConfig) -> impl FnOnce(DecodeError) -> PerfError {
 /// How to decode each id's records.
 pub(super) fn formats_by_id(
     cfg: &SamplerConfig,
-    ids: &HashMap<u64, IdRole>,
+    ids: &[(u64, IdRole)],
 ) -> Result<Formats, PerfError> {
     let id_types: Vec<(u64, u64)> = ids
         .iter()
-        .map(|(&id, r)| {
+        .map(|(id, r)| {
             let t = match r {
                 IdRole::Sampling => sampling_sample_type(cfg),
                 IdRole::Trace(layout) => trace_sample_type(layout.kind) | cfg.trace_extra_fields,
             };
-            (id, t)
+            (*id, t)
         })
         .collect();
     Formats::by_id(&id_types, true)

@@ -270,7 +270,6 @@ fn task_scope_samples_a_child_process_with_handler_intervals() {
     let s = Sampler::open(&cfg).unwrap();
     s.enable().unwrap();
     std::thread::sleep(Duration::from_millis(400));
-    let synced = s.samples_synced();
     s.disable().unwrap();
     let mut r = RunRow::default();
     let o = s.finish(&mut r).unwrap();
@@ -279,11 +278,6 @@ fn task_scope_samples_a_child_process_with_handler_intervals() {
     // 400 ms at 1 kHz of a child that shares its CPU with whatever else
     // runs there: a tenth, not a rate (a magnitude; 300 had been asserted).
     assert!(r.samples >= 40, "samples {}", r.samples);
-    assert!(
-        synced > 0 && synced <= r.samples,
-        "synced {synced} of {}",
-        r.samples
-    );
     assert!(
         o.intervals.len() as f64 >= 0.9 * r.samples as f64,
         "{} intervals",
