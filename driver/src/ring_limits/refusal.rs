@@ -11,27 +11,19 @@ use super::{FD_MARGIN, HostLimits, MemoryLimit, RunNeed, largest};
 pub enum RingLimitError {
     /// The rings need more locked memory than allowed.
     #[error(
-        "the sweep's largest run (run {run_id}, {freq_hz} Hz, {rings} rings) needs {} of perf \
-         ring buffers ({} on the measured CPU, {} on each of the {} other CPUs) but {limit}; \
-         fix: {fix}",
-        bytes(*need_bytes),
-        bytes(*measured_bytes),
-        bytes(*other_bytes),
-        rings.saturating_sub(1)
+        "the sweep's largest run (run {}, {} Hz, {} rings) needs {} of perf ring buffers ({} on \
+         the measured CPU, {} on each of the {} other CPUs) but {limit}; fix: {fix}",
+        run.run_id,
+        run.freq_hz,
+        run.rings,
+        bytes(run.locked_bytes),
+        bytes(run.measured_ring_bytes),
+        bytes(run.other_ring_bytes),
+        run.rings.saturating_sub(1)
     )]
     Memory {
-        /// The run.
-        run_id: u32,
-        /// Its frequency.
-        freq_hz: u64,
-        /// Its rings.
-        rings: u64,
-        /// Bytes needed.
-        need_bytes: u64,
-        /// The measured CPU's ring.
-        measured_bytes: u64,
-        /// Another CPU's ring.
-        other_bytes: u64,
+        /// The run that locks the most.
+        run: RunNeed,
         /// What the limit is and where it comes from.
         limit: String,
         /// What to do.
@@ -39,15 +31,15 @@ pub enum RingLimitError {
     },
     /// The events need more file descriptors than allowed.
     #[error(
-        "the sweep's largest run (run {run_id}) opens {events} perf events; with the {open} \
-         descriptors already open and a margin of {FD_MARGIN} that is {need} file descriptors, \
-         but RLIMIT_NOFILE allows {soft} (hard limit {hard}); fix: {fix}"
+        "the sweep's largest run (run {}) opens {} perf events; with the {open} descriptors \
+         already open and a margin of {FD_MARGIN} that is {need} file descriptors, but \
+         RLIMIT_NOFILE allows {soft} (hard limit {hard}); fix: {fix}",
+        run.run_id,
+        run.fds
     )]
     Fds {
-        /// The run.
-        run_id: u32,
-        /// Its perf events.
-        events: u64,
+        /// The run that opens the most.
+        run: RunNeed,
         /// Descriptors open now.
         open: u64,
         /// Needed in all.
@@ -113,12 +105,7 @@ pub(super) fn memory_refusal(
         );
     }
     RingLimitError::Memory {
-        run_id: mem.run_id,
-        freq_hz: mem.freq_hz,
-        rings: mem.rings,
-        need_bytes: mem.locked_bytes,
-        measured_bytes: mem.measured_ring_bytes,
-        other_bytes: mem.other_ring_bytes,
+        run: *mem,
         limit,
         fix: fixes.join("; or "),
     }
@@ -195,8 +182,7 @@ pub(super) fn fds_refusal(
         fix.push_str("; or --scope cpu (one event instead of one per CPU)");
     }
     RingLimitError::Fds {
-        run_id: most_fds.run_id,
-        events: most_fds.fds,
+        run: *most_fds,
         open: limits.fds_open,
         need: fds_needed,
         soft,
