@@ -32,8 +32,7 @@ mod run_files;
 mod user_command_run;
 
 use child::{
-    ChildGuard, WorkloadArgs, read_pipe, ready_or_failed, spawn_unpinned, wait_end,
-    workload_command,
+    ChildGuard, WorkloadArgs, read_pipe, spawn_unpinned, wait_end, wait_ready, workload_command,
 };
 use phases::{phase_samples, run_phases};
 use run_files::RunFiles;
@@ -175,8 +174,9 @@ struct ReadyWorkload {
 
 impl RealBackend {
     /// Starts the workload child of `args` (a run's or the look at the
-    /// host's) and waits until it is ready, else a failed run quoting its
-    /// stderr.
+    /// host's) and waits until it is set up (pinned, calibrated); one that
+    /// exits before is a failed run quoting its stderr (read once the
+    /// guard has reaped it).
     fn ready_workload(
         &self,
         args: &WorkloadArgs<'_>,
@@ -187,15 +187,24 @@ impl RealBackend {
         let stdout = read_pipe(child.stdout.take());
         let stderr = read_pipe(child.stderr.take());
         let pid = child.id();
-        let (guard, reader, stderr) =
-            ready_or_failed(ChildGuard(Some(child)), args.counter, interrupt, stderr)?;
-        Ok(ReadyWorkload {
-            guard,
-            reader,
-            pid,
-            stdout,
-            stderr,
-        })
+        let mut guard = ChildGuard(Some(child));
+        match wait_ready(&mut guard, args.counter, interrupt)? {
+            Ok(reader) => Ok(ReadyWorkload {
+                guard,
+                reader,
+                pid,
+                stdout,
+                stderr,
+            }),
+            Err(status) => {
+                drop(guard);
+                let err = stderr.join().unwrap_or_default();
+                Err(failed(format!(
+                    "workload exited before it was ready ({status}): {}",
+                    err.trim()
+                )))
+            }
+        }
     }
 }
 
@@ -327,17 +336,22 @@ fn read_timeline(
 ) -> Result<Option<crate::gaps::TimelineOutcome>, RunError> {
     match (&summary.timeline, gaps_file) {
         (Some(t), Some(path)) => {
-            let raw = workload::timeline::read_gaps_file(path).map_err(|e| {
-                failed(format!(
-                    "cannot read the workload's gaps ({}): {e}",
-                    path.display()
-                ))
-            })?;
+            let raw = read_gaps(path)?;
             Ok(Some(crate::gaps::timeline_outcome(t, &raw, sample_times)))
         }
         (None, Some(_)) => Err(failed("the workload ran without its timeline (--timeline)")),
         _ => Ok(None),
     }
+}
+
+/// The workload's gaps file: (start_ns, end_ns, excess_ns) of each gap.
+fn read_gaps(path: &Path) -> Result<Vec<[u64; 3]>, RunError> {
+    workload::timeline::read_gaps_file(path).map_err(|e| {
+        failed(format!(
+            "cannot read the workload's gaps ({}): {e}",
+            path.display()
+        ))
+    })
 }
 
 impl RunOutcome {

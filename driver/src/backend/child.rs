@@ -7,7 +7,6 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::failed;
@@ -156,38 +155,9 @@ pub(super) fn wait_end(
     }
 }
 
-/// A ready workload: its guard, its counter and its stderr.
-type Ready = (
-    ChildGuard,
-    workload::counter::CounterReader,
-    JoinHandle<String>,
-);
-
-/// Waits until the workload is set up (pinned, calibrated) and hands back
-/// its guard, its counter and its stderr; one that exits before is a
-/// failed run quoting its stderr (read once the guard has reaped it).
-pub(super) fn ready_or_failed(
-    mut guard: ChildGuard,
-    counter_path: &Path,
-    interrupt: &AtomicBool,
-    stderr: JoinHandle<String>,
-) -> Result<Ready, RunError> {
-    match wait_ready(&mut guard, counter_path, interrupt)? {
-        Ok(reader) => Ok((guard, reader, stderr)),
-        Err(status) => {
-            drop(guard);
-            let err = stderr.join().unwrap_or_default();
-            Err(failed(format!(
-                "workload exited before it was ready ({status}): {}",
-                err.trim()
-            )))
-        }
-    }
-}
-
 /// Waits for the workload to be set up (pinned, calibrated: its counter
 /// says ready); `Ok(Err(status))` when it exited first.
-fn wait_ready(
+pub(super) fn wait_ready(
     guard: &mut ChildGuard,
     counter_path: &Path,
     interrupt: &AtomicBool,

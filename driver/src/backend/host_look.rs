@@ -12,7 +12,9 @@ use results_format::timeline::join_episodes;
 use workload::counter::{CounterReader, State};
 use workload::work::WorkKind;
 
-use super::{RealBackend, RunFiles, WorkloadArgs, failed, steal_ns_since, steal_ticks, wait_end};
+use super::{
+    RealBackend, RunFiles, WorkloadArgs, failed, read_gaps, steal_ns_since, steal_ticks, wait_end,
+};
 use crate::config::SweepOptions;
 use crate::exec::RunError;
 use crate::plan::judge::{LOOK_NS, LookMeasure, SETTLE_SLICES, slice_ns_for};
@@ -82,13 +84,7 @@ fn episodes(out_text: &str, gaps: &Path) -> Result<(u64, Vec<u64>), RunError> {
             t.gaps
         );
     }
-    let raw = workload::timeline::read_gaps_file(gaps).map_err(|e| {
-        failed(format!(
-            "cannot read the workload's gaps ({}): {e}",
-            gaps.display()
-        ))
-    })?;
-    let mut g = crate::gaps::gaps_of(&raw);
+    let mut g = crate::gaps::gaps_of(&read_gaps(gaps)?);
     let excess = join_episodes(&mut g).iter().map(|e| e.excess_ns).collect();
     Ok((t.loop_end_ns.saturating_sub(t.loop_start_ns), excess))
 }
