@@ -84,9 +84,7 @@ pub fn read_counts(fd: BorrowedFd<'_>, buf: &mut [u64]) -> io::Result<usize> {
     let mut bytes = vec![0u8; buf.len() * 8];
     let n = rustix::io::read(fd, &mut bytes)?;
     for (word, chunk) in buf.iter_mut().zip(bytes[..n].chunks_exact(8)) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(chunk);
-        *word = u64::from_ne_bytes(b);
+        *word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
     }
     Ok(n / 8)
 }
