@@ -23,7 +23,7 @@ pub enum RingLimitError {
     )]
     Memory {
         /// The run that locks the most.
-        run: RunNeed,
+        run: Box<RunNeed>,
         /// What the limit is and where it comes from.
         limit: String,
         /// What to do.
@@ -39,7 +39,7 @@ pub enum RingLimitError {
     )]
     Fds {
         /// The run that opens the most.
-        run: RunNeed,
+        run: Box<RunNeed>,
         /// Descriptors open now.
         open: u64,
         /// Needed in all.
@@ -105,7 +105,7 @@ pub(super) fn memory_refusal(
         );
     }
     RingLimitError::Memory {
-        run: *mem,
+        run: Box::new(*mem),
         limit,
         fix: fixes.join("; or "),
     }
@@ -182,7 +182,7 @@ pub(super) fn fds_refusal(
         fix.push_str("; or --scope cpu (one event instead of one per CPU)");
     }
     RingLimitError::Fds {
-        run: *most_fds,
+        run: Box::new(*most_fds),
         open: limits.fds_open,
         need: fds_needed,
         soft,
