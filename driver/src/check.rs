@@ -252,11 +252,7 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(line) => return Ok(refused(args, exit::BAD_INPUT, &line)),
     };
-    let root = args.history.join("checks").join(format!(
-        "{}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        crate::sweep::hostname()
-    ));
+    let root = args.history.join("checks").join(crate::sweep::set_name());
     let started = std::time::Instant::now();
     tracing::info!(
         "checking {} Hz: {} blocks of {} runs of {} ms, about {} s (--time {} s)",
