@@ -61,11 +61,9 @@ fn row(spec: &RunSpec<'_>, made: &MadeRun, measured: RunRow, intervals: usize) -
         rep: run.rep,
         // The paired null control (0 Hz) opens a sampler that never fires;
         // with --profiler ours opens none (the profiler's event is its own).
-        event: if crate::plan::opens_sampler(run, opts) {
-            spec.event.to_owned()
-        } else {
-            String::new()
-        },
+        event: crate::plan::opens_sampler(run, opts)
+            .then(|| spec.event.to_owned())
+            .unwrap_or_default(),
         requested_event: opts.event.to_string(),
         contents: run.contents.name(),
         workload: run.workload.name(),
@@ -119,7 +117,7 @@ pub(super) fn ok_row(
     let thinned = !thinning.is_all();
     RunRow {
         raw_keep_every: thinned.then_some(thinning.every),
-        raw_kept_ns: if thinned { kept_ns } else { None },
+        raw_kept_ns: kept_ns.filter(|_| thinned),
         noisy: !reasons.is_empty(),
         noise_reasons: reasons.join("; "),
         status: RunStatus::Ok,
