@@ -64,11 +64,11 @@ impl Sources<'_> {
     /// where it came from (the flag also names the default).
     fn duration(
         &self,
-        (flag, file): (Option<u64>, Option<&String>),
+        (flag, file): (Option<u64>, Option<&str>),
         (name, key): (&'static str, &'static str),
         default: u64,
     ) -> Result<(u64, Origin), ConfigError> {
-        let ns = self.given(flag, file, key, |t, o| parse_duration(t, o))?;
+        let ns = self.given(flag, file, key, parse_duration)?;
         let origin = if flag.is_none() && file.is_some() {
             self.key(key)
         } else {
@@ -87,7 +87,7 @@ impl Sources<'_> {
 
     /// The loop's run length, checked ([`check_run_length`]).
     fn run_length(&self, rates: &[u64]) -> Result<u64, ConfigError> {
-        let given = (self.flags.duration_ns, self.exp.duration.as_ref());
+        let given = (self.flags.duration_ns, self.exp.duration.as_deref());
         let (ns, origin) = self.duration(given, ("--duration", "duration"), DEFAULT_DURATION_NS)?;
         check_run_length(rates, ns, &origin)?;
         Ok(ns)
@@ -148,7 +148,7 @@ impl Sources<'_> {
     /// The phase length: the flag, the file's, or the default; with where
     /// it came from.
     fn given_phase(&self) -> Result<(u64, Origin), ConfigError> {
-        let given = (self.flags.phase_ns, self.exp.phase.as_ref());
+        let given = (self.flags.phase_ns, self.exp.phase.as_deref());
         self.duration(given, ("--phase", "phase"), DEFAULT_PHASE_NS)
     }
 
@@ -226,7 +226,7 @@ impl Sources<'_> {
 
     /// The limit on the planned sweep time and where it came from.
     fn max_sweep(&self) -> Result<(u64, String), ConfigError> {
-        let given = (self.flags.max_sweep_ns, self.exp.max_sweep_time.as_ref());
+        let given = (self.flags.max_sweep_ns, self.exp.max_sweep_time.as_deref());
         let names = ("--max-sweep-time", "max_sweep_time");
         let (ns, origin) = self.duration(given, names, DEFAULT_MAX_SWEEP_NS)?;
         Ok(match given {

@@ -152,10 +152,8 @@ pub(super) fn open_results(
             // A change of the interrupted invocation that is back at its
             // original value: its record says so; its `old` stays the value
             // found before the first change.
-            for c in m.settings_changed.iter_mut().filter(|c| !c.restored) {
-                if fresh.back_to_original.contains(c) {
-                    c.restored = true;
-                }
+            for c in m.settings_changed.iter_mut() {
+                c.restored |= fresh.back_to_original.contains(c);
             }
             // What the first invocation already said (the event's
             // fallback, a raised rate limit) is not said twice.
