@@ -1,5 +1,6 @@
 //! [`SweepOptions::resolve`]: each setting from its flag, else its
-//! experiment-file key, else its default, one function per setting.
+//! experiment-file key, else its default, through one lookup
+//! (`Sources::given`, `Sources::given_at`).
 
 use std::path::Path;
 
