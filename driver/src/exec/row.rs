@@ -61,9 +61,11 @@ fn row(spec: &RunSpec<'_>, made: &MadeRun, measured: RunRow, intervals: usize) -
         rep: run.rep,
         // The paired null control (0 Hz) opens a sampler that never fires;
         // with --profiler ours opens none (the profiler's event is its own).
-        event: crate::plan::opens_sampler(run, opts)
-            .then(|| spec.event.to_owned())
-            .unwrap_or_default(),
+        event: if crate::plan::opens_sampler(run, opts) {
+            spec.event.to_owned()
+        } else {
+            String::new()
+        },
         requested_event: opts.event.to_string(),
         contents: run.contents.name(),
         workload: run.workload.name(),
