@@ -87,13 +87,10 @@ pub struct CheckArgs {
 fn rate_flag(text: &str) -> Result<FlagList<u64>, String> {
     let fix = "give the rate in use in Hz, e.g. --rate 99 (comma-separated for several)";
     let list = parse_rate_list(text, &Origin::Flag("--rate")).map_err(|e| e.to_string())?;
-    let mut rates = Vec::new();
-    for v in list {
-        match u64::try_from(v) {
-            Ok(0) | Err(_) => return Err(format!("the rate {v} Hz measures nothing; {fix}")),
-            Ok(r) => rates.push(r),
-        }
+    if let Some(v) = list.iter().find(|&&v| v <= 0) {
+        return Err(format!("the rate {v} Hz measures nothing; {fix}"));
     }
+    let mut rates: Vec<u64> = list.iter().map(|&v| v.unsigned_abs()).collect();
     rates.sort_unstable();
     rates.dedup();
     Ok(FlagList(rates))
@@ -230,7 +227,6 @@ fn refused(args: &CheckArgs, code: u8, line: &str) -> ExitCode {
             rows: Vec::new(),
             exit: code,
             reasons: vec![line.to_string()],
-            event: String::new(),
         };
         println!("{}", verdict::answer_json(&j, args, Path::new("")));
     }
@@ -252,11 +248,7 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(line) => return Ok(refused(args, exit::BAD_INPUT, &line)),
     };
-    let root = args.history.join("checks").join(format!(
-        "{}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        crate::sweep::hostname()
-    ));
+    let root = args.history.join("checks").join(crate::sweep::set_name());
     let started = std::time::Instant::now();
     tracing::info!(
         "checking {} Hz: {} blocks of {} runs of {} ms, about {} s (--time {} s)",
@@ -273,21 +265,19 @@ pub fn cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         // Stopped before its first run (Ctrl-C): nothing judged.
         Ok(Err(code)) => return Ok(code),
         Err(e) => {
-            if let Some(u) = e.downcast_ref::<UsageError>() {
-                return Ok(refused(args, exit::BAD_INPUT, &u.to_string()));
-            }
-            if let Some(b) = e.downcast_ref::<BusyError>() {
-                return Ok(refused(
-                    args,
+            let (code, line) = if let Some(u) = e.downcast_ref::<UsageError>() {
+                (exit::BAD_INPUT, u.to_string())
+            } else if let Some(b) = e.downcast_ref::<BusyError>() {
+                let line = format!("{b}; nothing was measured: run the check when it has finished");
+                (exit::UNRESOLVED, line)
+            } else {
+                let chain = results_format::message_chain(e.as_ref());
+                (
                     exit::UNRESOLVED,
-                    &format!("{b}; nothing was measured: run the check when it has finished"),
-                ));
-            }
-            let line = format!(
-                "the check stopped: {}; nothing was judged",
-                results_format::message_chain(e.as_ref())
-            );
-            return Ok(refused(args, exit::UNRESOLVED, &line));
+                    format!("the check stopped: {chain}; nothing was judged"),
+                )
+            };
+            return Ok(refused(args, code, &line));
         }
     };
     let s = match crate::sweep::summarise(ran) {

@@ -34,7 +34,7 @@ enum Command {
             it again, are on stderr; the directory on stdout as always); 130 interrupted \
             (Ctrl-C or SIGTERM; `--resume DIR` finishes it)."
     )]
-    Sweep(driver::sweep::SweepArgs),
+    Sweep(Box<driver::sweep::SweepFlags>),
     /// Measure what the rate in use costs now, in about a minute, and judge it against a budget.
     #[command(after_help = driver::check::AFTER_HELP)]
     Check(Box<driver::check::CheckArgs>),

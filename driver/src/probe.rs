@@ -13,6 +13,7 @@ use std::time::Duration;
 use procfs::Current;
 use serde::{Deserialize, Serialize};
 
+use crate::hoststate::OnLeftover::{Leave, Restore};
 use crate::perf::error::PARANOID_PATH;
 use crate::perf::{PerfError, tracefs};
 use crate::sampler::{self, EventKernel, EventKind, Sampler, SamplerConfig};
@@ -136,12 +137,6 @@ pub struct SelfTest {
     pub error: Option<String>,
 }
 
-fn read_trim(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 /// The first CPU's vendor, family and model number.
 type CpuIdentity = (Option<String>, Option<u32>, Option<u32>);
 
@@ -176,13 +171,13 @@ fn model_and_flag(info: &procfs::CpuInfo) -> (String, bool) {
 }
 
 fn hypervisor() -> Option<String> {
-    if let Some(t) = read_trim("/sys/hypervisor/type").filter(|s| !s.is_empty()) {
+    if let Some(t) = traits::read("/sys/hypervisor/type").filter(|s| !s.is_empty()) {
         return Some(t);
     }
     // The DMI vendor and product, whichever are there.
     let dmi: Vec<String> = ["sys_vendor", "product_name"]
         .iter()
-        .filter_map(|f| read_trim(&format!("/sys/class/dmi/id/{f}")).filter(|s| !s.is_empty()))
+        .filter_map(|f| traits::read(&format!("/sys/class/dmi/id/{f}")).filter(|s| !s.is_empty()))
         .collect();
     (!dmi.is_empty()).then(|| dmi.join(" "))
 }
@@ -290,24 +285,26 @@ pub fn probe_host() -> HostFacts {
         handler_tracepoints,
         handler_symbol_readable: tracefs::kallsyms_address(symbol).is_ok(),
         // Kept hand-written: procfs has no reader for the perf sysctls.
-        perf_event_paranoid: read_trim(PARANOID_PATH).and_then(|s| s.parse().ok()),
+        perf_event_paranoid: traits::read(PARANOID_PATH).and_then(|s| s.parse().ok()),
         perf_event_max_sample_rate: limits.max_sample_rate,
         perf_cpu_time_max_percent: limits.cpu_time_max_percent,
-        perf_event_max_stack: read_trim("/proc/sys/kernel/perf_event_max_stack")
+        perf_event_max_stack: traits::read("/proc/sys/kernel/perf_event_max_stack")
             .and_then(|s| s.parse().ok()),
         kernel_hz: hz.as_ref().map(|h| h.0),
         kernel_hz_source: hz.map(|h| h.1),
         euid: rustix::process::geteuid().as_raw(),
         // CAP_PERFMON is bit 38 of CapEff.
         cap_perfmon: crate::ring_limits::host::effective_capability(38),
-        clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-            .unwrap_or_else(|| "unknown".into()),
+        clocksource: traits::read(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        )
+        .unwrap_or_else(|| "unknown".into()),
         cpus: online.len() as u32,
         online_cpus: online,
-        isolated_cpus: read_trim("/sys/devices/system/cpu/isolated")
+        isolated_cpus: traits::read("/sys/devices/system/cpu/isolated")
             .and_then(|s| sampler::parse_cpu_list(&s))
             .unwrap_or_default(),
-        smt_active: read_trim("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
+        smt_active: traits::read("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
         traits: traits::read_traits(config.as_ref(), &un.version().to_string_lossy()),
     }
 }
@@ -417,11 +414,8 @@ struct Report<'a> {
 /// Runs `driver probe`.
 pub fn cli(args: &ProbeArgs) -> anyhow::Result<ExitCode> {
     // Before the facts: they include the sysctls a dead sweep may have left.
-    crate::hoststate::check_at_start(if args.leave_settings {
-        crate::hoststate::OnLeftover::Leave
-    } else {
-        crate::hoststate::OnLeftover::Restore
-    });
+    let on_leftover = if args.leave_settings { Leave } else { Restore };
+    crate::hoststate::check_at_start(on_leftover);
     let facts = probe_host();
     let test = if args.no_self_test {
         None

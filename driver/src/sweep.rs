@@ -17,15 +17,6 @@ pub use report::REPORT_FAILED;
 pub(crate) use report::{Summarised, summarise};
 pub(crate) use run::Ran;
 
-/// Arguments of `driver sweep` (boxed: they are large next to the other
-/// subcommands').
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct SweepArgs {
-    /// The flags.
-    #[command(flatten)]
-    pub flags: Box<SweepFlags>,
-}
-
 /// The flags of `driver sweep`: the settings ([`FlagSettings`], merged
 /// over an experiment file by [`crate::config::SweepOptions::resolve`])
 /// and what to do with them.
@@ -84,10 +75,11 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(UsageError(e.to_string()))
 }
 
-/// Runs `driver sweep`.
-pub fn cli(args: &SweepArgs) -> anyhow::Result<ExitCode> {
-    match run_sweep(&args.flags) {
-        Ok(code) => Ok(code),
+/// Runs `driver sweep`: measure, then report.
+pub fn cli(args: &SweepFlags) -> anyhow::Result<ExitCode> {
+    match measure(args, None) {
+        Ok(Ok(ran)) => Ok(report::report(ran, !args.no_report, args.raise_max_rate)),
+        Ok(Err(code)) => Ok(code),
         Err(e) if e.is::<UsageError>() || e.is::<BusyError>() => {
             eprintln!("error: {e}");
             Ok(ExitCode::from(2))
@@ -100,11 +92,11 @@ fn has_settings(args: &SweepFlags) -> bool {
     args.settings.any() || args.experiment.is_some() || args.out.is_some()
 }
 
-pub(crate) fn hostname() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
+/// A new result set's folder name: `<UTC time>-<host>`.
+pub(crate) fn set_name() -> String {
+    let uname = rustix::system::uname();
+    let host = uname.nodename().to_string_lossy();
+    format!("{}-{host}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"))
 }
 
 /// The commit this driver was built from (driver/build.rs: `git rev-parse
@@ -137,12 +129,4 @@ pub(crate) fn measure(
         prepare::Prepare::Ready(p) => run::run(*p).map(Ok),
         prepare::Prepare::Stopped(code) => Ok(Err(code)),
     }
-}
-
-/// `driver sweep`: measure, then report.
-pub(crate) fn run_sweep(args: &SweepFlags) -> anyhow::Result<ExitCode> {
-    Ok(match measure(args, None)? {
-        Ok(ran) => report::report(ran, !args.no_report, args.raise_max_rate),
-        Err(code) => code,
-    })
 }

@@ -21,8 +21,6 @@ pub struct Judged {
     pub exit: u8,
     /// Why it is unresolved or doubtful, each with what resolves it.
     pub reasons: Vec<String>,
-    /// The event the set sampled.
-    pub event: String,
 }
 
 /// Judges each rate of the check's summary rows: over when any rate is
@@ -52,10 +50,6 @@ pub fn judge(s: Summarised, args: &CheckArgs) -> Judged {
             Vec::new()
         }
     };
-    let event = rows
-        .first()
-        .and_then(|r| r.event.clone())
-        .unwrap_or_default();
     let mut any_over = false;
     let mut any_unresolved = rows.is_empty() || !restored;
     for r in &rows {
@@ -85,7 +79,6 @@ pub fn judge(s: Summarised, args: &CheckArgs) -> Judged {
         rows,
         exit,
         reasons,
-        event,
     }
 }
 
@@ -138,10 +131,12 @@ pub fn print_box(j: &Judged, args: &CheckArgs, elapsed: Duration) {
         .profiler
         .as_deref()
         .map_or_else(|| "our sampler".to_string(), |p| format!("`{p}`"));
+    // The event the set sampled.
+    let event = j.rows.first().and_then(|r| r.event.as_deref());
     let mut lines = vec![format!(
         "driver check: {} on {}, budget {} % ({} in {:.0} s)",
         subject,
-        if j.event.is_empty() { "?" } else { &j.event },
+        event.filter(|e| !e.is_empty()).unwrap_or("?"),
         args.budget,
         verdict_word(j.exit),
         elapsed.as_secs_f64()

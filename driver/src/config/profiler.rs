@@ -4,7 +4,7 @@
 
 use super::resolve::Sources;
 use super::user_command::{find_program, only_design, split_command};
-use super::{ConfigError, Design, Origin, invalid};
+use super::{ConfigError, Design, invalid};
 
 /// The placeholder for the run's sampling rate, Hz.
 const FREQ_PLACEHOLDER: &str = "{freq}";
@@ -24,10 +24,9 @@ pub fn profiler_argv(template: &str, freq_hz: u64, cpu: u32) -> Result<Vec<Strin
 /// checked: it splits into words, names a program that exists, and says
 /// where its rate goes (`{freq}`); None without a profiler.
 pub(super) fn resolve_profiler(src: &Sources<'_>) -> Result<Option<String>, ConfigError> {
-    let (text, origin) = match (&src.flags.profiler, &src.exp.profiler) {
-        (Some(t), _) => (t.clone(), Origin::Flag("--profiler")),
-        (None, Some(t)) => (t.clone(), src.key("profiler")),
-        (None, None) => return Ok(None),
+    let (flag, file) = (src.flags.profiler.clone(), src.exp.profiler.clone());
+    let Some((text, origin)) = src.given_at((flag, "--profiler"), (file, "profiler")) else {
+        return Ok(None);
     };
     let example = "e.g. --profiler 'perf record -e cpu-clock -F {freq} -C {cpu} -g -o /dev/null'";
     if !text.contains(FREQ_PLACEHOLDER) {

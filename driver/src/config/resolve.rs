@@ -1,5 +1,6 @@
 //! [`SweepOptions::resolve`]: each setting from its flag, else its
-//! experiment-file key, else its default, one function per setting.
+//! experiment-file key, else its default, through one lookup
+//! (`Sources::given`, `Sources::given_at`).
 
 use std::path::Path;
 
@@ -32,39 +33,65 @@ impl Sources<'_> {
         }
     }
 
+    /// A setting as given, with where it came from: its `flag`'s value,
+    /// else its experiment-file `key`'s; None when neither gives it.
+    pub(super) fn given_at<T>(
+        &self,
+        (flag, name): (Option<T>, &'static str),
+        (file, key): (Option<T>, &'static str),
+    ) -> Option<(T, Origin)> {
+        flag.map(|v| (v, Origin::Flag(name)))
+            .or_else(|| file.map(|v| (v, self.key(key))))
+    }
+
+    /// A setting given by its flag (parsed by clap) or else by its
+    /// experiment-file `key` (parsed here by `parse`); None when neither
+    /// gives it.
+    fn given<F, T>(
+        &self,
+        flag: Option<T>,
+        file: Option<F>,
+        key: &'static str,
+        parse: impl FnOnce(F, &Origin) -> Result<T, ConfigError>,
+    ) -> Result<Option<T>, ConfigError> {
+        match (flag, file) {
+            (Some(v), _) => Ok(Some(v)),
+            (None, Some(f)) => parse(f, &self.key(key)).map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// A duration setting (`name`, `key`): its value, else `default`, and
+    /// where it came from (the flag also names the default).
+    fn duration(
+        &self,
+        (flag, file): (Option<u64>, Option<&str>),
+        (name, key): (&'static str, &'static str),
+        default: u64,
+    ) -> Result<(u64, Origin), ConfigError> {
+        let ns = self.given(flag, file, key, parse_duration)?;
+        let origin = if flag.is_none() && file.is_some() {
+            self.key(key)
+        } else {
+            Origin::Flag(name)
+        };
+        Ok((ns.unwrap_or(default), origin))
+    }
+
     /// Rates, ascending, with 0; default the article's.
     fn rates(&self) -> Result<Vec<u64>, ConfigError> {
-        if let Some(FlagList(rates)) = &self.flags.rates {
-            Ok(rates.clone())
-        } else if let Some(list) = &self.exp.freqs {
-            check_rates(list, &self.key("freqs"))
-        } else {
-            let mut v = ARTICLE_RATES_HZ.to_vec();
-            v.push(0);
-            v.sort_unstable();
-            Ok(v)
-        }
+        let flag = self.flags.rates.clone().map(|FlagList(rates)| rates);
+        let given = self.given(flag, self.exp.freqs.as_deref(), "freqs", check_rates)?;
+        // The article's rates are ascending and above 0.
+        Ok(given.unwrap_or_else(|| std::iter::once(0).chain(ARTICLE_RATES_HZ).collect()))
     }
 
-    /// The loop's run length, checked ([`Self::check_run_length`]).
+    /// The loop's run length, checked ([`check_run_length`]).
     fn run_length(&self, rates: &[u64]) -> Result<u64, ConfigError> {
-        let ns = if let Some(ns) = self.flags.duration_ns {
-            ns
-        } else if let Some(text) = &self.exp.duration {
-            parse_duration(text, &self.key("duration"))?
-        } else {
-            DEFAULT_DURATION_NS
-        };
-        self.check_run_length(rates, ns)?;
+        let given = (self.flags.duration_ns, self.exp.duration.as_deref());
+        let (ns, origin) = self.duration(given, ("--duration", "duration"), DEFAULT_DURATION_NS)?;
+        check_run_length(rates, ns, &origin)?;
         Ok(ns)
-    }
-
-    fn reps(&self) -> Result<u32, ConfigError> {
-        match (self.flags.reps, self.exp.reps) {
-            (Some(r), _) => Ok(r),
-            (None, Some(r)) => check_reps(r, &self.key("reps")),
-            (None, None) => Ok(DEFAULT_REPS),
-        }
     }
 
     /// The measured CPU, one of `online`; default the last online CPU.
@@ -73,24 +100,6 @@ impl Sources<'_> {
             (Some(c), _) => check_cpu(i64::from(c), online, &Origin::Flag("--cpu")),
             (None, Some(c)) => check_cpu(c, online, &self.key("cpu")),
             (None, None) => Ok(online.last().copied().unwrap_or(0)),
-        }
-    }
-
-    /// The requested event; default cycles (the sweep falls back to
-    /// cpu-clock without a PMU, and says so).
-    fn event(&self) -> Result<EventKind, ConfigError> {
-        match (self.flags.event, &self.exp.event) {
-            (Some(e), _) => Ok(e),
-            (None, Some(text)) => parse_event(text, &self.key("event")),
-            (None, None) => Ok(EventKind::Cycles),
-        }
-    }
-
-    fn scope(&self) -> Result<ScopeName, ConfigError> {
-        match (self.flags.scope, &self.exp.scope) {
-            (Some(s), _) => Ok(s),
-            (None, Some(text)) => parse_scope(text, &self.key("scope")),
-            (None, None) => Ok(ScopeName::System),
         }
     }
 
@@ -140,57 +149,8 @@ impl Sources<'_> {
     /// The phase length: the flag, the file's, or the default; with where
     /// it came from.
     fn given_phase(&self) -> Result<(u64, Origin), ConfigError> {
-        Ok(if let Some(ns) = self.flags.phase_ns {
-            (ns, Origin::Flag("--phase"))
-        } else if let Some(text) = &self.exp.phase {
-            let o = self.key("phase");
-            (parse_duration(text, &o)?, o)
-        } else {
-            (DEFAULT_PHASE_NS, Origin::Flag("--phase"))
-        })
-    }
-
-    /// Refuses runs too short to measure anything: under [`MIN_RUN_NS`], or
-    /// holding fewer than [`MIN_SAMPLES_PER_RUN`] samples at the lowest
-    /// sampling rate. Checked before the phase, which would otherwise be
-    /// blamed for a run that is simply too short.
-    fn check_run_length(&self, freqs: &[u64], duration_ns: u64) -> Result<(), ConfigError> {
-        let origin = if self.flags.duration_ns.is_some() || self.exp.duration.is_none() {
-            Origin::Flag("--duration")
-        } else {
-            self.key("duration")
-        };
-        let shown = shown_duration(duration_ns);
-        if duration_ns < MIN_RUN_NS {
-            return Err(invalid(
-                shown,
-                &origin,
-                format!(
-                    "a run must last at least {} ms: a shorter one holds too little of the loop \
-                     and too few samples to measure",
-                    MIN_RUN_NS / 1_000_000
-                ),
-                "give e.g. --duration 8s (the default) or 1s for a quick look",
-            ));
-        }
-        if let Some((lowest, samples)) = too_few_samples(freqs, duration_ns) {
-            // Rounded up to 0.1 s, so the duration named is enough.
-            let tenths = (u128::from(MIN_SAMPLES_PER_RUN) * 10).div_ceil(u128::from(lowest));
-            return Err(invalid(
-                shown,
-                &origin,
-                format!(
-                    "a run at {lowest} Hz would hold about {samples} samples, fewer than the \
-                     {MIN_SAMPLES_PER_RUN} a cost per sample needs"
-                ),
-                format!(
-                    "give a --duration of at least {}.{} s or a higher lowest frequency",
-                    tenths / 10,
-                    tenths % 10
-                ),
-            ));
-        }
-        Ok(())
+        let given = (self.flags.phase_ns, self.exp.phase.as_deref());
+        self.duration(given, ("--phase", "phase"), DEFAULT_PHASE_NS)
     }
 
     /// The paired design's phase length, which must fit one ABBA cycle
@@ -267,17 +227,13 @@ impl Sources<'_> {
 
     /// The limit on the planned sweep time and where it came from.
     fn max_sweep(&self) -> Result<(u64, String), ConfigError> {
-        if let Some(ns) = self.flags.max_sweep_ns {
-            Ok((ns, "--max-sweep-time".to_owned()))
-        } else if let Some(text) = &self.exp.max_sweep_time {
-            let o = self.key("max_sweep_time");
-            Ok((parse_duration(text, &o)?, o.to_string()))
-        } else {
-            Ok((
-                DEFAULT_MAX_SWEEP_NS,
-                "the default; --max-sweep-time sets it".to_owned(),
-            ))
-        }
+        let given = (self.flags.max_sweep_ns, self.exp.max_sweep_time.as_deref());
+        let names = ("--max-sweep-time", "max_sweep_time");
+        let (ns, origin) = self.duration(given, names, DEFAULT_MAX_SWEEP_NS)?;
+        Ok(match given {
+            (None, None) => (ns, "the default; --max-sweep-time sets it".to_owned()),
+            _ => (ns, origin.to_string()),
+        })
     }
 
     /// The sample contents in the order given, each once; default
@@ -310,6 +266,44 @@ impl Sources<'_> {
             kinds.unwrap_or_else(|| vec![WorkKind::Loop]),
         ))
     }
+}
+
+/// Refuses runs too short to measure anything: under [`MIN_RUN_NS`], or
+/// holding fewer than [`MIN_SAMPLES_PER_RUN`] samples at the lowest
+/// sampling rate. Checked before the phase, which would otherwise be
+/// blamed for a run that is simply too short.
+fn check_run_length(freqs: &[u64], duration_ns: u64, origin: &Origin) -> Result<(), ConfigError> {
+    let shown = shown_duration(duration_ns);
+    if duration_ns < MIN_RUN_NS {
+        return Err(invalid(
+            shown,
+            origin,
+            format!(
+                "a run must last at least {} ms: a shorter one holds too little of the loop \
+                 and too few samples to measure",
+                MIN_RUN_NS / 1_000_000
+            ),
+            "give e.g. --duration 8s (the default) or 1s for a quick look",
+        ));
+    }
+    if let Some((lowest, samples)) = too_few_samples(freqs, duration_ns) {
+        // Rounded up to 0.1 s, so the duration named is enough.
+        let tenths = (u128::from(MIN_SAMPLES_PER_RUN) * 10).div_ceil(u128::from(lowest));
+        return Err(invalid(
+            shown,
+            origin,
+            format!(
+                "a run at {lowest} Hz would hold about {samples} samples, fewer than the \
+                 {MIN_SAMPLES_PER_RUN} a cost per sample needs"
+            ),
+            format!(
+                "give a --duration of at least {}.{} s or a higher lowest frequency",
+                tenths / 10,
+                tenths % 10
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The split design compares each phase's gaps and samples, so a phase
@@ -364,7 +358,10 @@ impl SweepOptions {
             Subject::Loop => src.run_length(&rates_hz)?,
             Subject::Command { .. } => 0,
         };
-        let (reps, cpu, event, scope) = (src.reps()?, src.cpu(online)?, src.event()?, src.scope()?);
+        let reps = src.given(flags.reps, exp.reps, "reps", check_reps)?;
+        let cpu = src.cpu(online)?;
+        let event = src.given(flags.event, exp.event.as_deref(), "event", parse_event)?;
+        let scope = src.given(flags.scope, exp.scope.as_deref(), "scope", parse_scope)?;
         let designs = match (&subject, &sampling) {
             (Subject::Loop, Sampling::Profiler { .. }) => vec![Design::Gaps],
             _ => src.split_where_it_fits(src.designs(&subject)?, &rates_hz),
@@ -378,10 +375,11 @@ impl SweepOptions {
         let opts = SweepOptions {
             rates_hz,
             duration_ns,
-            reps,
+            reps: reps.unwrap_or(DEFAULT_REPS),
             cpu,
-            event,
-            scope,
+            // The sweep falls back to cpu-clock without a PMU, and says so.
+            event: event.unwrap_or(EventKind::Cycles),
+            scope: scope.unwrap_or(ScopeName::System),
             designs,
             phase_ns,
             seed: flags.seed.or(exp.seed).unwrap_or(default_seed),
@@ -462,10 +460,9 @@ impl Resolved {
     /// options stay as recorded.
     pub fn finish(self, walls: Option<&[u64]>) -> Result<SweepOptions, ConfigError> {
         let Resolved { mut opts, checks } = self;
-        let Some(origins) = checks else {
+        let Some(mut origins) = checks else {
             return Ok(opts);
         };
-        let mut origins = origins;
         if let (Subject::Command { argv, .. }, Some(walls)) = (&opts.subject, walls) {
             refuse_short_command(argv, walls, &opts.rates_hz)?;
             opts.duration_ns = expected_run_ns(walls);

@@ -69,14 +69,14 @@ pub(super) fn resolve_command(src: &Sources<'_>) -> Result<Option<Vec<String>>, 
 /// task), and only whole runs measure it (no paired or gaps design).
 pub(super) fn refuse_with_command(src: &Sources<'_>) -> Result<(), ConfigError> {
     let (flags, exp) = (src.flags, src.exp);
-    let pick = |flag: Option<String>, name: &'static str, file: &Option<String>, k| {
-        flag.map(|v| (v, Origin::Flag(name)))
-            .or_else(|| file.clone().map(|v| (v, src.key(k))))
-    };
     let flag_duration = flags
         .duration_ns
         .map(|ns| workload::duration::format_duration(std::time::Duration::from_nanos(ns)));
-    if let Some((v, o)) = pick(flag_duration, "--duration", &exp.duration, "duration") {
+    let duration = src.given_at(
+        (flag_duration, "--duration"),
+        (exp.duration.clone(), "duration"),
+    );
+    if let Some((v, o)) = duration {
         return Err(invalid(
             v,
             &o,
@@ -84,13 +84,8 @@ pub(super) fn refuse_with_command(src: &Sources<'_>) -> Result<(), ConfigError> 
             "drop the duration (use --reps for more runs)",
         ));
     }
-    let workload = given_list(
-        flags.workload.as_ref(),
-        exp.workload.as_ref(),
-        "--work",
-        src.key("workload"),
-    );
-    if let Some((v, o)) = workload {
+    let workload = (exp.workload.as_ref(), "workload");
+    if let Some((v, o)) = given_list(src, (flags.workload.as_ref(), "--work"), workload) {
         return Err(invalid(
             v,
             &o,
@@ -99,7 +94,8 @@ pub(super) fn refuse_with_command(src: &Sources<'_>) -> Result<(), ConfigError> 
         ));
     }
     let flag_scope = flags.scope.map(|s| s.as_str().to_owned());
-    if let Some((v, o)) = pick(flag_scope, "--scope", &exp.scope, "scope")
+    let scope = src.given_at((flag_scope, "--scope"), (exp.scope.clone(), "scope"));
+    if let Some((v, o)) = scope
         && parse_scope(v.trim(), &o).ok() == Some(ScopeName::Task)
     {
         return Err(invalid(
@@ -127,13 +123,8 @@ pub(super) fn only_design(
     why: &str,
     fix: &str,
 ) -> Result<(), ConfigError> {
-    let given = given_list(
-        src.flags.design.as_ref(),
-        src.exp.design.as_ref(),
-        "--design",
-        src.key("design"),
-    );
-    match given {
+    let design = (src.exp.design.as_ref(), "design");
+    match given_list(src, (src.flags.design.as_ref(), "--design"), design) {
         Some((v, o))
             if v.split(',')
                 .any(|d| parse_design(d.trim(), &o).ok() != Some(only)) =>
@@ -146,31 +137,22 @@ pub(super) fn only_design(
 
 /// A list setting as given, written back comma-separated, with where it
 /// came from: the flag `name`, else the experiment file's `key`.
-pub(super) fn given_list<T: std::fmt::Display>(
-    flag: Option<&FlagList<T>>,
-    file: Option<&OneOrMany<String>>,
-    name: &'static str,
-    key: Origin,
+fn given_list<T: std::fmt::Display>(
+    src: &Sources<'_>,
+    (flag, name): (Option<&FlagList<T>>, &'static str),
+    (file, key): (Option<&OneOrMany<String>>, &'static str),
 ) -> Option<(String, Origin)> {
-    match (flag, file) {
-        (Some(FlagList(list)), _) => {
-            let names: Vec<String> = list.iter().map(T::to_string).collect();
-            Some((names.join(","), Origin::Flag(name)))
-        }
-        (None, Some(list)) => Some((list.to_vec().join(","), key)),
-        (None, None) => None,
-    }
+    let flag = flag.map(|FlagList(list)| list.iter().map(T::to_string).collect::<Vec<_>>());
+    let file = file.map(OneOrMany::to_vec);
+    src.given_at((flag, name), (file, key))
+        .map(|(list, o)| (list.join(","), o))
 }
 
 /// `--warmup` or the file's `warmup`: at least 1 with a command (the first
 /// run checks it and sizes the rings), refused without one.
 pub(super) fn resolve_warmup(src: &Sources<'_>, for_command: bool) -> Result<u32, ConfigError> {
-    let given = if let Some(n) = src.flags.warmup {
-        Some((i64::from(n), Origin::Flag("--warmup")))
-    } else {
-        src.exp.warmup.map(|w| (w, src.key("warmup")))
-    };
-    let Some((n, origin)) = given else {
+    let flag = src.flags.warmup.map(i64::from);
+    let Some((n, origin)) = src.given_at((flag, "--warmup"), (src.exp.warmup, "warmup")) else {
         return Ok(if for_command { DEFAULT_WARMUP } else { 0 });
     };
     if !for_command {

@@ -38,11 +38,7 @@ pub(super) fn thinning_of(out: &RunOutcome) -> (Thinning, Option<u64>) {
         ),
     };
     let t = Thinning::for_records(u64::try_from(records).unwrap_or(u64::MAX));
-    if t.is_all() {
-        (t, None)
-    } else {
-        (t, Some(t.kept_ns(from, to)))
-    }
+    (t, (!t.is_all()).then(|| t.kept_ns(from, to)))
 }
 
 /// The files of a finished run other than its runs.csv row: the
@@ -73,19 +69,13 @@ pub(super) fn write_run_files(
     }
     if run.kind == RunKind::Util {
         let path = dir.events_path(run.run_id);
-        let kept: Vec<_>;
-        let intervals = if thinning.is_all() {
-            &out.intervals
-        } else {
-            kept = out
-                .intervals
-                .iter()
-                .filter(|i| thinning.keeps(i.entry_ns))
-                .cloned()
-                .collect();
-            &kept
-        };
-        write_intervals(&path, intervals).map_err(|message| ExecError::Intervals {
+        let intervals: Vec<_> = out
+            .intervals
+            .iter()
+            .filter(|i| thinning.keeps(i.entry_ns))
+            .cloned()
+            .collect();
+        write_intervals(&path, &intervals).map_err(|message| ExecError::Intervals {
             path: path.clone(),
             message,
         })?;

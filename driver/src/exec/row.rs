@@ -119,7 +119,7 @@ pub(super) fn ok_row(
     let thinned = !thinning.is_all();
     RunRow {
         raw_keep_every: thinned.then_some(thinning.every),
-        raw_kept_ns: if thinned { kept_ns } else { None },
+        raw_kept_ns: kept_ns.filter(|_| thinned),
         noisy: !reasons.is_empty(),
         noise_reasons: reasons.join("; "),
         status: RunStatus::Ok,

@@ -109,52 +109,33 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
 
 /// The look's numbers, without the plan's judgement.
 pub fn summarize(m: &LookMeasure) -> HostLook {
+    // `a / b`, 0 where `b` is not above 0 (no slices, no time).
+    let per = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     let rates = slice_rates(&m.reads);
-    let (cv, ratio) = if rates.is_empty() {
-        (0.0, 0.0)
-    } else {
-        let max = rates.iter().copied().fold(f64::MIN, f64::max);
-        let min = rates.iter().copied().fold(f64::MAX, f64::min);
-        let m = mean(&rates);
-        (
-            if m > 0.0 { 100.0 * sd(&rates) / m } else { 0.0 },
-            if max > 0.0 { min / max } else { 0.0 },
-        )
-    };
+    let max = rates.iter().copied().fold(f64::MIN, f64::max);
+    let min = rates.iter().copied().fold(f64::MAX, f64::min);
     let mut ep = m.episode_excess_ns.clone();
     ep.sort_unstable();
-    let loop_s = m.duration_ns as f64 / 1e9;
+    let loop_ns = m.duration_ns as f64;
     let share = |from: u64| {
         let t: u64 = ep.iter().filter(|&&e| e >= from).sum();
-        if m.duration_ns > 0 {
-            100.0 * t as f64 / m.duration_ns as f64
-        } else {
-            0.0
-        }
+        per(100.0 * t as f64, loop_ns)
     };
     HostLook {
         cpu: m.cpu,
         duration_ns: m.duration_ns,
         slice_ns: m.slice_ns,
-        slice_cv_pct: cv,
-        slice_min_max_ratio: ratio,
+        slice_cv_pct: per(100.0 * sd(&rates), mean(&rates)),
+        slice_min_max_ratio: per(min, max),
         abba_sd_pct: 100.0 * sd(&abba_contrasts(&rates)),
         slice_rates: rates,
-        episodes_per_s: if loop_s > 0.0 {
-            ep.len() as f64 / loop_s
-        } else {
-            0.0
-        },
+        episodes_per_s: per(ep.len() as f64, loop_ns / 1e9),
         episode_median_ns: quantile(&ep, 0.5),
         episode_p99_ns: quantile(&ep, 0.99),
         episode_max_ns: ep.last().copied().unwrap_or(0),
         episode_share_100us_pct: share(100_000),
         episode_share_1ms_pct: share(1_000_000),
-        steal_pct: if m.wall_ns > 0 {
-            100.0 * m.steal_ns as f64 / m.wall_ns as f64
-        } else {
-            0.0
-        },
+        steal_pct: per(100.0 * m.steal_ns as f64, m.wall_ns as f64),
         ..HostLook::default()
     }
 }
@@ -258,19 +239,15 @@ pub fn resolvable_loss(look: &HostLook, opts: &SweepOptions) -> Resolvable {
 /// resolve and the warnings.
 pub fn judge(m: &LookMeasure, opts: &SweepOptions) -> HostLook {
     let mut look = summarize(m);
-    let Resolvable {
-        half_width_pp: resolvable,
-        basis,
-        reps_for_1pp: reps_needed,
-    } = resolvable_loss(&look, opts);
-    look.resolvable_loss_pct = resolvable;
-    look.resolvable_basis = basis;
+    let resolvable = resolvable_loss(&look, opts);
+    look.resolvable_loss_pct = resolvable.half_width_pp;
+    look.resolvable_basis = resolvable.basis;
     let throughput = !matches!(opts.subject, Subject::Command { .. })
         && opts
             .designs
             .iter()
             .any(|d| d.has_phases() || *d == Design::Classic);
-    let unresolved = match resolvable {
+    let unresolved = match look.resolvable_loss_pct {
         Some(x) if x >= 100.0 => Some(format!(
             "cannot resolve any loss here (the 95 % interval would be +-{x:.0} pp)"
         )),
@@ -288,7 +265,7 @@ pub fn judge(m: &LookMeasure, opts: &SweepOptions) -> HostLook {
         } else {
             "the plan has no gaps design, whose per-sample cost model resolves small losses (--design paired,gaps)"
         };
-        let more = reps_needed.map_or(String::new(), |r| {
+        let more = resolvable.reps_for_1pp.map_or(String::new(), |r| {
             format!("; about --reps {r} would bring it to {MAX_RESOLVABLE_PP} pp")
         });
         look.warnings.push(format!(

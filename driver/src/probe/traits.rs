@@ -32,12 +32,13 @@ pub struct HostTraits {
     pub microcode: Option<String>,
 }
 
-/// A file's trimmed text, or None with a debug line naming it.
+/// A file's trimmed text, or None with a debug line naming it (the
+/// probe's one reader of host files).
 pub fn read(path: &str) -> Option<String> {
     match std::fs::read_to_string(path) {
         Ok(s) => Some(s.trim().to_string()),
         Err(e) => {
-            tracing::debug!("host trait: cannot read {path}: {e}");
+            tracing::debug!("probe: cannot read {path}: {e}");
             None
         }
     }

@@ -113,29 +113,19 @@ fn raise_memlock_for_children() {
         if was.current.is_none() {
             return;
         }
+        // Unlimited, else the hard limit: the first that raises it.
         let unlimited = Rlimit {
             current: None,
             maximum: None,
         };
-        let raised = if setrlimit(Resource::Memlock, unlimited).is_ok() {
-            Some("unlimited".to_string())
-        } else if was.maximum != was.current
-            && setrlimit(
-                Resource::Memlock,
-                Rlimit {
-                    current: was.maximum,
-                    maximum: was.maximum,
-                },
-            )
-            .is_ok()
-        {
-            Some(
-                was.maximum
-                    .map_or("unlimited".to_string(), |m| format!("{} KiB", m / 1024)),
-            )
-        } else {
-            None
+        let hard = Rlimit {
+            current: was.maximum,
+            ..was
         };
+        let raised = [unlimited, hard]
+            .into_iter()
+            .find(|r| r.current != was.current && setrlimit(Resource::Memlock, *r).is_ok())
+            .map(|r| r.current.map_or("unlimited".to_string(), |m| format!("{} KiB", m / 1024)));
         let from = was.current.unwrap_or(0) / 1024;
         match raised {
             Some(to) => tracing::info!(

@@ -38,42 +38,10 @@ pub(super) fn warm_up_command(
     }
 }
 
-/// What the checks found: the ceiling, the event opened and the
-/// warnings so far.
-pub(super) struct Checked {
-    pub ceiling: Ceiling,
-    pub event: EventKind,
-    pub warnings: Vec<String>,
-}
-
-/// The checks of the final options and plan, in order: the sample-rate
-/// ceiling, the event (`resumed_event`: what a resumed sweep sampled), the
-/// profiler's start, the rings against the host's limits. `Err(code)`
-/// when the sweep ends here (Ctrl-C).
-pub(super) fn check(
-    opts: &SweepOptions,
-    plan: &[PlannedRun],
-    online: &[u32],
-    may_raise: bool,
-    (resumed_event, root): (Option<&str>, &Path),
-) -> anyhow::Result<Result<Checked, ExitCode>> {
-    let ceiling = max_rate_ceiling(opts, may_raise)?;
-    let (event, warnings) = open_event(opts, resumed_event, root)?;
-    if let Some(code) = check_profiler(opts, online)? {
-        return Ok(Err(code));
-    }
-    check_ring_limits(opts, plan, event, online)?;
-    Ok(Ok(Checked {
-        ceiling,
-        event,
-        warnings,
-    }))
-}
-
 /// The sampling event opened (a fallback said in the log and returned as
 /// the first warning), refused when the contents need a PMU the host
 /// lacks or a resumed sweep sampled another event.
-fn open_event(
+pub(super) fn open_event(
     opts: &SweepOptions,
     resumed_event: Option<&str>,
     root: &Path,
@@ -117,7 +85,10 @@ fn open_event(
 /// typo in its arguments) stops the sweep before anything is measured
 /// (exit 2), quoting its stderr. `Some(code)` when the sweep ends here
 /// (Ctrl-C).
-fn check_profiler(opts: &SweepOptions, online: &[u32]) -> anyhow::Result<Option<ExitCode>> {
+pub(super) fn check_profiler(
+    opts: &SweepOptions,
+    online: &[u32],
+) -> anyhow::Result<Option<ExitCode>> {
     use crate::subject::profiler::{Profiler, SETTLE};
     let Sampling::Profiler { template } = &opts.sampling else {
         return Ok(None);
@@ -159,7 +130,7 @@ pub(super) struct Ceiling {
 
 /// The sample-rate ceiling, as found (after the leftovers); a frequency
 /// above it is refused without `--raise-max-rate`.
-fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
+pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
     let found = read_num::<u64>(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
     let raise = found.is_some_and(|r| opts.max_rate_hz() > r);
     if raise && !may_raise {
@@ -175,7 +146,7 @@ fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceil
 
 /// The largest run's rings and file descriptors against this host's
 /// limits (logged when they fit, a usage error when not).
-fn check_ring_limits(
+pub(super) fn check_ring_limits(
     opts: &SweepOptions,
     plan: &[PlannedRun],
     event: EventKind,

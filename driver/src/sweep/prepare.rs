@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 
-use super::preflight::{self, Checked};
+use super::preflight;
 use super::steps::{self, Fresh, Resumed};
 use super::{SweepFlags, has_settings, usage};
 use crate::backend::RealBackend;
@@ -138,16 +138,16 @@ pub(crate) fn prepare(args: &SweepFlags, budget: Option<BudgetPct>) -> anyhow::R
         Some(r) => r.manifest.plan.clone(),
         None => crate::plan::build_plan(&opts),
     };
+    // The checks of the final options and plan, in order: the sample-rate
+    // ceiling, the event (a resumed sweep's must be the one it sampled),
+    // the profiler's start, the rings against the host's limits.
+    let ceiling = preflight::max_rate_ceiling(&opts, args.raise_max_rate)?;
     let resumed_event = resumed.as_ref().map(|r| r.manifest.event.as_str());
-    let checks = (resumed_event, root.as_path());
-    let Checked {
-        ceiling,
-        event,
-        mut warnings,
-    } = match preflight::check(&opts, &plan, &online, args.raise_max_rate, checks)? {
-        Ok(checked) => checked,
-        Err(code) => return Ok(Prepare::Stopped(code)),
-    };
+    let (event, mut warnings) = preflight::open_event(&opts, resumed_event, &root)?;
+    if let Some(code) = preflight::check_profiler(&opts, &online)? {
+        return Ok(Prepare::Stopped(code));
+    }
+    preflight::check_ring_limits(&opts, &plan, event, &online)?;
 
     super::pin_self_away_from(opts.cpu, &online);
     let interrupt = interrupt_flag();

@@ -68,15 +68,11 @@ pub(crate) fn run(p: Prepared) -> anyhow::Result<Ran> {
     );
     let restore_errors = guard.restore();
     manifest.settings_changed = merge_changes(&manifest.settings_changed, guard.changes());
-    let interrupted = result.as_ref().map_or(true, |s| s.interrupted);
-    set_status(
-        &mut manifest,
-        if interrupted {
-            Status::Interrupted
-        } else {
-            Status::Complete
-        },
-    );
+    let status = match &result {
+        Ok(s) if !s.interrupted => Status::Complete,
+        _ => Status::Interrupted,
+    };
+    set_status(&mut manifest, status);
     let written = dir.write_manifest(&manifest);
     // The runs' own error comes first; a manifest that cannot be written
     // is the error otherwise.

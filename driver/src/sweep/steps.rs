@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::preflight::Ceiling;
-use super::{SweepFlags, git_revision, hostname, usage};
+use super::{SweepFlags, git_revision, set_name, usage};
 use crate::config::SweepOptions;
+use crate::hoststate::OnLeftover::{Leave, Restore};
 use crate::hoststate::{HostStateError, SweepLock};
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
@@ -33,11 +34,7 @@ pub(super) fn output_dir(args: &SweepFlags, resumed: Option<&Resumed>) -> anyhow
     let root = match (resumed, &args.out) {
         (Some(r), _) => r.dir.clone(),
         (None, Some(out)) => out.clone(),
-        (None, None) => PathBuf::from("results").join(format!(
-            "{}-{}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-            hostname()
-        )),
+        (None, None) => PathBuf::from("results").join(set_name()),
     };
     if resumed.is_none() && root.exists() {
         // A resume only where there is a sweep to finish.
@@ -75,11 +72,7 @@ pub(super) fn take_over_leftovers(
     resumed: Option<&Resumed>,
 ) -> anyhow::Result<Leftovers> {
     let mut guard = SettingsGuard::persisted(state_dir, root);
-    let on_leftover = if args.leave_settings {
-        crate::hoststate::OnLeftover::Leave
-    } else {
-        crate::hoststate::OnLeftover::Restore
-    };
+    let on_leftover = if args.leave_settings { Leave } else { Restore };
     let leftovers = crate::hoststate::handle_leftovers_locked(state_dir, on_leftover).context(
         "refusing to start: the record of settings a previous driver changed is unreadable",
     )?;
@@ -101,18 +94,14 @@ pub(super) fn take_over_leftovers(
     // Changes an earlier invocation of this sweep recorded as not restored
     // (it was killed) whose setting has its original value again: restored
     // just now, or by another driver command since.
-    let back_to_original: Vec<SettingChange> = match resumed {
-        Some(r) => r
-            .manifest
-            .settings_changed
-            .iter()
-            .filter(|c| {
-                !c.restored && std::fs::read_to_string(&c.path).is_ok_and(|v| v.trim() == c.old)
-            })
-            .cloned()
-            .collect(),
-        None => Vec::new(),
-    };
+    let back_to_original = resumed
+        .into_iter()
+        .flat_map(|r| &r.manifest.settings_changed)
+        .filter(|c| {
+            !c.restored && std::fs::read_to_string(&c.path).is_ok_and(|v| v.trim() == c.old)
+        })
+        .cloned()
+        .collect();
     Ok(Leftovers {
         guard,
         lines: leftover_lines,
@@ -163,10 +152,8 @@ pub(super) fn open_results(
             // A change of the interrupted invocation that is back at its
             // original value: its record says so; its `old` stays the value
             // found before the first change.
-            for c in m.settings_changed.iter_mut().filter(|c| !c.restored) {
-                if fresh.back_to_original.contains(c) {
-                    c.restored = true;
-                }
+            for c in m.settings_changed.iter_mut() {
+                c.restored |= fresh.back_to_original.contains(c);
             }
             // What the first invocation already said (the event's
             // fallback, a raised rate limit) is not said twice.
