@@ -36,8 +36,6 @@ pub const COMMAND_DIR_VAR: &str = "PERF_OVERHEAD_RUN_DIR";
 #[derive(Debug)]
 pub struct ResultsDir {
     root: PathBuf,
-    runs: csv::Writer<File>,
-    phases: csv::Writer<File>,
 }
 
 impl ResultsDir {
@@ -67,17 +65,13 @@ impl ResultsDir {
             let p = root.join(sub);
             std::fs::create_dir(&p).map_err(FormatError::io(&p))?;
         }
-        let runs_path = root.join(RUNS_CSV);
-        let phases_path = root.join(PHASES_CSV);
-        let mut runs = csv_with_header(&runs_path, &run_columns())?;
-        flush(&mut runs, &runs_path)?;
-        let mut phases = csv_with_header(&phases_path, &phase_columns())?;
-        flush(&mut phases, &phases_path)?;
-        Ok(ResultsDir {
+        // runs.csv and phases.csv start with their header.
+        let dir = ResultsDir {
             root: root.to_owned(),
-            runs,
-            phases,
-        })
+        };
+        dir.append_rows::<RunRow>(RUNS_CSV, &[])?;
+        dir.append_rows::<PhaseRow>(PHASES_CSV, &[])?;
+        Ok(dir)
     }
 
     /// Opens an existing directory to append to (`--resume`).
@@ -90,8 +84,6 @@ impl ResultsDir {
         check_columns(&root.join(PHASES_CSV), &phase_columns())?;
         Ok(ResultsDir {
             root: root.to_owned(),
-            runs: csv_appender(&root.join(RUNS_CSV))?,
-            phases: csv_appender(&root.join(PHASES_CSV))?,
         })
     }
 
@@ -107,13 +99,12 @@ impl ResultsDir {
 
     /// Appends one runs.csv row, flushed and synced.
     pub fn append_run(&mut self, row: &RunRow) -> Result<(), FormatError> {
-        let path = self.root.join(RUNS_CSV);
-        append(&mut self.runs, &path, std::slice::from_ref(row))
+        self.append_rows(RUNS_CSV, std::slice::from_ref(row))
     }
 
     /// Appends phases.csv rows, flushed and synced.
     pub fn append_phases(&mut self, rows: &[PhaseRow]) -> Result<(), FormatError> {
-        append(&mut self.phases, &self.root.join(PHASES_CSV), rows)
+        self.append_rows(PHASES_CSV, rows)
     }
 
     /// Appends rows to `<root>/<name>` (a CSV with a header row, created on
@@ -125,7 +116,12 @@ impl ResultsDir {
         rows: &[T],
     ) -> Result<(), FormatError> {
         let path = self.root.join(name);
-        append(&mut csv_with_header(&path, &header_of::<T>())?, &path, rows)
+        let mut w = csv_with_header(&path, &header_of::<T>())?;
+        for row in rows {
+            w.serialize(row).map_err(FormatError::csv(&path))?;
+        }
+        w.flush().map_err(FormatError::io(&path))?;
+        w.get_ref().sync_data().map_err(FormatError::io(&path))
     }
 
     /// Creates the directory that will hold `path` (the gaps design's
@@ -153,7 +149,7 @@ impl ResultsDir {
 }
 
 /// An existing CSV's header is `expected` (a missing or empty file passes:
-/// the appender writes rows under no header only if it was never written).
+/// the first append writes the header).
 fn check_columns(path: &Path, expected: &[String]) -> Result<(), FormatError> {
     use std::io::BufRead;
     let Ok(file) = File::open(path) else {
@@ -177,45 +173,24 @@ fn check_columns(path: &Path, expected: &[String]) -> Result<(), FormatError> {
     })
 }
 
-fn csv_appender(path: &Path) -> Result<csv::Writer<File>, FormatError> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(FormatError::io(path))?;
-    Ok(csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(file))
-}
-
 /// An appender to the CSV at `path` that first writes `header` when the
 /// file is new or empty.
 fn csv_with_header(path: &Path, header: &[String]) -> Result<csv::Writer<File>, FormatError> {
     let new = std::fs::metadata(path)
         .map(|m| m.len() == 0)
         .unwrap_or(true);
-    let mut w = csv_appender(path)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(FormatError::io(path))?;
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(file);
     if new {
         w.write_record(header).map_err(FormatError::csv(path))?;
     }
     Ok(w)
-}
-
-/// Appends `rows` to `w` (the CSV at `path`), flushed and synced.
-fn append<T: Serialize>(
-    w: &mut csv::Writer<File>,
-    path: &Path,
-    rows: &[T],
-) -> Result<(), FormatError> {
-    for row in rows {
-        w.serialize(row).map_err(FormatError::csv(path))?;
-    }
-    flush(w, path)
-}
-
-fn flush(w: &mut csv::Writer<File>, path: &Path) -> Result<(), FormatError> {
-    w.flush().map_err(FormatError::io(path))?;
-    w.get_ref().sync_data().map_err(FormatError::io(path))
 }
 
 /// A temporary file in `path`'s folder, named `prefix...`, to be persisted

@@ -173,17 +173,11 @@ pub fn judge_run<'a>(phases: &[&'a PhaseRow], phase_ns: u64) -> PhaseJudgement<'
         };
         let g = p.phase as usize / 4;
         let slot = &mut slots[g][p.phase as usize % 4];
-        if slot.is_some() {
-            // The same phase twice: neither can be trusted.
-            at_fault[g] = true;
-            excluded.push(ExcludedPhase {
-                run_id: p.run_id,
-                phase: p.phase,
-                fault: PhaseFault::Unreadable("the phase appears twice".into()),
-            });
-        }
-        *slot = Some(p);
-        if let Some(fault) = phase_fault(p, deadline, phase_ns) {
+        // The same phase twice: neither can be trusted.
+        let twice = slot
+            .replace(p)
+            .map(|_| PhaseFault::Unreadable("the phase appears twice".into()));
+        for fault in twice.into_iter().chain(phase_fault(p, deadline, phase_ns)) {
             at_fault[g] = true;
             excluded.push(ExcludedPhase {
                 run_id: p.run_id,

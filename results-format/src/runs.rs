@@ -230,9 +230,7 @@ impl PhaseRow {
 /// Column names of a serde row type, in order.
 pub fn header_of<T: Serialize + Default>() -> Vec<String> {
     // Serialising a default row with headers gives the header line.
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(true)
-        .from_writer(Vec::new());
+    let mut w = csv::Writer::from_writer(Vec::new());
     if w.serialize(T::default()).is_err() {
         return Vec::new();
     }
@@ -266,16 +264,7 @@ fn read_rows<T: DeserializeOwned + Serialize + Default>(
     required: &[&str],
     torn_last: bool,
 ) -> Result<Vec<T>, FormatError> {
-    FormatError::require_file(path, what)?;
-    let mut r = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(path)
-        .map_err(|e| FormatError::corrupt(path, e))?;
-    let headers = r
-        .headers()
-        .map_err(|e| FormatError::corrupt(path, e))?
-        .clone();
-    check_columns::<T>(path, &headers, required)?;
+    let (mut r, headers) = open_csv::<T>(path, what, required)?;
     let mut rows = Vec::new();
     let mut records = r.deserialize::<T>().peekable();
     while let Some(rec) = records.next() {
@@ -294,15 +283,22 @@ fn read_rows<T: DeserializeOwned + Serialize + Default>(
     Ok(rows)
 }
 
-/// A file's header against its row type: a `required` column absent is
-/// an error naming it; any other column of the type that is absent (a set
-/// written before it existed) reads as its default, and is named in the
-/// log rather than defaulted silently.
-fn check_columns<T: Serialize + Default>(
+/// Opens the CSV at `path` (a missing file is [`FormatError::Missing`],
+/// holding `what`) and checks its header against its row type: a
+/// `required` column absent is an error naming it; any other column of
+/// the type that is absent (a set written before it existed) reads as its
+/// default, and is named in the log rather than defaulted silently.
+fn open_csv<T: Serialize + Default>(
     path: &Path,
-    headers: &csv::StringRecord,
+    what: &'static str,
     required: &[&str],
-) -> Result<(), FormatError> {
+) -> Result<(csv::Reader<std::fs::File>, csv::StringRecord), FormatError> {
+    FormatError::require_file(path, what)?;
+    let mut r = csv::Reader::from_path(path).map_err(|e| FormatError::corrupt(path, e))?;
+    let headers = r
+        .headers()
+        .map_err(|e| FormatError::corrupt(path, e))?
+        .clone();
     let has = |c: &str| headers.iter().any(|h| h == c);
     if let Some(column) = required.iter().find(|c| !has(c)) {
         return Err(FormatError::MissingColumn {
@@ -318,7 +314,7 @@ fn check_columns<T: Serialize + Default>(
             absent.join(", ")
         );
     }
-    Ok(())
+    Ok((r, headers))
 }
 
 /// A CSV row's problem where an editor finds it: the line, and for a cell
@@ -362,16 +358,8 @@ pub fn read_runs(root: &Path) -> Result<Vec<RunRow>, FormatError> {
 /// cannot be placed and is an error naming the line.
 pub fn read_phases(root: &Path) -> Result<Vec<PhaseRow>, FormatError> {
     let path = root.join(PHASES_CSV);
-    FormatError::require_file(&path, "phases.csv of the paired design")?;
-    let mut r = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(&path)
-        .map_err(|e| FormatError::corrupt(&path, e))?;
-    let headers = r
-        .headers()
-        .map_err(|e| FormatError::corrupt(&path, e))?
-        .clone();
-    check_columns::<PhaseRow>(&path, &headers, &PHASE_REQUIRED)?;
+    let (mut r, headers) =
+        open_csv::<PhaseRow>(&path, "phases.csv of the paired design", &PHASE_REQUIRED)?;
     let cell = |record: &csv::StringRecord, name: &str| -> Option<u32> {
         let i = headers.iter().position(|h| h == name)?;
         record.get(i)?.trim().parse().ok()

@@ -55,30 +55,20 @@ impl ColumnKind {
     }
 }
 
-macro_rules! value_type {
-    (I) => {
-        i64
-    };
-    (F) => {
-        f64
-    };
-    (B) => {
-        bool
-    };
-    (S) => {
-        String
-    };
-    (T) => {
-        i64
-    };
-}
+// Each column kind's value in a [`SummaryRow`], named as the kind.
+type I = i64;
+type F = f64;
+type B = bool;
+type S = String;
+/// µs since the Unix epoch, UTC.
+type T = i64;
 
 macro_rules! summary_columns {
     ($( $(#[$doc:meta])* $name:ident : $kind:ident ),* $(,)?) => {
         /// One row of `summary.parquet` (each field one column, in order).
         #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
         pub struct SummaryRow {
-            $( $(#[$doc])* pub $name: Option<value_type!($kind)>, )*
+            $( $(#[$doc])* pub $name: Option<$kind>, )*
         }
 
         /// Every column, in the order written, with its type.
@@ -422,10 +412,7 @@ pub enum SummaryError {
 
 /// Reads a summary written by this or an earlier version.
 pub fn read_summary(path: &Path) -> Result<Vec<SummaryRow>, SummaryError> {
-    let corrupt = |e: PolarsError| FormatError::Corrupt {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
+    let corrupt = |e: PolarsError| FormatError::corrupt(path, e);
     let file = std::fs::File::open(path).map_err(FormatError::io(path))?;
     let df = ParquetReader::new(file).finish().map_err(corrupt)?;
     let rows = rows_from_frame(&df).map_err(corrupt)?;
@@ -435,11 +422,8 @@ pub fn read_summary(path: &Path) -> Result<Vec<SummaryRow>, SummaryError> {
 
 /// A [`SummaryError::Version`] for the first row newer than this build.
 pub fn check_versions(path: &Path, rows: &[SummaryRow]) -> Result<(), SummaryError> {
-    match rows
-        .iter()
-        .filter_map(|r| r.format_version)
-        .find(|&v| v > SUMMARY_VERSION)
-    {
+    let mut versions = rows.iter().filter_map(|r| r.format_version);
+    match versions.find(|&v| v > SUMMARY_VERSION) {
         Some(found) => Err(SummaryError::Version {
             path: path.to_path_buf(),
             found,

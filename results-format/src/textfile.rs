@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use crate::summary::SummaryRow;
+use crate::summary::{BudgetAnswer, SUMMARY_BUDGETS, SummaryRow};
 
 /// The file's name in the textfile directory.
 pub const TEXTFILE: &str = "perf_overhead.prom";
@@ -123,17 +123,17 @@ const METRICS: &[Metric] = &[
     ),
 ];
 
-/// The fixed budgets' metrics: name, help, value for a stem.
-const BUDGET_METRICS: &[(&str, &str, bool)] = &[
+/// The fixed budgets' metrics: name, help, value of a budget's answer.
+const BUDGET_METRICS: &[(&str, &str, fn(&BudgetAnswer) -> Option<f64>)] = &[
     (
         "perf_overhead_budget_max_hz",
         "Highest sampling rate within the loss budget (label budget, a ratio).",
-        false,
+        |a| a.max_hz,
     ),
     (
         "perf_overhead_budget_rate_hz",
         "Rate to set for the loss budget (label budget, a ratio): a prime below the highest.",
-        true,
+        |a| int(a.rate_hz),
     ),
 ];
 
@@ -161,16 +161,24 @@ fn labels(r: &SummaryRow) -> String {
 
 /// A value as Prometheus reads it: Rust's shortest round-trip form.
 fn value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        }
-    } else {
-        format!("{v}")
+    match v {
+        f64::INFINITY => "+Inf".into(),
+        f64::NEG_INFINITY => "-Inf".into(),
+        // NaN prints as `NaN`, as Prometheus writes it.
+        _ => format!("{v}"),
+    }
+}
+
+/// One gauge: its HELP and TYPE lines, then its `samples` (each a whole
+/// line); nothing when it has none.
+fn gauge(out: &mut String, name: &str, help: &str, samples: &[String]) {
+    if samples.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    for s in samples {
+        let _ = writeln!(out, "{s}");
     }
 }
 
@@ -178,34 +186,18 @@ fn value(v: f64) -> String {
 /// A refusal passes no rows: only the timestamp and success are written.
 pub fn render(rows: &[SummaryRow], outcome: &CheckOutcome) -> String {
     let mut out = String::new();
-    let gauge = |out: &mut String, name: &str, help: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} gauge");
-    };
     for (name, help, get) in METRICS {
-        let samples: Vec<(String, f64)> = rows
+        let samples: Vec<String> = rows
             .iter()
-            .filter_map(|r| get(r).map(|v| (labels(r), v)))
+            .filter_map(|r| get(r).map(|v| format!("{name}{{{}}} {}", labels(r), value(v))))
             .collect();
-        if samples.is_empty() {
-            continue;
-        }
-        gauge(&mut out, name, help);
-        for (l, v) in samples {
-            let _ = writeln!(out, "{name}{{{l}}} {}", value(v));
-        }
+        gauge(&mut out, name, help, &samples);
     }
-    for &(name, help, rate) in BUDGET_METRICS {
+    for (name, help, get) in BUDGET_METRICS {
         let mut samples = Vec::new();
         for r in rows {
-            for (pct_v, stem) in crate::summary::SUMMARY_BUDGETS {
-                let a = r.budget(stem);
-                let v = if rate {
-                    a.rate_hz.map(|x| x as f64)
-                } else {
-                    a.max_hz
-                };
-                if let Some(v) = v {
+            for (pct_v, stem) in SUMMARY_BUDGETS {
+                if let Some(v) = get(&r.budget(stem)) {
                     samples.push(format!(
                         "{name}{{{},budget=\"{}\"}} {}",
                         labels(r),
@@ -215,41 +207,29 @@ pub fn render(rows: &[SummaryRow], outcome: &CheckOutcome) -> String {
                 }
             }
         }
-        if !samples.is_empty() {
-            gauge(&mut out, name, help);
-            for s in samples {
-                let _ = writeln!(out, "{s}");
-            }
-        }
+        gauge(&mut out, name, help, &samples);
     }
-    if let Some(code) = outcome.exit_code {
-        gauge(
-            &mut out,
+    let status = [
+        (
             "perf_overhead_check_exit_code",
             "The last check's exit status: 0 within budget, 1 over, 3 unresolved, 2 refused.",
-        );
-        let _ = writeln!(out, "perf_overhead_check_exit_code {code}");
+            outcome.exit_code.map(|code| code.to_string()),
+        ),
+        (
+            "perf_overhead_check_timestamp_seconds",
+            "When the last check ended, seconds since the epoch.",
+            Some(value(outcome.timestamp_s)),
+        ),
+        (
+            "perf_overhead_check_success",
+            "1 when the last check measured (within budget or over it), 0 otherwise.",
+            Some(u8::from(outcome.success).to_string()),
+        ),
+    ];
+    for (name, help, v) in status {
+        let samples: Vec<String> = v.map(|v| format!("{name} {v}")).into_iter().collect();
+        gauge(&mut out, name, help, &samples);
     }
-    gauge(
-        &mut out,
-        "perf_overhead_check_timestamp_seconds",
-        "When the last check ended, seconds since the epoch.",
-    );
-    let _ = writeln!(
-        out,
-        "perf_overhead_check_timestamp_seconds {}",
-        value(outcome.timestamp_s)
-    );
-    gauge(
-        &mut out,
-        "perf_overhead_check_success",
-        "1 when the last check measured (within budget or over it), 0 otherwise.",
-    );
-    let _ = writeln!(
-        out,
-        "perf_overhead_check_success {}",
-        u8::from(outcome.success)
-    );
     out
 }
 

@@ -6,7 +6,13 @@
 #[inline]
 pub fn monotonic_raw_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
-    (ts.tv_sec as u64)
+    ns_from(ts.tv_sec, ts.tv_nsec)
+}
+
+/// A clock's seconds and nanoseconds as one count of ns (wrapping, as the
+/// clocks' own u64 readings do).
+pub(crate) fn ns_from(sec: i64, nsec: i64) -> u64 {
+    (sec as u64)
         .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+        .wrapping_add(nsec as u64)
 }

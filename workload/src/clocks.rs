@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::monotonic_raw_ns;
 use crate::sys;
+#[cfg(target_arch = "x86_64")]
+use crate::timeline::stamp_clock_pair;
 
 mod method;
 
-use method::{measure, unavailable};
+use method::{Meter, unavailable};
 
 /// Results of `workload clocks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,29 +95,15 @@ impl Default for CalibrationTimes {
     }
 }
 
-/// Calibrates the TSC against CLOCK_MONOTONIC_RAW over `interval`.
+/// Calibrates the TSC against CLOCK_MONOTONIC_RAW over `interval`, from
+/// two of the timeline's (TSC, clock) pairs that far apart.
 #[cfg(target_arch = "x86_64")]
 pub fn calibrate_tsc(interval: Duration) -> Option<f64> {
-    // A (tsc, ns) pair read as close together as possible: the clock read
-    // bracketed by two TSC reads, keeping the tightest of several tries.
-    fn pair() -> (f64, f64) {
-        let mut best = (u64::MAX, 0.0, 0.0);
-        for _ in 0..16 {
-            let a = sys::rdtsc_lfence();
-            let ns = monotonic_raw_ns();
-            let b = sys::rdtsc_lfence();
-            let width = b.wrapping_sub(a);
-            if width < best.0 {
-                best = (width, (a as f64 + b as f64) / 2.0, ns as f64);
-            }
-        }
-        (best.1, best.2)
-    }
-    let (k0, n0) = pair();
+    let (k0, n0) = stamp_clock_pair();
     std::thread::sleep(interval);
-    let (k1, n1) = pair();
+    let (k1, n1) = stamp_clock_pair();
     let dns = n1 - n0;
-    (dns > 0.0).then(|| (k1 - k0) * 1e9 / dns)
+    (dns > 0.0).then(|| k1.wrapping_sub(k0) as f64 * 1e9 / dns)
 }
 
 /// Not x86_64: no TSC.
@@ -146,20 +133,6 @@ fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|s| s.trim().to_string())
-}
-
-/// What a family of methods shares: the unit of its readings, their
-/// conversion to ns (`ns_per_unit`), the clock's resolution
-/// (`resolution_ns`), and the time to spend.
-#[derive(Clone, Copy)]
-struct Meter(&'static str, Option<f64>, Option<u64>, CalibrationTimes);
-
-impl Meter {
-    /// Measures the method `name` that reads with `read`.
-    fn measure<F: FnMut() -> Option<u64>>(self, name: &str, read: F) -> MethodReport {
-        let Meter(unit, ns_per_unit, resolution_ns, budget) = self;
-        measure(name, read, unit, ns_per_unit, resolution_ns, budget)
-    }
 }
 
 /// Runs every measurement.
@@ -313,43 +286,38 @@ pub fn format_table(r: &ClockReport) -> String {
         "getres ns",
         "backwards",
     ];
-    let rows: Vec<[String; 9]> = r
-        .methods
-        .iter()
-        .map(|m| {
-            [
-                m.name.clone(),
-                if m.available { "yes" } else { "no" }.to_string(),
-                opt(m.cost_ns_min, 1),
-                opt(m.cost_ns_median, 1),
-                opt(m.cost_ticks_min, 1),
-                opt(m.cost_ticks_median, 1),
-                opt(m.granularity_ns, 1),
-                m.resolution_ns.map_or("-".to_string(), |v| v.to_string()),
-                if m.available {
-                    if m.backwards { "YES" } else { "no" }.to_string()
-                } else {
-                    "-".to_string()
-                },
-            ]
-        })
-        .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
+    let mut table = vec![header.map(String::from)];
+    table.extend(r.methods.iter().map(|m| {
+        [
+            m.name.clone(),
+            if m.available { "yes" } else { "no" }.to_string(),
+            opt(m.cost_ns_min, 1),
+            opt(m.cost_ns_median, 1),
+            opt(m.cost_ticks_min, 1),
+            opt(m.cost_ticks_median, 1),
+            opt(m.granularity_ns, 1),
+            m.resolution_ns.map_or("-".to_string(), |v| v.to_string()),
+            if m.available {
+                if m.backwards { "YES" } else { "no" }.to_string()
+            } else {
+                "-".to_string()
+            },
+        ]
+    }));
+    let mut widths = [0; 9];
+    for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        let mut s = format!("{:<w$}", cells[0], w = widths[0]);
-        for (cell, w) in cells.iter().zip(widths).skip(1) {
-            s.push_str(&format!("  {cell:>w$}"));
+    // The method name left-aligned, the numbers right-aligned.
+    for row in &table {
+        let mut line = format!("{:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row.iter().zip(widths).skip(1) {
+            line.push_str(&format!("  {cell:>w$}"));
         }
-        s.trim_end().to_string() + "\n"
-    };
-    out.push_str(&line(&header.map(String::from)));
-    for row in &rows {
-        out.push_str(&line(row));
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }

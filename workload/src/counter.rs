@@ -84,24 +84,6 @@ pub enum State {
     Done = 3,
 }
 
-impl State {
-    /// Value stored in the file.
-    pub const fn as_raw(self) -> u64 {
-        self as u64
-    }
-
-    /// Decodes a stored value; `None` for anything else.
-    pub const fn from_raw(raw: u64) -> Option<Self> {
-        match raw {
-            0 => Some(State::Init),
-            1 => Some(State::Ready),
-            2 => Some(State::Running),
-            3 => Some(State::Done),
-            _ => None,
-        }
-    }
-}
-
 /// Errors of the writer side.
 #[derive(Debug, thiserror::Error)]
 pub enum CounterError {
@@ -159,15 +141,15 @@ impl CounterReader {
         self.map.field(offset::ITERATIONS).load(Ordering::Acquire)
     }
 
-    /// Current state. An unknown stored value (a newer writer) reads as
-    /// [`State::Init`]; [`state_raw`](Self::state_raw) gives the raw value.
+    /// Current state (Acquire load). An unknown stored value (a newer
+    /// writer) reads as [`State::Init`].
     pub fn state(&self) -> State {
-        State::from_raw(self.state_raw()).unwrap_or(State::Init)
-    }
-
-    /// The raw `state` value (Acquire load).
-    pub fn state_raw(&self) -> u64 {
-        self.map.field(offset::STATE).load(Ordering::Acquire)
+        match self.map.field(offset::STATE).load(Ordering::Acquire) {
+            1 => State::Ready,
+            2 => State::Running,
+            3 => State::Done,
+            _ => State::Init,
+        }
     }
 
     /// Sets `go` = 1: a workload started with `--wait-go` starts its loop.
@@ -222,7 +204,7 @@ impl CounterWriter {
             map.field(offset::VERSION).store(VERSION, Ordering::Relaxed);
             map.field(offset::ITERATIONS).store(0, Ordering::Relaxed);
             map.field(offset::STATE)
-                .store(State::Init.as_raw(), Ordering::Relaxed);
+                .store(State::Init as u64, Ordering::Relaxed);
             map.field(offset::GO).store(0, Ordering::Relaxed);
             map.field(offset::PID)
                 .store(u64::from(std::process::id()), Ordering::Relaxed);
@@ -254,7 +236,7 @@ impl CounterWriter {
     pub fn set_state(&self, state: State) {
         self.map
             .field(offset::STATE)
-            .store(state.as_raw(), Ordering::Release);
+            .store(state as u64, Ordering::Release);
     }
 
     /// Publishes the loop start time (CLOCK_MONOTONIC_RAW ns).
@@ -359,9 +341,15 @@ mod tests {
 
     #[test]
     fn state_roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counter");
+        let w = CounterWriter::create(&path).unwrap();
+        let r = CounterReader::open(&path).unwrap();
         for s in [State::Init, State::Ready, State::Running, State::Done] {
-            assert_eq!(State::from_raw(s.as_raw()), Some(s));
+            w.set_state(s);
+            assert_eq!(r.state(), s);
         }
-        assert_eq!(State::from_raw(4), None);
+        w.map.field(offset::STATE).store(4, Ordering::Release);
+        assert_eq!(r.state(), State::Init);
     }
 }

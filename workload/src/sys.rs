@@ -12,6 +12,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::clock::ns_from;
+
 // ---------------------------------------------------------------------------
 // Shared mapping of the counter file
 // ---------------------------------------------------------------------------
@@ -272,12 +274,6 @@ fn timespec_from(d: Duration) -> libc::timespec {
 // Clocks through libc (the ways ordinary programs read them)
 // ---------------------------------------------------------------------------
 
-fn ts_ns(ts: &libc::timespec) -> u64 {
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
-}
-
 /// `clock_gettime(clock)` through glibc (vDSO where the clock has one).
 #[inline(always)]
 pub(crate) fn clock_gettime_ns(clock: libc::clockid_t) -> Option<u64> {
@@ -287,18 +283,14 @@ pub(crate) fn clock_gettime_ns(clock: libc::clockid_t) -> Option<u64> {
     };
     // SAFETY: `ts` is a valid out-pointer for the duration of the call.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    (rc == 0).then(|| ts_ns(&ts))
+    (rc == 0).then(|| ns_from(ts.tv_sec, ts.tv_nsec))
 }
 
 /// `clock_getres(clock)` in ns.
 pub(crate) fn clock_getres_ns(clock: libc::clockid_t) -> Option<u64> {
     let id = rustix::time::ClockId::try_from(clock).ok()?;
     let ts = rustix::time::clock_getres(id);
-    Some(
-        (ts.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add(ts.tv_nsec as u64),
-    )
+    Some(ns_from(ts.tv_sec, ts.tv_nsec))
 }
 
 /// `clock_gettime(clock)` through the raw system call, bypassing the vDSO.
@@ -317,7 +309,7 @@ pub(crate) fn clock_gettime_syscall_ns(clock: libc::clockid_t) -> Option<u64> {
             &mut ts as *mut libc::timespec,
         )
     };
-    (rc == 0).then(|| ts_ns(&ts))
+    (rc == 0).then(|| ns_from(ts.tv_sec, ts.tv_nsec))
 }
 
 /// `gettimeofday` in ns (microsecond resolution).
@@ -333,9 +325,7 @@ pub(crate) fn gettimeofday_ns() -> Option<u64> {
 }
 
 fn tv_ns(t: libc::timeval) -> u64 {
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add((t.tv_usec as u64).wrapping_mul(1000))
+    ns_from(t.tv_sec, t.tv_usec.wrapping_mul(1000))
 }
 
 /// Resource usage of the whole process (`getrusage(RUSAGE_SELF)`).
@@ -348,8 +338,6 @@ pub(crate) struct Usage {
     pub minflt: u64,
 }
 
-/// `getrusage(RUSAGE_SELF)`.
-#[inline(always)]
 /// MemAvailable of /proc/meminfo, bytes.
 pub(crate) fn mem_available_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -364,6 +352,8 @@ pub(crate) fn mem_available_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// `getrusage(RUSAGE_SELF)`.
+#[inline(always)]
 pub(crate) fn getrusage_self() -> Option<Usage> {
     // SAFETY: zeroed rusage is a valid value; `ru` is a valid out-pointer.
     let (rc, ru) = unsafe {

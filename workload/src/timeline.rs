@@ -36,7 +36,8 @@ use crate::clock::monotonic_raw_ns;
 use crate::work::Work;
 
 mod clock_map;
-use clock_map::{ClockMap, stamp, stamp_clock_pair};
+pub(crate) use clock_map::stamp_clock_pair;
+use clock_map::{ClockMap, stamp};
 
 /// Target loop time of one stamped chunk.
 pub const TARGET_STAMP_CHUNK_NS: f64 = 100.0;
@@ -171,7 +172,6 @@ pub struct Timeline {
     chunk_ns: f64,
     stamp_cost_ns: f64,
     calibration_gap_share: f64,
-    stop_seen_ns: u64,
 }
 
 /// Recovery bin of a distance in ticks: 0 below one unit (2^shift ticks),
@@ -272,18 +272,17 @@ impl Timeline {
         })
     }
 
-    /// Runs the stamped loop of `work` until `stop` is set, then (when `deadline_ns`
-    /// is given) until CLOCK_MONOTONIC_RAW reaches it, publishing the count
-    /// after every chunk. Returns the count and the clock reading that ended
-    /// the loop (0 when there was no deadline).
+    /// Runs the stamped loop of `work` until `stop` is set, then until
+    /// CLOCK_MONOTONIC_RAW reaches `deadline_ns`, publishing the count after
+    /// every chunk. Returns the count, the clock reading that ended the
+    /// loop, and the clock reading when the loop saw `stop`.
     pub fn run<W: Work>(
         &mut self,
         work: &mut W,
         stop: &AtomicBool,
         publish: Option<&AtomicU64>,
-        start_count: u64,
-        deadline_ns: Option<u64>,
-    ) -> (u64, u64) {
+        deadline_ns: u64,
+    ) -> (u64, u64, u64) {
         let prev = stamp();
         self.first = prev;
         let mut state = LoopState {
@@ -292,20 +291,12 @@ impl Timeline {
             ref_at_gap: 0,
             gap_end: prev.wrapping_sub(1 << 62),
         };
-        let mut count = self.stamped::<false, W>(work, &mut state, stop, publish, start_count, 0);
-        self.stop_seen_ns = monotonic_raw_ns();
-        let mut end_ns = 0;
-        if let Some(d) = deadline_ns {
-            count = self.stamped::<true, W>(work, &mut state, stop, publish, count, d);
-            end_ns = monotonic_raw_ns();
-        }
+        let count = self.stamped::<false, W>(work, &mut state, stop, publish, 0, 0);
+        let stop_seen_ns = monotonic_raw_ns();
+        let count = self.stamped::<true, W>(work, &mut state, stop, publish, count, deadline_ns);
+        let end_ns = monotonic_raw_ns();
         self.last = state.prev;
-        (count, end_ns)
-    }
-
-    /// CLOCK_MONOTONIC_RAW when the loop saw the stop flag.
-    pub fn stop_seen_ns(&self) -> u64 {
-        self.stop_seen_ns
+        (count, end_ns, stop_seen_ns)
     }
 
     /// The stamped loop. CLOCK: also read CLOCK_MONOTONIC_RAW every chunk and
@@ -542,13 +533,7 @@ mod tests {
         // No stop flag: the clock phase alone ends it.
         stop.store(true, Ordering::Relaxed);
         let published = AtomicU64::new(0);
-        let (count, end_ns) = t.run(
-            &mut crate::work::Loop,
-            &stop,
-            Some(&published),
-            0,
-            Some(deadline),
-        );
+        let (count, end_ns, _) = t.run(&mut crate::work::Loop, &stop, Some(&published), deadline);
         assert!(end_ns >= deadline);
         assert_eq!(count, published.load(Ordering::Relaxed));
         assert_eq!(count % t.chunk, 0);

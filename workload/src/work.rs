@@ -184,39 +184,31 @@ impl WorkKind {
     /// program).
     pub fn parse(text: &str) -> Result<WorkKind, KindError> {
         let t = text.trim();
-        match t {
-            "loop" => return Ok(WorkKind::Loop),
-            "command" => return Ok(WorkKind::Command),
-            "stack" => {
-                return Ok(WorkKind::Stack {
-                    depth: DEFAULT_STACK_DEPTH,
-                });
-            }
-            _ => {}
-        }
-        if let Some(d) = t.strip_prefix("stack:") {
-            let depth = d
+        let bad = |why: String| KindError::Bad(t.into(), why);
+        match t.split_once(':') {
+            None if t == "loop" => Ok(WorkKind::Loop),
+            None if t == "command" => Ok(WorkKind::Command),
+            None if t == "stack" => Ok(WorkKind::Stack {
+                depth: DEFAULT_STACK_DEPTH,
+            }),
+            Some(("stack", depth)) => depth
                 .trim()
                 .parse::<u32>()
                 .ok()
-                .filter(|&d| d <= MAX_STACK_DEPTH);
-            return depth.map(|depth| WorkKind::Stack { depth }).ok_or_else(|| {
-                KindError::Bad(t.into(), format!("depth must be 0 to {MAX_STACK_DEPTH}"))
-            });
-        }
-        if let Some(size) = t.strip_prefix("memory:") {
-            let bytes = parse_size(size).filter(|&b| b >= 2 * LINE_BYTES);
-            return bytes
+                .filter(|&d| d <= MAX_STACK_DEPTH)
+                .map(|depth| WorkKind::Stack { depth })
+                .ok_or_else(|| bad(format!("depth must be 0 to {MAX_STACK_DEPTH}"))),
+            Some(("memory", size)) => parse_size(size)
+                .filter(|&b| b >= 2 * LINE_BYTES)
                 .map(|working_set| WorkKind::Memory { working_set })
                 .ok_or_else(|| {
-                    KindError::Bad(
-                        t.into(),
+                    bad(
                         "give a working set of at least 128 bytes, e.g. memory:32K, memory:8M"
                             .into(),
                     )
-                });
+                }),
+            _ => Err(KindError::Unknown(t.into())),
         }
-        Err(KindError::Unknown(t.into()))
     }
 
     /// The name used in files (parses back to self).

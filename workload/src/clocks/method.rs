@@ -38,39 +38,38 @@ fn min(v: &[f64]) -> Option<f64> {
     v.iter().copied().reduce(f64::min)
 }
 
-/// Measures one method. `read` returns the raw reading; `ns_per_unit`
-/// converts reading differences to ns (None: granularity not convertible).
-pub(super) fn measure<F: FnMut() -> Option<u64>>(
-    name: &str,
-    mut read: F,
-    unit: &str,
-    ns_per_unit: Option<f64>,
-    resolution_ns: Option<u64>,
-    budget: CalibrationTimes,
-) -> MethodReport {
-    let mut report = MethodReport {
-        resolution_ns,
-        ..unavailable(name, unit)
-    };
-    if read().is_none() {
-        return report;
-    }
-    report.available = true;
+/// What a family of methods shares: the unit of its readings, their
+/// conversion to ns (`ns_per_unit`; None: granularity not convertible),
+/// the clock's resolution (`resolution_ns`), and the time to spend.
+#[derive(Clone, Copy)]
+pub(super) struct Meter(
+    pub(super) &'static str,
+    pub(super) Option<f64>,
+    pub(super) Option<u64>,
+    pub(super) CalibrationTimes,
+);
 
-    let batch = batch_calls(&mut read);
-    let mut costs = cost_batches(&mut read, batch, budget.cost);
-    report.cost_ns_min = min(&costs.ns);
-    report.cost_ns_median = median(&mut costs.ns);
-    report.cost_ticks_min = min(&costs.ticks);
-    report.cost_ticks_median = median(&mut costs.ticks);
-
-    let steps = scan_steps(&mut read, budget.granularity);
-    report.backwards = steps.backwards;
-    report.reads = steps.reads;
-    if steps.smallest != u64::MAX {
-        report.granularity_ns = ns_per_unit.map(|f| steps.smallest as f64 * f);
+impl Meter {
+    /// Measures the method `name`; `read` returns the raw reading.
+    pub(super) fn measure<F: FnMut() -> Option<u64>>(
+        self,
+        name: &str,
+        mut read: F,
+    ) -> MethodReport {
+        let Meter(unit, ns_per_unit, resolution_ns, budget) = self;
+        let mut report = MethodReport {
+            resolution_ns,
+            ..unavailable(name, unit)
+        };
+        if read().is_none() {
+            return report;
+        }
+        report.available = true;
+        let batch = batch_calls(&mut read);
+        cost_batches(&mut read, batch, budget.cost, &mut report);
+        scan_steps(&mut read, budget.granularity, ns_per_unit, &mut report);
+        report
     }
-    report
 }
 
 /// Calls of `read` in one cost batch: as many as take ~20 us, from a
@@ -84,21 +83,16 @@ fn batch_calls<F: FnMut() -> Option<u64>>(read: &mut F) -> u64 {
     ((20_000.0 / per_call) as u64).clamp(16, 20_000)
 }
 
-/// Per-call costs of one method, one entry per batch.
-struct BatchCosts {
-    /// Batch time on CLOCK_MONOTONIC_RAW over the calls, ns.
-    ns: Vec<f64>,
-    /// Batch time in TSC ticks over the calls (empty off x86_64).
-    ticks: Vec<f64>,
-}
-
 /// Times batches of `batch` calls of `read`, each bracketed by a TSC read
-/// and a CLOCK_MONOTONIC_RAW read, for `budget` and at least 10 batches.
+/// and a CLOCK_MONOTONIC_RAW read, for `budget` and at least 10 batches;
+/// sets `report`'s per-call costs (minimum and median over the batches,
+/// in ns and in TSC ticks).
 fn cost_batches<F: FnMut() -> Option<u64>>(
     read: &mut F,
     batch: u64,
     budget: Duration,
-) -> BatchCosts {
+    report: &mut MethodReport,
+) {
     let mut ns_costs = Vec::new();
     let mut tick_costs = Vec::new();
     let started = Instant::now();
@@ -115,26 +109,22 @@ fn cost_batches<F: FnMut() -> Option<u64>>(
             tick_costs.push(b.wrapping_sub(a) as f64 / batch as f64);
         }
     }
-    BatchCosts {
-        ns: ns_costs,
-        ticks: tick_costs,
-    }
-}
-
-/// What back-to-back reads of one method showed.
-struct Steps {
-    /// Smallest non-zero difference between successive reads, in the
-    /// method's unit (u64::MAX: the reading never changed).
-    smallest: u64,
-    /// Whether a read was ever smaller than the one before.
-    backwards: bool,
-    /// Reads made.
-    reads: u64,
+    report.cost_ns_min = min(&ns_costs);
+    report.cost_ns_median = median(&mut ns_costs);
+    report.cost_ticks_min = min(&tick_costs);
+    report.cost_ticks_median = median(&mut tick_costs);
 }
 
 /// Granularity and monotonicity: reads `read` back to back, in rounds of
-/// 256, until `budget` has passed.
-fn scan_steps<F: FnMut() -> Option<u64>>(read: &mut F, budget: Duration) -> Steps {
+/// 256, until `budget` has passed; sets `report`'s reads, whether a read
+/// was ever smaller than the one before, and the smallest non-zero step
+/// in ns (`ns_per_unit` converts it; unset when the reading never changed).
+fn scan_steps<F: FnMut() -> Option<u64>>(
+    read: &mut F,
+    budget: Duration,
+    ns_per_unit: Option<f64>,
+    report: &mut MethodReport,
+) {
     let mut prev = read().unwrap_or(0);
     let mut smallest_step = u64::MAX;
     let mut backwards = false;
@@ -155,10 +145,10 @@ fn scan_steps<F: FnMut() -> Option<u64>>(read: &mut F, budget: Duration) -> Step
             break 'outer;
         }
     }
-    Steps {
-        smallest: smallest_step,
-        backwards,
-        reads,
+    report.backwards = backwards;
+    report.reads = reads;
+    if smallest_step != u64::MAX {
+        report.granularity_ns = ns_per_unit.map(|f| smallest_step as f64 * f);
     }
 }
 
@@ -191,22 +181,12 @@ mod tests {
             granularity: Duration::from_millis(30),
             tsc_calibration: Duration::from_millis(10),
         };
-        let fine = measure(
-            "raw",
-            || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_RAW),
-            "ns",
-            Some(1.0),
-            None,
-            b,
-        );
-        let coarse = measure(
-            "coarse",
-            || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_COARSE),
-            "ns",
-            Some(1.0),
-            sys::clock_getres_ns(libc::CLOCK_MONOTONIC_COARSE),
-            b,
-        );
+        let fine = Meter("ns", Some(1.0), None, b)
+            .measure("raw", || sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_RAW));
+        let coarse_res = sys::clock_getres_ns(libc::CLOCK_MONOTONIC_COARSE);
+        let coarse = Meter("ns", Some(1.0), coarse_res, b).measure("coarse", || {
+            sys::clock_gettime_ns(libc::CLOCK_MONOTONIC_COARSE)
+        });
         assert!(fine.available && coarse.available);
         assert!(!fine.backwards && !coarse.backwards);
         let (f, c) = (fine.granularity_ns.unwrap(), coarse.granularity_ns.unwrap());

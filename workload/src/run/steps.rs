@@ -139,11 +139,11 @@ fn timed_loop<W: Work>(
             if !timer_armed {
                 stop.store(true, Ordering::Relaxed);
             }
-            let ended = t.run(work, stop, publish, 0, Some(deadline_ns));
+            let (count, end_ns, stop_seen_ns) = t.run(work, stop, publish, deadline_ns);
             if timer_armed {
-                signal_seen_ns = Some(t.stop_seen_ns().saturating_sub(start_ns));
+                signal_seen_ns = Some(stop_seen_ns.saturating_sub(start_ns));
             }
-            ended
+            (count, end_ns)
         }
         None => {
             let mut count = 0u64;

@@ -18,7 +18,7 @@ pub(super) fn stamp() -> u64 {
 
 /// A (stamp, CLOCK_MONOTONIC_RAW ns) pair read as close together as this
 /// thread can: the best of 8 clock-stamp-clock brackets.
-pub(super) fn stamp_clock_pair() -> (u64, f64) {
+pub(crate) fn stamp_clock_pair() -> (u64, f64) {
     let mut best = (0u64, 0f64, u64::MAX);
     for _ in 0..8 {
         let a = monotonic_raw_ns();
