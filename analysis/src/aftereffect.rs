@@ -46,12 +46,10 @@ pub fn rows(analyses: &[ConfigTables<'_>]) -> Vec<AfterRow> {
             continue;
         };
         for r in ps.rows.iter().filter(|r| r.freq_hz > 0) {
-            let Some(paired) = &r.paired_loss_pct else {
+            let usable = |p: &Estimate| p.value.is_finite() && r.achieved_hz > 0.0;
+            let Some(paired) = r.paired_loss_pct.filter(usable) else {
                 continue;
             };
-            if r.achieved_hz.is_nan() || r.achieved_hz <= 0.0 || !paired.value.is_finite() {
-                continue;
-            }
             // loss % / 100 of each second, per achieved sample, in ns.
             let throughput_ns = paired.scaled(1e7 / r.achieved_hz);
             out.push(AfterRow {

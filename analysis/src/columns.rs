@@ -111,23 +111,11 @@ fn records<T: Serialize>(
     Ok(out)
 }
 
-/// An estimate, or none, for the interval helpers.
-pub trait Interval {
-    /// The estimate, if there is one.
-    fn estimate(&self) -> Option<Estimate>;
-}
+/// What the interval helpers take: an `Estimate`, or an
+/// `Option<Estimate>` (none: empty cells).
+pub trait Interval: Copy + Into<Option<Estimate>> {}
 
-impl Interval for Estimate {
-    fn estimate(&self) -> Option<Estimate> {
-        Some(*self)
-    }
-}
-
-impl Interval for Option<Estimate> {
-    fn estimate(&self) -> Option<Estimate> {
-        *self
-    }
-}
+impl<T: Copy + Into<Option<Estimate>>> Interval for T {}
 
 /// Cells named by `names` (space-separated; in each, `{k}` is the field's
 /// name, `{b}` and `{u}` its name before and after its last `_`), each
@@ -147,33 +135,27 @@ pub fn cells<S: ser::Serializer, const N: usize>(
 /// An interval as `name`, `base_lo_unit`, `base_hi_unit`, `base_se_unit`
 /// (per_sample.csv: `direct_ns`, `direct_lo_ns`, ...).
 pub fn lo_hi_se<S: ser::Serializer>(e: &impl Interval, s: S) -> Result<S::Ok, S::Error> {
-    let v = e.estimate().map(|e| [e.value, e.lo, e.hi, e.se]);
+    let v = (*e).into().map(|e| [e.value, e.lo, e.hi, e.se]);
     cells(s, "{k} {b}_lo_{u} {b}_hi_{u} {b}_se_{u}", v)
 }
 
 /// An interval as `name`, `base_lo_unit`, `base_hi_unit` (util.csv:
 /// `util_pct`, `util_lo_pct`, `util_hi_pct`).
 pub fn lo_hi_unit<S: ser::Serializer>(e: &impl Interval, s: S) -> Result<S::Ok, S::Error> {
-    cells(
-        s,
-        "{k} {b}_lo_{u} {b}_hi_{u}",
-        e.estimate().map(|e| [e.value, e.lo, e.hi]),
-    )
+    let v = (*e).into().map(|e| [e.value, e.lo, e.hi]);
+    cells(s, "{k} {b}_lo_{u} {b}_hi_{u}", v)
 }
 
 /// An interval as `name`, `name_lo`, `name_hi` (by_contents.csv,
 /// profiler.csv's `excess_episodes_per_s`).
 pub fn lo_hi<S: ser::Serializer>(e: &impl Interval, s: S) -> Result<S::Ok, S::Error> {
-    cells(
-        s,
-        "{k} {k}_lo {k}_hi",
-        e.estimate().map(|e| [e.value, e.lo, e.hi]),
-    )
+    let v = (*e).into().map(|e| [e.value, e.lo, e.hi]);
+    cells(s, "{k} {k}_lo {k}_hi", v)
 }
 
 /// An estimate's value alone.
 pub fn value<S: ser::Serializer>(e: &impl Interval, s: S) -> Result<S::Ok, S::Error> {
-    e.estimate().map(|e| e.value).serialize(s)
+    (*e).into().map(|e| e.value).serialize(s)
 }
 
 /// `yes`, `no`, or empty.

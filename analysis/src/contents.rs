@@ -14,7 +14,7 @@ use crate::columns::{lo_hi, value};
 use crate::load::{ResultSet, Run};
 use crate::percost::PerSample;
 use crate::row_types::UtilRow;
-use crate::stats::{Estimate, distinct_sorted, mean, mean_of};
+use crate::stats::{Estimate, distinct_sorted, grouped, mean_of};
 use workload::work::WorkKind;
 
 /// What the by-contents tables read of one configuration's analysis: its
@@ -184,9 +184,7 @@ pub fn rows(rs: &ResultSet, analyses: &[ConfigTables<'_>]) -> Vec<ContentsRow> {
         let freqs = a.util.iter().map(|u| u.freq_hz);
         for f in distinct_sorted(freqs.chain(gaps_rows.iter().map(|r| r.freq_hz))) {
             let util = a.util.iter().find(|u| u.freq_hz == f);
-            let gaps = a
-                .per_sample
-                .and_then(|ps| ps.rows.iter().find(|r| r.freq_hz == f));
+            let gaps = gaps_rows.iter().find(|r| r.freq_hz == f);
             let runs: Vec<&Run> = rs
                 .runs
                 .iter()
@@ -212,19 +210,13 @@ pub fn rows(rs: &ResultSet, analyses: &[ConfigTables<'_>]) -> Vec<ContentsRow> {
         }
     }
     // The reference: perf-default with the same workload, at the same rate.
-    let reference: BTreeMap<(String, u64), (Option<Estimate>, Option<Estimate>)> = out
-        .iter()
-        .filter(|r| sample_of(&r.sample) == REFERENCE)
-        .map(|r| {
-            (
-                (workload_of(&r.sample).to_string(), r.freq_hz),
-                (r.handler_ns, r.total_ns),
-            )
-        })
+    let key = |r: &ContentsRow| (workload_of(&r.sample).to_string(), r.freq_hz);
+    let is_reference = |r: &ContentsRow| sample_of(&r.sample) == REFERENCE;
+    let reference: BTreeMap<_, _> = (out.iter().filter(|r| is_reference(r)))
+        .map(|r| (key(r), (r.handler_ns, r.total_ns)))
         .collect();
-    for row in out.iter_mut().filter(|r| sample_of(&r.sample) != REFERENCE) {
-        let k = (workload_of(&row.sample).to_string(), row.freq_hz);
-        if let Some((h, t)) = reference.get(&k) {
+    for row in out.iter_mut().filter(|r| !is_reference(r)) {
+        if let Some((h, t)) = reference.get(&key(row)) {
             row.handler_ratio = row.handler_ns.zip(*h).and_then(|(a, b)| ratio(&a, &b));
             row.total_ratio = row.total_ns.zip(*t).and_then(|(a, b)| ratio(&a, &b));
         }
@@ -332,18 +324,8 @@ pub fn predict_throttle(
             continue;
         };
         let lowered = limits.lowered_rate(top.per_sample_ns.value);
-        let mut observed: BTreeMap<u64, (u64, Vec<f64>)> = BTreeMap::new();
-        for r in rs
-            .runs
-            .iter()
-            .filter(|r| r.ok() && r.freq_hz > 0 && config_key(r) == sample)
-        {
-            let e = observed.entry(r.freq_hz).or_default();
-            e.0 += r.throttled;
-            if r.achieved_hz.is_finite() {
-                e.1.push(r.achieved_hz);
-            }
-        }
+        let runs = (rs.runs.iter()).filter(|r| r.ok() && r.freq_hz > 0 && config_key(r) == sample);
+        let observed = grouped(runs.map(|r| (r.freq_hz, r)));
         out.push(ThrottlePrediction {
             sample: sample.to_string(),
             handler_ns: top.per_sample_ns.value,
@@ -353,9 +335,12 @@ pub fn predict_throttle(
             throttle_above_hz: lowered
                 .map_or(limits.max_sample_rate, |l| l.min(limits.max_sample_rate)),
             applies_here: hardware_event,
-            observed: observed
-                .into_iter()
-                .map(|(f, (t, a))| (f, t, mean(&a)))
+            observed: (observed.into_iter())
+                .map(|(f, runs)| {
+                    let achieved = runs.iter().map(|r| r.achieved_hz);
+                    let throttled = runs.iter().map(|r| r.throttled).sum();
+                    (f, throttled, mean_of(achieved.filter(|a| a.is_finite())))
+                })
                 .collect(),
         });
     }

@@ -53,11 +53,10 @@ impl LineFit {
     /// Half-width of the 95 % confidence band of the fitted mean at x.
     pub fn band_half_width(&self, x: f64) -> f64 {
         let var = self.se_intercept.powi(2) + x * x * self.se_slope.powi(2) + 2.0 * x * self.cov;
-        let dof = self.dof();
-        if dof == 0 || !var.is_finite() {
+        if !var.is_finite() {
             return f64::NAN;
         }
-        t_crit95(dof as f64) * var.max(0.0).sqrt()
+        self.dof_t() * var.max(0.0).sqrt()
     }
 
     /// 95 % interval of the slope.
@@ -160,14 +159,8 @@ pub fn fit_line(x: &[f64], y: &[f64], w: Option<&[f64]>) -> Option<LineFit> {
 /// three points or without spread in `x`.
 pub fn ols_slope(x: &[f64], y: &[f64]) -> Option<Estimate> {
     let f = fit_line(x, y, None).filter(|f| f.n >= 3)?;
-    let (lo, hi) = f.slope_ci();
-    Some(Estimate {
-        value: f.slope,
-        lo,
-        hi,
-        se: f.se_slope,
-        n: f.n,
-    })
+    let h = f.dof_t() * f.se_slope;
+    Some(Estimate::around(f.slope, h, f.se_slope, f.n))
 }
 
 /// Fit y = b x through the origin (the 2014 article's form).

@@ -81,10 +81,8 @@ impl ResultSet {
     /// gaps runs time each of its interruptions (None on a `--command`,
     /// whose runs are whole runs of the command).
     pub fn loop_profiler_template(&self) -> Option<String> {
-        self.command_line()
-            .is_none()
-            .then(|| self.profiler_template())
-            .flatten()
+        self.profiler_template()
+            .filter(|_| self.command_line().is_none())
     }
 
     /// Each run's phases (phases.csv), in phase order.

@@ -68,7 +68,7 @@ pub fn recovery_horizon_ns(rate_hz: f64) -> f64 {
 /// +-1100 ns at 100 Hz for an effect of ~50 ns).
 pub fn after_effect_ns(run: &GapsRun, horizon_ns: f64) -> f64 {
     let n = run.raw_samples().saturating_sub(run.samples_in_long) as f64;
-    run.after_per_episode_ns(horizon_ns) * run.matched_short_episodes() as f64 / n
+    run.after_per_episode_ns(horizon_ns) * run.short_matched().count() as f64 / n
 }
 
 /// Loss (%) predicted for a run: achieved rate (Hz) x cost (ns) x 100 / 1e9.
@@ -273,10 +273,12 @@ pub(crate) fn usable(r: &GapsRun) -> bool {
 
 /// Build the table from loaded runs, the util table and the loss table.
 pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample {
-    let zero: Vec<&GapsRun> = runs
-        .iter()
-        .filter(|r| r.row.freq_hz == 0 && usable(r))
-        .collect();
+    // The usable runs at a rate.
+    let at_rate = |f: u64| {
+        let at = runs.iter().filter(move |r| r.row.freq_hz == f && usable(r));
+        at.collect::<Vec<&GapsRun>>()
+    };
+    let zero = at_rate(0);
     let zero_after = t_interval_of(
         zero.iter()
             .map(|r| r.after_per_episode_ns(RECOVERY_HORIZON_NS)),
@@ -299,10 +301,7 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
     let mut measured: Vec<_> = freqs
         .into_iter()
         .filter_map(|f| {
-            let at: Vec<&GapsRun> = runs
-                .iter()
-                .filter(|r| r.row.freq_hz == f && usable(r))
-                .collect();
+            let at = at_rate(f);
             if at.is_empty() {
                 return None;
             }

@@ -308,7 +308,7 @@ pub fn loss_delta(on: &[f64], off: &[f64]) -> Estimate {
     let v1 = variance(on) / (n1 * m1 * m1);
     let v0 = variance(off) / (n0 * m0 * m0);
     let se = r * (v1 + v0).sqrt();
-    let df = welch_df(v1, n1, v0, n0);
+    let df = satterthwaite_df(&[(v1, n1), (v0, n0)]).unwrap_or(n1 + n0 - 2.0);
     let h = 100.0 * t_crit95(df) * se;
     Estimate::around(value, h, 100.0 * se, n)
 }
@@ -347,12 +347,6 @@ pub fn difference(a: &Estimate, b: &Estimate) -> Estimate {
     let se = (a.se.powi(2) + b.se.powi(2)).sqrt();
     let h = satterthwaite_crit95(&[a, b]) * se;
     Estimate::around(value, h, se, a.n.min(b.n))
-}
-
-/// Welch-Satterthwaite degrees of freedom for two variance components
-/// v_i (already divided by n_i).
-pub fn welch_df(v1: f64, n1: f64, v0: f64, n0: f64) -> f64 {
-    satterthwaite_df(&[(v1, n1), (v0, n0)]).unwrap_or(n1 + n0 - 2.0)
 }
 
 #[cfg(test)]

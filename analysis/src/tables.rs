@@ -232,9 +232,7 @@ pub fn fit_all(a: &Tables) -> Fits {
             .filter(LineFit::describes)
             .map(|f| (a.util[k - 1].freq_hz, f))
     });
-    let util_line = (ux.len() >= 3)
-        .then(|| fit_line(&ux, &uy, uw.as_deref()))
-        .flatten();
+    let util_line = fit_line(&ux, &uy, uw.as_deref()).filter(|_| ux.len() >= 3);
 
     let primary = a.primary_loss();
     let (lx, ly, lw) = fit_points(
@@ -242,9 +240,8 @@ pub fn fit_all(a: &Tables) -> Fits {
             .iter()
             .map(|r| (r.achieved_hz, r.freq_hz, r.trusted())),
     );
-    let loss_line = (lx.len() >= 2)
-        .then(|| fit_line(&lx, &ly, lw.as_deref()))
-        .flatten();
+    // fit_line needs two points.
+    let loss_line = fit_line(&lx, &ly, lw.as_deref());
     let ratios: Vec<f64> = ux.iter().zip(&uy).map(|(x, y)| y / x).collect();
     Fits {
         cost_per_sample_ns: util_origin.map(|f| f.slope * 1e4),

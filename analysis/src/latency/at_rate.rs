@@ -145,8 +145,7 @@ impl AtSize<'_> {
 
     /// The 0 Hz percentile, mean over blocks, ns.
     pub fn baseline_ns(&self) -> f64 {
-        let v: Vec<f64> = self.blocks.iter().map(|b| b.2).collect();
-        crate::stats::mean(&v)
+        crate::stats::mean_of(self.blocks.iter().map(|b| b.2))
     }
 
     /// What sampling at `rate_hz` adds to the percentile, ns: per block,

@@ -86,25 +86,26 @@ pub fn predict(
 
 /// The predictions as a Markdown table.
 pub fn markdown(rows: &[Prediction]) -> String {
-    let mut s = String::from(
-        "| rate Hz | percentile | size us | at 0 Hz us | added us [95% CI] | costs measured at Hz |\n|---|---|---|---|---|---|\n",
-    );
-    for r in rows {
-        let us = |x: f64| format!("{:.1}", x / 1e3);
-        s.push_str(&format!(
-            "| {} | p{} | {} | {} | {} | {} |\n",
-            r.rate_hz,
-            r.percentile,
-            us(r.size_ns as f64),
-            r.baseline_ns.map_or("-".into(), us),
-            r.added_ns.map_or("not resolved".into(), |e| format!(
-                "{:+.1} [{:+.1}, {:+.1}]",
-                e.value / 1e3,
-                e.lo / 1e3,
-                e.hi / 1e3
-            )),
-            r.basis_hz.map_or("-".into(), |b| b.to_string()),
-        ));
-    }
-    s
+    let header =
+        "rate Hz | percentile | size us | at 0 Hz us | added us [95% CI] | costs measured at Hz";
+    let us = |x: f64| format!("{:.1}", x / 1e3);
+    crate::columns::markdown_table(
+        header,
+        rows.iter().map(|r| {
+            format!(
+                "{} | p{} | {} | {} | {} | {}",
+                r.rate_hz,
+                r.percentile,
+                us(r.size_ns as f64),
+                r.baseline_ns.map_or("-".into(), us),
+                r.added_ns.map_or("not resolved".into(), |e| format!(
+                    "{:+.1} [{:+.1}, {:+.1}]",
+                    e.value / 1e3,
+                    e.lo / 1e3,
+                    e.hi / 1e3
+                )),
+                r.basis_hz.map_or("-".into(), |b| b.to_string()),
+            )
+        }),
+    )
 }

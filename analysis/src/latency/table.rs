@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::model::{MODEL_REQUESTS, Timing, predict, thinned};
 use super::{LostTime, PERCENTILES, SIZES_NS, SizeLatency, measure, spans};
 use crate::columns::{lo_hi_se, yes_no};
-use crate::load::gaps::{GapsRun, LONG_EPISODE_NS};
-use crate::stats::{Estimate, mean, mean_of, quantile_sorted, t_interval};
+use crate::load::gaps::GapsRun;
+use crate::stats::{Estimate, distinct_sorted, mean, mean_of, quantile_sorted, t_interval};
 
 /// One gaps run's requests.
 #[derive(Debug, Clone)]
@@ -21,7 +21,8 @@ pub struct RunLatency {
     /// One per size of [`SIZES_NS`].
     pub sizes: Vec<SizeLatency>,
     /// What each sample cost: each matched episode under
-    /// [`LONG_EPISODE_NS`] shared among the samples it holds, ns.
+    /// [`LONG_EPISODE_NS`](crate::load::gaps::LONG_EPISODE_NS) shared
+    /// among the samples it holds, ns.
     pub costs_ns: Vec<f64>,
 }
 
@@ -97,17 +98,11 @@ pub fn of_run(run: &GapsRun) -> RunLatency {
 }
 
 /// What each of `run`'s samples cost: each matched episode under
-/// [`LONG_EPISODE_NS`] shared among the samples it holds, ns.
+/// [`LONG_EPISODE_NS`](crate::load::gaps::LONG_EPISODE_NS) shared among
+/// the samples it holds ([`GapsRun::short_matched`]), ns.
 pub fn costs_of(run: &GapsRun) -> Vec<f64> {
-    let mut costs_ns = Vec::new();
-    for (i, &e) in run.matched_excess_ns.iter().enumerate() {
-        if e >= LONG_EPISODE_NS {
-            continue;
-        }
-        let k = run.samples_of_matched(i);
-        costs_ns.extend(std::iter::repeat_n(e as f64 / f64::from(k), k as usize));
-    }
-    costs_ns
+    let shared = |(e, k): (f64, u32)| std::iter::repeat_n(e / f64::from(k), k as usize);
+    run.short_matched().flat_map(shared).collect()
 }
 
 /// One rate, size and percentile (a row of report/latency.csv).
@@ -155,8 +150,7 @@ pub fn build(runs: &[RunLatency]) -> Vec<LatencyRow> {
     for r in runs.iter().filter(|r| r.freq_hz == 0) {
         zero_by_block.entry(r.block).or_insert(r);
     }
-    let freqs: std::collections::BTreeSet<u64> =
-        runs.iter().map(|r| r.freq_hz).filter(|&f| f > 0).collect();
+    let freqs = distinct_sorted(runs.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
     let mut rows = Vec::new();
     for f in freqs {
         let pairs: Vec<(&RunLatency, &RunLatency)> = runs

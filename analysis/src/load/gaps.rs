@@ -103,25 +103,22 @@ impl GapsRun {
     /// and the rest in the second, over the samples not in a long episode.
     pub fn matched_split_per_sample_ns(&self, cap_ns: f64) -> (f64, f64) {
         let n = self.raw_samples().saturating_sub(self.samples_in_long) as f64;
-        let (capped, above) = self
-            .matched_excess_ns
-            .iter()
-            .enumerate()
-            .filter(|&(_, &e)| e < LONG_EPISODE_NS)
-            .fold((0f64, 0f64), |(c, a), (i, &e)| {
-                // The cap is per sample: an episode that holds k samples'
-                // interrupts (dense rates join them) is capped at k caps.
-                let cap = cap_ns * f64::from(self.samples_of_matched(i));
-                let x = e as f64;
-                (c + x.min(cap), a + (x - cap).max(0.0))
-            });
+        let (capped, above) = self.short_matched().fold((0f64, 0f64), |(c, a), (x, k)| {
+            // The cap is per sample: an episode that holds k samples'
+            // interrupts (dense rates join them) is capped at k caps.
+            let cap = cap_ns * f64::from(k);
+            (c + x.min(cap), a + (x - cap).max(0.0))
+        });
         (capped / n, above / n)
     }
 
-    /// The samples matched episode `i` holds (one where not recorded).
-    pub fn samples_of_matched(&self, i: usize) -> u32 {
-        let k = self.matched_samples_per_episode.get(i).copied();
-        k.unwrap_or(1).max(1)
+    /// The matched episodes under [`LONG_EPISODE_NS`]: each one's excess,
+    /// ns, and the samples it holds (one where not recorded).
+    pub fn short_matched(&self) -> impl Iterator<Item = (f64, u32)> + '_ {
+        let samples = |i: usize| self.matched_samples_per_episode.get(i).copied();
+        (self.matched_excess_ns.iter().enumerate())
+            .filter(|&(_, &e)| e < LONG_EPISODE_NS)
+            .map(move |(i, &e)| (e as f64, samples(i).unwrap_or(1).max(1)))
     }
 
     /// Long episodes per second of window.
@@ -161,14 +158,6 @@ impl GapsRun {
             .map(|b| b.excess_ns_sum - b.chunks as f64 * reference)
             .sum();
         near / self.window_ns()
-    }
-
-    /// Matched episodes under [`LONG_EPISODE_NS`].
-    pub fn matched_short_episodes(&self) -> usize {
-        self.matched_excess_ns
-            .iter()
-            .filter(|&&e| e < LONG_EPISODE_NS)
-            .count()
     }
 
     /// After-effect per episode of this run within `horizon_ns`, ns: the
@@ -383,12 +372,9 @@ fn read_run(
     if let Some(t) = &mut run.thinned {
         t.samples = ep.len() as u64;
     }
-    run.samples_in_long = ep
-        .iter()
-        .filter_map(|&e| usize::try_from(e).ok().and_then(|i| episodes.get(i)))
-        .filter(|e| e.excess_ns >= LONG_EPISODE_NS)
-        .count() as u64;
     let mut idx: Vec<usize> = ep.iter().filter_map(|&e| usize::try_from(e).ok()).collect();
+    let sampled = idx.iter().filter_map(|&i| episodes.get(i));
+    run.samples_in_long = sampled.filter(|e| e.excess_ns >= LONG_EPISODE_NS).count() as u64;
     let matched = idx.len() as u64;
     idx.sort_unstable();
     let mut out_of_range = 0usize;

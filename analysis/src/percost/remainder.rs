@@ -59,11 +59,9 @@ impl Remainder {
                 }
             )
         };
-        let (total, in_gaps, outside) = (
-            part(&self.total_pp),
-            part(&self.in_gaps_pp),
-            part(&self.outside_gaps_pp),
-        );
+        let total = part(&self.total_pp);
+        let in_gaps = part(&self.in_gaps_pp);
+        let outside = part(&self.outside_gaps_pp);
         if self.total_pp.value < 0.0 {
             return format!(
                 "remainder (paired - predicted) {total}: the prediction exceeds the paired loss (in gaps {in_gaps}, outside every gap {outside}); the model is the conservative one here"

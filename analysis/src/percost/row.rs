@@ -95,13 +95,7 @@ struct MatchedEpisodes {
 impl MatchedEpisodes {
     /// The short matched episodes of the runs `at`.
     fn of(at: &[&GapsRun]) -> Self {
-        let short = |r: &&GapsRun| -> Vec<f64> {
-            r.matched_excess_ns
-                .iter()
-                .filter(|&&e| e < LONG_EPISODE_NS)
-                .map(|&e| e as f64)
-                .collect()
-        };
+        let short = |r: &&GapsRun| -> Vec<f64> { r.short_matched().map(|(e, _)| e).collect() };
         let mut pooled_ns: Vec<f64> = at.iter().flat_map(short).collect();
         pooled_ns.sort_by(f64::total_cmp);
         let run_means_ns = at

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use crate::columns::{lo_hi, spaced};
 use crate::load::Run;
-use crate::stats::{Estimate, grouped, mean, median, std_dev, t_interval};
+use crate::stats::{Estimate, grouped, mean, mean_of, median, std_dev, t_interval};
 
 /// The modified z-score above which a run is flagged (Iglewicz and
 /// Hoaglin's 3.5).
@@ -109,15 +109,11 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>
         .collect();
     let walls: Vec<f64> = ok.iter().map(|r| r.wall_ns as f64 * 1e-9).collect();
     let z = modified_z(&walls);
-    let outliers = if ok.len() < OUTLIER_MIN_RUNS {
-        Vec::new()
-    } else {
-        ok.iter()
-            .zip(&z)
-            .filter(|(_, z)| z.abs() > OUTLIER_Z)
-            .map(|(r, _)| r.run_id)
-            .collect()
-    };
+    let enough = ok.len() >= OUTLIER_MIN_RUNS;
+    let outliers = (ok.iter().zip(&z))
+        .filter(|(_, z)| enough && z.abs() > OUTLIER_Z)
+        .map(|(r, _)| r.run_id)
+        .collect();
     let (loss_pct, cost_per_sample_ns) = if freq_hz == 0 {
         (None, None)
     } else {
@@ -132,8 +128,6 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>
             Some(t_interval(&cost)),
         )
     };
-    let (achieved, samples): (Vec<f64>, Vec<f64>) =
-        ok.iter().map(|r| (r.achieved_hz, r.samples as f64)).unzip();
     let extreme =
         |pick: fn(f64, f64) -> f64| walls.iter().copied().reduce(pick).unwrap_or(f64::NAN);
     CommandRow {
@@ -144,9 +138,9 @@ fn row(freq_hz: u64, sample: &str, runs: &[&Run], baseline: &BTreeMap<u32, &Run>
         achieved_hz: if freq_hz == 0 {
             f64::NAN
         } else {
-            mean(&achieved)
+            mean_of(ok.iter().map(|r| r.achieved_hz))
         },
-        samples_per_run: mean(&samples),
+        samples_per_run: mean_of(ok.iter().map(|r| r.samples as f64)),
         wall_mean_s: mean(&walls),
         wall_sd_s: std_dev(&walls),
         wall_median_s: median(&walls),

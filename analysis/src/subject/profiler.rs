@@ -27,6 +27,7 @@ use results_format::timeline::{TIMELINE_CSV, TimelineRow};
 
 use crate::columns::{lo_hi, lo_hi_unit};
 use crate::error::AnalysisError;
+use crate::load::gaps::is_gaps_run;
 use crate::load::{ResultSet, Run};
 use crate::stats::{Estimate, distinct_sorted, grouped, mean, mean_of, t_interval};
 
@@ -121,24 +122,14 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
     };
     let timeline: Vec<TimelineRow> = read_csv_rows(&rs.dir.join(TIMELINE_CSV))?;
     let tl: BTreeMap<u32, &TimelineRow> = timeline.iter().map(|t| (t.run_id, t)).collect();
-    let gaps: Vec<&Run> = rs
-        .runs
-        .iter()
-        .filter(|r| crate::load::gaps::is_gaps_run(r))
-        .collect();
+    let gaps: Vec<&Run> = rs.runs.iter().filter(|r| is_gaps_run(r)).collect();
     let failed: Vec<(u32, String)> = gaps
         .iter()
         .filter(|r| !r.ok())
         .map(|r| (r.run_id, r.error.clone()))
         .collect();
-    let ok: Vec<(&Run, PerSecond)> = gaps
-        .iter()
-        .filter(|r| r.ok())
-        .filter_map(|r| {
-            tl.get(&r.run_id)
-                .and_then(|t| per_second(r, t))
-                .map(|p| (*r, p))
-        })
+    let ok: Vec<(&Run, PerSecond)> = (gaps.iter().filter(|r| r.ok()))
+        .filter_map(|r| Some((*r, per_second(r, tl.get(&r.run_id)?)?)))
         .collect();
     // The 0 Hz run of each block (the mean, should a resume have added one).
     let at_zero = ok.iter().filter(|(r, _)| r.freq_hz == 0);
@@ -162,7 +153,7 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
     let rows = distinct_sorted(gaps.iter().map(|r| r.freq_hz).filter(|&f| f > 0))
         .into_iter()
         .map(|f| {
-            let mut row = row_at(f, &ok, &base, &failed, &gaps);
+            let mut row = row_at(f, &ok, &base, &gaps);
             row.first_quarter_pct = first_quarter(rs, f, &ok, &tl, &base);
             row
         })
@@ -179,19 +170,17 @@ fn row_at(
     f: u64,
     ok: &[(&Run, PerSecond)],
     base: &BTreeMap<u32, PerSecond>,
-    failed: &[(u32, String)],
     gaps: &[&Run],
 ) -> ProfilerRow {
     let [mut x, mut y, mut c, mut d, mut cpu, mut wps]: [Vec<f64>; 6] = Default::default();
     let mut cpus: Vec<String> = Vec::new();
     let mut rss = 0u64;
     for (r, p) in ok.iter().filter(|(r, _)| r.freq_hz == f) {
-        let window_s = p.window_s;
         if let Some(ns) = r.profiler_cpu_ns {
-            cpu.push(ns as f64 / 1e9 / window_s * 100.0);
+            cpu.push(ns as f64 / 1e9 / p.window_s * 100.0);
         }
         if let Some(b) = r.profiler_write_bytes {
-            wps.push(b as f64 / window_s);
+            wps.push(b as f64 / p.window_s);
         }
         rss = rss.max(r.profiler_peak_rss_kb.unwrap_or(0));
         cpus.extend(
@@ -229,10 +218,7 @@ fn row_at(
         profiler_peak_rss_kb: rss,
         profiler_write_bytes_per_s: mean(&wps),
         first_quarter_pct: f64::NAN,
-        failed_runs: failed
-            .iter()
-            .filter(|(id, _)| gaps.iter().any(|r| r.run_id == *id && r.freq_hz == f))
-            .count(),
+        failed_runs: gaps.iter().filter(|r| !r.ok() && r.freq_hz == f).count(),
     }
 }
 

@@ -58,11 +58,8 @@ pub(super) fn util_table(
             freq_hz,
             runs: utils.len(),
             calls_per_s: mean(&calls),
-            mean_ns: if count > 0 {
-                sum as f64 / count as f64
-            } else {
-                f64::NAN
-            },
+            // 0 / 0: NaN without calls.
+            mean_ns: sum as f64 / count as f64,
             per_sample_ns: t_interval(&run_means),
             median_ns: crate::stats::median(&medians),
             p99_ns: crate::stats::median(&p99s),
