@@ -306,51 +306,32 @@ pub(crate) fn analyse_one(
     Ok(a)
 }
 
-/// Every run's intervals, and the runs whose file could not be read.
+/// Every run's intervals, read in parallel over runs, and the runs whose
+/// file could not be read (or whose reader panicked).
 fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
 ) -> (BTreeMap<u32, RunIntervals>, Vec<ExcludedRun>) {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8)
-        .min(runs.len().max(1));
-    let chunk = runs.len().div_ceil(workers).max(1);
+    use rayon::prelude::*;
     let read = |r: &&Run| {
-        (
-            r.run_id,
-            read_run_intervals(&rs.events_path(r.run_id), r.cpu),
-        )
+        let path = rs.events_path(r.run_id);
+        let open = || read_run_intervals(&path, r.cpu);
+        let why = "the reader of its events file panicked";
+        let result = std::panic::catch_unwind(open)
+            .unwrap_or_else(|_| Err(AnalysisError::Insufficient(why.into())));
+        (r.run_id, path, result)
     };
-    let panicked = |r: &&Run| {
-        let why = "the reader of its events file panicked".to_string();
-        (r.run_id, Err(AnalysisError::Insufficient(why)))
-    };
-    let results: Vec<(u32, Result<RunIntervals, AnalysisError>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (runs.chunks(chunk))
-            .map(|part| {
-                (
-                    part,
-                    s.spawn(move || part.iter().map(read).collect::<Vec<_>>()),
-                )
-            })
-            .collect();
-        let joined = handles.into_iter().map(|(part, h)| (part, h.join()));
-        joined
-            .flat_map(|(part, r)| r.unwrap_or_else(|_| part.iter().map(panicked).collect()))
-            .collect()
-    });
+    let results: Vec<_> = runs.par_iter().map(read).collect();
     let mut map = BTreeMap::new();
     let mut excluded = Vec::new();
-    for (run_id, r) in results {
+    for (run_id, path, r) in results {
         match r {
             Ok(iv) => {
                 map.insert(run_id, iv);
             }
             Err(e) => excluded.push(ExcludedRun {
                 run_id,
-                path: rs.events_path(run_id),
+                path,
                 reason: e.to_string(),
             }),
         }
