@@ -231,9 +231,17 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
 /// The answers at the report budgets of `a`, once its tables, subject
 /// and warnings are complete.
 fn budgets(a: &Findings) -> Budgets {
-    use crate::recommend::{BUDGETS_PCT, at_report_budgets, loss_model};
+    use crate::recommend::{BUDGETS_PCT, loss_model, recommend_with};
+    use crate::subject::profiler;
     let model = loss_model(a);
-    let sampler = at_report_budgets(a, &model);
+    let table = a.subject.profiler.as_ref();
+    // A `--profiler` set's table answers instead of our sampler.
+    let sampler: Vec<Budgeted> = match table {
+        Some(_) => Vec::new(),
+        None => BUDGETS_PCT
+            .map(|b| (b, recommend_with(a, &model, b)))
+            .into(),
+    };
     // The answer box's latency line, at the 1 % budget's rate.
     let latency = a.gaps.latency.as_ref().and_then(|t| {
         let (_, rec) = sampler.iter().find(|(b, _)| *b == 1.0)?;
@@ -242,11 +250,8 @@ fn budgets(a: &Findings) -> Budgets {
     Budgets {
         sampler,
         latency,
-        profiler: a.subject.profiler.as_ref().map_or_else(Vec::new, |t| {
-            BUDGETS_PCT
-                .iter()
-                .map(|&b| crate::subject::profiler::recommend(t, b))
-                .collect()
+        profiler: table.map_or_else(Vec::new, |t| {
+            BUDGETS_PCT.map(|b| profiler::recommend(t, b)).into()
         }),
         model: model.ok(),
     }
