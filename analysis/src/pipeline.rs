@@ -231,9 +231,17 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
 /// The answers at the report budgets of `a`, once its tables, subject
 /// and warnings are complete.
 fn budgets(a: &Findings) -> Budgets {
-    use crate::recommend::{BUDGETS_PCT, at_report_budgets, loss_model};
+    use crate::recommend::{BUDGETS_PCT, loss_model, recommend_with};
+    use crate::subject::profiler;
     let model = loss_model(a);
-    let sampler = at_report_budgets(a, &model);
+    let table = a.subject.profiler.as_ref();
+    // A `--profiler` set's table answers instead of our sampler.
+    let sampler: Vec<Budgeted> = match table {
+        Some(_) => Vec::new(),
+        None => BUDGETS_PCT
+            .map(|b| (b, recommend_with(a, &model, b)))
+            .into(),
+    };
     // The answer box's latency line, at the 1 % budget's rate.
     let latency = a.gaps.latency.as_ref().and_then(|t| {
         let (_, rec) = sampler.iter().find(|(b, _)| *b == 1.0)?;
@@ -242,11 +250,8 @@ fn budgets(a: &Findings) -> Budgets {
     Budgets {
         sampler,
         latency,
-        profiler: a.subject.profiler.as_ref().map_or_else(Vec::new, |t| {
-            BUDGETS_PCT
-                .iter()
-                .map(|&b| crate::subject::profiler::recommend(t, b))
-                .collect()
+        profiler: table.map_or_else(Vec::new, |t| {
+            BUDGETS_PCT.map(|b| profiler::recommend(t, b)).into()
         }),
         model: model.ok(),
     }
@@ -306,51 +311,32 @@ pub(crate) fn analyse_one(
     Ok(a)
 }
 
-/// Every run's intervals, and the runs whose file could not be read.
+/// Every run's intervals, read in parallel over runs, and the runs whose
+/// file could not be read (or whose reader panicked).
 fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
 ) -> (BTreeMap<u32, RunIntervals>, Vec<ExcludedRun>) {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8)
-        .min(runs.len().max(1));
-    let chunk = runs.len().div_ceil(workers).max(1);
+    use rayon::prelude::*;
     let read = |r: &&Run| {
-        (
-            r.run_id,
-            read_run_intervals(&rs.events_path(r.run_id), r.cpu),
-        )
+        let path = rs.events_path(r.run_id);
+        let open = || read_run_intervals(&path, r.cpu);
+        let why = "the reader of its events file panicked";
+        let result = std::panic::catch_unwind(open)
+            .unwrap_or_else(|_| Err(AnalysisError::Insufficient(why.into())));
+        (r.run_id, path, result)
     };
-    let panicked = |r: &&Run| {
-        let why = "the reader of its events file panicked".to_string();
-        (r.run_id, Err(AnalysisError::Insufficient(why)))
-    };
-    let results: Vec<(u32, Result<RunIntervals, AnalysisError>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (runs.chunks(chunk))
-            .map(|part| {
-                (
-                    part,
-                    s.spawn(move || part.iter().map(read).collect::<Vec<_>>()),
-                )
-            })
-            .collect();
-        let joined = handles.into_iter().map(|(part, h)| (part, h.join()));
-        joined
-            .flat_map(|(part, r)| r.unwrap_or_else(|_| part.iter().map(panicked).collect()))
-            .collect()
-    });
+    let results: Vec<_> = runs.par_iter().map(read).collect();
     let mut map = BTreeMap::new();
     let mut excluded = Vec::new();
-    for (run_id, r) in results {
+    for (run_id, path, r) in results {
         match r {
             Ok(iv) => {
                 map.insert(run_id, iv);
             }
             Err(e) => excluded.push(ExcludedRun {
                 run_id,
-                path: rs.events_path(run_id),
+                path,
                 reason: e.to_string(),
             }),
         }

@@ -48,23 +48,6 @@ pub const BUDGETS_PCT: [f64; 3] = [
     SUMMARY_BUDGETS[2].0,
 ];
 
-/// A report's recommendations: [`recommend`] at each of [`BUDGETS_PCT`],
-/// worked out once by the pipeline ((`pipeline::Findings::budgets`)) for the answer
-/// box, the budget plot, report.md, the summary and `compare`; none for a
-/// `--profiler` set, whose table answers instead
-/// ([`crate::subject::profiler::recommend`]).
-/// `model` is the set's loss model ([`loss_model`]), fitted once for all
-/// budgets.
-pub fn at_report_budgets(a: &Measured, model: &Result<LossModel, Option<String>>) -> Vec<Budgeted> {
-    if a.subject.profiler.is_some() {
-        return Vec::new();
-    }
-    BUDGETS_PCT
-        .iter()
-        .map(|&b| (b, recommend_with(a, model, b)))
-        .collect()
-}
-
 /// Recommend a rate for `budget_pct`: the search on the loss model's
 /// curve, with the gaps term alone's rate, each instrument's part and the
 /// outside term's tests beside it; without a gaps term, the throughput
@@ -73,8 +56,9 @@ pub fn recommend(a: &Measured, budget_pct: f64) -> Result<Recommendation, Analys
     recommend_with(a, &loss_model(a), budget_pct)
 }
 
-/// [`recommend`] on the set's loss model fitted already.
-fn recommend_with(
+/// [`recommend`] on the set's loss model fitted already (the pipeline
+/// fits it once for all the report budgets, [`BUDGETS_PCT`]).
+pub fn recommend_with(
     a: &Measured,
     model: &Result<LossModel, Option<String>>,
     budget_pct: f64,

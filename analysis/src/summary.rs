@@ -270,7 +270,7 @@ pub fn model_verdict(
     let mean_lo = model.gaps_mean.get(i)?.lo + outside_lo;
     let rate = row.achieved_hz.filter(|r| *r > 0.0).unwrap_or(freq as f64);
     Some(verdict_of(
-        rate,
+        Some(rate),
         Some(charged.hi).filter(|c| c.is_finite()),
         Some(mean_lo).filter(|c| c.is_finite()),
         budget_pct,
@@ -296,15 +296,7 @@ pub fn check_verdict(row: &SummaryRow, budget_pct: f64) -> CheckVerdict {
         .or(row.cost_per_sample_hi_ns)
         .filter(|c| c.is_finite());
     let lo = row.cost_per_sample_lo_ns.filter(|c| c.is_finite());
-    match rate {
-        Some(r) => verdict_of(r, hi, lo, budget_pct),
-        None => CheckVerdict {
-            within: None,
-            max_hz: hi.filter(|c| *c > 0.0).map(|c| budget_pct / (c * 1e-7)),
-            loss_hi_pct: None,
-            loss_lo_pct: None,
-        },
-    }
+    verdict_of(rate, hi, lo, budget_pct)
 }
 
 /// A profiler's verdict from its measured loss (the excess gap time
@@ -338,10 +330,15 @@ fn judged(loss_hi_pct: Option<f64>, loss_lo_pct: Option<f64>, budget_pct: f64) -
 }
 
 /// The verdict at `rate` (Hz) from a cost per sample's upper and lower
-/// ends (ns).
-fn verdict_of(rate: f64, hi: Option<f64>, lo: Option<f64>, budget_pct: f64) -> CheckVerdict {
+/// ends (ns); without a rate, only the highest rate within the budget.
+fn verdict_of(
+    rate: Option<f64>,
+    hi: Option<f64>,
+    lo: Option<f64>,
+    budget_pct: f64,
+) -> CheckVerdict {
     // ns x Hz = 1e-9 of the time; as a percentage, x 1e-7.
-    let loss = |c: Option<f64>| Some(c? * rate * 1e-7);
+    let loss = |c: Option<f64>| Some(c? * rate? * 1e-7);
     let (loss_hi_pct, loss_lo_pct) = (loss(hi), loss(lo));
     let max_hz = hi.filter(|c| *c > 0.0).map(|c| budget_pct / (c * 1e-7));
     CheckVerdict {
@@ -407,12 +404,7 @@ fn loop_rows(
         }
     }
     // The rates: the gaps design's where it ran, else the loss table's.
-    let per_sample: Vec<&PerSampleRow> = a
-        .gaps
-        .per_sample
-        .as_ref()
-        .map(|p| p.rows.iter().collect())
-        .unwrap_or_default();
+    let per_sample: &[PerSampleRow] = a.gaps.per_sample.as_ref().map_or(&[], |p| &p.rows);
     let loss = a.tables.primary_loss();
     let mut freqs = distinct_sorted(per_sample.iter().map(|r| r.freq_hz));
     if freqs.is_empty() {

@@ -199,10 +199,8 @@ fn thinned(runs: &[Run]) -> Option<Warning> {
 
 /// Runs that lost, duplicated or could not pair records.
 fn records(runs: &[Run]) -> Option<Warning> {
-    let lost = select(runs, |r| {
-        r.ok() && (r.lost > 0 || r.lost_samples > 0 || r.duplicates > 0 || r.unmatched > 0)
-    });
     let counts = |r: &Run| [r.lost, r.lost_samples, r.duplicates, r.unmatched];
+    let lost = select(runs, |r| r.ok() && counts(r).iter().any(|&c| c > 0));
     let words = |[l, ls, d, u]: [u64; 4]| {
         format!(
             "{l} lost records, {ls} lost samples, {d} duplicated, {u} unmatched handler \

@@ -63,8 +63,9 @@ impl Class {
     }
 }
 
-/// Which measurement a point comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Which measurement a point comes from (in the order the model lists
+/// them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// Paired total loss minus the gaps term.
@@ -246,7 +247,7 @@ pub fn collect(
         }
     }
     v.retain(usable);
-    v.sort_by_key(|e| (e.source as u8, e.freq_hz));
+    v.sort_by_key(|e| (e.source, e.freq_hz));
     v
 }
 

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::search::nice_prime_below;
+use super::search::prime_within;
 use crate::latency::at_rate::{AtSize, Model};
 use crate::latency::predict::time_ns;
 use crate::stats::Estimate;
@@ -144,13 +144,7 @@ pub fn answer(model: &Model, b: &LatencyBudget, text: &str) -> Result<LatencyAns
         Some(crate::stats::bisect(0.0, hi, 16, |x| within(x.exp())).exp())
     };
     out.max_hz = max_hz;
-    let mut rate = max_hz.and_then(nice_prime_below);
-    for _ in 0..64 {
-        match rate {
-            Some(r) if !within(r as f64) => rate = nice_prime_below((r - 1) as f64),
-            _ => break,
-        }
-    }
+    let rate = max_hz.and_then(|hz| prime_within(hz, within));
     out.rate_hz = rate;
     out.added_ns = rate.and_then(|r| at.added(r as f64));
     out.reasons = reasons(&at, &out, highest, model.basis_hz(rate.unwrap_or(1) as f64));

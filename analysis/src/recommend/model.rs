@@ -44,7 +44,7 @@ use super::search::{CostCurve, CostPoint, CostSource};
 use crate::percost::{PerSample, PerSampleRow, RunCost};
 use crate::row_types::LossRow;
 use crate::split::SplitRow;
-use crate::stats::{Estimate, distinct_sorted, holm, t_crit95, t_interval, t_prediction};
+use crate::stats::{Estimate, distinct_sorted, grouped, holm, t_crit95, t_interval, t_prediction};
 
 /// The family-wise error rate of the outside term's tests.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -353,12 +353,9 @@ impl LossModel {
             .collect();
         let evidence = evidence::collect(per_sample, loss, split, &means);
         let material_ns = MATERIAL_SHARE * evidence::throughput_cost_ns(loss, split).unwrap_or(0.0);
-        let mut fits: Vec<ClassFit> = [Class::WithinRuns, Class::BetweenRuns]
-            .into_iter()
-            .filter_map(|class| {
-                let pts: Vec<&Evidence> = evidence.iter().filter(|e| e.class() == class).collect();
-                fit_class(class, &pts, material_ns)
-            })
+        let by_class = grouped(evidence.iter().map(|e| (e.class(), e)));
+        let mut fits: Vec<ClassFit> = (by_class.iter())
+            .filter_map(|(&class, pts)| fit_class(class, pts, material_ns))
             .filter(|f| f.cost_ns.se.is_finite() && f.cost_ns.se > 0.0)
             .collect();
         let p: Vec<f64> = fits.iter().map(|f| f.p).collect();
@@ -442,33 +439,13 @@ impl LossModel {
         }];
         let class_share =
             |c: Class| -> f64 { f64::from(u8::from(self.outside.is_some_and(|o| o.class == c))) };
-        for source in [
-            Source::Paired,
-            Source::Split,
-            Source::SplitVsZero,
-            Source::LongEpisodes,
-        ] {
-            let pts: Vec<&Evidence> = self
-                .evidence
-                .iter()
-                .filter(|e| e.source == source)
-                .collect();
-            if pts.is_empty() {
-                continue;
-            }
+        for (source, pts) in grouped(self.evidence.iter().map(|e| (e.source, e))) {
             let class = source.class();
-            let tau2 = self
-                .fits
-                .iter()
-                .find(|f| f.class == class)
-                .map_or(0.0, |f| f.tau2);
+            let fit = self.fits.iter().find(|f| f.class == class);
+            let tau2 = fit.map_or(0.0, |f| f.tau2);
             let info = |e: &Evidence| (e.achieved_hz * 1e-7).powi(2) / (e.se_pct.powi(2) + tau2);
-            let total: f64 = self
-                .evidence
-                .iter()
-                .filter(|e| e.class() == class)
-                .map(info)
-                .sum();
+            let in_class = self.evidence.iter().filter(|e| e.class() == class);
+            let total: f64 = in_class.map(info).sum();
             let own: f64 = pts.iter().map(|e| info(e)).sum();
             v.push(Contribution {
                 instrument: match source {

@@ -24,11 +24,10 @@ pub struct Recommendation {
     pub measured_hz: Option<u64>,
     /// Loss upper bound (%) at `measured_hz`.
     pub measured_upper_pct: Option<f64>,
-    /// A prime just below max_hz (rounded to 2 significant figures).
-    pub suggested_hz: Option<u64>,
     /// False when the data cannot resolve the budget (interval too wide).
     pub resolvable: bool,
-    /// The rate recommended (`suggested_hz`), Hz.
+    /// The rate recommended, Hz: a prime just below max_hz (rounded to 2
+    /// significant figures).
     pub rate_hz: Option<u64>,
     /// Loss predicted at `rate_hz`, %, with its 95 % interval.
     pub predicted_loss_pct: Option<f64>,
@@ -80,7 +79,7 @@ impl Recommendation {
 
     /// One-line answer.
     pub fn headline(&self) -> String {
-        match (self.suggested_hz, self.max_hz) {
+        match (self.rate_hz, self.max_hz) {
             (Some(s), Some(m)) if self.bound_only => format!(
                 "sample at {s} Hz or less: from the loss upper bounds alone, every rate up to {m:.0} Hz is within budget"
             ),

@@ -148,12 +148,13 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
     (2..=nice).rev().find(|&n| is_prime(n))
 }
 
-/// The prime suggested below `max_hz` on `curve`. At a measured frequency
-/// the cost may step up: a prime that lands on it must satisfy the budget
-/// with that frequency's cost too.
-fn suggestion(curve: &CostCurve, budget_pct: f64, max_hz: f64) -> Option<u64> {
+/// The prime suggested below `max_hz`: the first of [`nice_prime_below`]'s
+/// primes downwards at which `within` holds. At a measured frequency the
+/// cost may step up: a prime that lands on it must satisfy the budget with
+/// that frequency's cost too.
+pub(super) fn prime_within(max_hz: f64, within: impl Fn(f64) -> bool) -> Option<u64> {
     let mut suggested = nice_prime_below(max_hz);
-    while let Some(p) = suggested.filter(|&p| !curve.within(p as f64, budget_pct)) {
+    while let Some(p) = suggested.filter(|&p| !within(p as f64)) {
         suggested = nice_prime_below((p - 1) as f64);
     }
     suggested
@@ -204,7 +205,7 @@ fn prediction_sentence(curve: &CostCurve, rate: u64, max_hz: f64, budget_pct: f6
 /// prime below it and the loss predicted there, with `basis`.
 pub(super) fn search(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recommendation {
     let max_hz = curve.max_rate(budget_pct);
-    let suggested = suggestion(curve, budget_pct, max_hz);
+    let suggested = prime_within(max_hz, |hz| curve.within(hz, budget_pct));
     let measured = curve
         .points
         .iter()
@@ -216,7 +217,6 @@ pub(super) fn search(curve: &CostCurve, budget_pct: f64, basis: &str) -> Recomme
         measured_hz: measured.map(|p| p.freq_hz),
         measured_upper_pct: measured
             .map(|p| predicted_loss_pct(p.freq_hz as f64, curve.at(p.freq_hz as f64).cost_ns.hi)),
-        suggested_hz: suggested,
         rate_hz: suggested,
         interval: PREDICTION_INTERVAL.to_string(),
         at_highest_measured: curve.within(curve.highest_hz() as f64, budget_pct),

@@ -14,24 +14,6 @@ use crate::stats::Estimate;
 /// `basis` of an answer from upper bounds alone.
 pub const BOUND_BASIS: &str = "upper bounds of the throughput loss (nothing resolves)";
 
-/// The highest measured loss row within budget below which every measured
-/// one is too (conservative against a noisy dip), and the first row above
-/// the budget; `pts` by frequency.
-fn safe_and_next<'a>(
-    pts: &[&'a LossRow],
-    budget_pct: f64,
-) -> (Option<&'a LossRow>, Option<&'a LossRow>) {
-    let mut safe = None;
-    for r in pts {
-        if r.trusted().hi <= budget_pct {
-            safe = Some(*r);
-        } else {
-            return (safe, Some(*r));
-        }
-    }
-    (safe, None)
-}
-
 /// Why nothing is recommended when the loss interval at the `lowest`
 /// measured rate is wider (`half_width`, percentage points) than the budget.
 fn unresolvable_reasons(lowest: &LossRow, half_width: f64, budget_pct: f64) -> Vec<String> {
@@ -59,11 +41,8 @@ fn none_safe_reasons(lowest: &LossRow, budget_pct: f64) -> Vec<String> {
 /// The throughput basis: the analysis' primary loss rows (paired design
 /// where present) and the fitted loss line.
 fn recommend_throughput(a: &Measured, budget_pct: f64) -> Result<Recommendation, AnalysisError> {
-    let pts = a.tables.primary_loss();
-    let pts: Vec<_> = pts
-        .into_iter()
-        .filter(|r| r.trusted().hi.is_finite())
-        .collect();
+    let mut pts = a.tables.primary_loss();
+    pts.retain(|r| r.trusted().hi.is_finite());
     if pts.is_empty() {
         return Err(AnalysisError::Insufficient(
             "no loss measurement with a 95% interval (need loss runs at 0 Hz and at least one \
@@ -86,7 +65,16 @@ fn recommend_throughput(a: &Measured, budget_pct: f64) -> Result<Recommendation,
         rec.reasoning = unresolvable_reasons(lowest, hw, budget_pct);
         return Ok(rec);
     }
-    let (safe, next) = safe_and_next(&pts, budget_pct);
+    // The highest row within budget below which every measured one is too
+    // (conservative against a noisy dip), and the first row above it.
+    let above = pts
+        .iter()
+        .position(|r| r.trusted().hi > budget_pct)
+        .unwrap_or(pts.len());
+    let (safe, next) = (
+        above.checked_sub(1).map(|i| pts[i]),
+        pts.get(above).copied(),
+    );
     let Some(safe) = safe else {
         rec.reasoning = none_safe_reasons(lowest, budget_pct);
         return Ok(rec);
@@ -103,11 +91,10 @@ fn recommend_throughput(a: &Measured, budget_pct: f64) -> Result<Recommendation,
     });
     rec.max_hz = Some(max_hz);
     rec.at_highest_measured = next.is_none();
-    rec.suggested_hz = nice_prime_below(max_hz);
-    rec.rate_hz = rec.suggested_hz;
+    rec.rate_hz = nice_prime_below(max_hz);
     rec.basis = format!("throughput loss ({} design)", safe.design);
     let predicted = predicted_loss(&rec, a, safe);
-    if rec.suggested_hz.is_some() {
+    if rec.rate_hz.is_some() {
         rec.predicted_loss_pct = Some(predicted.value);
         rec.predicted_loss_lo_pct = Some(predicted.lo);
         rec.predicted_loss_hi_pct = Some(predicted.hi);
@@ -168,7 +155,7 @@ fn budget_on_fit(
 /// The loss at the suggested rate: on the fitted line when it was
 /// interpolated, else the measured loss of the rate within budget.
 fn predicted_loss(rec: &Recommendation, a: &Measured, safe: &LossRow) -> Estimate {
-    match (rec.suggested_hz, a.tables.fits.loss_line) {
+    match (rec.rate_hz, a.tables.fits.loss_line) {
         (Some(hz), Some(fit)) if rec.interpolated => {
             let x = hz as f64 / 1000.0;
             let (v, h) = (fit.at(x), fit.band_half_width(x));
@@ -220,7 +207,7 @@ fn reasoning(
     } else {
         safe.method.clone()
     };
-    let second = match rec.suggested_hz {
+    let second = match rec.rate_hz {
         Some(p) => format!(
             "Suggested {p} Hz: a prime just below {max_hz:.0} Hz (like perf's 97/997 Hz) so samples do not run in lock-step with periodic work; loss from the {} design ({method}).",
             safe.design

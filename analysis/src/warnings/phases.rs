@@ -2,8 +2,6 @@
 //! controller could not keep, per rate, with the groups they cost each run;
 //! and phases.csv rows that are not measurements (bad input), named.
 
-use std::collections::BTreeMap;
-
 use results_format::phase_check::ExcludedPhase;
 
 use super::{Rule, Warning};
@@ -100,19 +98,15 @@ fn bad_groups(r: &RunPhaseFaults) -> usize {
 
 /// "40 with 0 iterations, 12 of the wrong length, 10 started late".
 fn reasons(faults: &[&ExcludedPhase]) -> String {
-    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for e in faults {
-        *counts.entry(e.fault.code()).or_default() += 1;
-    }
+    let by_code = crate::stats::grouped(faults.iter().map(|e| (e.fault.code(), e)));
     let word = |code: &str| match code {
         "no_iterations" => "with 0 iterations",
         "length" => "not of the planned length",
         "late" => "started late",
         _ => "unreadable",
     };
-    let counts: Vec<String> = counts
-        .iter()
-        .map(|(code, n)| format!("{n} {}", word(code)))
+    let counts: Vec<String> = (by_code.iter())
+        .map(|(code, of)| format!("{} {}", of.len(), word(code)))
         .collect();
     counts.join(", ")
 }

@@ -222,6 +222,6 @@ fn recommendation_matches_scipy() {
         1e-6,
         "max_hz",
     );
-    assert_eq!(rec.suggested_hz, x["suggested_hz"].as_u64());
+    assert_eq!(rec.rate_hz, x["suggested_hz"].as_u64());
     assert_eq!(rec.reasoning.len(), 2);
 }
