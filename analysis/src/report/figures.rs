@@ -93,16 +93,12 @@ impl PlotOutcome {
 /// answers at the report budgets ([`Findings::budgets`]).
 pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    let (primary, ref_loss, util) = (
-        a.tables.primary_loss(),
-        reference.loss.iter(),
-        a.tables.util.iter(),
-    );
+    let primary = a.tables.primary_loss();
     let paired: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
-    let ref_loss: Vec<(u64, f64)> = ref_loss.map(|r| (r.freq_hz, r.loss_pct)).collect();
+    let util = a.tables.util.iter();
     let util: Vec<(u64, Estimate)> = util.map(|r| (r.freq_hz, r.util_pct)).collect();
     let per_sample = a.gaps.per_sample.iter().flat_map(|ps| &ps.rows);
-    budget_plot(&mut files, out, a, &paired, &ref_loss);
+    budget_plot(&mut files, out, a, &paired, &reference.loss);
     let fits = &a.tables.fits;
     // Utilisation spans three decades from 100 Hz to 100 kHz: on a linear
     // axis the production rates sit on the floor.
@@ -129,7 +125,7 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
         out.join("loss_vs_freq"),
         ("Workload performance loss", "loss (%)"),
         &paired,
-        &ref_loss,
+        &reference.loss,
         loss_fit,
         Axes::LOG_X,
     );
