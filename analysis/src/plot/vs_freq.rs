@@ -94,10 +94,13 @@ struct Extents {
     y: Extent,
 }
 
+/// A value of a point or of a band, named as the error messages name it.
+type Field<T> = (&'static str, fn(&T) -> f64);
+
 /// Every value of a series is finite (the bounds named `y_lo` and `y_hi`
 /// in the error, as they always were).
 fn check_series(file: &Path, s: &PointSeries) -> Result<(), PlotError> {
-    let fields: [(&str, fn(&Point) -> f64); 4] = [
+    let fields: [Field<Point>; 4] = [
         ("x", |p| p.x),
         ("y", |p| p.y),
         ("y_lo", |p| p.lo),
@@ -115,7 +118,7 @@ fn check_fit(file: &Path, f: &FitLine) -> Result<(), PlotError> {
     let what = |field: &str| format!("fit '{}' {field}", f.label);
     check_finite(file, &what("intercept"), [f.intercept])?;
     check_finite(file, &what("slope"), [f.slope])?;
-    let band: [(&str, fn(&(f64, f64, f64)) -> f64); 3] = [
+    let band: [Field<(f64, f64, f64)>; 3] = [
         ("band_x", |b| b.0),
         ("band_lo", |b| b.1),
         ("band_hi", |b| b.2),

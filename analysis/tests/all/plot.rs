@@ -424,7 +424,7 @@ fn paired_trace(label: &str, base: f64) -> PairedTrace {
     // 40 phases of 1.5 s alternating on/off; the rate drifts down 2 % over
     // the run and sampling costs 1 %.
     let phase = |i: u32| {
-        let (t_s, sampling) = (0.75 + 1.5 * f64::from(i), i % 2 == 0);
+        let (t_s, sampling) = (0.75 + 1.5 * f64::from(i), i.is_multiple_of(2));
         let rate = base * (1.0 - 0.02 * t_s / 60.0) * if sampling { 0.99 } else { 1.0 };
         Phase {
             t_s,
