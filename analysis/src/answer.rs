@@ -21,16 +21,10 @@ pub const MAX_LINES: usize = 12;
 
 /// A rate for people: 100 Hz, 2 kHz, 2.5 kHz, 100 kHz.
 fn hz(f: u64) -> String {
-    let f = f as f64;
-    if f >= 1000.0 {
-        let k = f / 1000.0;
-        if (k - k.round()).abs() < 1e-9 {
-            format!("{k:.0} kHz")
-        } else {
-            format!("{k:.1} kHz")
-        }
-    } else {
-        format!("{f:.0} Hz")
+    match f {
+        0..1000 => format!("{f} Hz"),
+        _ if f.is_multiple_of(1000) => format!("{} kHz", f / 1000),
+        _ => format!("{:.1} kHz", f as f64 / 1000.0),
     }
 }
 

@@ -64,55 +64,49 @@ const AXIS_DESC_PX: u32 = 22;
 const TICK_PX: u32 = 19;
 const LEGEND_PX: u32 = 19;
 
-/// One measured series: a point per x with an error bar `y_lo..=y_hi`
-/// (equal to `y` when there is no error bar; empty `y_lo`/`y_hi` also mean
-/// "no error bars").
+/// One measured series: its points, each with its error bar.
 #[derive(Debug, Clone)]
 pub struct PointSeries {
     pub label: String,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-    pub y_lo: Vec<f64>,
-    pub y_hi: Vec<f64>,
+    pub points: Vec<Point>,
+}
+
+/// A measured point at `x`: `y` with its error bar `lo..=hi` (both equal
+/// to `y` when there is no error bar).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
 }
 
 impl PointSeries {
     /// Points `(x, y)` without error bars.
     pub fn new(label: impl Into<String>, pts: impl IntoIterator<Item = (f64, f64)>) -> Self {
-        let (x, y) = pts.into_iter().unzip();
-        let (y_lo, y_hi) = (Vec::new(), Vec::new());
-        Self {
-            label: label.into(),
-            x,
-            y,
-            y_lo,
-            y_hi,
-        }
+        let bare = pts.into_iter().map(|(x, y)| [x, y, y, y]);
+        Self::with_bars(label, bare)
     }
 
-    /// Points `[x, y, y_lo, y_hi]`, each with its error bar.
+    /// Points `[x, y, lo, hi]`, each with its error bar.
     pub fn with_bars(label: impl Into<String>, pts: impl IntoIterator<Item = [f64; 4]>) -> Self {
-        let mut s = Self::new(label, []);
-        for [x, y, lo, hi] in pts {
-            s.x.push(x);
-            s.y.push(y);
-            s.y_lo.push(lo);
-            s.y_hi.push(hi);
+        let points = pts.into_iter().map(|[x, y, lo, hi]| Point { x, y, lo, hi });
+        Self {
+            label: label.into(),
+            points: points.collect(),
         }
-        s
     }
 }
 
 /// A fitted line `y = intercept + slope * x`, with an optional confidence
-/// band given point-wise at `band_x` (all three vectors empty = no band).
+/// band given point-wise (empty = no band).
 #[derive(Debug, Clone, Default)]
 pub struct FitLine {
     pub label: String,
     pub intercept: f64,
     pub slope: f64,
-    pub band_x: Vec<f64>,
-    pub band_lo: Vec<f64>,
-    pub band_hi: Vec<f64>,
+    /// The band's `(x, lo, hi)`.
+    pub band: Vec<(f64, f64, f64)>,
     /// The line's own points `(x, y)` where it is no straight line (the
     /// model's loss, a step in cost): drawn instead of intercept + slope x.
     pub curve: Vec<(f64, f64)>,
@@ -125,15 +119,20 @@ pub struct FitLine {
     pub colour: Option<(u8, u8, u8)>,
 }
 
-/// One paired run: a point per phase, `t_s` seconds since the run started,
-/// `rate` loops per second in that phase, `sampling` whether the sampler
-/// was enabled in that phase.
+/// One paired run: a point per phase.
 #[derive(Debug, Clone)]
 pub struct PairedTrace {
     pub label: String,
-    pub t_s: Vec<f64>,
-    pub rate: Vec<f64>,
-    pub sampling: Vec<bool>,
+    pub phases: Vec<Phase>,
+}
+
+/// A phase of a paired run: `t_s` seconds since the run started, `rate`
+/// loops per second in it, `sampling` whether the sampler was enabled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phase {
+    pub t_s: f64,
+    pub rate: f64,
+    pub sampling: bool,
 }
 
 pub use crate::error::PlotError;
@@ -371,34 +370,19 @@ fn header<DB: DrawingBackend>(
 
 // ---------------------------------------------------------------- helpers
 
-fn check_finite(file: &Path, what: &str, values: &[f64]) -> Result<(), PlotError> {
-    match values.iter().position(|v| !v.is_finite()) {
+fn check_finite(
+    file: &Path,
+    what: &str,
+    values: impl IntoIterator<Item = f64>,
+) -> Result<(), PlotError> {
+    match values.into_iter().enumerate().find(|(_, v)| !v.is_finite()) {
         None => Ok(()),
-        Some(index) => Err(PlotError::NonFinite {
+        Some((index, value)) => Err(PlotError::NonFinite {
             file: file.to_path_buf(),
             what: what.to_string(),
             index,
-            value: values[index],
+            value,
         }),
-    }
-}
-
-fn check_len(
-    file: &Path,
-    what: &str,
-    (name, got): (&str, usize),
-    (ref_name, want): (&str, usize),
-) -> Result<(), PlotError> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(PlotError::InvalidData {
-            file: file.to_path_buf(),
-            what: what.to_string(),
-            detail: format!(
-                "{name} has {got} values but {ref_name} has {want}; they must be equal"
-            ),
-        })
     }
 }
 

@@ -18,61 +18,44 @@ pub const REFERENCE_HOST_SET: &str = "results/20261126T0217Z-vm";
 /// (results/reference/host-vm/README.md), as manifest.json's `host`.
 pub const REFERENCE_HOST: &str = include_str!("../../results/reference/host-vm/traits.json");
 
-/// One row of the article's Table 2.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RefLoss {
-    pub freq_hz: u64,
-    pub runs: Vec<u64>,
-    pub mean: f64,
-    /// As printed (rounded to 2 decimals by the author).
-    pub loss_pct: f64,
-}
-
 /// The article's two tables.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
     /// (freq_hz, util_pct)
     pub util: Vec<(u64, f64)>,
-    pub loss: Vec<RefLoss>,
+    /// (freq_hz, loss_pct), the loss as printed (rounded to 2 decimals by
+    /// the author).
+    pub loss: Vec<(u64, f64)>,
 }
+
+/// A line of loss.csv: freq_hz, the five runs' iterations, their mean,
+/// loss_pct.
+type LossLine = (u64, [u64; 5], f64, f64);
 
 impl Reference {
     /// The embedded copy of results/reference/article-2014.
     pub fn article_2014() -> Result<Self, AnalysisError> {
-        // freq_hz, the five runs' iterations, their mean, loss_pct
-        type LossLine = (u64, [u64; 5], f64, f64);
         let loss: Vec<LossLine> = read(LOSS_CSV, LOSS_PATH)?;
-        let loss = loss.into_iter().map(|(freq_hz, runs, mean, loss_pct)| {
-            let runs = runs.to_vec();
-            RefLoss {
-                freq_hz,
-                runs,
-                mean,
-                loss_pct,
-            }
-        });
-        let util = read(UTIL_CSV, UTIL_PATH)?;
         Ok(Self {
-            util,
-            loss: loss.collect(),
+            loss: loss.into_iter().map(|(f, _, _, pct)| (f, pct)).collect(),
+            util: read(UTIL_CSV, UTIL_PATH)?,
         })
     }
 
     /// Utilisation at a frequency, if the article measured it.
     pub fn util_at(&self, freq_hz: u64) -> Option<f64> {
-        self.util
-            .iter()
-            .find(|(f, _)| *f == freq_hz)
-            .map(|(_, u)| *u)
+        at(&self.util, freq_hz)
     }
 
     /// Loss at a frequency, if the article measured it.
     pub fn loss_at(&self, freq_hz: u64) -> Option<f64> {
-        self.loss
-            .iter()
-            .find(|r| r.freq_hz == freq_hz)
-            .map(|r| r.loss_pct)
+        at(&self.loss, freq_hz)
     }
+}
+
+/// The value of `table` at `freq_hz`.
+fn at(table: &[(u64, f64)], freq_hz: u64) -> Option<f64> {
+    table.iter().find(|(f, _)| *f == freq_hz).map(|(_, v)| *v)
 }
 
 /// The rows of the embedded CSV `text` (from `path`).
@@ -92,19 +75,14 @@ mod tests {
         let r = Reference::article_2014().unwrap();
         assert_eq!(r.util.len(), 5);
         assert_eq!(r.loss.len(), 6);
-        let base = r.loss[0].mean;
-        for row in &r.loss {
-            assert_eq!(row.runs.len(), 5);
-            let m = row.runs.iter().sum::<u64>() as f64 / 5.0;
-            assert!((m - row.mean).abs() < 0.11, "{} {}", m, row.mean);
+        let lines: Vec<LossLine> = read(LOSS_CSV, LOSS_PATH).unwrap();
+        let base = lines[0].2;
+        for (_, runs, mean, loss_pct) in lines {
+            let m = runs.iter().sum::<u64>() as f64 / 5.0;
+            assert!((m - mean).abs() < 0.11, "{} {}", m, mean);
             // The printed loss is 1 - mean/mean0 rounded to 2 decimals.
-            let loss = 100.0 * (1.0 - row.mean / base);
-            assert!(
-                (loss - row.loss_pct).abs() < 0.006,
-                "{} vs {}",
-                loss,
-                row.loss_pct
-            );
+            let loss = 100.0 * (1.0 - mean / base);
+            assert!((loss - loss_pct).abs() < 0.006, "{} vs {}", loss, loss_pct);
         }
         assert_eq!(r.util_at(4000), Some(0.5585349));
     }

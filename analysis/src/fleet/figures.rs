@@ -83,7 +83,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
         });
         let s = PointSeries::with_bars(format!("{} ({})", c.class, c.hosts), points);
         x += costs.len() as f64 + 1.0;
-        if !s.x.is_empty() {
+        if !s.points.is_empty() {
             all.push(s);
         }
     }
@@ -148,7 +148,7 @@ fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
             Some([x, median / 1000.0, v[0] / 1000.0, v[v.len() - 1] / 1000.0])
         });
         let s = PointSeries::with_bars(c.class.clone(), points);
-        if !s.x.is_empty() {
+        if !s.points.is_empty() {
             all.push(s);
         }
     }

@@ -20,8 +20,7 @@ pub(super) struct Hist {
 pub(super) struct Durations {
     title: String,
     hists: Vec<Hist>,
-    lo: f64,
-    width: f64,
+    bins: Bins,
     y_max: f64,
     notes: Vec<String>,
 }
@@ -90,7 +89,7 @@ fn checked_groups<'a>(
     let mut kept = Vec::new();
     for (label, values) in groups {
         let what = format!("durations of group '{label}'");
-        check_finite(file, &what, values)?;
+        check_finite(file, &what, values.iter().copied())?;
         if let Some(index) = values.iter().position(|v| *v < 0.0) {
             return Err(PlotError::InvalidData {
                 file: file.to_path_buf(),
@@ -239,24 +238,20 @@ pub fn plot_durations(
     let fig = Durations {
         title: title.to_string(),
         hists,
-        lo: bins.lo,
-        width: bins.width,
         y_max: if y_max > 0.0 { y_max * 1.12 } else { 1.0 },
         notes: bins.notes(beyond_total, total),
+        bins,
     };
     render(&fig, file)
-}
-
-impl Durations {
-    fn hi(&self) -> f64 {
-        self.lo + self.width * self.hists.first().map_or(1, |h| h.pct.len()) as f64
-    }
 }
 
 impl Figure for Durations {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let area = header(root, &self.title, &self.notes)?;
-        let (lo, hi) = crate::plot::plottable((self.lo, self.hi()));
+        let Bins {
+            lo, width, count, ..
+        } = self.bins;
+        let (lo, hi) = crate::plot::plottable((lo, lo + width * count as f64));
         let x_fmt = TickFmt::new(lo, hi, false);
         let mut chart = framed_chart(
             &area,
@@ -273,9 +268,9 @@ impl Figure for Durations {
             let mut steps = Vec::with_capacity(2 * h.pct.len() + 2);
             steps.push((lo, 0.0));
             for (b, &p) in h.pct.iter().enumerate() {
-                let x0 = lo + b as f64 * self.width;
+                let x0 = lo + b as f64 * width;
                 steps.push((x0, p));
-                steps.push((x0 + self.width, p));
+                steps.push((x0 + width, p));
                 if p > 0.0 {
                     legend_points.push((frac(x0, lo, hi), frac(p, 0.0, self.y_max)));
                 }

@@ -8,8 +8,8 @@ use plotters::prelude::*;
 
 use super::ticks::TickFmt;
 use super::{
-    Chart, DrawResult, Extent, Figure, PALETTE, PairedTrace, PlotError, check_finite, check_len,
-    frac, framed_chart, header, legend_h_frac, legend_line, legend_style, render,
+    Chart, DrawResult, Extent, Figure, PALETTE, PairedTrace, PlotError, check_finite, frac,
+    framed_chart, header, legend_h_frac, legend_line, legend_style, render,
 };
 
 pub(super) struct Paired {
@@ -33,22 +33,16 @@ pub fn plot_paired(
     let mut kept = Vec::new();
     for t in traces {
         let what = |field: &str| format!("trace '{}' {field}", t.label);
-        let n = t.t_s.len();
-        check_len(file, &what("rate"), ("rate", t.rate.len()), ("t_s", n))?;
-        check_len(
-            file,
-            &what("sampling"),
-            ("sampling", t.sampling.len()),
-            ("t_s", n),
-        )?;
-        check_finite(file, &what("t_s"), &t.t_s)?;
-        check_finite(file, &what("rate"), &t.rate)?;
-        if n == 0 {
+        check_finite(file, &what("t_s"), t.phases.iter().map(|p| p.t_s))?;
+        check_finite(file, &what("rate"), t.phases.iter().map(|p| p.rate))?;
+        if t.phases.is_empty() {
             tracing::warn!(trace = %t.label, plot = %file.display(), "paired trace has no phases; left out of the plot");
             continue;
         }
-        t.t_s.iter().for_each(|&v| xe.add(v));
-        t.rate.iter().for_each(|&v| ye.add(v));
+        for p in &t.phases {
+            xe.add(p.t_s);
+            ye.add(p.rate);
+        }
         kept.push(t.clone());
     }
     if kept.is_empty() {
@@ -87,22 +81,11 @@ pub fn plot_paired(
     render(&fig, file)
 }
 
-impl Paired {
-    fn colours(&self, i: usize) -> (RGBColor, RGBColor) {
-        if self.traces.len() == 1 {
-            (PALETTE[1], PALETTE[0])
-        } else {
-            let c = PALETTE[i % PALETTE.len()];
-            (c, c)
-        }
-    }
-}
-
 /// Legend rows of a paired plot (see `Paired::draw`).
 pub(super) fn paired_legend_entries(traces: &[PairedTrace]) -> usize {
     if traces.len() == 1 {
-        let on = traces[0].sampling.iter().any(|&s| s);
-        let off = traces[0].sampling.iter().any(|&s| !s);
+        let on = traces[0].phases.iter().any(|p| p.sampling);
+        let off = traces[0].phases.iter().any(|p| !p.sampling);
         usize::from(on) + usize::from(off)
     } else {
         traces.len() + 2
@@ -125,13 +108,22 @@ fn phase_marker<'a, DB: DrawingBackend>(
 }
 
 impl Paired {
+    /// The colours of trace `i`'s sampling-on and sampling-off phases: two
+    /// for a single trace, one per trace for several.
+    fn colours(&self, i: usize) -> (RGBColor, RGBColor) {
+        if self.traces.len() == 1 {
+            (PALETTE[1], PALETTE[0])
+        } else {
+            let c = PALETTE[i % PALETTE.len()];
+            (c, c)
+        }
+    }
+
     /// The phases of trace `t` with the sampler enabled (`on`) or not, as
     /// (s since run start, loops/s).
     fn phase_points(t: &PairedTrace, on: bool) -> Vec<(f64, f64)> {
-        (0..t.t_s.len())
-            .filter(|&j| t.sampling[j] == on)
-            .map(|j| (t.t_s[j], t.rate[j]))
-            .collect()
+        let phases = t.phases.iter().filter(|p| p.sampling == on);
+        phases.map(|p| (p.t_s, p.rate)).collect()
     }
 
     /// Trace `i`: its sampling-on and sampling-off phases, each kind joined

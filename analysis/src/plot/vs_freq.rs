@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    Axes, Extent, FitLine, PlotError, PointSeries, check_finite, check_len, densify_log, render,
+    Axes, Extent, FitLine, PlotError, Point, PointSeries, check_finite, densify_log, render,
 };
 
 mod draw;
@@ -70,9 +70,11 @@ struct YPlace {
 impl YPlace {
     /// The placement for these series on a linear (`log_y` false) or log y axis.
     fn new(log_y: bool, series: &[PointSeries]) -> Self {
-        let values = series.iter().flat_map(|s| s.y.iter().chain(&s.y_lo));
-        let positive = values.filter(|v| **v > 0.0 && v.is_finite());
-        let floor_y = positive.fold(f64::INFINITY, |m, &v| m.min(v));
+        let values = series
+            .iter()
+            .flat_map(|s| s.points.iter().flat_map(|p| [p.y, p.lo]));
+        let positive = values.filter(|v| *v > 0.0 && v.is_finite());
+        let floor_y = positive.fold(f64::INFINITY, f64::min);
         Self { log_y, floor_y }
     }
 
@@ -92,105 +94,76 @@ struct Extents {
     y: Extent,
 }
 
-/// Whether a series has error bars (either bound given).
-fn has_bars(s: &PointSeries) -> bool {
-    !(s.y_lo.is_empty() && s.y_hi.is_empty())
-}
+/// A value of a point or of a band, named as the error messages name it.
+type Field<T> = (&'static str, fn(&T) -> f64);
 
-/// A series' vectors are of one length and every value is finite.
+/// Every value of a series is finite (the bounds named `y_lo` and `y_hi`
+/// in the error, as they always were).
 fn check_series(file: &Path, s: &PointSeries) -> Result<(), PlotError> {
-    let what = |field: &str| format!("series '{}' {field}", s.label);
-    let n = s.x.len();
-    let bars = [("y_lo", &s.y_lo), ("y_hi", &s.y_hi)];
-    check_len(file, &what("y"), ("y", s.y.len()), ("x", n))?;
-    for (name, v) in bars.into_iter().filter(|_| has_bars(s)) {
-        check_len(file, &what(name), (name, v.len()), ("x", n))?;
-    }
-    for (name, v) in [("x", &s.x), ("y", &s.y)].into_iter().chain(bars) {
-        check_finite(file, &what(name), v)?;
+    let fields: [Field<Point>; 4] = [
+        ("x", |p| p.x),
+        ("y", |p| p.y),
+        ("y_lo", |p| p.lo),
+        ("y_hi", |p| p.hi),
+    ];
+    for (name, get) in fields {
+        let what = format!("series '{}' {name}", s.label);
+        check_finite(file, &what, s.points.iter().map(get))?;
     }
     Ok(())
 }
 
-/// A fit's coefficients are finite and its band's vectors are of one length
-/// and finite.
+/// A fit's coefficients, band and curve are finite.
 fn check_fit(file: &Path, f: &FitLine) -> Result<(), PlotError> {
     let what = |field: &str| format!("fit '{}' {field}", f.label);
-    check_finite(file, &what("intercept"), &[f.intercept])?;
-    check_finite(file, &what("slope"), &[f.slope])?;
-    for (name, v) in [("band_lo", &f.band_lo), ("band_hi", &f.band_hi)] {
-        check_len(
-            file,
-            &what(name),
-            (name, v.len()),
-            ("band_x", f.band_x.len()),
-        )?;
-    }
-    let (cx, cy): (Vec<f64>, Vec<f64>) = f.curve.iter().copied().unzip();
-    let band = [
-        ("band_x", &f.band_x),
-        ("band_lo", &f.band_lo),
-        ("band_hi", &f.band_hi),
+    check_finite(file, &what("intercept"), [f.intercept])?;
+    check_finite(file, &what("slope"), [f.slope])?;
+    let band: [Field<(f64, f64, f64)>; 3] = [
+        ("band_x", |b| b.0),
+        ("band_lo", |b| b.1),
+        ("band_hi", |b| b.2),
     ];
-    for (name, v) in band.into_iter().chain([("curve x", &cx), ("curve y", &cy)]) {
-        check_finite(file, &what(name), v)?;
+    for (name, get) in band {
+        check_finite(file, &what(name), f.band.iter().map(get))?;
     }
-    Ok(())
+    check_finite(file, &what("curve x"), f.curve.iter().map(|p| p.0))?;
+    check_finite(file, &what("curve y"), f.curve.iter().map(|p| p.1))
 }
 
-/// The points of one series that the axes can show, y values placed on the
-/// axis and every point carrying its bar (`y_lo..=y_hi`, equal to `y` when
-/// the series has none), and how many points were left out.
-struct ShownSeries {
-    series: PointSeries,
-    /// Points with x <= 0 on a log x axis (each logged as a warning).
-    skipped_x: usize,
-    /// Points with y <= 0 on a log y axis.
-    skipped_y: usize,
-}
-
-impl ShownSeries {
-    /// Keep the points of `s` that `axes` can show and widen `extents` to
-    /// them; `file` names the plot in the warnings.
-    fn new(s: &PointSeries, axes: Axes, place: YPlace, extents: &mut Extents, file: &Path) -> Self {
-        let bars = has_bars(s);
-        let (mut skipped_x, mut skipped_y) = (0, 0);
-        let mut kept = PointSeries::new(s.label.clone(), []);
-        for i in 0..s.x.len() {
-            let (x, y) = (s.x[i], s.y[i]);
-            if axes.log_x && x <= 0.0 {
-                skipped_x += 1;
-                tracing::warn!(
-                    series = %s.label, x, plot = %file.display(),
-                    "point with x <= 0 cannot be shown on a log axis; skipped"
-                );
-                continue;
-            }
-            if axes.log_y && y <= 0.0 {
-                skipped_y += 1;
-                continue;
-            }
-            let (lo, hi) = if bars {
-                (s.y_lo[i].min(y), s.y_hi[i].max(y))
-            } else {
-                (y, y)
-            };
-            let (lo, hi) = (place.at(lo), place.at(hi));
-            kept.x.push(x);
-            kept.y.push(place.at(y));
-            kept.y_lo.push(lo);
-            kept.y_hi.push(hi);
-            extents.x.add(x);
-            extents.y.add(lo);
-            extents.y.add(hi);
+/// The points of `s` that `axes` can show, y values placed on the axis and
+/// every bar holding its point; `extents` widened to them, and the points
+/// left out counted in `skipped`: (x <= 0 on a log x axis, each logged as
+/// a warning naming `file`; y <= 0 on a log y axis).
+fn shown_series(
+    s: &PointSeries,
+    axes: Axes,
+    place: YPlace,
+    extents: &mut Extents,
+    skipped: &mut (usize, usize),
+    file: &Path,
+) -> PointSeries {
+    let mut kept = PointSeries::new(s.label.clone(), []);
+    for &Point { x, y, lo, hi } in &s.points {
+        if axes.log_x && x <= 0.0 {
+            skipped.0 += 1;
+            tracing::warn!(
+                series = %s.label, x, plot = %file.display(),
+                "point with x <= 0 cannot be shown on a log axis; skipped"
+            );
+            continue;
         }
-        let series = kept;
-        Self {
-            series,
-            skipped_x,
-            skipped_y,
+        if axes.log_y && y <= 0.0 {
+            skipped.1 += 1;
+            continue;
         }
+        let (lo, hi) = (place.at(lo.min(y)), place.at(hi.max(y)));
+        let y = place.at(y);
+        kept.points.push(Point { x, y, lo, hi });
+        extents.x.add(x);
+        extents.y.add(lo);
+        extents.y.add(hi);
     }
+    kept
 }
 
 impl PreparedFit {
@@ -201,9 +174,9 @@ impl PreparedFit {
     /// log x axis, densified.
     fn new(f: &FitLine, axes: Axes, place: YPlace, x_extent: Extent) -> Self {
         let Axes { log_x, log_y, .. } = axes;
-        let mut band: Vec<(f64, f64, f64)> = (0..f.band_x.len())
-            .filter(|&i| !log_x || f.band_x[i] > 0.0)
-            .map(|i| (f.band_x[i], place.at(f.band_lo[i]), place.at(f.band_hi[i])))
+        let mut band: Vec<(f64, f64, f64)> = (f.band.iter())
+            .filter(|b| !log_x || b.0 > 0.0)
+            .map(|&(x, lo, hi)| (x, place.at(lo), place.at(hi)))
             .collect();
         band.sort_by(|a, b| a.0.total_cmp(&b.0));
         let xe = x_extent;
@@ -236,10 +209,7 @@ impl PreparedFit {
         if log_x {
             band = densify_log(&band);
         }
-        let mut fit = f.clone();
-        fit.band_x = band.iter().map(|b| b.0).collect();
-        fit.band_lo = band.iter().map(|b| b.1).collect();
-        fit.band_hi = band.iter().map(|b| b.2).collect();
+        let fit = FitLine { band, ..f.clone() };
         Self { fit, solid, dashed }
     }
 
@@ -302,25 +272,20 @@ pub fn plot_vs_freq(
         y: Extent::empty(),
     };
     let mut kept_series = Vec::new();
-    let (mut skipped, mut skipped_y) = (0usize, 0usize);
+    let mut skipped = (0, 0);
     for s in series {
         check_series(file, s)?;
-        let shown = ShownSeries::new(s, axes, place, &mut extents, file);
-        skipped += shown.skipped_x;
-        skipped_y += shown.skipped_y;
-        if !shown.series.x.is_empty() {
-            kept_series.push(shown.series);
+        let shown = shown_series(s, axes, place, &mut extents, &mut skipped, file);
+        if !shown.points.is_empty() {
+            kept_series.push(shown);
         }
     }
     for f in fits {
         check_fit(file, f)?;
-        for i in 0..f.band_x.len() {
-            if axes.log_x && f.band_x[i] <= 0.0 {
-                continue;
-            }
-            extents.x.add(f.band_x[i]);
-            extents.y.add(place.at(f.band_lo[i]));
-            extents.y.add(place.at(f.band_hi[i]));
+        for &(x, lo, hi) in f.band.iter().filter(|b| !axes.log_x || b.0 > 0.0) {
+            extents.x.add(x);
+            extents.y.add(place.at(lo));
+            extents.y.add(place.at(hi));
         }
         // A curve's x range; its y values come in with every drawn
         // line's points below.
@@ -336,7 +301,7 @@ pub fn plot_vs_freq(
     if extents.x.is_empty() {
         return Err(PlotError::NoData {
             file: file.to_path_buf(),
-            detail: no_data_detail(series.is_empty() && fits.is_empty(), skipped),
+            detail: no_data_detail(series.is_empty() && fits.is_empty(), skipped.0),
         });
     }
     // Fit curves over the data's x extent, sampled densely enough to be
@@ -355,7 +320,7 @@ pub fn plot_vs_freq(
         xe.padded_linear(0.04, 0.04)
     };
     let extrapolated = prepared_fits.iter().any(|f| !f.dashed.is_empty());
-    let notes = chart_notes((x_label, y_label), (skipped, skipped_y), extrapolated);
+    let notes = chart_notes((x_label, y_label), skipped, extrapolated);
     let fig = VsFreq {
         title: title.to_string(),
         x_label: x_label.to_string(),

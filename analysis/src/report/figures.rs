@@ -1,17 +1,17 @@
 //! The report's figures: which tables each plot draws, through the plotting module (`plot`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::AnalysisError;
 use crate::fit::LineFit;
 use crate::pipeline::Findings;
 use crate::plot::{
-    Axes, FitLine, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired, plot_vs_freq,
+    Axes, FitLine, PairedTrace, Phase, PlotError, Point, PointSeries, plot_durations, plot_paired,
+    plot_vs_freq,
 };
 use crate::reference::Reference;
 use crate::report::latency;
-use crate::stats::Estimate;
+use crate::stats::{Estimate, grouped};
 use results_format::timeline::RecoveryRow;
 
 /// Most paired runs drawn (one per frequency, lowest run id first).
@@ -40,28 +40,26 @@ fn reference_series(pts: &[(u64, f64)]) -> PointSeries {
 fn fit_line(label: String, fit: &LineFit, (lo, hi): (f64, f64)) -> FitLine {
     let grid =
         (lo > 0.0 && hi > lo).then(|| (0..=60).map(|i| lo * (hi / lo).powf(i as f64 / 60.0)));
-    let band: Option<Vec<(f64, f64)>> = (grid.into_iter().flatten())
-        .map(|x| Some((x, fit.band_half_width(x / 1000.0))).filter(|(_, h)| h.is_finite()))
+    let band: Option<Vec<(f64, f64, f64)>> = (grid.into_iter().flatten())
+        .map(|x| {
+            let (y, h) = (fit.at(x / 1000.0), fit.band_half_width(x / 1000.0));
+            h.is_finite().then_some((x, y - h, y + h))
+        })
         .collect();
-    let band = band.unwrap_or_default();
     FitLine {
         label,
         intercept: fit.intercept,
         slope: fit.slope / 1000.0,
-        band_lo: band.iter().map(|&(x, h)| fit.at(x / 1000.0) - h).collect(),
-        band_hi: band.iter().map(|&(x, h)| fit.at(x / 1000.0) + h).collect(),
-        band_x: band.into_iter().map(|(x, _)| x).collect(),
+        band: band.unwrap_or_default(),
         ..FitLine::default()
     }
 }
 
-/// The smallest positive and the largest of `x`.
-fn range(x: &[f64]) -> (f64, f64) {
-    let lo = x.iter().copied().filter(|v| *v > 0.0);
-    (
-        lo.fold(f64::INFINITY, f64::min),
-        x.iter().copied().fold(0.0, f64::max),
-    )
+/// The smallest positive and the largest x of `points`.
+fn range(points: &[Point]) -> (f64, f64) {
+    let x = points.iter().map(|p| p.x);
+    let lo = x.clone().filter(|v| *v > 0.0);
+    (lo.fold(f64::INFINITY, f64::min), x.fold(0.0, f64::max))
 }
 
 /// Plots written and plots that failed (a failed plot does not cost the
@@ -95,16 +93,12 @@ impl PlotOutcome {
 /// answers at the report budgets ([`Findings::budgets`]).
 pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutcome {
     let mut files = PlotOutcome::default();
-    let (primary, ref_loss, util) = (
-        a.tables.primary_loss(),
-        reference.loss.iter(),
-        a.tables.util.iter(),
-    );
+    let primary = a.tables.primary_loss();
     let paired: Vec<(u64, Estimate)> = primary.iter().map(|r| (r.freq_hz, r.trusted())).collect();
-    let ref_loss: Vec<(u64, f64)> = ref_loss.map(|r| (r.freq_hz, r.loss_pct)).collect();
+    let util = a.tables.util.iter();
     let util: Vec<(u64, Estimate)> = util.map(|r| (r.freq_hz, r.util_pct)).collect();
     let per_sample = a.gaps.per_sample.iter().flat_map(|ps| &ps.rows);
-    budget_plot(&mut files, out, a, &paired, &ref_loss);
+    budget_plot(&mut files, out, a, &paired, &reference.loss);
     let fits = &a.tables.fits;
     // Utilisation spans three decades from 100 Hz to 100 kHz: on a linear
     // axis the production rates sit on the floor.
@@ -131,7 +125,7 @@ pub fn write_plots(out: &Path, a: &Findings, reference: &Reference) -> PlotOutco
         out.join("loss_vs_freq"),
         ("Workload performance loss", "loss (%)"),
         &paired,
-        &ref_loss,
+        &reference.loss,
         loss_fit,
         Axes::LOG_X,
     );
@@ -186,7 +180,7 @@ fn host_plot(
         return;
     }
     let s = series("this host (95% CI)", pts);
-    let fits = Vec::from_iter(fit.map(|(label, f)| fit_line(label, f, range(&s.x))));
+    let fits = Vec::from_iter(fit.map(|(label, f)| fit_line(label, f, range(&s.points))));
     let all = [s, reference_series(reference)];
     files.add(plot_vs_freq(
         title,
@@ -234,8 +228,8 @@ fn budget_plot(
     // The paired points a little right of their rate, so a prediction
     // that agrees does not hide under them.
     let mut paired_series = series("paired throughput loss (95% CI; drawn just right)", paired);
-    for x in &mut paired_series.x {
-        *x *= PAIRED_DODGE;
+    for p in &mut paired_series.points {
+        p.x *= PAIRED_DODGE;
     }
     let mut all = vec![
         series("predicted loss (bars: the next run's 95% PI)", &predicted),
@@ -245,7 +239,7 @@ fn budget_plot(
     ];
     // Shapes go circle, triangle, square in series order: the answers get
     // their own; the 2014 points, last, a circle of another colour.
-    all.retain(|s| !s.x.is_empty());
+    all.retain(|s| !s.points.is_empty());
     let mut lines: Vec<FitLine> = (crate::recommend::BUDGETS_PCT.iter())
         .map(|&b| FitLine {
             label: format!("budget {b} %"),
@@ -316,16 +310,16 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
     xs.sort_by(f64::total_cmp);
     xs.dedup();
     let charged: Vec<(f64, Estimate)> = xs.iter().map(|&x| (x, curve.at(x).cost_ns)).collect();
-    let loss = |pick: fn(&Estimate) -> f64| -> Vec<f64> {
-        let at = |(x, c): &(f64, Estimate)| crate::percost::predicted_loss_pct(*x, pick(c));
-        charged.iter().map(at).collect()
-    };
+    let loss = crate::percost::predicted_loss_pct;
     Some(FitLine {
         label: "predicted loss, rate x the cost per sample charged".to_string(),
-        band_lo: loss(|c| c.lo),
-        band_hi: loss(|c| c.hi),
-        curve: xs.iter().copied().zip(loss(|c| c.value)).collect(),
-        band_x: xs,
+        band: (charged.iter())
+            .map(|&(x, c)| (x, loss(x, c.lo), loss(x, c.hi)))
+            .collect(),
+        curve: charged
+            .iter()
+            .map(|&(x, c)| (x, loss(x, c.value)))
+            .collect(),
         band_label: "the next run's 95% prediction interval".to_string(),
         colour: Some((0, 0, 0)),
         ..FitLine::default()
@@ -364,12 +358,12 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let Some(t0) = costs.iter().map(|c| c.started_at_ns).min() else {
         return;
     };
-    let freqs: std::collections::BTreeSet<u64> = costs.iter().map(|c| c.freq_hz).collect();
-    let by: Vec<PointSeries> = (freqs.into_iter())
-        .map(|f| {
-            let at = costs.iter().filter(|c| c.freq_hz == f);
-            let minutes =
-                at.map(|c| (c.started_at_ns.saturating_sub(t0) as f64 / 60e9, c.total_ns));
+    let by_freq = grouped(costs.iter().map(|c| (c.freq_hz, c)));
+    let by: Vec<PointSeries> = (by_freq.into_iter())
+        .map(|(f, at)| {
+            let minutes = at
+                .iter()
+                .map(|c| (c.started_at_ns.saturating_sub(t0) as f64 / 60e9, c.total_ns));
             PointSeries::new(format!("{f} Hz"), minutes)
         })
         .collect();
@@ -429,9 +423,13 @@ fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
         .take(MAX_PAIRED_TRACES)
         .map(|t| PairedTrace {
             label: format!("run {} at {} Hz", t.run_id, t.freq_hz),
-            t_s: t.t_s.clone(),
-            rate: t.rate.clone(),
-            sampling: t.sampling.clone(),
+            phases: (t.t_s.iter().zip(&t.rate).zip(&t.sampling))
+                .map(|((&t_s, &rate), &sampling)| Phase {
+                    t_s,
+                    rate,
+                    sampling,
+                })
+                .collect(),
         })
         .collect();
     if !traces.is_empty() {
@@ -460,7 +458,7 @@ fn production_rates(files: &mut PlotOutcome, out: &Path, measures: [&[(u64, Esti
                 .filter(|(f, _)| *f > 0 && *f <= PRODUCTION_MAX_HZ);
             series(label, &low.copied().collect::<Vec<_>>())
         })
-        .filter(|s| !s.x.is_empty())
+        .filter(|s| !s.points.is_empty())
         .collect();
     if !series.is_empty() {
         files.points(
@@ -483,30 +481,23 @@ fn bin_x(from_ns: u64, to_ns: u64) -> f64 {
     }
 }
 
-/// Per distance bin (from_ns, to_ns): summed excess (ns) and chunks.
-type BinSums = BTreeMap<(u64, u64), (f64, u64)>;
-
 /// The recovery curve, one series per frequency: per distance bin, the
 /// excess pooled over the frequency's runs / their chunks. Bins without
 /// chunks are left out.
 fn recovery_series(rows: &[RecoveryRow]) -> Vec<PointSeries> {
-    let mut by: BTreeMap<u64, BinSums> = BTreeMap::new();
-    for r in rows {
-        let e = by
-            .entry(r.freq_hz)
-            .or_default()
-            .entry((r.from_ns, r.to_ns))
-            .or_default();
-        e.0 += r.excess_ns_sum;
-        e.1 += r.chunks;
-    }
-    by.into_iter()
-        .map(|(f, bins)| {
-            let pts = (bins.into_iter())
-                .filter(|(_, (e, c))| *c > 0 && e.is_finite())
-                .map(|((from, to), (e, c))| (bin_x(from, to), e / c as f64));
+    let by_freq = grouped(rows.iter().map(|r| (r.freq_hz, r)));
+    by_freq
+        .into_iter()
+        .map(|(f, rows)| {
+            let bins = grouped(rows.into_iter().map(|r| ((r.from_ns, r.to_ns), r)));
+            let pts = bins.into_iter().filter_map(|((from, to), rows)| {
+                let excess: f64 = rows.iter().map(|r| r.excess_ns_sum).sum();
+                let chunks: u64 = rows.iter().map(|r| r.chunks).sum();
+                let mean = excess / chunks as f64;
+                (chunks > 0 && excess.is_finite()).then_some((bin_x(from, to), mean))
+            });
             PointSeries::new(format!("{f} Hz"), pts)
         })
-        .filter(|s| !s.x.is_empty())
+        .filter(|s| !s.points.is_empty())
         .collect()
 }

@@ -5,9 +5,11 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::error::AnalysisError;
 use crate::format::lines_after;
 use crate::load::ResultSet;
 use crate::pipeline::Findings;
+use crate::recommend::Recommendation;
 use crate::report::figures::PlotOutcome;
 use crate::report::key_lines;
 use crate::warnings::warning::kind_line;
@@ -167,16 +169,18 @@ fn recommendations(s: &mut String, a: &Findings) {
         return;
     }
     for (budget, rec) in &a.budgets.sampler {
-        let line = match rec {
-            Ok(rec) => rec.headline(),
-            Err(e) => e.to_string(),
-        };
-        let _ = writeln!(s, "- {budget} % loss budget: {line}");
+        let _ = writeln!(s, "- {budget} % loss budget: {}", headline(rec));
     }
     let _ = writeln!(
         s,
         "\nHow each was reached, and what it rests on: \"How each recommendation was reached\" below.\n"
     );
+}
+
+/// A budget's recommendation in one line, or why there is none.
+fn headline(rec: &Result<Recommendation, AnalysisError>) -> String {
+    rec.as_ref()
+        .map_or_else(|e| e.to_string(), |r| r.headline())
 }
 
 /// The key figures.
@@ -192,7 +196,7 @@ fn summary(s: &mut String, a: &Findings) {
 fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     let _ = writeln!(s, "## How each recommendation was reached\n");
     let oks = at_budgets.iter().filter_map(|(_, r)| r.as_ref().ok());
-    let oks: Vec<&crate::recommend::Recommendation> = oks.collect();
+    let oks: Vec<&Recommendation> = oks.collect();
     let shared: Vec<&String> = match oks.split_first() {
         Some((first, rest)) if !rest.is_empty() => (first.reasoning.iter())
             .filter(|l| rest.iter().all(|r| r.reasoning.contains(l)))
@@ -200,18 +204,10 @@ fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
         _ => Vec::new(),
     };
     for (budget, rec) in at_budgets {
-        match rec {
-            Ok(rec) => {
-                let _ = writeln!(s, "- {budget} % budget: {}", rec.headline());
-                lines_after(
-                    s,
-                    "  ",
-                    rec.reasoning.iter().filter(|l| !shared.contains(l)),
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(s, "- {budget} % budget: {e}");
-            }
+        let _ = writeln!(s, "- {budget} % budget: {}", headline(rec));
+        if let Ok(rec) = rec {
+            let own = rec.reasoning.iter().filter(|l| !shared.contains(l));
+            lines_after(s, "  ", own);
         }
     }
     if !shared.is_empty() {

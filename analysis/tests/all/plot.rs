@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use analysis::plot::{
-    Axes, FitLine, PNG_SIZE, PairedTrace, PlotError, PointSeries, plot_durations, plot_paired,
-    plot_vs_freq,
+    Axes, FitLine, PNG_SIZE, PairedTrace, Phase, PlotError, Point, PointSeries, plot_durations,
+    plot_paired, plot_vs_freq,
 };
 
 const FREQS: [f64; 7] = [100.0, 250.0, 1000.0, 2500.0, 10_000.0, 25_000.0, 100_000.0];
@@ -86,28 +86,30 @@ fn util_series() -> (PointSeries, PointSeries, FitLine) {
         .iter()
         .map(|f| 0.02 + 1.5e-4 * f * (1.0 + 0.03 * (f.ln().sin())))
         .collect();
-    let measured = PointSeries {
-        label: "this host (median of 5 runs)".into(),
-        x: FREQS.to_vec(),
-        y: y.clone(),
-        y_lo: y.iter().map(|v| v * 0.93).collect(),
-        y_hi: y.iter().map(|v| v * 1.07).collect(),
-    };
-    let reference = PointSeries {
-        label: "2014 reference".into(),
-        x: vec![100.0, 1000.0, 10_000.0, 100_000.0],
-        y: vec![0.05, 0.4, 3.8, 15.0],
-        y_lo: vec![0.05, 0.4, 3.8, 15.0],
-        y_hi: vec![0.05, 0.4, 3.8, 15.0],
-    };
-    let band_x: Vec<f64> = FREQS.to_vec();
+    let measured = PointSeries::with_bars(
+        "this host (median of 5 runs)",
+        FREQS
+            .iter()
+            .zip(&y)
+            .map(|(&x, &y)| [x, y, y * 0.93, y * 1.07]),
+    );
+    let reference = PointSeries::new(
+        "2014 reference",
+        [
+            (100.0, 0.05),
+            (1000.0, 0.4),
+            (10_000.0, 3.8),
+            (100_000.0, 15.0),
+        ],
+    );
     let fit = FitLine {
         label: "fit: util = 0.02 + 1.5e-4 * freq".into(),
         intercept: 0.02,
         slope: 1.5e-4,
-        band_lo: band_x.iter().map(|x| 0.01 + 1.4e-4 * x).collect(),
-        band_hi: band_x.iter().map(|x| 0.03 + 1.6e-4 * x).collect(),
-        band_x,
+        band: FREQS
+            .iter()
+            .map(|x| (*x, 0.01 + 1.4e-4 * x, 0.03 + 1.6e-4 * x))
+            .collect(),
         ..FitLine::default()
     };
     (measured, reference, fit)
@@ -157,10 +159,12 @@ fn utilisation_on_log_log_axes_shows_the_low_rates() {
     let (_keep, dir) = out_dir();
     let stem = dir.join("util_log_log");
     let (mut measured, reference, fit) = util_series();
-    measured.x.push(50.0);
-    measured.y.push(-0.001);
-    measured.y_lo.push(-0.002);
-    measured.y_hi.push(0.001);
+    measured.points.push(Point {
+        x: 50.0,
+        y: -0.001,
+        lo: -0.002,
+        hi: 0.001,
+    });
     let paths = plot_vs_freq(
         "Utilisation, log-log",
         ("sample_freq (Hz)", "handler utilisation (%, log scale)"),
@@ -192,12 +196,7 @@ fn fit_beyond_its_band_is_drawn_dashed_and_noted() {
     let stem = dir.join("util_extrapolated");
     let (measured, reference, mut fit) = util_series();
     // The band (the measured range) covers 1k..10k only.
-    let keep: Vec<usize> = (0..fit.band_x.len())
-        .filter(|&i| (1000.0..=10_000.0).contains(&fit.band_x[i]))
-        .collect();
-    fit.band_x = keep.iter().map(|&i| fit.band_x[i]).collect();
-    fit.band_lo = keep.iter().map(|&i| fit.band_lo[i]).collect();
-    fit.band_hi = keep.iter().map(|&i| fit.band_hi[i]).collect();
+    fit.band.retain(|b| (1000.0..=10_000.0).contains(&b.0));
     let paths = plot_vs_freq(
         "Extrapolated fit",
         ("sample_freq (Hz)", "handler utilisation (%)"),
@@ -218,22 +217,18 @@ fn fit_beyond_its_band_is_drawn_dashed_and_noted() {
 fn loss_vs_linear_frequency_with_error_bars() {
     let (_keep, dir) = out_dir();
     let stem = dir.join("loss");
-    let x = vec![1000.0, 5000.0, 10_000.0, 20_000.0, 40_000.0];
-    let y = vec![0.0, 0.1, 0.4, 1.1, 2.9];
-    let series = PointSeries {
-        label: "records lost".into(),
-        y_lo: y.iter().map(|v: &f64| (v - 0.2).max(0.0)).collect(),
-        y_hi: y.iter().map(|v| v + 0.2).collect(),
-        x,
-        y,
-    };
+    let x = [1000.0, 5000.0, 10_000.0, 20_000.0, 40_000.0];
+    let y = [0.0, 0.1, 0.4, 1.1, 2.9];
+    let series = PointSeries::with_bars(
+        "records lost",
+        x.iter()
+            .zip(y)
+            .map(|(&x, y)| [x, y, (y - 0.2_f64).max(0.0), y + 0.2]),
+    );
     let fit = FitLine {
         label: "linear fit".into(),
         intercept: -0.3,
         slope: 7.5e-5,
-        band_x: vec![],
-        band_lo: vec![],
-        band_hi: vec![],
         ..FitLine::default()
     };
     let paths = plot_vs_freq(
@@ -261,13 +256,10 @@ fn loss_vs_linear_frequency_with_error_bars() {
 fn non_positive_x_on_log_axis_is_skipped_and_noted() {
     let (_keep, dir) = out_dir();
     let stem = dir.join("skip");
-    let s = PointSeries {
-        label: "with a zero".into(),
-        x: vec![0.0, 100.0, 1000.0, 10_000.0],
-        y: vec![0.0, 0.1, 1.0, 10.0],
-        y_lo: vec![],
-        y_hi: vec![],
-    };
+    let s = PointSeries::new(
+        "with a zero",
+        [(0.0, 0.0), (100.0, 0.1), (1000.0, 1.0), (10_000.0, 10.0)],
+    );
     let paths = plot_vs_freq(
         "Skip",
         ("freq (Hz)", "util (%)"),
@@ -283,11 +275,7 @@ fn non_positive_x_on_log_axis_is_skipped_and_noted() {
         &["1 point(s) with freq (Hz) &lt;= 0 not shown (log axis)"],
     );
 
-    let only_zero = PointSeries {
-        x: vec![0.0, -5.0],
-        y: vec![1.0, 2.0],
-        ..s
-    };
+    let only_zero = PointSeries::new(s.label, [(0.0, 1.0), (-5.0, 2.0)]);
     let err = plot_vs_freq(
         "Skip",
         ("freq (Hz)", "util (%)"),
@@ -317,7 +305,7 @@ fn empty_and_bad_vs_freq_input_is_a_clear_error() {
     assert!(!stem.with_extension("svg").exists());
 
     let (mut measured, _, fit) = util_series();
-    measured.y[3] = f64::NAN;
+    measured.points[3].y = f64::NAN;
     let err = plot_vs_freq(
         "t",
         ("x", "y"),
@@ -340,15 +328,6 @@ fn empty_and_bad_vs_freq_input_is_a_clear_error() {
     bad_fit.slope = f64::INFINITY;
     let err = plot_vs_freq("t", ("x", "y"), &[], &[bad_fit], Axes::LOG_X, &stem).unwrap_err();
     assert!(err.to_string().contains("slope[0] is inf"), "{err}");
-
-    let (mut short, _, _) = util_series();
-    short.y.pop();
-    let err = plot_vs_freq("t", ("x", "y"), &[short], &[], Axes::LOG_X, &stem).unwrap_err();
-    assert!(matches!(err, PlotError::InvalidData { .. }), "{err:?}");
-    assert!(
-        err.to_string().contains("y has 6 values but x has 7"),
-        "{err}"
-    );
 }
 
 /// Deterministic long-tailed durations: 1000 ns floor plus an exponential
@@ -444,19 +423,18 @@ fn a_single_duration_value_still_plots() {
 fn paired_trace(label: &str, base: f64) -> PairedTrace {
     // 40 phases of 1.5 s alternating on/off; the rate drifts down 2 % over
     // the run and sampling costs 1 %.
-    let n = 40;
-    let t_s: Vec<f64> = (0..n).map(|i| 0.75 + 1.5 * f64::from(i)).collect();
-    let sampling: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
-    let rate = t_s
-        .iter()
-        .zip(&sampling)
-        .map(|(t, on)| base * (1.0 - 0.02 * t / 60.0) * if *on { 0.99 } else { 1.0 })
-        .collect();
+    let phase = |i: u32| {
+        let (t_s, sampling) = (0.75 + 1.5 * f64::from(i), i.is_multiple_of(2));
+        let rate = base * (1.0 - 0.02 * t_s / 60.0) * if sampling { 0.99 } else { 1.0 };
+        Phase {
+            t_s,
+            rate,
+            sampling,
+        }
+    };
     PairedTrace {
         label: label.into(),
-        t_s,
-        rate,
-        sampling,
+        phases: (0..40).map(phase).collect(),
     }
 }
 
@@ -499,15 +477,7 @@ fn bad_paired_input_is_a_clear_error() {
     let err = plot_paired("t", &[], &stem).unwrap_err();
     assert!(matches!(err, PlotError::NoData { .. }), "{err:?}");
     let mut t = paired_trace("x", 1e8);
-    t.sampling.pop();
-    let err = plot_paired("t", &[t], &stem).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("sampling has 39 values but t_s has 40"),
-        "{err}"
-    );
-    let mut t = paired_trace("x", 1e8);
-    t.rate[7] = f64::NAN;
+    t.phases[7].rate = f64::NAN;
     let err = plot_paired("t", &[t], &stem).unwrap_err();
     assert!(
         err.to_string().contains("trace 'x' rate[7] is NaN"),
@@ -519,13 +489,7 @@ fn bad_paired_input_is_a_clear_error() {
 fn degenerate_ranges_still_plot() {
     let (_keep, dir) = out_dir();
     // One point: zero-width x and y ranges on a log axis.
-    let one = PointSeries {
-        label: "single".into(),
-        x: vec![1000.0],
-        y: vec![0.5],
-        y_lo: vec![0.5],
-        y_hi: vec![0.5],
-    };
+    let one = PointSeries::new("single", [(1000.0, 0.5)]);
     let stem = dir.join("one_point");
     let paths = plot_vs_freq(
         "One point",
@@ -538,11 +502,14 @@ fn degenerate_ranges_still_plot() {
     .unwrap();
     check_outputs(&paths, &stem, &["One point", "single"]);
     // A constant rate of zero and a single phase.
+    let phase = |t_s, sampling| Phase {
+        t_s,
+        rate: 0.0,
+        sampling,
+    };
     let flat = PairedTrace {
         label: "flat".into(),
-        t_s: vec![0.0, 1.0],
-        rate: vec![0.0, 0.0],
-        sampling: vec![true, false],
+        phases: vec![phase(0.0, true), phase(1.0, false)],
     };
     let stem = dir.join("flat");
     let paths = plot_paired("Flat", &[flat], &stem).unwrap();
@@ -572,14 +539,14 @@ fn whole_nanosecond_durations_are_not_binned_finer_than_1_ns() {
 fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
     let (_keep, dir) = out_dir();
     let stem = dir.join("budget_like");
-    let x = vec![100.0, 1000.0, 10_000.0];
-    let points = PointSeries {
-        label: "paired loss".into(),
-        y: vec![0.2, 1.2, 11.0],
-        y_lo: vec![-0.1, 1.0, 10.0],
-        y_hi: vec![0.5, 1.4, 12.0],
-        x: x.clone(),
-    };
+    let points = PointSeries::with_bars(
+        "paired loss",
+        [
+            [100.0, 0.2, -0.1, 0.5],
+            [1000.0, 1.2, 1.0, 1.4],
+            [10_000.0, 11.0, 10.0, 12.0],
+        ],
+    );
     // A step in cost at 1 kHz: no straight line.
     let cost = |f: f64| if f < 1000.0 { 1.3e-3 } else { 1.1e-3 };
     let grid: Vec<f64> = (0..=40)
@@ -589,10 +556,10 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         label: "model curve".into(),
         intercept: 0.0,
         slope: 0.0,
-        band_lo: grid.iter().map(|&f| 0.9 * f * cost(f)).collect(),
-        band_hi: grid.iter().map(|&f| 1.1 * f * cost(f)).collect(),
+        band: (grid.iter())
+            .map(|&f| (f, 0.9 * f * cost(f), 1.1 * f * cost(f)))
+            .collect(),
         curve: grid.iter().map(|&f| (f, f * cost(f))).collect(),
-        band_x: grid,
         band_label: "the next run interval".into(),
         ..FitLine::default()
     };
@@ -600,9 +567,6 @@ fn a_curve_an_end_label_and_a_cut_bar_on_log_axes() {
         label: "budget 1 %".into(),
         intercept: 1.0,
         slope: 0.0,
-        band_x: vec![],
-        band_lo: vec![],
-        band_hi: vec![],
         label_at_end: true,
         ..FitLine::default()
     };

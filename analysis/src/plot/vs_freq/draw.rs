@@ -9,8 +9,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{PreparedFit, VsFreq};
 use crate::plot::ticks::{TickFmt, fmt_log_tick, log_ticks};
 use crate::plot::{
-    Chart, DrawResult, Figure, FitLine, PALETTE, font, frac, framed_chart, header, legend_line,
-    legend_style,
+    Chart, DrawResult, Figure, FitLine, PALETTE, Point, font, frac, framed_chart, header,
+    legend_line, legend_style,
 };
 
 impl VsFreq {
@@ -41,7 +41,7 @@ impl VsFreq {
     /// colours.
     fn fits_with_band(&self) -> impl Iterator<Item = (&FitLine, RGBColor)> {
         let fits = self.fits.iter().enumerate();
-        let banded = fits.filter(|(_, pf)| pf.fit.band_x.len() >= 2);
+        let banded = fits.filter(|(_, pf)| pf.fit.band.len() >= 2);
         banded.map(|(i, pf)| (&pf.fit, self.fit_colour(i)))
     }
 
@@ -75,9 +75,9 @@ impl VsFreq {
         X: Ranged<ValueType = f64>,
     {
         for (fit, colour) in self.fits_with_band() {
-            let upper = fit.band_x.iter().zip(&fit.band_hi);
-            let lower = fit.band_x.iter().zip(&fit.band_lo).rev();
-            let poly: Vec<(f64, f64)> = upper.chain(lower).map(|(x, y)| (*x, *y)).collect();
+            let upper = fit.band.iter().map(|b| (b.0, b.2));
+            let lower = fit.band.iter().rev().map(|b| (b.0, b.1));
+            let poly: Vec<(f64, f64)> = upper.chain(lower).collect();
             chart.draw_series(std::iter::once(Polygon::new(
                 poly,
                 colour.mix(0.18).filled(),
@@ -135,34 +135,33 @@ impl VsFreq {
         let s = &self.series[i];
         let colour = PALETTE[i % PALETTE.len()];
         let bar = colour.stroke_width(1);
-        let bars: Vec<usize> = (0..s.x.len()).filter(|&j| s.y_hi[j] > s.y_lo[j]).collect();
+        let bars: Vec<&Point> = s.points.iter().filter(|p| p.hi > p.lo).collect();
         chart.draw_series(
-            bars.iter()
-                .map(|&j| PathElement::new(vec![(s.x[j], s.y_lo[j]), (s.x[j], s.y_hi[j])], bar)),
+            (bars.iter()).map(|p| PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], bar)),
         )?;
         // A bar cut at the bottom of a log axis (its end at 0 or below)
         // ends in an arrow, so the cut is not read as a lower bound.
         let cut = |y: f64| self.cut_y.is_some_and(|c| (y - c).abs() < 1e-12);
-        chart.draw_series(bars.iter().flat_map(|&j| {
-            [s.y_lo[j], s.y_hi[j]].map(|y| {
+        chart.draw_series(bars.iter().flat_map(|p| {
+            [p.lo, p.hi].map(|y| {
                 let end = if cut(y) {
                     vec![(-5, -7), (0, 0), (5, -7)]
                 } else {
                     vec![(-4, 0), (4, 0)]
                 };
-                EmptyElement::at((s.x[j], y)) + PathElement::new(end, bar)
+                EmptyElement::at((p.x, y)) + PathElement::new(end, bar)
             })
         }))?;
-        let pts = s.x.iter().zip(&s.y).map(|(x, y)| (*x, *y));
-        let marked = pts.map(|p| EmptyElement::at(p) + marker(i, colour, (0, 0)));
+        let marked =
+            (s.points.iter()).map(|p| EmptyElement::at((p.x, p.y)) + marker(i, colour, (0, 0)));
         let legend = move |(x, y)| marker(i, colour, (x + 10, y));
         chart
             .draw_series(marked)?
             .label(s.label.clone())
             .legend(legend);
-        for j in 0..s.x.len() {
-            legend_points.push(self.plot_frac((s.x[j], s.y_lo[j])));
-            legend_points.push(self.plot_frac((s.x[j], s.y_hi[j])));
+        for p in &s.points {
+            legend_points.push(self.plot_frac((p.x, p.lo)));
+            legend_points.push(self.plot_frac((p.x, p.hi)));
         }
         Ok(())
     }
