@@ -13,7 +13,6 @@ pub mod figures;
 pub mod hosts;
 pub mod pick;
 pub mod present;
-pub mod row;
 pub mod scan;
 pub mod tables;
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::error::AnalysisError;
 use crate::fleet::classes::quantile;
-use crate::stats::{mean, sorted, std_dev};
+use crate::fleet::days::moved;
+use crate::stats::{grouped, mean, sorted, std_dev};
 
 pub mod present;
 
@@ -249,30 +250,15 @@ fn spread(costs: &[f64]) -> (Option<f64>, Option<f64>, Option<f64>) {
 }
 
 fn period_rows(checks: &[CheckPoint], med: Option<f64>) -> Vec<PeriodRow> {
-    let mut by: BTreeMap<&str, Vec<&CheckPoint>> = BTreeMap::new();
-    for c in checks {
-        by.entry(&c.period).or_default().push(c);
-    }
-    by.into_iter()
+    grouped(checks.iter().map(|c| (c.period.as_str(), c)))
+        .into_iter()
         .map(|(period, cs)| {
             let costs: Vec<f64> = cs.iter().filter_map(|c| c.cost_ns).collect();
             let pm = median(&costs);
-            let resolved = cs
-                .iter()
-                .filter(|c| c.cost_lo_ns.is_some() && c.cost_hi_ns.is_some());
-            let all = |beyond: &dyn Fn(&CheckPoint, f64) -> bool| {
-                med.is_some_and(|m| resolved.clone().all(|&c| beyond(c, m)))
-            };
-            let any = resolved.clone().next().is_some();
-            let moved = if !any {
-                None
-            } else if all(&|c, m| c.cost_lo_ns.is_some_and(|lo| lo > m)) {
-                Some("up")
-            } else if all(&|c, m| c.cost_hi_ns.is_some_and(|hi| hi < m)) {
-                Some("down")
-            } else {
-                None
-            };
+            // Every resolved check's interval above (below) the median.
+            let resolved = cs.iter().filter_map(|c| c.cost_lo_ns.zip(c.cost_hi_ns));
+            let lo = resolved.clone().map(|r| r.0).min_by(f64::total_cmp);
+            let hi = resolved.map(|r| r.1).max_by(f64::total_cmp);
             let (_, cost_min_ns, cost_max_ns) = spread(&costs);
             let max_hz = cs.iter().map(|c| c.max_hz).collect::<Option<Vec<f64>>>();
             PeriodRow {
@@ -283,7 +269,7 @@ fn period_rows(checks: &[CheckPoint], med: Option<f64>) -> Vec<PeriodRow> {
                 cost_max_ns,
                 max_hz: max_hz.and_then(|v| v.into_iter().min_by(f64::total_cmp)),
                 within_budget: cs.iter().all(|c| c.within_budget == Some(true)),
-                moved,
+                moved: med.and_then(|m| moved(lo, hi, m)),
                 ratio_to_median: pm.zip(med).map(|(p, m)| p / m),
             }
         })

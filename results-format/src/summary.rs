@@ -390,7 +390,7 @@ pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), FormatError
 
 mod day_table;
 pub use day_table::write_day_table;
-pub use day_table::{DAY_TABLE, DAY_TABLE_KEYS, DayRow, read_day_frame, read_day_table};
+pub use day_table::{DAY_TABLE, DAY_TABLE_KEYS, DayRow, read_day_frame};
 
 /// Why a summary is not read.
 #[derive(Debug, thiserror::Error)]

@@ -7,12 +7,12 @@
 //! Fan's type 7: numpy's default, DuckDB's `quantile_cont`), so that
 //! analysis/validate/fleet_duckdb.py gets the same figures from SQL.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use results_format::summary::SUMMARY_BUDGETS;
 
 use super::hosts::HostObs;
-use crate::stats::sorted;
+use crate::stats::{grouped, sorted};
 
 /// A host whose modified z-score of cost in its class exceeds this is
 /// outside the class's spread (Iglewicz and Hoaglin's 3.5, as the command
@@ -166,10 +166,7 @@ pub fn label(o: &HostObs) -> String {
 
 /// Every class's figures (by label), then the whole fleet's.
 pub fn all_figures(obs: &[HostObs]) -> (Vec<ClassFigures>, ClassFigures) {
-    let mut by_class: BTreeMap<String, Vec<&HostObs>> = BTreeMap::new();
-    for o in obs {
-        by_class.entry(label(o)).or_default().push(o);
-    }
+    let by_class = grouped(obs.iter().map(|o| (label(o), o)));
     let classes = by_class
         .iter()
         .map(|(name, members)| figures(name, members))

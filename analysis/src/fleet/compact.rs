@@ -22,13 +22,13 @@
 //! - A summary that cannot be read is named and left out; its day still
 //!   compacts.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use results_format::summary::{DAY_TABLE, DayRow, read_day_table, write_day_table};
+use results_format::summary::{DAY_TABLE, DayRow, write_day_table};
 
-use super::scan::{ScanOptions, Skipped, scan};
+use super::scan::{FleetRow, Scan, ScanOptions, Skipped, read_table, scan};
 use crate::error::AnalysisError;
+use crate::stats::grouped;
 
 /// What one day's compaction did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -73,18 +73,8 @@ pub fn compact(root: &Path, out: &Path, dates: &[String]) -> Result<Compaction, 
     }
     let read = ScanOptions::default();
     let landing = scan(root, &read).map_err(|e| AnalysisError::corrupt(root, e))?;
-    let mut by_day: BTreeMap<String, Vec<DayRow>> = BTreeMap::new();
-    for r in landing.rows {
-        if !dates.is_empty() && !dates.contains(&r.date) {
-            continue;
-        }
-        let rel = r.set_dir.strip_prefix(root).unwrap_or(&r.set_dir);
-        by_day.entry(r.date).or_default().push(DayRow {
-            host: r.host,
-            set_dir: rel.display().to_string(),
-            row: r.row,
-        });
-    }
+    let wanted = (landing.rows.into_iter()).filter(|r| dates.is_empty() || dates.contains(&r.date));
+    let by_day = grouped(wanted.map(|r| (r.date.clone(), day_row(root, r))));
     let mut done = Compaction {
         skipped: landing.skipped,
         ..Default::default()
@@ -93,6 +83,16 @@ pub fn compact(root: &Path, out: &Path, dates: &[String]) -> Result<Compaction, 
         done.days.push(compact_day(out, &date, rows)?);
     }
     Ok(done)
+}
+
+/// A row as its day's table holds it: its set's folder relative to `root`.
+fn day_row(root: &Path, r: FleetRow) -> DayRow {
+    let rel = r.set_dir.strip_prefix(root).unwrap_or(&r.set_dir);
+    DayRow {
+        host: r.host,
+        set_dir: rel.display().to_string(),
+        row: r.row,
+    }
 }
 
 /// Whether `s` reads as `YYYY-MM-DD`.
@@ -111,13 +111,17 @@ fn compact_day(
     std::fs::create_dir_all(&dir).map_err(|e| AnalysisError::write(&dir, e))?;
     remove_stale_temporaries(&dir);
     let table = dir.join(DAY_TABLE);
-    let old = match table.exists() {
-        true => read_day_table(&table, None).map_err(|e| AnalysisError::corrupt(&table, e))?,
-        false => Vec::new(),
-    };
+    let mut old = Scan::default();
+    if table.exists() {
+        read_table(out, &table, &ScanOptions::default(), &mut old);
+    }
+    if let Some(s) = old.skipped.pop() {
+        return Err(AnalysisError::corrupt(&table, s.reason));
+    }
     let new_sets: std::collections::BTreeSet<&str> =
         landing.iter().map(|d| d.set_dir.as_str()).collect();
-    let kept: Vec<DayRow> = (old.into_iter())
+    let kept: Vec<DayRow> = (old.rows.into_iter())
+        .map(|r| day_row(out, r))
         .filter(|d| !new_sets.contains(d.set_dir.as_str()))
         .collect();
     let count_sets = |rows: &[DayRow]| {

@@ -12,13 +12,12 @@
 //! medians. A day of fewer than [`SPREAD_MIN_HOSTS`] hosts with a cost is
 //! not judged. deploy/spark/fleet_answer.py `--days` computes the same.
 
-use std::collections::BTreeMap;
-
 use results_format::summary::SUMMARY_BUDGETS;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::classes::{SPREAD_MIN_HOSTS, label, quantile};
 use super::hosts::HostObs;
+use crate::stats::grouped;
 
 /// The familywise error rate of a class's history.
 pub const HISTORY_ALPHA: f64 = 0.05;
@@ -52,16 +51,23 @@ pub fn median_ranks(n: usize, z: f64) -> (usize, usize) {
     (lo.min(n), hi.max(lo.min(n)))
 }
 
+/// `up` when the interval `lo` to `hi` lies wholly above `reference`,
+/// `down` when wholly below, else None: a day's median here, a period's
+/// checks in `analysis history`.
+pub fn moved(lo: Option<f64>, hi: Option<f64>, reference: f64) -> Option<&'static str> {
+    match (lo, hi) {
+        (Some(lo), _) if lo > reference => Some("up"),
+        (_, Some(hi)) if hi < reference => Some("down"),
+        _ => None,
+    }
+}
+
 /// Every class's days, by class then date.
 pub fn class_days(obs: &[HostObs]) -> Vec<ClassDay> {
     let one = SUMMARY_BUDGETS.iter().position(|(p, _)| *p == 1.0);
-    let mut by: BTreeMap<String, BTreeMap<&str, Vec<&HostObs>>> = BTreeMap::new();
-    for o in obs {
-        let days = by.entry(label(o)).or_default();
-        days.entry(o.date.as_str()).or_default().push(o);
-    }
     let mut out = Vec::new();
-    for (class, days) in by {
+    for (class, members) in grouped(obs.iter().map(|o| (label(o), o))) {
+        let days = grouped(members.into_iter().map(|o| (o.date.as_str(), o)));
         let z = Normal::standard().inverse_cdf(1.0 - HISTORY_ALPHA / days.len() as f64 / 2.0);
         let first = out.len();
         for (date, members) in days {
@@ -100,11 +106,7 @@ pub fn class_days(obs: &[HostObs]) -> Vec<ClassDay> {
         };
         for d in &mut out[first..] {
             d.ratio_to_reference = d.cost_median_ns.map(|m| m / reference);
-            d.moved = match (d.cost_median_lo_ns, d.cost_median_hi_ns) {
-                (Some(lo), _) if lo > reference => Some("up"),
-                (_, Some(hi)) if hi < reference => Some("down"),
-                _ => None,
-            };
+            d.moved = moved(d.cost_median_lo_ns, d.cost_median_hi_ns, reference);
         }
     }
     out
@@ -113,16 +115,9 @@ pub fn class_days(obs: &[HostObs]) -> Vec<ClassDay> {
 /// One line per class that moved: how many of its days, which way, the
 /// first, and the largest ratio.
 pub fn moved_lines(days: &[ClassDay]) -> Vec<String> {
-    let mut by: BTreeMap<&str, (usize, Vec<&ClassDay>)> = BTreeMap::new();
-    for d in days {
-        let e = by.entry(d.class.as_str()).or_default();
-        e.0 += 1;
-        if d.moved.is_some() {
-            e.1.push(d);
-        }
-    }
     let mut out = Vec::new();
-    for (class, (n, moved)) in by {
+    for (class, days) in grouped(days.iter().map(|d| (d.class.as_str(), d))) {
+        let moved: Vec<&ClassDay> = days.iter().copied().filter(|d| d.moved.is_some()).collect();
         let Some(first) = moved.first() else { continue };
         let (up, down) = (
             moved.iter().filter(|d| d.moved == Some("up")).count(),
@@ -133,8 +128,9 @@ pub fn moved_lines(days: &[ClassDay]) -> Vec<String> {
             .max_by(|a, b| (a.ln().abs()).total_cmp(&b.ln().abs()))
             .unwrap_or(f64::NAN);
         out.push(format!(
-            "class {class} moved on {} of {n} days ({up} up, {down} down; first {}, furthest x{far:.2} its median day)",
+            "class {class} moved on {} of {} days ({up} up, {down} down; first {}, furthest x{far:.2} its median day)",
             moved.len(),
+            days.len(),
             first.date
         ));
     }

@@ -8,14 +8,12 @@
 //! squared and of the effect, the ratio of the costliest value's median
 //! to the cheapest's.
 
-use std::collections::BTreeMap;
-
 use rand::{Rng, SeedableRng};
 use results_format::summary::HOST_TRAITS;
 
 use super::classes::label;
 use super::hosts::HostObs;
-use crate::stats::{holm, median, sorted};
+use crate::stats::{grouped, holm, median, sorted};
 
 /// A trait explains part of the spread when its Holm-adjusted p is below
 /// this (the family: every trait tested).
@@ -72,12 +70,11 @@ pub struct Explain {
 /// Each observation with a cost: its log cost less its class's median
 /// (classes of at least [`EXPLAIN_MIN_HOSTS`]), with its trait values.
 fn within_class(obs: &[HostObs]) -> (Vec<(usize, &HostObs, f64)>, usize, usize) {
-    let mut by_class: BTreeMap<String, Vec<(&HostObs, f64)>> = BTreeMap::new();
-    for o in obs {
-        if let Some(c) = o.cost_ns.filter(|c| *c > 0.0) {
-            by_class.entry(label(o)).or_default().push((o, c.ln()));
-        }
-    }
+    let with_cost = obs.iter().filter_map(|o| {
+        let cost = o.cost_ns.filter(|c| *c > 0.0)?;
+        Some((label(o), (o, cost.ln())))
+    });
+    let by_class = grouped(with_cost);
     let (mut out, mut classes, mut left_out) = (Vec::new(), 0, 0);
     for members in by_class.into_values() {
         if members.len() < EXPLAIN_MIN_HOSTS {
@@ -150,10 +147,8 @@ fn interval(v: Vec<f64>) -> (Option<f64>, Option<f64>) {
 /// What one trait explains; `points` are (class, value, log cost less
 /// the class's median), by class.
 fn effect(name: &str, points: &[(usize, &str, f64)], rng: &mut impl Rng) -> TraitEffect {
-    let mut by_value: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for &(_, v, y) in points.iter().filter(|p| p.1 != "-") {
-        by_value.entry(v).or_default().push(y);
-    }
+    let known = points.iter().filter(|p| p.1 != "-");
+    let mut by_value = grouped(known.map(|&(_, v, y)| (v, y)));
     let known: usize = by_value.values().map(Vec::len).sum();
     let (unknown, all_values) = (points.len() - known, by_value.len());
     by_value.retain(|_, g| g.len() >= EXPLAIN_MIN_HOSTS);

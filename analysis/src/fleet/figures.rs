@@ -2,7 +2,6 @@
 //! `--all` each class over time; and the levels `analysis history`'s
 //! figure is drawn with too.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use results_format::summary::SUMMARY_BUDGETS;
@@ -11,7 +10,7 @@ use super::Fleet;
 use super::classes::{label, quantile};
 use crate::error::AnalysisError;
 use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
-use crate::stats::distinct_sorted;
+use crate::stats::{distinct_sorted, grouped};
 
 /// A labelled horizontal line at `y`.
 pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
@@ -135,12 +134,8 @@ fn over_time(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
     let day0 = day_number(dates[0]);
     let mut all = Vec::new();
     for c in &f.classes {
-        let mut by_date: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for o in f.hosts.iter().filter(|o| label(o) == c.class) {
-            if let Some(cost) = o.cost_ns {
-                by_date.entry(&o.date).or_default().push(cost);
-            }
-        }
+        let members = f.hosts.iter().filter(|o| label(o) == c.class);
+        let by_date = grouped(members.filter_map(|o| Some((o.date.as_str(), o.cost_ns?))));
         let points = by_date.into_iter().filter_map(|(d, mut v)| {
             v.sort_by(f64::total_cmp);
             let x = (day_number(d)? - day0?) as f64;

@@ -9,6 +9,7 @@ use results_format::summary::{BudgetAnswer, HOST_TRAITS, SUMMARY_BUDGETS, Summar
 use super::FleetOptions;
 use super::pick::{Standing, in_scope, representative};
 use super::scan::{FleetRow, Missing};
+use crate::stats::grouped;
 
 /// The class columns `--by` may name (summary columns) beside the host
 /// traits ([`HOST_TRAITS`]), each with its value in a row as text.
@@ -148,27 +149,26 @@ pub fn hosts(
              are left out: the fleet answers for the built-in sampler's primary configuration"
         ));
     }
-    // Sets by host, keyed (so ordered) by date, started_at, set dir.
+    let by_host = grouped(
+        (rows.iter())
+            .filter(|r| in_scope((&r.row).into()))
+            .map(|r| (r.host.as_str(), r)),
+    );
+    // A host's sets, keyed (so ordered) by date, started_at, set dir.
     type SetKey = (String, Option<i64>, String);
-    let mut by_host: BTreeMap<&str, BTreeMap<SetKey, Vec<&FleetRow>>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| in_scope((&r.row).into())) {
-        let key = (
+    let set_key = |r: &FleetRow| {
+        (
             r.date.clone(),
             r.row.started_at,
             r.set_dir.display().to_string(),
-        );
-        by_host
-            .entry(&r.host)
-            .or_default()
-            .entry(key)
-            .or_default()
-            .push(r);
-    }
+        )
+    };
     // Sets without a cost per sample, by host and date: one note.
     let mut no_cost: BTreeMap<String, usize> = BTreeMap::new();
     // The same set under two host names (copied twice): counted once.
     let mut seen: BTreeMap<(String, Option<i64>, String), String> = BTreeMap::new();
-    for (host, sets) in &by_host {
+    for (host, rows) in by_host {
+        let sets = grouped(rows.into_iter().map(|r| (set_key(r), r)));
         let mut chosen: Vec<(&SetKey, &Vec<&FleetRow>)> = sets.iter().collect();
         if !all {
             let newest = &chosen[chosen.len() - 1].0.0;

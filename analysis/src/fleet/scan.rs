@@ -1,21 +1,37 @@
 //! Reading a fleet dataset: every `summary.parquet` under a root, read in
 //! one polars lazy scan with the `key=value` folder names (`host=`,
-//! `date=`) as columns (docs/results-format.md, "A fleet dataset"); the sets
-//! without a summary made from their tables or listed as skipped; the
-//! hosts the playbook could not measure (`missing.json`).
+//! `date=`) as columns (docs/results-format.md, "A fleet dataset"), or
+//! from the cache ([`super::cache`]); the day tables of a compacted fleet;
+//! the sets without a summary made from their tables or listed as skipped;
+//! the hosts the playbook could not measure (`missing.json`). Every source
+//! is read as a frame whose rows standing for their sets are chosen on its
+//! columns ([`kept`]), so only those become [`SummaryRow`]s.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 use results_format::MANIFEST_JSON;
-use results_format::summary::{DAY_TABLE, read_day_frame};
-use results_format::summary::{SUMMARY_PARQUET, SummaryRow, check_versions, read_summary};
-use results_format::summary::{fill_from_frame, rows_from_frame, summary_schema};
+use results_format::summary::{DAY_TABLE, SUMMARY_VERSION, read_day_frame};
+use results_format::summary::{SUMMARY_PARQUET, SummaryError, SummaryRow, read_summary};
+use results_format::summary::{fill_from_frame, summary_frame, summary_schema};
 
-use super::cache::{CACHE_DIR, Cache, CacheKey, Entry, Stamp, stamp};
+use super::cache::{self, CACHE_DIR, CacheKey, PATH_COLUMN, Stamps, stamp};
 use super::pick::{Standing, in_scope, representative};
-pub use super::row::FleetRow;
+
+/// One summary row with the host, date and set it came from.
+#[derive(Debug, Clone, Default)]
+pub struct FleetRow {
+    /// The `host=` folder, else the row's hostname.
+    pub host: String,
+    /// The `date=` folder, else the UTC day the sweep started.
+    pub date: String,
+    /// The result set's folder.
+    pub set_dir: PathBuf,
+    /// True when the set had no summary and it was made from its tables.
+    pub made: bool,
+    pub row: SummaryRow,
+}
 
 /// A host the playbook wrote `missing.json` for.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -52,14 +68,21 @@ pub struct Scan {
     pub left_out: usize,
     /// Summaries taken from the cache, not read.
     pub cached: usize,
-    /// Rows left out per summary file (for the cache).
-    left_out_by_file: BTreeMap<PathBuf, usize>,
+    /// With the cache: the rows it keeps, as each frame read gave them.
+    to_cache: Option<Vec<DataFrame>>,
 }
 
 impl Scan {
     fn skip(&mut self, path: &Path, reason: impl Into<String>) {
         let (path, reason) = (path.to_path_buf(), reason.into());
         self.skipped.push(Skipped { path, reason });
+    }
+
+    /// What a frame's read kept.
+    fn keep(&mut self, k: &Kept, rows: Vec<FleetRow>) {
+        self.sets += k.sets;
+        self.left_out += k.left_out;
+        self.rows.extend(rows);
     }
 }
 
@@ -159,32 +182,6 @@ pub fn day_of(us: i64) -> Option<String> {
     chrono::DateTime::from_timestamp_micros(us).map(|t| t.format("%Y-%m-%d").to_string())
 }
 
-/// `rows` of the set in `set_dir`, with its host and date: from `keys`
-/// (the scan's hive columns), else from the set's path below `root`, else
-/// the rows' own hostname and start day.
-fn place(
-    (root, set_dir, made): (&Path, &Path, bool),
-    rows: Vec<SummaryRow>,
-    keys: Option<BTreeMap<String, String>>,
-) -> impl Iterator<Item = FleetRow> {
-    let keys = keys.unwrap_or_else(|| hive_keys(root, set_dir).into_iter().collect());
-    let set_dir = set_dir.to_path_buf();
-    rows.into_iter().map(move |row| {
-        let host = keys.get("host").cloned().or_else(|| row.hostname.clone());
-        let date = keys.get("date").cloned();
-        FleetRow {
-            host: host.unwrap_or_else(|| "(unknown)".to_string()),
-            date: (date.or_else(|| row.started_at.and_then(day_of))).unwrap_or_default(),
-            set_dir: set_dir.clone(),
-            made,
-            row,
-        }
-    })
-}
-
-/// The column polars' scan adds with each row's file.
-const PATH_COLUMN: &str = "__summary_path";
-
 /// One lazy scan over `paths` (whose `key=value` folders below `root` are
 /// the same keys): the summary's columns, a file written by an earlier
 /// version lacking some (null), the hive keys and each row's file.
@@ -229,112 +226,245 @@ fn scan_group(
     lf.select(cols.map(col).collect::<Vec<_>>()).collect()
 }
 
-/// Reads every summary in `paths` with one lazy scan per set of hive keys
-/// (and per [`BATCH`]); a scan that fails (a file of another shape) is
-/// redone file by file, so one bad file is named and skipped, not the
-/// fleet.
+/// `df` (a scan's) with a `host` and a `date` column as text, null where
+/// the files' folders name none.
+fn with_host_and_date(mut df: DataFrame) -> PolarsResult<DataFrame> {
+    for key in ["host", "date"] {
+        let c = match df.column(key) {
+            Ok(c) => c.cast(&DataType::String)?,
+            Err(_) => Column::full_null(key.into(), df.height(), &DataType::String),
+        };
+        df.with_column(c)?;
+    }
+    Ok(df)
+}
+
+/// The rows of the summary `path` framed as a scan frames them: its host
+/// and date from its `key=value` folders below `root`, and its file.
+fn frame_of(root: &Path, path: &Path, rows: &[SummaryRow]) -> PolarsResult<DataFrame> {
+    let keys: BTreeMap<String, String> = hive_keys(root, path.parent().unwrap_or(path))
+        .into_iter()
+        .collect();
+    let mut df = summary_frame(rows)?;
+    for key in ["host", "date"] {
+        df.with_column(Column::new(
+            key.into(),
+            vec![keys.get(key).cloned(); rows.len()],
+        ))?;
+    }
+    let file = path.to_string_lossy().into_owned();
+    df.with_column(Column::new(PATH_COLUMN.into(), vec![file; rows.len()]))?;
+    Ok(df)
+}
+
+/// Reads every summary in `paths`: with `opts.cache` those unchanged
+/// since the last run from the cache, the others with one lazy scan per
+/// set of hive keys (and per [`BATCH`]); a scan that fails (a file of
+/// another shape) is redone file by file, so one bad file is named and
+/// skipped, not the fleet. The cache is then rewritten with what this
+/// scan kept.
 fn read_summaries(root: &Path, paths: &[PathBuf], opts: &ScanOptions, scan: &mut Scan) {
+    let key = match (&opts.columns, opts.one_row_at) {
+        (Some(cols), Some(at)) if opts.cache => Some(CacheKey::new(at, cols)),
+        _ => None,
+    };
+    let stamps: Stamps = match key {
+        Some(_) => (paths.iter())
+            .filter_map(|p| Some((p.clone(), stamp(p)?)))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let mut to_read = paths.to_vec();
+    scan.to_cache = key.is_some().then(Vec::new);
+    if let Some((df, cached)) = key.as_ref().and_then(|k| cache::load(root, k, &stamps)) {
+        match read_frame(df, false, opts, scan) {
+            Ok(()) => {
+                to_read.retain(|p| !cached.contains(p));
+                scan.cached = cached.len();
+                if scan.cached > 0 {
+                    let (n, dir) = (scan.cached, root.join(CACHE_DIR));
+                    tracing::info!(
+                        "{n} summaries from {}, {} read",
+                        dir.display(),
+                        to_read.len()
+                    );
+                }
+            }
+            Err(e) => {
+                let dir = root.join(CACHE_DIR);
+                tracing::warn!(
+                    "{}: unreadable ({e}); every summary is read again",
+                    dir.display()
+                );
+            }
+        }
+    }
     let mut groups: BTreeMap<Vec<String>, Vec<PathBuf>> = BTreeMap::new();
-    for p in paths {
-        let keys = hive_keys(root, p.parent().unwrap_or(p))
+    for p in to_read {
+        let keys = hive_keys(root, p.parent().unwrap_or(&p))
             .into_iter()
             .map(|(k, _)| k);
-        groups.entry(keys.collect()).or_default().push(p.clone());
+        groups.entry(keys.collect()).or_default().push(p);
     }
     for (keys, group) in &groups {
         for batch in group.chunks(BATCH) {
             let read = scan_group(root, batch, keys, opts.columns.as_deref())
-                .and_then(|df| split_by_file(&df, keys));
-            match read {
-                Ok(by_file) => {
-                    for (path, (rows, hive)) in by_file {
-                        accept(root, &path, rows, Some(hive), opts, scan);
-                    }
-                }
-                Err(e) => {
-                    let n = batch.len();
-                    tracing::warn!(
-                        "one scan of {n} summaries failed ({e}); reading them one by one"
-                    );
-                    for path in batch {
-                        match read_summary(path) {
-                            Ok(rows) => accept(root, path, rows, None, opts, scan),
-                            Err(e) => scan.skip(path, e.to_string()),
-                        }
+                .and_then(with_host_and_date)
+                .and_then(|df| read_frame(df, false, opts, scan));
+            if let Err(e) = read {
+                let n = batch.len();
+                tracing::warn!("one scan of {n} summaries failed ({e}); reading them one by one");
+                for path in batch {
+                    if let Err(e) = read_one(root, path, opts, scan) {
+                        scan.skip(path, e);
                     }
                 }
             }
         }
     }
-}
-
-/// A file's rows and its hive columns' values.
-type FileRows = (Vec<SummaryRow>, BTreeMap<String, String>);
-
-/// The scanned frame's rows, by the file they came from, with the values
-/// of the hive columns `keys` that polars read off each file's path.
-fn split_by_file(df: &DataFrame, keys: &[String]) -> PolarsResult<BTreeMap<PathBuf, FileRows>> {
-    let rows = rows_from_frame(df)?;
-    let paths = df.column(PATH_COLUMN)?.str()?.clone();
-    let hive: Vec<(&String, StringChunked)> = (keys.iter())
-        .map(|k| Ok((k, df.column(k)?.cast(&DataType::String)?.str()?.clone())))
-        .collect::<PolarsResult<_>>()?;
-    let mut by_file: BTreeMap<PathBuf, FileRows> = BTreeMap::new();
-    for (i, (row, path)) in rows.into_iter().zip(paths.iter()).enumerate() {
-        let path = PathBuf::from(path.unwrap_or_default());
-        let entry = by_file.entry(path).or_insert_with(|| {
-            let values = hive
-                .iter()
-                .filter_map(|(k, c)| c.get(i).map(|v| (k.to_string(), v.to_string())));
-            (Vec::new(), values.collect())
-        });
-        entry.0.push(row);
-    }
-    Ok(by_file)
-}
-
-/// `rows` with, when the scan keeps one row per set, only the in-scope
-/// row standing for it (the others counted in `left_out`).
-fn kept(rows: Vec<SummaryRow>, opts: &ScanOptions, left_out: &mut usize) -> Vec<SummaryRow> {
-    let Some(at) = opts.one_row_at else {
-        return rows;
-    };
-    let n = rows.len();
-    let mut scoped: Vec<SummaryRow> = rows.into_iter().filter(|r| in_scope(r.into())).collect();
-    *left_out += n - scoped.len();
-    let of: Vec<Standing> = scoped.iter().map(Standing::from).collect();
-    let standing = representative(&of, at);
-    match standing {
-        Some(i) => vec![scoped.swap_remove(i)],
-        None => scoped,
+    if let (Some(key), Some(frames)) = (&key, scan.to_cache.take()) {
+        cache::save(root, key, &frames, &stamps);
     }
 }
 
-/// One summary's rows into the scan, or the file into `skipped`.
-fn accept(
-    root: &Path,
-    path: &Path,
-    rows: Vec<SummaryRow>,
-    hive: Option<BTreeMap<String, String>>,
-    opts: &ScanOptions,
-    scan: &mut Scan,
-) {
-    if let Err(e) = check_versions(path, &rows) {
-        return scan.skip(path, e.to_string());
-    }
+/// One summary read on its own (when a scan of many failed) into the
+/// scan.
+fn read_one(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) -> Result<(), String> {
+    let rows = read_summary(path).map_err(|e| e.to_string())?;
     if rows.is_empty() {
-        return scan.skip(
-            path,
-            "the summary has no rows (no rate above 0 Hz was analysed)",
-        );
+        return Err("the summary has no rows (no rate above 0 Hz was analysed)".into());
     }
-    scan.sets += 1;
-    let mut left_out = 0;
-    let rows = kept(rows, opts, &mut left_out);
-    scan.left_out += left_out;
-    scan.left_out_by_file.insert(path.to_path_buf(), left_out);
-    let set_dir = path.parent().unwrap_or(path);
-    scan.rows.extend(place((root, set_dir, false), rows, hive));
+    let df = frame_of(root, path, &rows).map_err(|e| e.to_string())?;
+    read_frame(df, false, opts, scan).map_err(|e| e.to_string())
+}
+
+/// The rows a scan keeps of a frame, chosen on its columns.
+#[derive(Debug, Default)]
+struct Kept {
+    /// Sets: runs of rows with one key.
+    sets: usize,
+    /// Every row, or with one row per set the in-scope row standing for
+    /// it ([`representative`]); a set's rows in their order.
+    take: Vec<usize>,
+    /// Rows of other subjects and configurations left out
+    /// ([`in_scope`]), and those of them in sets that kept a row.
+    left_out: usize,
+    others: Vec<usize>,
+}
+
+/// The rows of `df` the scan keeps, the sets told apart by `set_of`.
+fn kept<K: Ord>(
+    df: &DataFrame,
+    set_of: impl Fn(usize) -> K,
+    opts: &ScanOptions,
+) -> PolarsResult<Kept> {
+    let mut order: Vec<usize> = (0..df.height()).collect();
+    order.sort_by_key(|&i| set_of(i));
+    let standing = match opts.one_row_at {
+        Some(_) => standings(df)?,
+        None => Vec::new(),
+    };
+    let mut k = Kept::default();
+    for run in order.chunk_by(|&a, &b| set_of(a) == set_of(b)) {
+        k.sets += 1;
+        let Some(at) = opts.one_row_at else {
+            k.take.extend_from_slice(run);
+            continue;
+        };
+        let (scoped, others): (Vec<usize>, Vec<usize>) =
+            run.iter().copied().partition(|&i| in_scope(standing[i]));
+        k.left_out += others.len();
+        let of: Vec<Standing> = scoped.iter().map(|&i| standing[i]).collect();
+        match representative(&of, at) {
+            Some(i) => k.take.push(scoped[i]),
+            None => k.take.extend(&scoped),
+        }
+        if !scoped.is_empty() {
+            k.others.extend(others);
+        }
+    }
+    Ok(k)
+}
+
+/// The rows `take` of `df` as [`FleetRow`]s, each summary row built once:
+/// `place(i)` says row `i`'s host and date where it knows them (else the
+/// row's hostname and start day) and its set's folder.
+fn fleet_rows(
+    df: &DataFrame,
+    take: &[usize],
+    place: impl Fn(usize) -> (Option<String>, Option<String>, PathBuf),
+) -> PolarsResult<Vec<FleetRow>> {
+    let mut rows = vec![FleetRow::default(); take.len()];
+    let mut summary: Vec<&mut SummaryRow> = rows.iter_mut().map(|r| &mut r.row).collect();
+    fill_from_frame(&df.take(&indices(take))?, &mut summary)?;
+    for (r, &i) in rows.iter_mut().zip(take) {
+        let (host, date, set_dir) = place(i);
+        let host = host.or_else(|| r.row.hostname.clone());
+        r.host = host.unwrap_or_else(|| "(unknown)".to_string());
+        r.date = (date.or_else(|| r.row.started_at.and_then(day_of))).unwrap_or_default();
+        r.set_dir = set_dir;
+    }
+    Ok(rows)
+}
+
+fn indices(rows: &[usize]) -> IdxCa {
+    IdxCa::from_vec("".into(), rows.iter().map(|&i| i as IdxSize).collect())
+}
+
+/// `df` without the rows of files a later version wrote, and those files
+/// with the version of their first such row.
+fn without_newer(df: DataFrame) -> PolarsResult<(DataFrame, BTreeMap<String, i64>)> {
+    let Ok(versions) = df.column("format_version") else {
+        return Ok((df, BTreeMap::new()));
+    };
+    let versions = versions.cast(&DataType::Int64)?;
+    let paths = df.column(PATH_COLUMN)?.str()?;
+    let mut newer = BTreeMap::new();
+    for (p, v) in paths.iter().zip(versions.i64()?.iter()) {
+        if let (Some(p), Some(v)) = (p, v.filter(|&v| v > SUMMARY_VERSION)) {
+            newer.entry(p.to_string()).or_insert(v);
+        }
+    }
+    if newer.is_empty() {
+        return Ok((df, newer));
+    }
+    let older: BooleanChunked = (paths.iter())
+        .map(|p| !newer.contains_key(p.unwrap_or_default()))
+        .collect();
+    Ok((df.filter(&older)?, newer))
+}
+
+/// A frame of summaries' rows, each with its `host` and `date` folder
+/// (null: none) and its file, into the scan (`made`: made from their
+/// tables), a file a later version wrote into `skipped`. With the cache,
+/// the rows it keeps: those kept, and the others of their sets.
+fn read_frame(df: DataFrame, made: bool, opts: &ScanOptions, scan: &mut Scan) -> PolarsResult<()> {
+    let (df, newer) = without_newer(df)?;
+    let paths = df.column(PATH_COLUMN)?.str()?;
+    let (hosts, dates) = (df.column("host")?.str()?, df.column("date")?.str()?);
+    let k = kept(&df, |i| paths.get(i), opts)?;
+    let mut rows = fleet_rows(&df, &k.take, |i| {
+        let file = Path::new(paths.get(i).unwrap_or_default());
+        let (host, date) = (hosts.get(i), dates.get(i));
+        let set_dir = file.parent().unwrap_or(file).to_path_buf();
+        (host.map(str::to_string), date.map(str::to_string), set_dir)
+    })?;
+    rows.iter_mut().for_each(|r| r.made = made);
+    if let Some(frames) = &mut scan.to_cache {
+        let mut cached = [&k.take[..], &k.others[..]].concat();
+        cached.sort_unstable();
+        frames.push(df.take(&indices(&cached))?);
+    }
+    for (path, found) in newer {
+        let path = PathBuf::from(path);
+        let why = SummaryError::Version {
+            path: path.clone(),
+            found,
+        };
+        scan.skip(&path, why.to_string());
+    }
+    scan.keep(&k, rows);
+    Ok(())
 }
 
 /// A day table's sets into the scan (each as if read from its own
@@ -342,77 +472,34 @@ fn accept(
 /// table's `date=` folder, else its start), or the table into `skipped`.
 /// With one row per set, the standing rows are chosen on the table's
 /// columns, so only they become [`SummaryRow`]s, each built once.
-fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
+pub fn read_table(root: &Path, path: &Path, opts: &ScanOptions, scan: &mut Scan) {
     let date = hive_date(root, path);
     let read = read_day_frame(path, opts.columns.as_deref())
         .map_err(|e| e.to_string())
-        .and_then(|df| table_rows(&df, opts, date.as_deref()).map_err(|e| e.to_string()));
+        .and_then(|df| table_rows(&df, date, opts).map_err(|e| e.to_string()));
     match read {
-        Ok((sets, rows, left_out)) => {
-            scan.sets += sets;
-            scan.left_out += left_out;
-            scan.rows.extend(rows);
-        }
+        Ok((k, rows)) => scan.keep(&k, rows),
         Err(e) => scan.skip(path, e),
     }
 }
 
-/// A table's rows as [`kept`] keeps them, each set's with its host and
-/// folder from the table and the table's `date`: how many sets, the
-/// rows, how many were left out.
+/// A table's rows as [`kept`] keeps them, a set being a host's folder.
 fn table_rows(
     df: &DataFrame,
+    date: Option<String>,
     opts: &ScanOptions,
-    date: Option<&str>,
-) -> PolarsResult<(usize, Vec<FleetRow>, usize)> {
-    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> {
-        Ok(df.column(name)?.str()?.iter().collect())
-    };
-    let (hosts, dirs) = (text("host")?, text("set_dir")?);
-    let mut order: Vec<usize> = (0..df.height()).collect();
-    order.sort_by_key(|&i| (hosts[i], dirs[i]));
-    let standing = match opts.one_row_at {
-        Some(_) => standings(df)?,
-        None => Vec::new(),
-    };
-    let (mut sets, mut take, mut left_out) = (0, Vec::new(), 0);
-    for run in order.chunk_by(|&a, &b| (hosts[a], dirs[a]) == (hosts[b], dirs[b])) {
-        sets += 1;
-        let Some(at) = opts.one_row_at else {
-            take.extend_from_slice(run);
-            continue;
-        };
-        let scoped: Vec<usize> = (run.iter().copied())
-            .filter(|&i| in_scope(standing[i]))
-            .collect();
-        left_out += run.len() - scoped.len();
-        let of: Vec<Standing> = scoped.iter().map(|&i| standing[i]).collect();
-        match representative(&of, at) {
-            Some(k) => take.push(scoped[k]),
-            None => take.extend(scoped),
-        }
-    }
-    let mut rows: Vec<FleetRow> = (take.iter())
-        .map(|&i| FleetRow {
-            host: hosts[i].unwrap_or_default().to_string(),
-            date: date.unwrap_or_default().to_string(),
-            set_dir: PathBuf::from(dirs[i].unwrap_or_default()),
-            made: false,
-            row: SummaryRow::default(),
-        })
-        .collect();
-    let idx = IdxCa::from_vec("".into(), take.iter().map(|&i| i as IdxSize).collect());
-    let kept = df.take(&idx)?;
-    fill_from_frame(
-        &kept,
-        &mut rows.iter_mut().map(|r| &mut r.row).collect::<Vec<_>>(),
-    )?;
-    if date.is_none() {
-        for r in &mut rows {
-            r.date = r.row.started_at.and_then(day_of).unwrap_or_default();
-        }
-    }
-    Ok((sets, rows, left_out))
+) -> PolarsResult<(Kept, Vec<FleetRow>)> {
+    let (hosts, dirs) = (df.column("host")?.str()?, df.column("set_dir")?.str()?);
+    let k = kept(df, |i| (hosts.get(i), dirs.get(i)), opts)?;
+    let rows = fleet_rows(df, &k.take, |i| {
+        let host = hosts.get(i).unwrap_or_default().to_string();
+        (
+            Some(host),
+            date.clone(),
+            dirs.get(i).unwrap_or_default().into(),
+        )
+    })?;
+    Ok((k, rows))
 }
 
 /// Each row's [`Standing`], read from the frame's columns.
@@ -445,63 +532,6 @@ fn standings(df: &DataFrame) -> PolarsResult<Vec<Standing<'_>>> {
     Ok(out)
 }
 
-/// [`read_summaries`] for the summaries that are new or changed since the
-/// cache under `root`; the others from it. The cache is then rewritten
-/// with what this scan holds.
-fn read_with_cache(
-    root: &Path,
-    paths: &[PathBuf],
-    opts: &ScanOptions,
-    key: &CacheKey,
-    scan: &mut Scan,
-) {
-    let mut old = Cache::load(root, key);
-    let mut stamps: BTreeMap<PathBuf, Stamp> = BTreeMap::new();
-    let mut to_read: Vec<PathBuf> = Vec::new();
-    for p in paths {
-        let st = stamp(p);
-        match (st, old.entries.remove(p)) {
-            (Some(st), Some(e)) if e.stamp == st => {
-                scan.sets += 1;
-                scan.cached += 1;
-                scan.left_out += e.left_out;
-                scan.left_out_by_file.insert(p.clone(), e.left_out);
-                scan.rows.extend(e.rows);
-            }
-            _ => to_read.push(p.clone()),
-        }
-        stamps.extend(st.map(|st| (p.clone(), st)));
-    }
-    if scan.cached > 0 {
-        let (n, dir) = (scan.cached, root.join(CACHE_DIR));
-        tracing::info!(
-            "{n} summaries from {}, {} read",
-            dir.display(),
-            to_read.len()
-        );
-    }
-    read_summaries(root, &to_read, opts, scan);
-    let mut new = Cache::default();
-    for r in scan.rows.iter().filter(|r| !r.made) {
-        let path = r.set_dir.join(SUMMARY_PARQUET);
-        let Some(&stamp) = stamps.get(&path) else {
-            continue;
-        };
-        let left_out = scan.left_out_by_file.get(&path).copied().unwrap_or(0);
-        let entry = new.entries.entry(path);
-        let rows = Vec::new();
-        entry
-            .or_insert(Entry {
-                stamp,
-                rows,
-                left_out,
-            })
-            .rows
-            .push(r.clone());
-    }
-    new.save(root, key);
-}
-
 /// Reads everything under `root` as `opts` says: which columns, one row
 /// per set or all, and whether a set without a summary is analysed to
 /// make its rows (older sets) or skipped.
@@ -509,13 +539,7 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
     let mut found = Found::default();
     walk(root, &mut found)?;
     let mut scan = Scan::default();
-    match (&opts.columns, opts.one_row_at) {
-        (Some(cols), Some(at)) if opts.cache => {
-            let key = CacheKey::new(at, cols);
-            read_with_cache(root, &found.summaries, opts, &key, &mut scan);
-        }
-        _ => read_summaries(root, &found.summaries, opts, &mut scan),
-    }
+    read_summaries(root, &found.summaries, opts, &mut scan);
     for path in &found.tables {
         read_table(root, path, opts, &mut scan);
     }
@@ -530,10 +554,13 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<Scan> {
         }
         match crate::summary_of(dir) {
             Ok((rows, _)) if !rows.is_empty() => {
-                scan.sets += 1;
-                scan.made += 1;
-                let rows = kept(rows, opts, &mut scan.left_out);
-                scan.rows.extend(place((root, dir, true), rows, None));
+                let path = dir.join(SUMMARY_PARQUET);
+                let made = frame_of(root, &path, &rows)
+                    .and_then(|df| read_frame(df, true, opts, &mut scan));
+                match made {
+                    Ok(()) => scan.made += 1,
+                    Err(e) => scan.skip(dir, e.to_string()),
+                }
             }
             Ok(_) => scan.skip(
                 dir,

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use polars::prelude::*;
 
-use super::{SUMMARY_VERSION, SummaryError, SummaryRow, rows_from_frame, summary_frame};
+use super::{SUMMARY_VERSION, SummaryError, SummaryRow, summary_frame};
 use crate::FormatError;
 
 /// A fleet day's summaries in one table (`analysis fleet ROOT --compact
@@ -91,31 +91,4 @@ pub fn read_day_frame(path: &Path, columns: Option<&[String]>) -> Result<DataFra
         }
     }
     Ok(df)
-}
-
-/// Reads a day table: only `columns` of the summary where given (the
-/// others null), with its keys.
-pub fn read_day_table(
-    path: &Path,
-    columns: Option<&[String]>,
-) -> Result<Vec<DayRow>, SummaryError> {
-    let df = read_day_frame(path, columns)?;
-    let corrupt = |e: PolarsError| FormatError::Corrupt {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
-    let rows = rows_from_frame(&df).map_err(corrupt)?;
-    let key = |k: &str| -> PolarsResult<Vec<String>> {
-        let c = df.column(k)?.str()?;
-        Ok(c.iter()
-            .map(|v| v.unwrap_or_default().to_string())
-            .collect())
-    };
-    let (hosts, dirs) = (
-        key("host").map_err(corrupt)?,
-        key("set_dir").map_err(corrupt)?,
-    );
-    Ok((rows.into_iter().zip(hosts).zip(dirs))
-        .map(|((row, host), set_dir)| DayRow { host, set_dir, row })
-        .collect())
 }
