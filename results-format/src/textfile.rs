@@ -29,8 +29,9 @@ pub struct CheckOutcome {
     pub exit_code: Option<u8>,
 }
 
-/// One numeric metric of a row: name, help, value.
-type Metric = (&'static str, &'static str, fn(&SummaryRow) -> Option<f64>);
+/// One numeric metric of a row (a summary row unless named): name, help,
+/// value.
+type Metric<T = SummaryRow> = (&'static str, &'static str, fn(&T) -> Option<f64>);
 
 const NS: f64 = 1e-9;
 const PCT: f64 = 0.01;
@@ -124,7 +125,7 @@ const METRICS: &[Metric] = &[
 ];
 
 /// The fixed budgets' metrics: name, help, value of a budget's answer.
-const BUDGET_METRICS: &[(&str, &str, fn(&BudgetAnswer) -> Option<f64>)] = &[
+const BUDGET_METRICS: &[Metric<BudgetAnswer>] = &[
     (
         "perf_overhead_budget_max_hz",
         "Highest sampling rate within the loss budget (label budget, a ratio).",
