@@ -5,7 +5,7 @@
 //! the sets without a summary made from their tables or listed as skipped;
 //! the hosts the playbook could not measure (`missing.json`). Every source
 //! is read as a frame whose rows standing for their sets are chosen on its
-//! columns ([`kept`]), so only those become [`SummaryRow`]s.
+//! columns (`kept`), so only those become [`SummaryRow`]s.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
