@@ -22,34 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::perf::tracefs::{Field, Format};
 
-/// Which kernel instrumentation timed a handler interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HandlerSource {
-    /// `nmi:nmi_handler` (PMU sampling).
-    Nmi,
-    /// `timer:hrtimer_expire_entry/exit` of `perf_swevent_hrtimer` (cpu-clock).
-    Hrtimer,
-    /// `irq_vectors:local_timer_entry/exit` (the whole timer interrupt).
-    LocalTimer,
-}
-
-impl HandlerSource {
-    /// `nmi`, `hrtimer` or `local_timer` (the `source` column of the results).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            HandlerSource::Nmi => "nmi",
-            HandlerSource::Hrtimer => "hrtimer",
-            HandlerSource::LocalTimer => "local_timer",
-        }
-    }
-}
-
-impl std::fmt::Display for HandlerSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use results_format::HandlerSource;
 
 /// One execution of the sampling handler (or of the interrupt around it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

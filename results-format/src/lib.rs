@@ -47,7 +47,7 @@ pub use runs::{
     LEGACY_SAMPLE, LEGACY_WORKLOAD, PHASE_REQUIRED, PHASES_CSV, PhaseRow, RUN_REQUIRED, RUNS_CSV,
     RunRow, header_of, phase_columns, read_csv_rows, read_phases, read_runs, run_columns,
 };
-pub use vocab::{Design, EventKind, RunKind, RunStatus, ScopeName, Status};
+pub use vocab::{Design, EventKind, HandlerSource, RunKind, RunStatus, ScopeName, Status};
 
 /// Version of the on-disk format. Readers refuse a manifest of another
 /// version; a change that old readers would misread bumps it.

@@ -7,11 +7,19 @@ use serde::{Deserialize, Serialize};
 macro_rules! names {
     ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
         impl $ty {
+            /// Every variant, in the order of their names here.
+            pub const ALL: &[$ty] = &[$($ty::$variant),+];
+
             /// The name used in files and on the command line.
             pub fn as_str(self) -> &'static str {
                 match self {
                     $($ty::$variant => $name,)+
                 }
+            }
+
+            /// The variant of that name ([`Self::as_str`]), if any.
+            pub fn named(name: &str) -> Option<$ty> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == name)
             }
         }
 
@@ -98,14 +106,6 @@ names!(EventKind {
 });
 
 impl EventKind {
-    /// All kinds.
-    pub const ALL: [EventKind; 4] = [
-        EventKind::CpuClock,
-        EventKind::Cycles,
-        EventKind::Instructions,
-        EventKind::TaskClock,
-    ];
-
     /// A hardware PMU event (sampled from the NMI handler).
     pub fn is_hardware(&self) -> bool {
         matches!(self, EventKind::Cycles | EventKind::Instructions)
@@ -115,15 +115,27 @@ impl EventKind {
 impl std::str::FromStr for EventKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EventKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let names = EventKind::ALL.map(EventKind::as_str).join(", ");
-                format!("unknown event `{s}`; expected one of {names}")
-            })
+        EventKind::named(s).ok_or_else(|| {
+            let names: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+            format!("unknown event `{s}`; expected one of {}", names.join(", "))
+        })
     }
 }
+
+/// Which kernel instrumentation timed a handler interval (the `source`
+/// column of a run's intervals file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerSource {
+    /// `nmi:nmi_handler` (PMU sampling).
+    Nmi,
+    /// `timer:hrtimer_expire_entry/exit` of `perf_swevent_hrtimer` (cpu-clock).
+    Hrtimer,
+    /// `irq_vectors:local_timer_entry/exit` (the whole timer interrupt).
+    LocalTimer,
+}
+
+names!(HandlerSource { Nmi => "nmi", Hrtimer => "hrtimer", LocalTimer => "local_timer" });
 
 /// Which CPUs the sampling event watches (runs.csv `scope`,
 /// `options.scope`).

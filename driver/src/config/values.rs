@@ -88,19 +88,14 @@ pub(super) fn parse_contents(s: &str, origin: &Origin) -> Result<SampleContents,
     })
 }
 
-/// The designs and scopes, each known by its name (`as_str`).
-const DESIGNS: [Design; 4] = [Design::Classic, Design::Paired, Design::Gaps, Design::Split];
-const SCOPES: [ScopeName; 3] = [ScopeName::Cpu, ScopeName::System, ScopeName::Task];
-
 pub(super) fn parse_design(s: &str, origin: &Origin) -> Result<Design, ConfigError> {
     let fix = "use classic, paired, gaps or split (or several, comma-separated)";
-    let found = DESIGNS.into_iter().find(|d| d.as_str() == s);
-    found.ok_or_else(|| invalid(s, origin, "unknown design", fix))
+    Design::named(s).ok_or_else(|| invalid(s, origin, "unknown design", fix))
 }
 
 pub(super) fn parse_scope(s: &str, origin: &Origin) -> Result<ScopeName, ConfigError> {
-    let found = SCOPES.into_iter().find(|d| d.as_str() == s);
-    found.ok_or_else(|| invalid(s, origin, "unknown scope", "use one of cpu, system, task"))
+    ScopeName::named(s)
+        .ok_or_else(|| invalid(s, origin, "unknown scope", "use one of cpu, system, task"))
 }
 
 /// Parses a positive duration such as `10s`, `250ms`, `1.5s`, `500us`,
@@ -344,7 +339,7 @@ pub(crate) fn seed_flag(text: &str) -> Result<u64, String> {
 /// `--scope`: one of the scopes (listed by `--help`).
 pub(crate) fn scope_flag() -> impl clap::builder::TypedValueParser<Value = ScopeName> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(SCOPES.map(ScopeName::as_str))
+    clap::builder::PossibleValuesParser::new(ScopeName::ALL.iter().map(|s| s.as_str()))
         .try_map(|s| parse_scope(&s, &Origin::Flag("--scope")).map_err(|e| flag_error(e, &s)))
 }
 
