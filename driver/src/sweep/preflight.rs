@@ -9,10 +9,11 @@ use std::process::ExitCode;
 
 use super::usage;
 use crate::config::{Sampling, Subject, SweepOptions};
+use crate::perf::error::MAX_RATE_PATH;
 use crate::plan::PlannedRun;
 use crate::sampler::{EventKind, resolve_event};
 use crate::system::quiet::other_cpu;
-use crate::system::settings::{MAX_SAMPLE_RATE_PATH, read_num};
+use crate::system::settings::read_num;
 use crate::system::signals::interrupt_flag;
 use anyhow::Context;
 
@@ -131,12 +132,12 @@ pub(super) struct Ceiling {
 /// The sample-rate ceiling, as found (after the leftovers); a frequency
 /// above it is refused without `--raise-max-rate`.
 pub(super) fn max_rate_ceiling(opts: &SweepOptions, may_raise: bool) -> anyhow::Result<Ceiling> {
-    let found = read_num::<u64>(Path::new(MAX_SAMPLE_RATE_PATH)).ok();
+    let found = read_num::<u64>(Path::new(MAX_RATE_PATH)).ok();
     let raise = found.is_some_and(|r| opts.max_rate_hz() > r);
     if raise && !may_raise {
         let found = found.unwrap_or(0);
         return Err(usage(format!(
-            "frequency {} Hz is above perf_event_max_sample_rate = {found} ({MAX_SAMPLE_RATE_PATH}); \
+            "frequency {} Hz is above perf_event_max_sample_rate = {found} ({MAX_RATE_PATH}); \
              pass --raise-max-rate to raise it for the sweep (restored at exit), or drop frequencies above {found}",
             opts.max_rate_hz(),
         )));

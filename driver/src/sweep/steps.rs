@@ -14,10 +14,11 @@ use super::{SweepFlags, git_revision, set_name, usage};
 use crate::config::SweepOptions;
 use crate::hoststate::OnLeftover::{Leave, Restore};
 use crate::hoststate::{HostStateError, SweepLock};
+use crate::perf::error::MAX_RATE_PATH;
 use crate::plan::PlannedRun;
 use crate::results::{FORMAT_VERSION, Manifest, ResultsDir, SettingChange, Status};
 use crate::sampler::EventKind;
-use crate::system::settings::{MAX_SAMPLE_RATE_PATH, SettingsGuard};
+use crate::system::settings::SettingsGuard;
 use results_format::HostLook;
 
 /// An interrupted sweep being finished (`--resume DIR`).
@@ -209,10 +210,7 @@ pub(super) fn raise_max_rate(
         return Ok(None);
     }
     guard
-        .set(
-            Path::new(MAX_SAMPLE_RATE_PATH),
-            &opts.max_rate_hz().to_string(),
-        )
+        .set(Path::new(MAX_RATE_PATH), &opts.max_rate_hz().to_string())
         .context("--raise-max-rate")?;
     Ok(Some(format!(
         "raised perf_event_max_sample_rate from {} to {} for the sweep",

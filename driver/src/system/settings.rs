@@ -7,11 +7,9 @@ use std::path::{Path, PathBuf};
 use results_format::SettingChange;
 
 use crate::hoststate::{StateFile, now_rfc3339, remove_state, write_state};
+use crate::perf::error::MAX_RATE_PATH;
 
 // Kept hand-written: procfs has no perf sysctls, and these are written too.
-/// The sysctl bounding perf sample_freq.
-pub const MAX_SAMPLE_RATE_PATH: &str = crate::perf::error::MAX_RATE_PATH;
-
 /// The sysctl bounding the CPU time perf's sampling interrupts may take
 /// (the kernel lowers perf_event_max_sample_rate to keep under it).
 pub const CPU_TIME_MAX_PERCENT_PATH: &str = "/proc/sys/kernel/perf_cpu_time_max_percent";
@@ -30,7 +28,7 @@ impl PerfLimits {
     /// Reads both sysctls.
     pub fn read() -> PerfLimits {
         PerfLimits {
-            max_sample_rate: read_num(Path::new(MAX_SAMPLE_RATE_PATH)).ok(),
+            max_sample_rate: read_num(Path::new(MAX_RATE_PATH)).ok(),
             cpu_time_max_percent: read_num(Path::new(CPU_TIME_MAX_PERCENT_PATH)).ok(),
         }
     }

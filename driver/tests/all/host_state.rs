@@ -16,11 +16,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use driver::hoststate::{LOCK_FILE, STATE_DIR_ENV, STATE_FILE, read_owner, read_state};
+use driver::perf::error::MAX_RATE_PATH;
 use driver::results::read_manifest;
-use driver::system::settings::MAX_SAMPLE_RATE_PATH;
 
 fn rate() -> u64 {
-    std::fs::read_to_string(MAX_SAMPLE_RATE_PATH)
+    std::fs::read_to_string(MAX_RATE_PATH)
         .unwrap()
         .trim()
         .parse()
@@ -33,7 +33,7 @@ struct PutBack(u64);
 impl Drop for PutBack {
     fn drop(&mut self) {
         if rate() != self.0 {
-            let _ = std::fs::write(MAX_SAMPLE_RATE_PATH, self.0.to_string());
+            let _ = std::fs::write(MAX_RATE_PATH, self.0.to_string());
         }
     }
 }
@@ -101,7 +101,7 @@ fn kill_9_mid_sweep(state: &Path, out: &Path, original: u64) -> u32 {
         .unwrap()
         .expect("the state file survives the kill");
     assert_eq!(s.changes.len(), 1);
-    assert_eq!(s.changes[0].path, MAX_SAMPLE_RATE_PATH);
+    assert_eq!(s.changes[0].path, MAX_RATE_PATH);
     assert_eq!(s.changes[0].old, original.to_string());
     assert_eq!(s.changes[0].new, raised.to_string());
     child.id()
@@ -140,10 +140,8 @@ fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
     ]));
     assert!(ok, "{err}");
     assert!(
-        err.contains(&format!(
-            "left {MAX_SAMPLE_RATE_PATH} at {}",
-            original + 50_000
-        )) && err.contains(&format!("original is {original}")),
+        err.contains(&format!("left {MAX_RATE_PATH} at {}", original + 50_000))
+            && err.contains(&format!("original is {original}")),
         "{err}"
     );
     assert_eq!(rate(), original + 50_000);
@@ -157,7 +155,7 @@ fn kill_9_with_raise_max_rate_is_restored_by_the_next_probe() {
         );
     assert!(ok, "{err}");
     assert!(
-        err.contains(&format!("restored {MAX_SAMPLE_RATE_PATH} to {original}"))
+        err.contains(&format!("restored {MAX_RATE_PATH} to {original}"))
             && err.contains(&format!("pid {killed}")),
         "{err}"
     );
@@ -220,7 +218,7 @@ fn resume_after_kill_9_restores_first_and_keeps_the_original_in_the_manifest() {
     );
     assert!(ok, "{err}");
     assert!(
-        err.contains(&format!("restored {MAX_SAMPLE_RATE_PATH} to {original}")),
+        err.contains(&format!("restored {MAX_RATE_PATH} to {original}")),
         "{err}"
     );
     assert_eq!(rate(), original);
