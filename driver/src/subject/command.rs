@@ -7,7 +7,6 @@
 //! against 0 Hz, hyperfine-style), not from a loop's count: see
 //! analysis::subject::command for the estimator.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -18,6 +17,8 @@ use std::time::Duration;
 use procfs::process::{Process, Stat};
 use results_format::RunRow;
 use workload::clock::monotonic_raw_ns;
+
+use crate::system::process::read_pipe;
 
 /// How much of a failed command's stderr a run records.
 pub const STDERR_TAIL_BYTES: usize = 2000;
@@ -109,10 +110,10 @@ pub fn run_pinned(
             return Err(CommandError::Spawn { program, message });
         }
     };
-    let stderr_tail = read_tail(stderr);
+    let stderr = read_pipe(stderr);
     let (exited, stopped) = wait_or_stop(&done_rx, pid, limit, interrupt);
     let _ = waiter.join();
-    let stderr = stderr_tail.join().unwrap_or_default();
+    let stderr = tail(&stderr.join().unwrap_or_default(), STDERR_TAIL_BYTES);
     if let Some(e) = stopped {
         return Err(e);
     }
@@ -182,17 +183,6 @@ fn fork_pinned_and_wait(
         status,
         usage,
     });
-}
-
-/// The last [`STDERR_TAIL_BYTES`] of a pipe, read to its end on a thread.
-fn read_tail(pipe: Option<std::process::ChildStderr>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        tail(&String::from_utf8_lossy(&buf), STDERR_TAIL_BYTES)
-    })
 }
 
 /// Waits for the exit; on `interrupt` or past `limit`, kills the command's

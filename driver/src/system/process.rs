@@ -30,15 +30,16 @@ pub(crate) fn pin_to(cpus: impl IntoIterator<Item = u32>) -> rustix::io::Result<
     rustix::thread::sched_setaffinity(None, &set)
 }
 
-/// Reads a child's pipe to its end on a thread of its own.
+/// Reads a child's pipe to its end on a thread of its own (bytes that are
+/// not UTF-8 read as U+FFFD).
 pub(crate) fn read_pipe<R: Read + Send + 'static>(
     pipe: Option<R>,
 ) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
-        let mut s = String::new();
+        let mut buf = Vec::new();
         if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
+            let _ = p.read_to_end(&mut buf);
         }
-        s
+        String::from_utf8_lossy(&buf).into_owned()
     })
 }
