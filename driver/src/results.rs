@@ -7,7 +7,7 @@ use std::path::Path;
 
 pub use results_format::{
     FORMAT_VERSION, FormatError as ResultsError, PhaseRow, ResultsDir, RunRow, SettingChange,
-    Status, phase_columns, read_phases, read_runs, run_columns, write_manifest,
+    Status, read_phases, read_runs, write_manifest,
 };
 
 use crate::config::SweepOptions;

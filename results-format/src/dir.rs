@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::runs::{PHASES_CSV, RUNS_CSV, header_of, phase_columns, run_columns};
+use crate::runs::{PHASES_CSV, RUNS_CSV, header_of};
 use crate::{FormatError, Manifest, PhaseRow, RunRow};
 
 /// Path of a util run's handler intervals in the results directory `root`.
@@ -80,8 +80,8 @@ impl ResultsDir {
             let p = root.join(sub);
             std::fs::create_dir_all(&p).map_err(FormatError::io(&p))?;
         }
-        check_columns(&root.join(RUNS_CSV), &run_columns())?;
-        check_columns(&root.join(PHASES_CSV), &phase_columns())?;
+        check_columns(&root.join(RUNS_CSV), &header_of::<RunRow>())?;
+        check_columns(&root.join(PHASES_CSV), &header_of::<PhaseRow>())?;
         Ok(ResultsDir {
             root: root.to_owned(),
         })
@@ -304,10 +304,10 @@ mod tests {
 
     #[test]
     fn columns_start_with_the_documented_order() {
-        let cols = run_columns();
+        let cols = header_of::<RunRow>();
         assert_eq!(&cols[..3], &["run_id", "kind", "design"]);
         assert!(cols.contains(&"noisy".to_owned()));
-        assert_eq!(phase_columns()[..3], ["run_id", "phase", "sampling"]);
+        assert_eq!(header_of::<PhaseRow>()[..3], ["run_id", "phase", "sampling"]);
     }
 
     #[test]

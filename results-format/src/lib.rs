@@ -45,7 +45,7 @@ pub use manifest::{
 pub use parquet::write_atomic as write_parquet_atomic;
 pub use runs::{
     LEGACY_SAMPLE, LEGACY_WORKLOAD, PHASE_REQUIRED, PHASES_CSV, PhaseRow, RUN_REQUIRED, RUNS_CSV,
-    RunRow, header_of, phase_columns, read_csv_rows, read_phases, read_runs, run_columns,
+    RunRow, header_of, read_csv_rows, read_phases, read_runs,
 };
 pub use vocab::{Design, EventKind, HandlerSource, RunKind, RunStatus, ScopeName, Status};
 

@@ -244,16 +244,6 @@ pub fn header_of<T: Serialize + Default>() -> Vec<String> {
         .collect()
 }
 
-/// runs.csv column names, in order.
-pub fn run_columns() -> Vec<String> {
-    header_of::<RunRow>()
-}
-
-/// phases.csv column names, in order.
-pub fn phase_columns() -> Vec<String> {
-    header_of::<PhaseRow>()
-}
-
 /// Reads a results CSV whose `required` columns must be present; the other
 /// columns may be absent (they read as defaults). A row that does not parse
 /// is an error naming the file, except the last one when `torn_last`: a
