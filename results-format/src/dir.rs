@@ -115,13 +115,7 @@ impl ResultsDir {
         name: &str,
         rows: &[T],
     ) -> Result<(), FormatError> {
-        let path = self.root.join(name);
-        let mut w = csv_with_header(&path, &header_of::<T>())?;
-        for row in rows {
-            w.serialize(row).map_err(FormatError::csv(&path))?;
-        }
-        w.flush().map_err(FormatError::io(&path))?;
-        w.get_ref().sync_data().map_err(FormatError::io(&path))
+        append_csv(&self.root.join(name), &header_of::<T>(), rows)
     }
 
     /// Creates the directory that will hold `path` (the gaps design's
@@ -173,9 +167,14 @@ fn check_columns(path: &Path, expected: &[String]) -> Result<(), FormatError> {
     })
 }
 
-/// An appender to the CSV at `path` that first writes `header` when the
-/// file is new or empty.
-fn csv_with_header(path: &Path, header: &[String]) -> Result<csv::Writer<File>, FormatError> {
+/// Appends `rows` to the CSV at `path` (created if missing), `header`
+/// first when the file is new or empty; flushed and synced before it
+/// returns. The results directory's CSVs and a host's history.csv.
+pub(crate) fn append_csv<T: Serialize>(
+    path: &Path,
+    header: &[String],
+    rows: &[T],
+) -> Result<(), FormatError> {
     let new = std::fs::metadata(path)
         .map(|m| m.len() == 0)
         .unwrap_or(true);
@@ -190,7 +189,11 @@ fn csv_with_header(path: &Path, header: &[String]) -> Result<csv::Writer<File>, 
     if new {
         w.write_record(header).map_err(FormatError::csv(path))?;
     }
-    Ok(w)
+    for row in rows {
+        w.serialize(row).map_err(FormatError::csv(path))?;
+    }
+    w.flush().map_err(FormatError::io(path))?;
+    w.get_ref().sync_data().map_err(FormatError::io(path))
 }
 
 /// A temporary file in `path`'s folder, named `prefix...`, to be persisted
@@ -307,7 +310,10 @@ mod tests {
         let cols = header_of::<RunRow>();
         assert_eq!(&cols[..3], &["run_id", "kind", "design"]);
         assert!(cols.contains(&"noisy".to_owned()));
-        assert_eq!(header_of::<PhaseRow>()[..3], ["run_id", "phase", "sampling"]);
+        assert_eq!(
+            header_of::<PhaseRow>()[..3],
+            ["run_id", "phase", "sampling"]
+        );
     }
 
     #[test]

@@ -9,10 +9,10 @@
 //! an earlier version's (a header of fewer summary columns) by its own
 //! header, the columns it lacks null.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::summary::{SUMMARY_COLUMNS, SummaryRow};
+use crate::{FormatError, header_of};
 
 /// The first history file's name in a history directory.
 pub const HISTORY_CSV: &str = "history.csv";
@@ -41,6 +41,9 @@ pub enum HistoryError {
     /// The file is damaged.
     #[error(transparent)]
     Damaged(#[from] Damage),
+    /// Appending the rows failed.
+    #[error(transparent)]
+    Format(#[from] FormatError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryError + '_ {
@@ -52,11 +55,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryError + '_ {
 
 /// The header line every history file starts with.
 pub fn header() -> String {
-    SUMMARY_COLUMNS
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(",")
+    header_of::<SummaryRow>().join(",")
 }
 
 /// The history files of `dir`, in order: `history.csv`, then
@@ -167,26 +166,12 @@ pub struct Appended {
     pub passed_over: Vec<Damage>,
 }
 
-fn csv_lines(rows: &[SummaryRow]) -> Result<Vec<u8>, csv::Error> {
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    for r in rows {
-        w.serialize(r)?;
-    }
-    w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
-}
-
 /// Appends `rows` to the history in `dir` (created if missing): to the
 /// last history file when it is sound and this version's, else to a new
 /// `history.N.csv` after it (which is never rewritten). Synced before it
 /// returns.
 pub fn append(dir: &Path, rows: &[SummaryRow]) -> Result<Appended, HistoryError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let body = csv_lines(rows).map_err(|e| HistoryError::Io {
-        path: dir.join(HISTORY_CSV),
-        source: std::io::Error::other(e),
-    })?;
     let existing = files(dir);
     let mut passed_over = Vec::new();
     for f in &existing {
@@ -204,30 +189,10 @@ pub fn append(dir: &Path, rows: &[SummaryRow]) -> Result<Appended, HistoryError>
         .last()
         .filter(|f| !passed_over.iter().any(|d| &d.path == *f) && ours(f));
     let path = match last_sound {
-        Some(f) => {
-            let mut file = std::fs::OpenOptions::new()
-                .append(true)
-                .open(f)
-                .map_err(io(f))?;
-            file.write_all(&body).map_err(io(f))?;
-            file.sync_data().map_err(io(f))?;
-            f.clone()
-        }
-        None => {
-            let path = dir.join(file_name(existing.len()));
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(io(&path))?;
-            let mut all = header().into_bytes();
-            all.push(b'\n');
-            all.extend(body);
-            file.write_all(&all).map_err(io(&path))?;
-            file.sync_data().map_err(io(&path))?;
-            path
-        }
+        Some(f) => f.clone(),
+        None => dir.join(file_name(existing.len())),
     };
+    crate::dir::append_csv(&path, &header_of::<SummaryRow>(), rows)?;
     Ok(Appended { path, passed_over })
 }
 
