@@ -102,12 +102,10 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HostStateError + '_ {
 /// `state.json`: the settings one sweep changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateFile {
-    /// The sweep that changed them.
-    pub pid: u32,
-    /// Its results directory.
-    pub results_dir: String,
-    /// When the first change was recorded (UTC RFC 3339).
-    pub started_at: String,
+    /// The sweep that changed them (its pid, results directory, and when
+    /// the first change was recorded): the same fields as `sweep.lock`'s.
+    #[serde(flatten)]
+    pub owner: LockOwner,
     /// Each setting, with the value found before the first change (`old`)
     /// and the value written (`new`).
     pub changes: Vec<SettingChange>,
@@ -170,6 +168,17 @@ pub struct LockOwner {
     pub started_at: String,
 }
 
+impl LockOwner {
+    /// This process, for the results in `results_dir`, from now.
+    pub fn this_process(results_dir: String) -> LockOwner {
+        LockOwner {
+            pid: std::process::id(),
+            results_dir,
+            started_at: now_rfc3339(),
+        }
+    }
+}
+
 /// The host-wide sweep lock, held until dropped (or the process dies).
 #[derive(Debug)]
 pub struct SweepLock {
@@ -222,14 +231,8 @@ impl SweepLock {
                 path,
             });
         }
-        let owner = LockOwner {
-            pid: std::process::id(),
-            results_dir: std::path::absolute(results_dir)
-                .unwrap_or_else(|_| results_dir.to_owned())
-                .display()
-                .to_string(),
-            started_at: now_rfc3339(),
-        };
+        let absolute = std::path::absolute(results_dir).unwrap_or_else(|_| results_dir.to_owned());
+        let owner = LockOwner::this_process(absolute.display().to_string());
         let text = serde_json::to_string(&owner).unwrap_or_default();
         file.set_len(0).map_err(io_err(&path))?;
         file.rewind().map_err(io_err(&path))?;
@@ -285,8 +288,8 @@ pub struct Leftover {
 /// What [`handle_leftovers`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeftoverReport {
-    /// The state file's owner (pid, results directory).
-    pub owner: Option<(u32, String)>,
+    /// The state file's owner.
+    pub owner: Option<LockOwner>,
     /// Each recorded setting.
     pub items: Vec<Leftover>,
 }
@@ -294,10 +297,8 @@ pub struct LeftoverReport {
 impl LeftoverReport {
     /// One stderr line per setting; empty when there was nothing.
     pub fn lines(&self) -> Vec<String> {
-        let (pid, dir) = self
-            .owner
-            .clone()
-            .unwrap_or((0, "an unknown directory".into()));
+        let (pid, dir) =
+            (self.owner.as_ref()).map_or((0, "an unknown directory"), |o| (o.pid, &o.results_dir));
         self.items
             .iter()
             .map(|l| {
@@ -365,7 +366,7 @@ pub fn handle_leftovers(dir: &Path, on: OnLeftover) -> Result<LeftoverReport, Ho
             return Ok(LeftoverReport::default());
         };
         return Ok(LeftoverReport {
-            owner: Some((state.pid, state.results_dir.clone())),
+            owner: Some(state.owner.clone()),
             items: state
                 .changes
                 .into_iter()
@@ -394,7 +395,7 @@ pub fn handle_leftovers_locked(
         return Ok(LeftoverReport::default());
     };
     let mut report = LeftoverReport {
-        owner: Some((state.pid, state.results_dir.clone())),
+        owner: Some(state.owner.clone()),
         items: Vec::new(),
     };
     let mut keep = Vec::new();
@@ -470,9 +471,11 @@ mod tests {
 
     fn state(changes: Vec<SettingChange>) -> StateFile {
         StateFile {
-            pid: 4242,
-            results_dir: "/tmp/r".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
+            owner: LockOwner {
+                pid: 4242,
+                results_dir: "/tmp/r".into(),
+                started_at: "2026-01-01T00:00:00Z".into(),
+            },
             changes,
         }
     }

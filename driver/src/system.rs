@@ -148,7 +148,7 @@ mod tests {
         let mut g = SettingsGuard::persisted(&state, Path::new("/r"));
         g.set(&p, "150000").unwrap();
         let s = crate::hoststate::read_state(&state).unwrap().unwrap();
-        assert_eq!(s.pid, std::process::id());
+        assert_eq!(s.owner.pid, std::process::id());
         assert_eq!(s.changes.len(), 1);
         assert_eq!(
             (s.changes[0].old.as_str(), s.changes[0].new.as_str()),

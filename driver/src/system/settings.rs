@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use results_format::SettingChange;
 
-use crate::hoststate::{StateFile, now_rfc3339, remove_state, write_state};
+use crate::hoststate::{LockOwner, StateFile, remove_state, write_state};
 use crate::perf::error::MAX_RATE_PATH;
 
 // Kept hand-written: procfs has no perf sysctls, and these are written too.
@@ -87,9 +87,8 @@ pub fn read_num<T: std::str::FromStr>(path: &Path) -> Result<T, SystemError> {
 #[derive(Debug, Default)]
 pub struct SettingsGuard {
     changes: Vec<SettingChange>,
-    /// The state directory, and the state file's owner fields (its
-    /// `changes` are filled in when it is written).
-    persist: Option<(PathBuf, StateFile)>,
+    /// The state directory, and the state file's owner.
+    persist: Option<(PathBuf, LockOwner)>,
 }
 
 impl SettingsGuard {
@@ -101,12 +100,7 @@ impl SettingsGuard {
             changes: Vec::new(),
             persist: Some((
                 state_dir.to_owned(),
-                StateFile {
-                    pid: std::process::id(),
-                    results_dir: results_dir.display().to_string(),
-                    started_at: now_rfc3339(),
-                    changes: Vec::new(),
-                },
+                LockOwner::this_process(results_dir.display().to_string()),
             )),
         }
     }
@@ -124,8 +118,8 @@ impl SettingsGuard {
             write_state(
                 dir,
                 &StateFile {
+                    owner: owner.clone(),
                     changes: pending,
-                    ..owner.clone()
                 },
             )
         };
