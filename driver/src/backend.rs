@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::config::{Sampling, ScopeName, Subject, SweepOptions};
-use crate::exec::{Backend, RunError, RunOutcome, RunSpec};
+use crate::exec::{Backend, RunError, RunOutcome, RunSpec, failed};
 use crate::plan::{PlannedRun, RunKind, opens_sampler};
 use crate::results::PhaseRow;
 use crate::results::RunRow;
@@ -43,10 +43,6 @@ pub(crate) struct RealBackend {
     pub(crate) event: EventKind,
     pub(crate) drain_cpu: Option<u32>,
     pub(crate) online_cpus: Vec<u32>,
-}
-
-fn failed(e: impl std::fmt::Display) -> RunError {
-    RunError::Failed(e.to_string())
 }
 
 /// CPU `cpu`'s steal time so far, in /proc/stat's ticks (0 when unreadable).

@@ -95,6 +95,11 @@ pub enum RunError {
     Interrupted,
 }
 
+/// [`RunError::Failed`] with `e`'s message.
+pub(crate) fn failed(e: impl std::fmt::Display) -> RunError {
+    RunError::Failed(e.to_string())
+}
+
 /// Makes runs. The real one spawns the workload and opens the sampler.
 pub trait Backend {
     /// Waits (bounded) for the measured CPU to be idle and reports; returns

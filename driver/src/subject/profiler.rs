@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use procfs::process::Process;
 use rustix::process::{Pid, Signal, kill_process_group};
 
-use crate::exec::RunError;
+use crate::exec::{RunError, failed};
 use crate::results::RunRow;
 use crate::system::process::{read_pipe, spawn_unpinned};
 
@@ -351,10 +351,6 @@ pub(crate) fn signal_group(pid: u32, sig: Signal) {
 }
 
 /// A failed run with `e` as its message.
-fn failed(e: impl std::fmt::Display) -> RunError {
-    RunError::Failed(e.to_string())
-}
-
 /// The last few lines of a profiler's stderr, for a message.
 pub(crate) fn last_lines(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
