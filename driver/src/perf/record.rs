@@ -221,23 +221,6 @@ fn check_supported(sample_type: u64) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// The sample_id trailer of non-sample records (sample_id_all).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SampleId {
-    /// PERF_SAMPLE_TID: pid, tid.
-    pub tid: Option<(u32, u32)>,
-    /// PERF_SAMPLE_TIME.
-    pub time: Option<u64>,
-    /// PERF_SAMPLE_ID.
-    pub id: Option<u64>,
-    /// PERF_SAMPLE_STREAM_ID.
-    pub stream_id: Option<u64>,
-    /// PERF_SAMPLE_CPU.
-    pub cpu: Option<u32>,
-    /// PERF_SAMPLE_IDENTIFIER.
-    pub identifier: Option<u64>,
-}
-
 /// What a PERF_SAMPLE_STACK_USER field held.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StackUser {
@@ -277,7 +260,9 @@ pub struct Sample<'a> {
     pub stack_user: Option<StackUser>,
 }
 
-/// A PERF_RECORD_THROTTLE or PERF_RECORD_UNTHROTTLE (one layout).
+/// A PERF_RECORD_THROTTLE or PERF_RECORD_UNTHROTTLE (one layout). Its
+/// sample_id trailer, like every non-sample record's, is checked (its
+/// event known, its length in the record) but not kept.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ThrottleRecord {
     /// Time of the throttling or unthrottling.
@@ -286,8 +271,6 @@ pub struct ThrottleRecord {
     pub id: u64,
     /// Stream id.
     pub stream_id: u64,
-    /// Trailer.
-    pub sid: SampleId,
 }
 
 /// One decoded record.
@@ -301,15 +284,11 @@ pub enum Record<'a> {
         id: u64,
         /// Records lost.
         lost: u64,
-        /// Trailer.
-        sid: SampleId,
     },
     /// PERF_RECORD_LOST_SAMPLES.
     LostSamples {
         /// Samples lost.
         lost: u64,
-        /// Trailer.
-        sid: SampleId,
     },
     /// PERF_RECORD_THROTTLE.
     Throttle(ThrottleRecord),
@@ -385,22 +364,21 @@ pub fn parse_record<'a>(
         RECORD_LOST => {
             let id = c.u64()?;
             let lost = c.u64()?;
-            let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
-            Ok(Record::Lost { id, lost, sid })
+            check_sample_id(rec, c.at, formats, base)?;
+            Ok(Record::Lost { id, lost })
         }
         RECORD_LOST_SAMPLES => {
             let lost = c.u64()?;
-            let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
-            Ok(Record::LostSamples { lost, sid })
+            check_sample_id(rec, c.at, formats, base)?;
+            Ok(Record::LostSamples { lost })
         }
         RECORD_THROTTLE | RECORD_UNTHROTTLE => {
             let (time, id, stream_id) = (c.u64()?, c.u64()?, c.u64()?);
-            let (sid, _) = parse_sample_id(rec, c.at, formats, base)?;
+            check_sample_id(rec, c.at, formats, base)?;
             let t = ThrottleRecord {
                 time,
                 id,
                 stream_id,
-                sid,
             };
             Ok(if kind == RECORD_THROTTLE {
                 Record::Throttle(t)
@@ -409,6 +387,37 @@ pub fn parse_record<'a>(
             })
         }
         kind => Ok(Record::Other { kind }),
+    }
+}
+
+/// The fields of the sample_id trailer of non-sample records
+/// (sample_id_all), one word each.
+const TRAILER: u64 = st::TID | st::TIME | st::ID | st::STREAM_ID | st::CPU | st::IDENTIFIER;
+
+/// Checks a non-sample record's sample_id trailer (sample_id_all): the
+/// event its PERF_SAMPLE_IDENTIFIER (the record's last word) names is
+/// known, and the trailer fits after the record's body, which ends at
+/// `body_end`. Nothing reads its fields, so they are not decoded.
+fn check_sample_id(
+    rec: &[u8],
+    body_end: usize,
+    formats: &Formats,
+    base: usize,
+) -> Result<(), DecodeError> {
+    if !formats.sample_id_all {
+        return Ok(());
+    }
+    let len = rec.len();
+    let sample_type = if formats.has_identifier() && !formats.by_id.is_empty() {
+        let id = rd_u64(rec, len.wrapping_sub(8)).ok_or(DecodeError::truncated(base, 8, len))?;
+        formats.lookup(id)?.0
+    } else {
+        formats.default
+    };
+    let trailer = (sample_type & TRAILER).count_ones() as usize * 8;
+    match len.checked_sub(trailer) {
+        Some(start) if start >= body_end => Ok(()),
+        _ => Err(DecodeError::truncated(base, body_end + trailer, len)),
     }
 }
 
@@ -521,7 +530,5 @@ fn parse_tail<'a>(
 }
 
 mod framing;
-mod sample_id;
 
 pub use framing::*;
-use sample_id::parse_sample_id;

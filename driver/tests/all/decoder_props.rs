@@ -18,8 +18,8 @@ use std::path::Path;
 use crate::encode;
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
-    DecodeError, Formats, Record, RecordIter, SUPPORTED_SAMPLE_TYPE, Sample, SampleId,
-    ThrottleRecord, for_each_record, for_each_record_bytes, parse_record,
+    DecodeError, Formats, Record, RecordIter, SUPPORTED_SAMPLE_TYPE, Sample, ThrottleRecord,
+    for_each_record, for_each_record_bytes, parse_record,
 };
 use driver::perf::tracefs::{self, Field};
 use proptest::prelude::*;
@@ -67,15 +67,10 @@ fn hrtimer_exit_raw(hrtimer: u64) -> Vec<u8> {
 
 /// One record of a real ring, chosen by `kind`, with time `t`.
 fn real_record(kind: u8, t: u64, raws: &mut Vec<Vec<u8>>) -> Vec<u8> {
-    let sid = SampleId {
-        time: Some(t),
-        identifier: Some(SAMPLING_ID),
-        ..SampleId::default()
-    };
     match kind % 7 {
         0 => encode::record(
             SAMPLING,
-            true,
+            Some(SAMPLING_ID),
             &Record::Sample(Sample {
                 id: Some(SAMPLING_ID),
                 time: Some(t),
@@ -120,31 +115,28 @@ fn real_record(kind: u8, t: u64, raws: &mut Vec<Vec<u8>>) -> Vec<u8> {
         ),
         4 => encode::record(
             SAMPLING,
-            true,
+            Some(SAMPLING_ID),
             &Record::Throttle(ThrottleRecord {
                 time: t,
                 id: SAMPLING_ID,
                 stream_id: SAMPLING_ID,
-                sid,
             }),
         ),
         5 => encode::record(
             SAMPLING,
-            true,
+            Some(SAMPLING_ID),
             &Record::Unthrottle(ThrottleRecord {
                 time: t,
                 id: SAMPLING_ID,
                 stream_id: SAMPLING_ID,
-                sid,
             }),
         ),
         _ => encode::record(
             SAMPLING,
-            true,
+            Some(SAMPLING_ID),
             &Record::Lost {
                 id: SAMPLING_ID,
                 lost: t % 1000,
-                sid,
             },
         ),
     }

@@ -4,7 +4,7 @@
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
     RECORD_LOST, RECORD_LOST_SAMPLES, RECORD_SAMPLE, RECORD_THROTTLE, RECORD_UNTHROTTLE, Record,
-    SAMPLE_ADDR, Sample, SampleId, ThrottleRecord,
+    SAMPLE_ADDR, Sample, ThrottleRecord,
 };
 
 fn header(kind: u32, size: usize) -> Vec<u8> {
@@ -111,68 +111,59 @@ pub fn sample_with_regs(sample_type: u64, regs_user: u32, s: &Sample<'_>) -> Vec
     finish(v)
 }
 
-/// The sample_id trailer for `sample_type`.
-pub fn sample_id(sample_type: u64, sid: &SampleId) -> Vec<u8> {
+/// The sample_id trailer for `sample_type` of event `id` (its ID and
+/// IDENTIFIER words; the other fields, which the decoder skips, are
+/// filled with a marker).
+pub fn sample_id(sample_type: u64, id: u64) -> Vec<u8> {
+    let words = [
+        (st::TID, 0xa1),
+        (st::TIME, 0xa2),
+        (st::ID, id),
+        (st::STREAM_ID, 0xa4),
+        (st::CPU, 0xa5),
+        (st::IDENTIFIER, id),
+    ];
     let mut v = Vec::new();
-    let w = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_ne_bytes());
-    if sample_type & st::TID != 0 {
-        let (p, t) = sid.tid.unwrap_or((0, 0));
-        put_pair(&mut v, p, t);
-    }
-    if sample_type & st::TIME != 0 {
-        w(&mut v, sid.time.unwrap_or(0));
-    }
-    if sample_type & st::ID != 0 {
-        w(&mut v, sid.id.unwrap_or(0));
-    }
-    if sample_type & st::STREAM_ID != 0 {
-        w(&mut v, sid.stream_id.unwrap_or(0));
-    }
-    if sample_type & st::CPU != 0 {
-        put_pair(&mut v, sid.cpu.unwrap_or(0), 0);
-    }
-    if sample_type & st::IDENTIFIER != 0 {
-        w(&mut v, sid.identifier.unwrap_or(0));
+    for (bit, word) in words {
+        if sample_type & bit != 0 {
+            v.extend_from_slice(&u64::to_ne_bytes(word));
+        }
     }
     v
 }
 
-/// Any record; non-sample records get a trailer when `sample_id_all`.
-pub fn record(sample_type: u64, sample_id_all: bool, r: &Record<'_>) -> Vec<u8> {
-    let trailer = |sid: &SampleId| {
-        if sample_id_all {
-            sample_id(sample_type, sid)
-        } else {
-            Vec::new()
-        }
+/// Any record; non-sample records get the trailer of event `trailer_id`
+/// when given (sample_id_all).
+pub fn record(sample_type: u64, trailer_id: Option<u64>, r: &Record<'_>) -> Vec<u8> {
+    let trailer = || match trailer_id {
+        Some(id) => sample_id(sample_type, id),
+        None => Vec::new(),
     };
     let w = |v: &mut Vec<u8>, x: u64| v.extend_from_slice(&x.to_ne_bytes());
     match r {
         Record::Sample(s) => sample(sample_type, s),
-        Record::Lost { id, lost, sid } => {
+        Record::Lost { id, lost } => {
             let mut v = header(RECORD_LOST, 0);
             w(&mut v, *id);
             w(&mut v, *lost);
-            v.extend(trailer(sid));
+            v.extend(trailer());
             finish(v)
         }
-        Record::LostSamples { lost, sid } => {
+        Record::LostSamples { lost } => {
             let mut v = header(RECORD_LOST_SAMPLES, 0);
             w(&mut v, *lost);
-            v.extend(trailer(sid));
+            v.extend(trailer());
             finish(v)
         }
         Record::Throttle(ThrottleRecord {
             time,
             id,
             stream_id,
-            sid,
         })
         | Record::Unthrottle(ThrottleRecord {
             time,
             id,
             stream_id,
-            sid,
         }) => {
             let kind = if matches!(r, Record::Throttle(_)) {
                 RECORD_THROTTLE
@@ -183,7 +174,7 @@ pub fn record(sample_type: u64, sample_id_all: bool, r: &Record<'_>) -> Vec<u8> 
             w(&mut v, *time);
             w(&mut v, *id);
             w(&mut v, *stream_id);
-            v.extend(trailer(sid));
+            v.extend(trailer());
             finish(v)
         }
         Record::Other { kind } => finish(header(*kind, 0)),

@@ -6,8 +6,7 @@ use std::path::Path;
 use crate::encode;
 use driver::perf::attr::sample as st;
 use driver::perf::record::{
-    DecodeError, Formats, Record, RecordIter, Sample, SampleId, ThrottleRecord, for_each_record,
-    parse_record,
+    DecodeError, Formats, Record, RecordIter, Sample, ThrottleRecord, for_each_record, parse_record,
 };
 use driver::perf::tracefs;
 use proptest::prelude::*;
@@ -19,14 +18,10 @@ fn formats() -> Formats {
     Formats::by_id(&[(7, SAMPLING), (9, TRACE)], true).unwrap()
 }
 
-fn sid(id: u64, time: u64) -> SampleId {
-    SampleId {
-        tid: Some((1, 2)),
-        time: Some(time),
-        cpu: Some(1),
-        identifier: Some(id),
-        ..SampleId::default()
-    }
+/// A record of `sample_type`, its trailer naming the event of that type.
+fn encoded(sample_type: u64, r: &Record<'_>) -> Vec<u8> {
+    let id = if sample_type == SAMPLING { 7 } else { 9 };
+    encode::record(sample_type, Some(id), r)
 }
 
 fn every_record_type(raw: &[u8]) -> Vec<(u64, Record<'_>)> {
@@ -55,28 +50,14 @@ fn every_record_type(raw: &[u8]) -> Vec<(u64, Record<'_>)> {
                 ..Sample::default()
             }),
         ),
-        (
-            SAMPLING,
-            Record::Lost {
-                id: 7,
-                lost: 42,
-                sid: sid(7, 5),
-            },
-        ),
-        (
-            SAMPLING,
-            Record::LostSamples {
-                lost: 3,
-                sid: sid(7, 6),
-            },
-        ),
+        (SAMPLING, Record::Lost { id: 7, lost: 42 }),
+        (SAMPLING, Record::LostSamples { lost: 3 }),
         (
             SAMPLING,
             Record::Throttle(ThrottleRecord {
                 time: 10,
                 id: 7,
                 stream_id: 7,
-                sid: sid(7, 10),
             }),
         ),
         (
@@ -85,7 +66,6 @@ fn every_record_type(raw: &[u8]) -> Vec<(u64, Record<'_>)> {
                 time: 11,
                 id: 9,
                 stream_id: 9,
-                sid: sid(9, 11),
             }),
         ),
     ]
@@ -97,7 +77,7 @@ fn every_record_type_round_trips() {
     let recs = every_record_type(&raw);
     let mut buf = Vec::new();
     for (t, r) in &recs {
-        buf.extend(encode::record(*t, true, r));
+        buf.extend(encoded(*t, r));
     }
     let f = formats();
     let got: Vec<Record<'_>> = RecordIter::new(&buf, &f).map(|r| r.unwrap()).collect();
@@ -114,7 +94,7 @@ fn record_wrapping_the_ring_end_decodes_at_every_split() {
     let recs = every_record_type(&raw);
     let mut buf = Vec::new();
     for (t, r) in &recs {
-        buf.extend(encode::record(*t, true, r));
+        buf.extend(encoded(*t, r));
     }
     let f = formats();
     let want: Vec<Record<'_>> = recs.iter().map(|(_, r)| *r).collect();
@@ -132,7 +112,7 @@ fn record_wrapping_the_ring_end_decodes_at_every_split() {
 #[test]
 fn truncated_and_garbage_input_is_an_error() {
     let f = formats();
-    let rec = encode::record(SAMPLING, true, &every_record_type(&[])[0].1);
+    let rec = encoded(SAMPLING, &every_record_type(&[])[0].1);
     // Truncated at every length: complete records only, never a panic.
     for cut in 1..rec.len() {
         let r: Vec<_> = RecordIter::new(&rec[..cut], &f).collect();
@@ -161,7 +141,7 @@ fn truncated_and_garbage_input_is_an_error() {
         Err(DecodeError::Truncated { .. })
     ));
     // Raw size pointing past the record.
-    let t = encode::record(TRACE, true, &every_record_type(&[1, 2, 3, 4])[1].1);
+    let t = encoded(TRACE, &every_record_type(&[1, 2, 3, 4])[1].1);
     let raw_size_at = 8 + 8 + 8 + 8 + 8;
     let mut bad = t.clone();
     bad[raw_size_at..raw_size_at + 4].copy_from_slice(&1000u32.to_ne_bytes());
@@ -207,16 +187,15 @@ proptest! {
         let mut buf = Vec::new();
         let mut want = Vec::new();
         for (k, x, cpu, tid, raw) in &items {
-            let s = SampleId { tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), identifier: Some(7), ..SampleId::default() };
             let (t, r) = match k {
                 0 => (SAMPLING, Record::Sample(Sample { id: Some(7), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: Some(x ^ 5), raw: None, ..Sample::default() })),
                 1 => (TRACE, Record::Sample(Sample { id: Some(9), tid: Some(*tid), time: Some(*x), cpu: Some(*cpu), period: None, raw: Some(raw.as_slice()), ..Sample::default() })),
-                2 => (SAMPLING, Record::Lost { id: 7, lost: *x, sid: s }),
-                3 => (SAMPLING, Record::LostSamples { lost: *x, sid: s }),
-                4 => (SAMPLING, Record::Throttle(ThrottleRecord { time: *x, id: 7, stream_id: 3, sid: s })),
-                _ => (SAMPLING, Record::Unthrottle(ThrottleRecord { time: *x, id: 7, stream_id: 3, sid: s })),
+                2 => (SAMPLING, Record::Lost { id: 7, lost: *x }),
+                3 => (SAMPLING, Record::LostSamples { lost: *x }),
+                4 => (SAMPLING, Record::Throttle(ThrottleRecord { time: *x, id: 7, stream_id: 3 })),
+                _ => (SAMPLING, Record::Unthrottle(ThrottleRecord { time: *x, id: 7, stream_id: 3 })),
             };
-            buf.extend(encode::record(t, true, &r));
+            buf.extend(encoded(t, &r));
             want.push(format!("{r:?}"));
         }
         let split = split.min(buf.len());
