@@ -137,26 +137,9 @@ pub struct SelfTest {
     pub error: Option<String>,
 }
 
-/// The first CPU's vendor, family and model number.
-type CpuIdentity = (Option<String>, Option<u32>, Option<u32>);
-
-/// The CPU model and whether the `hypervisor` flag is set
-/// ([`model_and_flag`]: "unknown" and false where it has neither: arm64
-/// lists `Features`, not `flags`), and the [`CpuIdentity`], from one read
-/// of /proc/cpuinfo.
-fn cpuinfo() -> ((String, bool), CpuIdentity) {
-    let Ok(info) = procfs::CpuInfo::current() else {
-        return (("unknown".into(), false), (None, None, None));
-    };
-    let field = |name: &str| info.get_field(0, name).map(|v| v.trim().to_string());
-    let identity = (
-        field("vendor_id"),
-        field("cpu family").and_then(|v| v.parse().ok()),
-        field("model").and_then(|v| v.parse().ok()),
-    );
-    (model_and_flag(&info), identity)
-}
-
+/// The CPU model and whether the `hypervisor` flag is set ("unknown" and
+/// false where /proc/cpuinfo has neither: arm64 lists `Features`, not
+/// `flags`).
 fn model_and_flag(info: &procfs::CpuInfo) -> (String, bool) {
     let cpus = 0..info.num_cores();
     let model = cpus
@@ -229,7 +212,11 @@ pub fn snap_hz(rate: f64) -> Option<u64> {
 /// Gathers the host facts (no sampling; opens cycles briefly to test the PMU).
 pub fn probe_host() -> HostFacts {
     let un = rustix::system::uname();
-    let ((cpu_model, hypervisor_flag), (cpu_vendor, cpu_family, cpu_model_number)) = cpuinfo();
+    // One read of /proc/cpuinfo; a field of the first CPU.
+    let info = procfs::CpuInfo::current().ok();
+    let field = |name: &str| Some(info.as_ref()?.get_field(0, name)?.trim().to_string());
+    let (cpu_model, hypervisor_flag) =
+        (info.as_ref()).map_or_else(|| ("unknown".into(), false), model_and_flag);
     let (pmu_present, pmu_error) = match sampler::resolve_event(EventKind::Cycles) {
         Ok((EventKind::Cycles, _)) => (true, None),
         Ok((_, warn)) => (false, warn),
@@ -270,9 +257,9 @@ pub fn probe_host() -> HostFacts {
         machine: un.machine().to_string_lossy().into_owned(),
         hostname: un.nodename().to_string_lossy().into_owned(),
         cpu_model,
-        cpu_vendor,
-        cpu_family,
-        cpu_model_number,
+        cpu_vendor: field("vendor_id"),
+        cpu_family: field("cpu family").and_then(|v| v.parse().ok()),
+        cpu_model_number: field("model").and_then(|v| v.parse().ok()),
         hypervisor_flag,
         hypervisor: hypervisor(),
         pmu_present,
@@ -305,7 +292,11 @@ pub fn probe_host() -> HostFacts {
             .and_then(|s| sampler::parse_cpu_list(&s))
             .unwrap_or_default(),
         smt_active: traits::read("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
-        traits: traits::read_traits(config.as_ref(), &un.version().to_string_lossy()),
+        traits: traits::read_traits(
+            config.as_ref(),
+            &un.version().to_string_lossy(),
+            field("microcode"),
+        ),
     }
 }
 

@@ -64,8 +64,12 @@ pub fn kernel_config(release: &str) -> Option<(String, &'static str)> {
 }
 
 /// Reads every trait; `config` is [`kernel_config`]'s, `uname_v` is
-/// `uname -v`.
-pub fn read_traits(config: Option<&(String, &'static str)>, uname_v: &str) -> HostTraits {
+/// `uname -v`, `microcode` the first CPU's /proc/cpuinfo field.
+pub fn read_traits(
+    config: Option<&(String, &'static str)>,
+    uname_v: &str,
+    microcode: Option<String>,
+) -> HostTraits {
     let vulnerabilities = match std::fs::read_dir(VULNERABILITIES) {
         Ok(dir) => Some(
             dir.flatten()
@@ -89,7 +93,9 @@ pub fn read_traits(config: Option<&(String, &'static str)>, uname_v: &str) -> Ho
         })
         .or_else(|| Some((preempt_of_uname(uname_v)?, "uname -v")))
         .unzip();
-    let microcode = procfs_field("microcode");
+    if microcode.is_none() {
+        tracing::debug!("host trait: /proc/cpuinfo has no `microcode`");
+    }
     HostTraits {
         vulnerabilities,
         cpuidle_driver: read(&format!("{CPUIDLE}/current_driver")),
@@ -99,17 +105,6 @@ pub fn read_traits(config: Option<&(String, &'static str)>, uname_v: &str) -> Ho
         preempt_source: preempt_source.map(str::to_owned),
         microcode,
     }
-}
-
-/// The first CPU's /proc/cpuinfo field `name`.
-fn procfs_field(name: &str) -> Option<String> {
-    use procfs::Current;
-    let info = procfs::CpuInfo::current().ok()?;
-    let v = info.get_field(0, name).map(|v| v.trim().to_string());
-    if v.is_none() {
-        tracing::debug!("host trait: /proc/cpuinfo has no `{name}`");
-    }
-    v
 }
 
 /// debugfs's `none voluntary (full) lazy`: the mode in parentheses.
