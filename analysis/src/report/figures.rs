@@ -241,13 +241,7 @@ fn budget_plot(
     // their own; the 2014 points, last, a circle of another colour.
     all.retain(|s| !s.points.is_empty());
     let mut lines: Vec<FitLine> = (crate::recommend::BUDGETS_PCT.iter())
-        .map(|&b| FitLine {
-            label: format!("budget {b} %"),
-            intercept: b,
-            label_at_end: true,
-            colour: Some(budget_colour(b)),
-            ..FitLine::default()
-        })
+        .map(|&b| FitLine::level(format!("budget {b} %"), b, budget_colour(b)))
         .collect();
     lines.extend(model);
     let labels = (
