@@ -6,7 +6,7 @@ use crate::error::AnalysisError;
 use crate::fit::LineFit;
 use crate::pipeline::Findings;
 use crate::plot::{
-    Axes, FitLine, PairedTrace, Phase, PlotError, Point, PointSeries, plot_durations, plot_paired,
+    Axes, FitLine, PairedTrace, PlotError, Point, PointSeries, plot_durations, plot_paired,
     plot_vs_freq,
 };
 use crate::reference::Reference;
@@ -412,18 +412,12 @@ fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Findings) {
 fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let mut seen = std::collections::BTreeSet::new();
     let traces: Vec<PairedTrace> = (a.tables.paired.iter())
-        .filter(|t| !t.t_s.is_empty() && t.rate.iter().all(|r| r.is_finite()))
+        .filter(|t| !t.phases.is_empty() && t.phases.iter().all(|p| p.rate.is_finite()))
         .filter(|t| seen.insert(t.freq_hz))
         .take(MAX_PAIRED_TRACES)
         .map(|t| PairedTrace {
             label: format!("run {} at {} Hz", t.run_id, t.freq_hz),
-            phases: (t.t_s.iter().zip(&t.rate).zip(&t.sampling))
-                .map(|((&t_s, &rate), &sampling)| Phase {
-                    t_s,
-                    rate,
-                    sampling,
-                })
-                .collect(),
+            phases: t.phases.clone(),
         })
         .collect();
     if !traces.is_empty() {
