@@ -141,10 +141,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
     }
     let (classes, fleet) = classes::all_figures(&hosts.obs);
     let explain = opts.explain.then(|| explain::explain(&hosts.obs));
-    let days = match opts.all {
-        true => days::class_days(&hosts.obs),
-        false => Vec::new(),
-    };
+    let days = opts.all.then(|| days::class_days(&hosts.obs));
     Ok(Fleet {
         root: root.to_path_buf(),
         opts: opts.clone(),
@@ -154,7 +151,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         fleet,
         classes,
         hosts: hosts.obs,
-        days,
+        days: days.unwrap_or_default(),
         explain,
         missing: hosts.missing,
         skipped: scan.skipped,
