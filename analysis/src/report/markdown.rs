@@ -136,9 +136,7 @@ fn warnings(s: &mut String, a: &Findings, plots: &PlotOutcome) {
         let of: Vec<_> = ws.iter().filter(|w| w.rule == rule).collect();
         let _ = writeln!(s, "{}", kind_line(&of).unwrap_or_default());
     }
-    for e in &plots.errors {
-        let _ = writeln!(s, "- plot: {e}");
-    }
+    lines_after(s, "- plot: ", &plots.errors);
     if !ws.is_empty() {
         let _ = writeln!(
             s,
