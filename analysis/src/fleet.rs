@@ -109,11 +109,8 @@ pub struct Fleet {
 /// Reads `root` and works out the fleet's answer. An error when a `--by`
 /// column is unknown, `root` is no directory, or no host has a summary.
 pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError> {
-    if let Some(bad) = opts
-        .by
-        .iter()
-        .find(|c| !hosts::class_columns().any(|k| k == c.as_str()))
-    {
+    let known = |c: &str| hosts::class_columns().any(|k| k == c);
+    if let Some(bad) = opts.by.iter().find(|c| !known(c)) {
         let known: Vec<&str> = hosts::class_columns().collect();
         return Err(AnalysisError::Invalid(format!(
             "--by `{bad}`: not a class column; use any of {}",
