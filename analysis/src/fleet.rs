@@ -109,11 +109,8 @@ pub struct Fleet {
 /// Reads `root` and works out the fleet's answer. An error when a `--by`
 /// column is unknown, `root` is no directory, or no host has a summary.
 pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError> {
-    if let Some(bad) = opts
-        .by
-        .iter()
-        .find(|c| !hosts::class_columns().any(|k| k == c.as_str()))
-    {
+    let known = |c: &str| hosts::class_columns().any(|k| k == c);
+    if let Some(bad) = opts.by.iter().find(|c| !known(c)) {
         let known: Vec<&str> = hosts::class_columns().collect();
         return Err(AnalysisError::Invalid(format!(
             "--by `{bad}`: not a class column; use any of {}",
@@ -141,10 +138,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
     }
     let (classes, fleet) = classes::all_figures(&hosts.obs);
     let explain = opts.explain.then(|| explain::explain(&hosts.obs));
-    let days = match opts.all {
-        true => days::class_days(&hosts.obs),
-        false => Vec::new(),
-    };
+    let days = opts.all.then(|| days::class_days(&hosts.obs));
     Ok(Fleet {
         root: root.to_path_buf(),
         opts: opts.clone(),
@@ -154,7 +148,7 @@ pub fn analyse(root: &Path, opts: &FleetOptions) -> Result<Fleet, AnalysisError>
         fleet,
         classes,
         hosts: hosts.obs,
-        days,
+        days: days.unwrap_or_default(),
         explain,
         missing: hosts.missing,
         skipped: scan.skipped,

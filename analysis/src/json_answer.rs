@@ -11,8 +11,8 @@ use crate::recommend::{Recommendation, nice_prime_below};
 use crate::subject::profiler::{ProfilerRecommendation, ProfilerTable};
 
 /// The shared fields' keys: taken out of a kind's own fields, which keep
-/// the rest. `suggested_hz` was `rate_hz` under another name.
-const SHARED: [&str; 8] = [
+/// the rest.
+const SHARED: [&str; 7] = [
     "budget_pct",
     "rate_hz",
     "max_hz",
@@ -20,7 +20,6 @@ const SHARED: [&str; 8] = [
     "at_highest_measured",
     "resolvable",
     "reasons",
-    "suggested_hz",
 ];
 
 fn extras(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {

@@ -119,6 +119,20 @@ pub struct FitLine {
     pub colour: Option<(u8, u8, u8)>,
 }
 
+impl FitLine {
+    /// A horizontal line at `y` in `colour`, labelled at its right end (a
+    /// budget, a median).
+    pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> Self {
+        FitLine {
+            label,
+            intercept: y,
+            label_at_end: true,
+            colour: Some(colour),
+            ..Default::default()
+        }
+    }
+}
+
 /// One paired run: a point per phase.
 #[derive(Debug, Clone)]
 pub struct PairedTrace {
@@ -255,6 +269,14 @@ fn ensure_font() -> Result<(), PlotError> {
         plotters::style::register_font(FONT, FontStyle::Normal, DEJAVU_SANS).is_ok()
     });
     if ok { Ok(()) } else { Err(PlotError::Font) }
+}
+
+/// A written plot's file name, when it is an SVG (the one a report links).
+pub fn svg_name(p: &Path) -> Option<String> {
+    let name = p
+        .file_name()
+        .filter(|_| p.extension().is_some_and(|e| e == "svg"));
+    name.map(|n| n.to_string_lossy().into_owned())
 }
 
 fn with_ext(stem: &Path, ext: &str) -> PathBuf {

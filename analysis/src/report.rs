@@ -94,7 +94,7 @@ pub fn write(rs: &ResultSet, a: &Findings) -> Result<Written, AnalysisError> {
         write_rows(&path("profiler.csv"), &t.rows, Plain)?;
     }
     if !a.phase_faults.is_empty() {
-        write_excluded_phases_csv(&path(EXCLUDED_PHASES_CSV), a)?;
+        write_rows(&path(EXCLUDED_PHASES_CSV), &excluded_phase_rows(a), Plain)?;
     }
     if !a.quality.warnings.is_empty() {
         let rows = WarningRunRow::of(&a.quality.warnings);
@@ -206,24 +206,20 @@ pub struct ExcludedPhaseRow {
     pub detail: String,
 }
 
-/// excluded_phases.csv: every phase left out, with its run, ABBA group
-/// and reason (`results_format::phase_check::PhaseFault::code`).
-fn write_excluded_phases_csv(path: &Path, analysis: &Findings) -> Result<(), AnalysisError> {
-    let rows: Vec<ExcludedPhaseRow> = analysis
-        .phase_faults
-        .iter()
-        .flat_map(|r| {
-            r.excluded.iter().map(move |e| ExcludedPhaseRow {
-                run_id: e.run_id,
-                freq_hz: r.freq_hz,
-                phase: e.phase,
-                group: e.phase / 4,
-                reason: e.fault.code(),
-                detail: e.fault.to_string(),
-            })
+/// excluded_phases.csv's rows: every phase left out, with its run, ABBA
+/// group and reason (`results_format::phase_check::PhaseFault::code`).
+fn excluded_phase_rows(a: &Findings) -> Vec<ExcludedPhaseRow> {
+    let rows = a.phase_faults.iter().flat_map(|r| {
+        r.excluded.iter().map(move |e| ExcludedPhaseRow {
+            run_id: e.run_id,
+            freq_hz: r.freq_hz,
+            phase: e.phase,
+            group: e.phase / 4,
+            reason: e.fault.code(),
+            detail: e.fault.to_string(),
         })
-        .collect();
-    write_rows(path, &rows, Plain)
+    });
+    rows.collect()
 }
 
 /// Every warning whole, one row per run it concerns (written when there

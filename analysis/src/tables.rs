@@ -50,14 +50,12 @@ pub struct DurationGroup {
     pub durations_ns: Vec<u64>,
 }
 
-/// A paired run's phase trace (for plots).
+/// A paired run's phase trace (for plots): every phase that has a rate.
 #[derive(Debug, Clone)]
 pub struct PairedRunTrace {
     pub run_id: u32,
     pub freq_hz: u64,
-    pub t_s: Vec<f64>,
-    pub rate: Vec<f64>,
-    pub sampling: Vec<bool>,
+    pub phases: Vec<crate::plot::Phase>,
 }
 
 /// Tables 1 (the handler's utilisation) and 2 (the loss), the tracepoint

@@ -58,11 +58,8 @@ pub type Stamps = BTreeMap<PathBuf, Stamp>;
 /// The stamp of `path`, None when it cannot be read.
 pub fn stamp(path: &Path) -> Option<Stamp> {
     let m = std::fs::metadata(path).ok()?;
-    let mtime = m
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?;
+    let modified = m.modified().ok()?;
+    let mtime = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
     Some([m.len() as i64, i64::try_from(mtime.as_nanos()).ok()?])
 }
 

@@ -7,12 +7,10 @@
 //! Fan's type 7: numpy's default, DuckDB's `quantile_cont`), so that
 //! analysis/validate/fleet_duckdb.py gets the same figures from SQL.
 
-use std::collections::BTreeSet;
-
 use results_format::summary::SUMMARY_BUDGETS;
 
 use super::hosts::HostObs;
-use crate::stats::{grouped, sorted};
+use crate::stats::{distinct_sorted, grouped, sorted};
 
 /// A host whose modified z-score of cost in its class exceeds this is
 /// outside the class's spread (Iglewicz and Hoaglin's 3.5, as the command
@@ -108,11 +106,7 @@ pub fn figures(class: &str, obs: &[&HostObs]) -> ClassFigures {
         })
         .collect();
     let spread_judged = costs.len() >= SPREAD_MIN_HOSTS;
-    let distinct_hosts = obs
-        .iter()
-        .map(|o| o.host.as_str())
-        .collect::<BTreeSet<_>>()
-        .len();
+    let distinct_hosts = distinct_sorted(obs.iter().map(|o| o.host.as_str())).len();
     let name = |o: &&HostObs| match distinct_hosts == obs.len() || o.date.is_empty() {
         true => o.host.clone(),
         false => format!("{} ({})", o.host, o.date),

@@ -28,7 +28,7 @@ use results_format::summary::{DAY_TABLE, DayRow, write_day_table};
 
 use super::scan::{FleetRow, Scan, ScanOptions, Skipped, read_table, scan};
 use crate::error::AnalysisError;
-use crate::stats::grouped;
+use crate::stats::{distinct_sorted, grouped};
 
 /// What one day's compaction did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -124,11 +124,8 @@ fn compact_day(
         .map(|r| day_row(out, r))
         .filter(|d| !new_sets.contains(d.set_dir.as_str()))
         .collect();
-    let count_sets = |rows: &[DayRow]| {
-        let dirs: std::collections::BTreeSet<&str> =
-            rows.iter().map(|d| d.set_dir.as_str()).collect();
-        dirs.len()
-    };
+    let count_sets =
+        |rows: &[DayRow]| distinct_sorted(rows.iter().map(|d| d.set_dir.as_str())).len();
     let (from_landing, kept_sets) = (count_sets(&landing), count_sets(&kept));
     let mut rows = landing;
     rows.extend(kept);

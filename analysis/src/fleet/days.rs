@@ -17,7 +17,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::classes::{SPREAD_MIN_HOSTS, label, quantile};
 use super::hosts::HostObs;
-use crate::stats::grouped;
+use crate::stats::{grouped, sorted};
 
 /// The familywise error rate of a class's history.
 pub const HISTORY_ALPHA: f64 = 0.05;
@@ -71,15 +71,9 @@ pub fn class_days(obs: &[HostObs]) -> Vec<ClassDay> {
         let z = Normal::standard().inverse_cdf(1.0 - HISTORY_ALPHA / days.len() as f64 / 2.0);
         let first = out.len();
         for (date, members) in days {
-            let mut costs: Vec<f64> = members.iter().filter_map(|o| o.cost_ns).collect();
-            costs.sort_by(f64::total_cmp);
-            let mut rates: Vec<f64> = (members.iter())
-                .map(|o| {
-                    one.and_then(|i| o.max_hz.get(i).copied().flatten())
-                        .unwrap_or(0.0)
-                })
-                .collect();
-            rates.sort_by(f64::total_cmp);
+            let costs = sorted(members.iter().filter_map(|o| o.cost_ns));
+            let rate = |o: &HostObs| one.and_then(|i| o.max_hz.get(i).copied().flatten());
+            let rates = sorted(members.iter().map(|o| rate(o).unwrap_or(0.0)));
             let (lo, hi) = median_ranks(costs.len(), z);
             let judged = costs.len() >= SPREAD_MIN_HOSTS;
             out.push(ClassDay {
@@ -96,11 +90,7 @@ pub fn class_days(obs: &[HostObs]) -> Vec<ClassDay> {
                 moved: None,
             });
         }
-        let mut medians: Vec<f64> = out[first..]
-            .iter()
-            .filter_map(|d| d.cost_median_ns)
-            .collect();
-        medians.sort_by(f64::total_cmp);
+        let medians = sorted(out[first..].iter().filter_map(|d| d.cost_median_ns));
         let Some(reference) = quantile(&medians, 0.5).filter(|_| medians.len() > 1) else {
             continue;
         };

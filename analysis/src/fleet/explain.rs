@@ -264,12 +264,8 @@ pub fn lines(x: &Explain) -> Vec<String> {
             true => "explains",
             false => "explains nothing (Holm p >= 0.05)",
         };
-        let (eta, lo, hi, p) = (
-            f(t.eta2, 3),
-            f(t.eta2_lo, 3),
-            f(t.eta2_hi, 3),
-            f(t.p_holm, 3),
-        );
+        let (eta, lo, hi) = (f(t.eta2, 3), f(t.eta2_lo, 3), f(t.eta2_hi, 3));
+        let p = f(t.p_holm, 3);
         let (r, rlo, rhi) = (f(t.ratio, 2), f(t.ratio_lo, 2), f(t.ratio_hi, 2));
         let note = match note.is_empty() {
             true => String::new(),

@@ -1,6 +1,5 @@
 //! The fleet's figures: every host's cost per sample by class, and with
-//! `--all` each class over time; and the levels `analysis history`'s
-//! figure is drawn with too.
+//! `--all` each class over time.
 
 use std::path::{Path, PathBuf};
 
@@ -9,21 +8,8 @@ use results_format::summary::SUMMARY_BUDGETS;
 use super::Fleet;
 use super::classes::{label, quantile};
 use crate::error::AnalysisError;
-use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
+use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq, svg_name};
 use crate::stats::{distinct_sorted, grouped};
-
-/// A labelled horizontal line at `y`.
-pub fn level(label: String, y: f64, colour: (u8, u8, u8)) -> FitLine {
-    let colour = Some(colour);
-    FitLine {
-        label,
-        intercept: y,
-        slope: 0.0,
-        label_at_end: true,
-        colour,
-        ..Default::default()
-    }
-}
 
 /// The fleet figures' axes: hosts or days against the cost, log.
 const LOG_Y: Axes = Axes {
@@ -40,13 +26,7 @@ pub fn write(out: &Path, f: &Fleet) -> Vec<String> {
         ("fleet figure over time", over_time(out, f)),
     ] {
         match drawn {
-            Ok(files) => names.extend(
-                files
-                    .iter()
-                    .filter(|p| p.extension().is_some_and(|e| e == "svg"))
-                    .filter_map(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned()),
-            ),
+            Ok(files) => names.extend(files.iter().filter_map(|p| svg_name(p))),
             Err(e) => tracing::warn!("{what} not drawn: {e}"),
         }
     }
@@ -90,7 +70,7 @@ fn by_host(out: &Path, f: &Fleet) -> Result<Vec<PathBuf>, AnalysisError> {
         .iter()
         .map(|&(pct, _)| {
             let label = format!("{pct} % at {:.0} Hz", f.opts.rate_hz);
-            level(label, pct / 100.0 / f.opts.rate_hz * 1e6, (120, 120, 120))
+            FitLine::level(label, pct / 100.0 / f.opts.rate_hz * 1e6, (120, 120, 120))
         })
         .filter(|l| l.intercept <= f.fleet.cost_max_ns / 1000.0 * 20.0)
         .collect();

@@ -10,22 +10,17 @@ use results_format::summary::SUMMARY_BUDGETS;
 use super::Fleet;
 use super::classes::{ClassFigures, OUTLIER_Z, Outlier, SPREAD_MIN_HOSTS, label};
 use super::hosts::HostObs;
+use super::scan::Missing;
 use super::tables;
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
-use crate::format::plural;
+use crate::format::{lines_after, plural};
 use crate::percost::predicted_loss_pct;
 
-fn us(ns: f64) -> String {
-    if ns.is_finite() {
-        format!("{:.1} us", ns / 1000.0)
-    } else {
-        "-".to_string()
-    }
-}
-
-fn opt_us(ns: Option<f64>) -> String {
-    ns.map_or("-".into(), us)
+/// A cost in ns as `2.1 us`; `-` when absent or not finite.
+fn us(ns: impl Into<Option<f64>>) -> String {
+    let ns = ns.into().filter(|v| v.is_finite());
+    ns.map_or("-".into(), |v| format!("{:.1} us", v / 1000.0))
 }
 
 fn hz(v: f64) -> String {
@@ -119,19 +114,11 @@ pub fn answer_box(f: &Fleet) -> Vec<String> {
             cl.class
         ));
     }
-    out.extend(
-        super::days::moved_lines(&f.days)
-            .into_iter()
-            .map(|l| format!("  {l}")),
-    );
+    let indented = |lines: Vec<String>| lines.into_iter().map(|l| format!("  {l}"));
+    out.extend(indented(super::days::moved_lines(&f.days)));
     out.extend(look_at(f).into_iter().map(|l| format!("  look at: {l}")));
-    if let Some(x) = &f.explain {
-        out.extend(
-            super::explain::lines(x)
-                .into_iter()
-                .map(|l| format!("  {l}")),
-        );
-    }
+    let explained = f.explain.iter().flat_map(super::explain::lines);
+    out.extend(indented(explained.collect()));
     for m in &f.missing {
         out.push(format!(
             "  missing: {} on {} ({}: {})",
@@ -289,11 +276,7 @@ fn markdown(f: &Fleet, figures: &[String]) -> String {
         "host | date | class | rate | cost | 95 % CI | 1 % budget",
         hosts.iter().take(SHOWN).map(|o| {
             let (host, date, class, rate) = (&o.host, &o.date, label(o), o.freq_hz);
-            let (cost, lo, hi) = (
-                opt_us(o.cost_ns),
-                opt_us(o.cost_lo_ns),
-                opt_us(o.cost_hi_ns),
-            );
+            let (cost, lo, hi) = (us(o.cost_ns), us(o.cost_lo_ns), us(o.cost_hi_ns));
             let one = o.max_hz.get(1).copied().flatten().map_or("none".into(), hz);
             format!("{host} | {date} | {class} | {rate} Hz | {cost} | {lo} to {hi} | {one}")
         }),
@@ -307,15 +290,12 @@ fn markdown(f: &Fleet, figures: &[String]) -> String {
     }
     if !f.missing.is_empty() {
         md.push_str("\n## Missing hosts\n\n");
-        for m in &f.missing {
-            let _ = writeln!(md, "- {} on {}: {} ({})", m.host, m.date, m.stage, m.reason);
-        }
+        let line = |m: &Missing| format!("{} on {}: {} ({})", m.host, m.date, m.stage, m.reason);
+        lines_after(&mut md, "- ", f.missing.iter().map(line));
     }
     if !f.skipped.is_empty() || !f.notes.is_empty() {
         md.push_str("\n## Left out\n\n");
-        for n in &f.notes {
-            let _ = writeln!(md, "- {n}");
-        }
+        lines_after(&mut md, "- ", &f.notes);
         if !f.skipped.is_empty() {
             let n = f.skipped.len();
             let _ = writeln!(

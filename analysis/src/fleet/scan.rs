@@ -277,26 +277,18 @@ fn read_summaries(root: &Path, paths: &[PathBuf], opts: &ScanOptions, scan: &mut
     let mut to_read = paths.to_vec();
     scan.to_cache = key.is_some().then(Vec::new);
     if let Some((df, cached)) = key.as_ref().and_then(|k| cache::load(root, k, &stamps)) {
+        let dir = root.join(CACHE_DIR);
+        let dir = dir.display();
         match read_frame(df, false, opts, scan) {
             Ok(()) => {
                 to_read.retain(|p| !cached.contains(p));
                 scan.cached = cached.len();
-                if scan.cached > 0 {
-                    let (n, dir) = (scan.cached, root.join(CACHE_DIR));
-                    tracing::info!(
-                        "{n} summaries from {}, {} read",
-                        dir.display(),
-                        to_read.len()
-                    );
+                let (n, left) = (cached.len(), to_read.len());
+                if n > 0 {
+                    tracing::info!("{n} summaries from {dir}, {left} read");
                 }
             }
-            Err(e) => {
-                let dir = root.join(CACHE_DIR);
-                tracing::warn!(
-                    "{}: unreadable ({e}); every summary is read again",
-                    dir.display()
-                );
-            }
+            Err(e) => tracing::warn!("{dir}: unreadable ({e}); every summary is read again"),
         }
     }
     let mut groups: BTreeMap<Vec<String>, Vec<PathBuf>> = BTreeMap::new();
@@ -502,32 +494,23 @@ fn table_rows(
     Ok((k, rows))
 }
 
-/// Each row's [`Standing`], read from the frame's columns.
+/// Each row's [`Standing`], read from the frame's columns (a column the
+/// frame lacks leaves its part unknown).
 fn standings(df: &DataFrame) -> PolarsResult<Vec<Standing<'_>>> {
-    let n = df.height();
-    let mut out = vec![Standing::default(); n];
+    let mut out = vec![Standing::default(); df.height()];
     if let Ok(c) = df.column("subject") {
-        for (s, v) in out.iter_mut().zip(c.str()?.iter()) {
-            s.subject = v;
-        }
+        (out.iter_mut().zip(c.str()?.iter())).for_each(|(s, v)| s.subject = v);
     }
     if let Ok(c) = df.column("config_primary") {
-        for (s, v) in out.iter_mut().zip(c.bool()?.iter()) {
-            s.config_primary = v;
-        }
+        (out.iter_mut().zip(c.bool()?.iter())).for_each(|(s, v)| s.config_primary = v);
     }
     if let Ok(c) = df.column("freq_hz") {
-        for (s, v) in out.iter_mut().zip(c.cast(&DataType::Int64)?.i64()?.iter()) {
-            s.freq_hz = v;
-        }
+        let f = c.cast(&DataType::Int64)?;
+        (out.iter_mut().zip(f.i64()?.iter())).for_each(|(s, v)| s.freq_hz = v);
     }
     if let Ok(c) = df.column("cost_per_sample_ns") {
-        for (s, v) in out
-            .iter_mut()
-            .zip(c.cast(&DataType::Float64)?.f64()?.iter())
-        {
-            s.has_cost = v.is_some();
-        }
+        let has = c.cast(&DataType::Float64)?.is_not_null();
+        (out.iter_mut().zip(has.iter())).for_each(|(s, v)| s.has_cost = v == Some(true));
     }
     Ok(out)
 }

@@ -1,7 +1,6 @@
 //! The fleet's tables as CSV: fleet.csv (one row per class, the fleet
-//! first), hosts.csv (one row per host), and missing.csv / skipped.csv;
-//! and the one CSV and Markdown table writer of `analysis fleet`,
-//! `analysis history` and `analysis compare`.
+//! first) and hosts.csv (one row per host); missing.csv and skipped.csv
+//! are their rows' own (`crate::columns`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -18,26 +17,20 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |x| x.to_string())
 }
 
-/// `names` (literals) as a header's cells.
-pub fn cells(names: &[&str]) -> Vec<String> {
-    names.iter().map(|s| s.to_string()).collect()
+/// `names`, space-separated, as a header's cells.
+fn cells(names: &str) -> Vec<String> {
+    names.split_whitespace().map(String::from).collect()
 }
 
 /// fleet.csv: the fleet's row first, then one per class.
 pub fn write_fleet_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
-    let mut header = cells(&[
-        "class",
-        "hosts",
-        "cost_median_ns",
-        "cost_p95_ns",
-        "cost_max_ns",
-    ]);
+    let mut header = cells("class hosts cost_median_ns cost_p95_ns cost_max_ns");
     for (_, stem) in SUMMARY_BUDGETS {
         for what in ["p95_host_max_hz", "every_host_max_hz", "p95_host_rate_hz"] {
             header.push(format!("budget_{stem}_{what}"));
         }
     }
-    header.extend(cells(&["single", "outliers", "conservative", "drifted"]));
+    header.extend(cells("single outliers conservative drifted"));
     let rows: Vec<Vec<String>> = std::iter::once(&f.fleet)
         .chain(&f.classes)
         .map(|c| {
@@ -61,15 +54,11 @@ pub fn write_fleet_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
 
 /// hosts.csv: one row per host (or host-date).
 pub fn write_hosts_csv(path: &Path, f: &Fleet) -> Result<(), AnalysisError> {
-    let mut header = cells(&["host", "date", "set", "class", "freq_hz", "cost_ns"]);
-    header.extend(cells(&["cost_lo_ns", "cost_hi_ns", "cost_pred_hi_ns"]));
-    header.extend(
-        SUMMARY_BUDGETS
-            .iter()
-            .map(|(_, s)| format!("budget_{s}_max_hz")),
-    );
-    header.extend(cells(&["outside_spread", "conservative", "drifted"]));
-    header.extend(cells(&["bounds_only", "made_from_tables"]));
+    let mut header =
+        cells("host date set class freq_hz cost_ns cost_lo_ns cost_hi_ns cost_pred_hi_ns");
+    header.extend(SUMMARY_BUDGETS.map(|(_, s)| format!("budget_{s}_max_hz")));
+    let flags = "outside_spread conservative drifted bounds_only made_from_tables";
+    header.extend(cells(flags));
     let outside: BTreeSet<(&str, &str)> = f
         .classes
         .iter()

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{History, Period};
 use crate::columns::{markdown_table, write_rows_or_empty};
 use crate::error::AnalysisError;
-use crate::fleet::figures::level;
-use crate::plot::{Axes, PointSeries, plot_vs_freq};
+use crate::plot::{Axes, FitLine, PointSeries, plot_vs_freq};
 
 fn us(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{:.1}", x / 1000.0))
@@ -160,13 +159,13 @@ fn figure(out: &Path, h: &History) -> Result<Vec<PathBuf>, AnalysisError> {
     let mut lines = Vec::new();
     if let Some(m) = h.median_cost_ns {
         let label = format!("median {:.1} us", m / 1000.0);
-        lines.push(level(label, m / 1000.0, (120, 120, 120)));
+        lines.push(FitLine::level(label, m / 1000.0, (120, 120, 120)));
     }
     if let (Some(b), Some(max)) = (h.budget_pct, h.cost_max_ns) {
         let whole = b / 100.0 / h.rate_hz as f64 * 1e6;
         if whole <= max / 1000.0 * 3.0 {
             let label = format!("{b} % at {} Hz", h.rate_hz);
-            lines.push(level(label, whole, (200, 60, 60)));
+            lines.push(FitLine::level(label, whole, (200, 60, 60)));
         }
     }
     let t0_text = t0.map_or_else(String::new, |t| t.format("%Y-%m-%d %H:%M UTC").to_string());

@@ -6,7 +6,7 @@ use crate::error::AnalysisError;
 use crate::fit::LineFit;
 use crate::pipeline::Findings;
 use crate::plot::{
-    Axes, FitLine, PairedTrace, Phase, PlotError, Point, PointSeries, plot_durations, plot_paired,
+    Axes, FitLine, PairedTrace, PlotError, Point, PointSeries, plot_durations, plot_paired,
     plot_vs_freq,
 };
 use crate::reference::Reference;
@@ -241,13 +241,7 @@ fn budget_plot(
     // their own; the 2014 points, last, a circle of another colour.
     all.retain(|s| !s.points.is_empty());
     let mut lines: Vec<FitLine> = (crate::recommend::BUDGETS_PCT.iter())
-        .map(|&b| FitLine {
-            label: format!("budget {b} %"),
-            intercept: b,
-            label_at_end: true,
-            colour: Some(budget_colour(b)),
-            ..FitLine::default()
-        })
+        .map(|&b| FitLine::level(format!("budget {b} %"), b, budget_colour(b)))
         .collect();
     lines.extend(model);
     let labels = (
@@ -418,18 +412,12 @@ fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Findings) {
 fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let mut seen = std::collections::BTreeSet::new();
     let traces: Vec<PairedTrace> = (a.tables.paired.iter())
-        .filter(|t| !t.t_s.is_empty() && t.rate.iter().all(|r| r.is_finite()))
+        .filter(|t| !t.phases.is_empty() && t.phases.iter().all(|p| p.rate.is_finite()))
         .filter(|t| seen.insert(t.freq_hz))
         .take(MAX_PAIRED_TRACES)
         .map(|t| PairedTrace {
             label: format!("run {} at {} Hz", t.run_id, t.freq_hz),
-            phases: (t.t_s.iter().zip(&t.rate).zip(&t.sampling))
-                .map(|((&t_s, &rate), &sampling)| Phase {
-                    t_s,
-                    rate,
-                    sampling,
-                })
-                .collect(),
+            phases: t.phases.clone(),
         })
         .collect();
     if !traces.is_empty() {

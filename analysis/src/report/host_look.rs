@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 
 use results_format::HostLook;
 
+use crate::format::lines_after;
+
 /// The section, Markdown; empty when the sweep did not look.
 pub fn render(look: Option<&HostLook>) -> String {
     let mut s = String::new();
@@ -38,21 +40,15 @@ pub fn render(look: Option<&HostLook>) -> String {
         h.episode_share_1ms_pct
     );
     let _ = writeln!(s, "- steal: {:.2} % of the look", h.steal_pct);
-    match h.resolvable_loss_pct {
+    let basis = &h.resolvable_basis;
+    let resolution = match h.resolvable_loss_pct {
         Some(v) => {
-            let _ = writeln!(
-                s,
-                "- smallest throughput loss the plan could resolve here: +-{v:.2} pp ({})",
-                h.resolvable_basis
-            );
+            format!("smallest throughput loss the plan could resolve here: +-{v:.2} pp ({basis})")
         }
-        None => {
-            let _ = writeln!(s, "- throughput resolution: {}", h.resolvable_basis);
-        }
-    }
-    for w in &h.warnings {
-        let _ = writeln!(s, "- {w}");
-    }
+        None => format!("throughput resolution: {basis}"),
+    };
+    let _ = writeln!(s, "- {resolution}");
+    lines_after(&mut s, "- ", &h.warnings);
     s.push('\n');
     s
 }

@@ -3,12 +3,13 @@
 //! a CSV, named in one line each ("Tables") instead of repeated here.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::AnalysisError;
 use crate::format::lines_after;
 use crate::load::ResultSet;
 use crate::pipeline::Findings;
+use crate::plot::svg_name;
 use crate::recommend::Recommendation;
 use crate::report::figures::PlotOutcome;
 use crate::report::key_lines;
@@ -48,14 +49,6 @@ pub(super) fn render(
 /// The budget plot's file: the picture of the question, right under the
 /// answer box (the other plots close the report).
 const BUDGET_SVG: &str = "budget.svg";
-
-/// A plot's file name, when it is an SVG.
-fn svg_name(p: &Path) -> Option<String> {
-    let name = p
-        .file_name()
-        .filter(|_| p.extension().is_some_and(|e| e == "svg"));
-    name.map(|n| n.to_string_lossy().into_owned())
-}
 
 /// Title, the answer box and the budget plot, host, what ran, and the runs
 /// left out.
@@ -143,9 +136,7 @@ fn warnings(s: &mut String, a: &Findings, plots: &PlotOutcome) {
         let of: Vec<_> = ws.iter().filter(|w| w.rule == rule).collect();
         let _ = writeln!(s, "{}", kind_line(&of).unwrap_or_default());
     }
-    for e in &plots.errors {
-        let _ = writeln!(s, "- plot: {e}");
-    }
+    lines_after(s, "- plot: ", &plots.errors);
     if !ws.is_empty() {
         let _ = writeln!(
             s,

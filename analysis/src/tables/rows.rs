@@ -169,15 +169,15 @@ pub(super) fn paired_loss(
                 .collect();
             if let Some(first) = traced.first() {
                 let t0 = first.start_ns;
+                let phases = traced.iter().map(|p| crate::plot::Phase {
+                    t_s: (p.start_ns.saturating_sub(t0)) as f64 * 1e-9,
+                    rate: p.rate(),
+                    sampling: p.sampling,
+                });
                 paired.push(PairedRunTrace {
                     run_id: r.run_id,
                     freq_hz,
-                    t_s: traced
-                        .iter()
-                        .map(|p| (p.start_ns.saturating_sub(t0)) as f64 * 1e-9)
-                        .collect(),
-                    rate: traced.iter().map(|p| p.rate()).collect(),
-                    sampling: traced.iter().map(|p| p.sampling).collect(),
+                    phases: phases.collect(),
                 });
             }
         }
