@@ -198,15 +198,14 @@ pub fn collect(
     split: &[SplitRow],
     gaps_mean: &[(u64, Estimate)],
 ) -> Vec<Evidence> {
-    let mut v: Vec<Evidence> = Vec::new();
-    if let Some(ps) = per_sample {
-        v.extend(ps.rows.iter().filter_map(|r| {
+    let rows: &[PerSampleRow] = per_sample.map_or(&[], |ps| &ps.rows);
+    let mut v: Vec<Evidence> = (rows.iter())
+        .filter_map(|r| {
             let (_, m) = gaps_mean.iter().find(|(f, _)| *f == r.freq_hz)?;
             paired(loss, r, m)
-        }));
-        v.extend(ps.rows.iter().filter_map(long_episodes));
-    }
-    let rows: &[PerSampleRow] = per_sample.map_or(&[], |ps| &ps.rows);
+        })
+        .collect();
+    v.extend(rows.iter().filter_map(long_episodes));
     for r in split.iter().filter(|r| r.freq_hz > 0) {
         if !in_linear_range(r.total.value) {
             continue;
