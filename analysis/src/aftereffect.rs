@@ -39,20 +39,16 @@ pub struct AfterRow {
 /// The rows of every configuration (each analysed alone) at every rate
 /// where the paired loss and the gaps direct cost both exist.
 pub fn rows(analyses: &[ConfigTables<'_>]) -> Vec<AfterRow> {
-    let mut out = Vec::new();
-    for a in analyses {
-        let sample = a.name;
-        let Some(ps) = a.per_sample else {
-            continue;
-        };
-        for r in ps.rows.iter().filter(|r| r.freq_hz > 0) {
-            let usable = |p: &Estimate| p.value.is_finite() && r.achieved_hz > 0.0;
-            let Some(paired) = r.paired_loss_pct.filter(usable) else {
-                continue;
-            };
+    let each = analyses
+        .iter()
+        .filter_map(|a| Some((a.name, &a.per_sample?.rows)));
+    let rows = each.flat_map(|(sample, rows)| rows.iter().map(move |r| (sample, r)));
+    rows.filter(|(_, r)| r.freq_hz > 0 && r.achieved_hz > 0.0)
+        .filter_map(|(sample, r)| {
+            let paired = r.paired_loss_pct.filter(|p| p.value.is_finite())?;
             // loss % / 100 of each second, per achieved sample, in ns.
             let throughput_ns = paired.scaled(1e7 / r.achieved_hz);
-            out.push(AfterRow {
+            Some(AfterRow {
                 sample: sample.to_string(),
                 freq_hz: r.freq_hz,
                 achieved_hz: r.achieved_hz,
@@ -60,10 +56,9 @@ pub fn rows(analyses: &[ConfigTables<'_>]) -> Vec<AfterRow> {
                 throughput_ns,
                 direct_ns: r.direct_ns,
                 timeline_after_ns: r.after_effect_ns,
-            });
-        }
-    }
-    out
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -312,21 +312,14 @@ pub fn predict_throttle(
     analyses: &[ConfigTables<'_>],
     hardware_event: bool,
 ) -> Vec<ThrottlePrediction> {
-    let mut out = Vec::new();
-    for a in analyses {
+    let predict = |a: &ConfigTables<'_>| {
         let sample = a.name;
-        let Some(top) = a
-            .util
-            .iter()
-            .filter(|u| u.per_sample_ns.value.is_finite())
-            .max_by_key(|u| u.freq_hz)
-        else {
-            continue;
-        };
+        let measured = a.util.iter().filter(|u| u.per_sample_ns.value.is_finite());
+        let top = measured.max_by_key(|u| u.freq_hz)?;
         let lowered = limits.lowered_rate(top.per_sample_ns.value);
         let runs = (rs.runs.iter()).filter(|r| r.ok() && r.freq_hz > 0 && config_key(r) == sample);
         let observed = grouped(runs.map(|r| (r.freq_hz, r)));
-        out.push(ThrottlePrediction {
+        Some(ThrottlePrediction {
             sample: sample.to_string(),
             handler_ns: top.per_sample_ns.value,
             at_hz: top.freq_hz,
@@ -342,9 +335,9 @@ pub fn predict_throttle(
                     (f, throttled, mean_of(achieved.filter(|a| a.is_finite())))
                 })
                 .collect(),
-        });
-    }
-    out
+        })
+    };
+    analyses.iter().filter_map(predict).collect()
 }
 
 #[cfg(test)]

@@ -93,11 +93,6 @@ impl ResultSet {
         }
         by_run
     }
-
-    /// Path of a run's interval file.
-    pub fn events_path(&self, run_id: u32) -> PathBuf {
-        results_format::events_path(&self.dir, run_id)
-    }
 }
 
 /// Load manifest.json (checking format_version), runs.csv and, if present,

@@ -137,14 +137,9 @@ enum Command {
 }
 
 fn run() -> anyhow::Result<()> {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            let code = if e.use_stderr() { sub::BAD_INPUT } else { 0 };
-            std::process::exit(code.into());
-        }
-    };
+    // A bad flag exits with clap's usage status, 2, which is
+    // `sub::BAD_INPUT`; --help and --version with 0.
+    let cli = Cli::parse();
     workload::cli::init_logging("warn", cli.verbose);
     match cli.command {
         Command::Report { dir } => sub::report(&dir),

@@ -34,7 +34,7 @@ mod row;
 
 pub use background::{
     COINCIDENCE_TIMESTAMPS, Draw, MIN_REPLICATIONS, aa_control, coincidence_by_run_capped,
-    coincidence_capped, coincidence_exact, coincidence_exact_by_run, draw_rng, replications_for,
+    coincidence_capped, coincidence_exact, draw_rng, replications_for,
 };
 
 pub use drift::{CostDrift, cost_drift};
@@ -291,7 +291,6 @@ pub fn build(runs: &[GapsRun], util: &[UtilRow], loss: &[LossRow]) -> PerSample 
     let ctx = RowContext {
         zero: &zero,
         zero_gap: zero_gap.value,
-        zero_long: zero_long_share.value,
         util,
         loss,
     };

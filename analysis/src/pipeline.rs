@@ -194,12 +194,8 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
         .map(|l| (l, contents::predict_throttle(rs, &l, &refs, hardware)));
     let excluded = all_excluded(&each);
     some_run_left(rs, &excluded)?;
-    let others: Vec<Warning> = each
-        .iter()
-        .skip(1)
-        .flat_map(|(_, a)| a.quality.warnings.iter().cloned())
-        .collect();
     let mut primary = each.remove(0).1;
+    let others = (each.iter()).flat_map(|(_, a)| a.quality.warnings.iter().cloned());
     primary.quality.warnings.extend(others);
     primary.contents = crate::findings::ContentsTables {
         names,
@@ -302,7 +298,10 @@ pub(crate) fn analyse_one(
             .warnings
             .extend(crate::warnings::per_sample(&gaps.runs, &table));
         a.gaps.per_sample = Some(table);
-        a.gaps.recovery = gaps.recovery();
+        // The recovery bins of the loaded runs, run by run.
+        a.gaps.recovery = (gaps.runs.iter())
+            .flat_map(|g| g.recovery.clone())
+            .collect();
         a.gaps.latency = Some(crate::latency::table::of_runs(&gaps.runs));
     }
     if !removed.gaps {
@@ -317,31 +316,24 @@ fn read_all_intervals(
     rs: &ResultSet,
     runs: &[&Run],
 ) -> (BTreeMap<u32, RunIntervals>, Vec<ExcludedRun>) {
+    use rayon::iter::Either;
     use rayon::prelude::*;
     let read = |r: &&Run| {
-        let path = rs.events_path(r.run_id);
+        let path = results_format::events_path(&rs.dir, r.run_id);
         let open = || read_run_intervals(&path, r.cpu);
         let why = "the reader of its events file panicked";
         let result = std::panic::catch_unwind(open)
             .unwrap_or_else(|_| Err(AnalysisError::Insufficient(why.into())));
-        (r.run_id, path, result)
-    };
-    let results: Vec<_> = runs.par_iter().map(read).collect();
-    let mut map = BTreeMap::new();
-    let mut excluded = Vec::new();
-    for (run_id, path, r) in results {
-        match r {
-            Ok(iv) => {
-                map.insert(run_id, iv);
-            }
-            Err(e) => excluded.push(ExcludedRun {
-                run_id,
+        match result {
+            Ok(iv) => Either::Left((r.run_id, iv)),
+            Err(e) => Either::Right(ExcludedRun {
+                run_id: r.run_id,
                 path,
                 reason: e.to_string(),
             }),
         }
-    }
-    (map, excluded)
+    };
+    runs.par_iter().partition_map(read)
 }
 
 /// The tables of `rs` from already aggregated intervals, judged: every

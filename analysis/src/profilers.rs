@@ -160,9 +160,7 @@ fn period_ns(hz: u64) -> u64 {
 
 /// The names `--for` takes.
 pub fn names() -> Vec<&'static str> {
-    let mut v: Vec<&str> = PROFILERS.iter().map(|p| p.name).collect();
-    v.push("all");
-    v
+    PROFILERS.iter().map(|p| p.name).chain(["all"]).collect()
 }
 
 /// One profiler's setting at a budget.

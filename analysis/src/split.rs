@@ -242,17 +242,13 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
         .iter()
         .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Split)
         .collect();
-    if runs.is_empty() {
-        return Ok(SplitTable::default());
-    }
     let phase_ns = rs.manifest.options["phase_ns"].as_u64().unwrap_or(0);
     let by_run = rs.phases_by_run();
     let block_of: BTreeMap<u32, u32> = runs.iter().map(|r| (r.run_id, r.block)).collect();
     let mut table = SplitTable::default();
-    // Per rate: each run's group means of (total, in, out), its groups,
-    // and the sampling-on samples and time.
+    // Per rate: each run's group means of (total, in, out).
     type RunParts = Vec<(f64, f64, f64)>;
-    let mut per_rate: BTreeMap<u64, (Vec<RunParts>, u64, u64)> = BTreeMap::new();
+    let mut per_rate: BTreeMap<u64, Vec<RunParts>> = BTreeMap::new();
     for r in runs {
         let Some(phases) = by_run.get(&r.run_id) else {
             continue;
@@ -269,22 +265,15 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
         });
         let kept = crate::latency::spans((from, to), r.raw_keep_every.unwrap_or(1));
         let mut groups = Vec::new();
-        let entry = per_rate.entry(r.freq_hz).or_default();
         for group in &judged.kept {
             let split: Vec<SplitPhase> =
                 group.iter().map(|p| split_phase(p, &gaps, &kept)).collect();
-            for p in split.iter().filter(|p| p.sampling) {
-                entry.1 += p.samples;
-                entry.2 += p.duration_ns;
-            }
-            if let Some(parts) = group_parts(&split.iter().collect::<Vec<_>>()) {
-                groups.push(parts);
-            }
+            groups.extend(group_parts(&split.iter().collect::<Vec<_>>()));
             table.phases.extend(split);
         }
-        entry.0.push(groups);
+        per_rate.entry(r.freq_hz).or_default().push(groups);
     }
-    for (freq_hz, (runs, on_samples, on_ns)) in per_rate {
+    for (freq_hz, runs) in per_rate {
         let runs: Vec<RunParts> = runs.into_iter().filter(|g| !g.is_empty()).collect();
         if runs.is_empty() {
             continue;
@@ -297,11 +286,12 @@ pub fn split_table(rs: &ResultSet) -> Result<SplitTable, AnalysisError> {
             .flatten()
             .map(|(t, i, o)| t - 100.0 * (1.0 - (1.0 - i / 100.0) * (1.0 - o / 100.0)))
             .collect();
-        let halved: Vec<&SplitPhase> = table
-            .phases
-            .iter()
-            .filter(|p| p.freq_hz == freq_hz && p.speed_first.is_finite())
-            .collect();
+        let at = || table.phases.iter().filter(|p| p.freq_hz == freq_hz);
+        // The sampling-on samples and time, and the phases whose halves
+        // were read.
+        let on = at().filter(|p| p.sampling);
+        let (on_samples, on_ns) = on.fold((0, 0), |(s, t), p| (s + p.samples, t + p.duration_ns));
+        let halved: Vec<&SplitPhase> = at().filter(|p| p.speed_first.is_finite()).collect();
         let changes = |on: bool| {
             halved
                 .iter()

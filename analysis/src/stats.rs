@@ -56,9 +56,7 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 
 /// Median of unsorted values.
 pub fn median(x: &[f64]) -> f64 {
-    let mut v = x.to_vec();
-    v.sort_by(f64::total_cmp);
-    quantile_sorted(&v, 0.5)
+    quantile_sorted(&sorted(x.iter().copied()), 0.5)
 }
 
 /// One-way analysis of variance of `groups` (empty groups ignored): F =

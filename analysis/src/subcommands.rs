@@ -88,9 +88,8 @@ pub fn report(dir: &Path) -> anyhow::Result<()> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "report written"
     );
-    eprint_lines(&written.answer);
-    println!("{}", written.dir.join("report.md").display());
-    Ok(())
+    let md = written.dir.join("report.md");
+    answer_and(&written.answer, None::<&()>, &md)
 }
 
 /// The set's summary rows of its primary configuration: what a `--json`
@@ -406,11 +405,8 @@ pub fn compact(dir: &Path) -> anyhow::Result<()> {
         .into());
     }
     let files = raw_files(dir)?;
-    let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(files.len() as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    // Drawn only where stderr is a terminal (indicatif hides it elsewhere).
+    let pb = indicatif::ProgressBar::new(files.len() as u64);
     if let Ok(style) =
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files, ETA {eta} {msg}")
     {

@@ -88,21 +88,17 @@ fn base(rs: &ResultSet) -> SummaryRow {
     let m = &rs.manifest;
     let h = &m.host;
     let cpu_model_name = json_str(h, "cpu_model");
-    let command = rs.command_line();
+    let (command, profiler) = (rs.command_line(), rs.profiler_template());
+    let subject = match (&command, &profiler) {
+        (Some(_), _) => "command",
+        (None, Some(_)) => "profiler",
+        (None, None) => "loop",
+    };
     SummaryRow {
         set: rs.dir.file_name().map(|n| n.to_string_lossy().into_owned()),
         tool_version: Some(m.tool_version.clone()),
         started_at: started_at_us(&m.started_at),
-        subject: Some(
-            if command.is_some() {
-                "command"
-            } else if rs.profiler_template().is_some() {
-                "profiler"
-            } else {
-                "loop"
-            }
-            .to_string(),
-        ),
+        subject: Some(subject.to_string()),
         hostname: json_str(h, "hostname"),
         hypervisor: json_str(h, "hypervisor"),
         cpus: h.get("cpus").and_then(|v| v.as_i64()),
@@ -113,7 +109,7 @@ fn base(rs: &ResultSet) -> SummaryRow {
         cpu_model: h.get("cpu_model_number").and_then(|v| v.as_i64()),
         cpu_model_name,
         event: Some(m.event.clone()),
-        profiler: rs.profiler_template(),
+        profiler,
         command,
         ..host_traits(h)
     }
@@ -175,10 +171,8 @@ pub fn traits_unlike_reference(h: &serde_json::Value) -> Option<Vec<String>> {
 /// driver recorded /proc/cpuinfo's `vendor_id`).
 fn vendor_from_name(name: &str) -> Option<&'static str> {
     let vendors = [("Intel", "GenuineIntel"), ("AMD", "AuthenticAMD")];
-    vendors
-        .into_iter()
-        .find(|(k, _)| name.contains(k))
-        .map(|(_, v)| v)
+    let (_, vendor) = vendors.into_iter().find(|(k, _)| name.contains(k))?;
+    Some(vendor)
 }
 
 /// `2026-11-26T02:17:06Z` as µs since the epoch.
@@ -188,21 +182,27 @@ pub fn started_at_us(s: &str) -> Option<i64> {
         .map(|t| t.timestamp_micros())
 }
 
-/// The runs of configuration `config` at `freq_hz` (ok or not).
-fn runs_at<'a>(rs: &'a ResultSet, config: Option<&'a str>, freq_hz: u64) -> Vec<&'a Run> {
-    rs.runs
-        .iter()
+/// `start` at `freq_hz`, with the counts of the runs of configuration
+/// `config` there (ok or not; of every configuration where None), and
+/// those runs.
+fn row_at<'a>(
+    rs: &'a ResultSet,
+    start: &SummaryRow,
+    config: Option<&str>,
+    freq_hz: u64,
+) -> (SummaryRow, Vec<&'a Run>) {
+    let runs: Vec<&Run> = (rs.runs.iter())
         .filter(|r| r.freq_hz == freq_hz)
         .filter(|r| config.is_none_or(|c| crate::contents::config_key(r) == c))
-        .collect()
-}
-
-fn counts(row: &mut SummaryRow, runs: &[&Run]) {
+        .collect();
+    let mut row = start.clone();
+    row.freq_hz = Some(freq_hz as i64);
     row.noisy_runs = Some(runs.iter().filter(|r| r.noisy).count() as i64);
     row.throttled_runs = Some(runs.iter().filter(|r| r.throttled > 0).count() as i64);
     if row.scope.is_none() {
         row.scope = runs.first().map(|r| r.scope.to_string());
     }
+    (row, runs)
 }
 
 fn answer(r: &Recommendation) -> BudgetAnswer {
@@ -413,10 +413,7 @@ fn loop_rows(
     freqs
         .into_iter()
         .map(|f| {
-            let mut row = start.clone();
-            row.freq_hz = Some(f as i64);
-            let runs = runs_at(rs, Some(config), f);
-            counts(&mut row, &runs);
+            let (mut row, runs) = row_at(rs, &start, Some(config), f);
             if let Some(p) = per_sample.iter().find(|r| r.freq_hz == f) {
                 row.runs = Some(p.runs as i64);
                 row.achieved_hz = finite(p.achieved_hz);
@@ -477,10 +474,8 @@ fn profiler_rows(
     t.rows
         .iter()
         .map(|p| {
-            let mut row = start.clone();
-            row.freq_hz = Some(p.freq_hz as i64);
+            let (mut row, _) = row_at(rs, &start, None, p.freq_hz);
             row.runs = Some(p.blocks as i64);
-            counts(&mut row, &runs_at(rs, None, p.freq_hz));
             set_cost(&mut row, &p.cost_per_interruption_ns);
             set_predicted(&mut row, &p.gap_loss_pct);
             set_throughput(&mut row, &p.throughput_loss_pct);
@@ -498,13 +493,11 @@ fn command_rows(
         .iter()
         .filter(|c| c.freq_hz > 0)
         .map(|c| {
-            let mut row = base.clone();
+            let (mut row, _) = row_at(rs, base, None, c.freq_hz);
             row.config_primary = Some(true);
             row.contents = Some(c.sample.clone());
-            row.freq_hz = Some(c.freq_hz as i64);
             row.runs = Some(c.runs as i64);
             row.achieved_hz = finite(c.achieved_hz);
-            counts(&mut row, &runs_at(rs, None, c.freq_hz));
             if let Some(e) = &c.cost_per_sample_ns {
                 set_cost(&mut row, e);
             }

@@ -48,7 +48,7 @@ impl Model {
                 run_id: r.row.run_id,
                 block: r.block,
                 lost: LostTime::new(&r.episodes),
-                spans: spans((r.row.loop_start_ns, r.row.loop_end_ns), r.keep_every),
+                spans: spans(r.window(), r.keep_every),
             });
         }
         let costs = costs.filter(|(f, _, c)| *f > 0 && !c.is_empty());

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use super::model::{MODEL_REQUESTS, Timing, predict, thinned};
 use super::{LostTime, PERCENTILES, SIZES_NS, SizeLatency, measure, spans};
 use crate::columns::{lo_hi_se, yes_no};
@@ -12,12 +14,8 @@ use crate::stats::{Estimate, distinct_sorted, mean, mean_of, quantile_sorted, t_
 
 /// One gaps run's requests.
 #[derive(Debug, Clone)]
-pub struct RunLatency {
-    pub run_id: u32,
-    pub freq_hz: u64,
-    pub block: u32,
-    /// Achieved sample rate, Hz.
-    pub rate_hz: f64,
+pub struct RunLatency<'a> {
+    pub run: &'a GapsRun,
     /// One per size of [`SIZES_NS`].
     pub sizes: Vec<SizeLatency>,
     /// What each sample cost: each matched episode under
@@ -48,16 +46,14 @@ pub struct LatencyRunRow {
 pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
     let measured: Vec<RunLatency> = runs.iter().map(of_run).collect();
     let rows = build(&measured);
-    let costs = measured
-        .iter()
-        .map(|m| (m.freq_hz, m.block, m.costs_ns.as_slice()));
+    let costs = (measured.iter()).map(|m| (m.run.row.freq_hz, m.run.block, m.costs_ns.as_slice()));
     let model = super::at_rate::Model::of(runs, costs);
     let mut out: Vec<LatencyRunRow> = (measured.into_iter())
         .flat_map(|r| {
             r.sizes.into_iter().map(move |size| LatencyRunRow {
-                run_id: r.run_id,
-                freq_hz: r.freq_hz,
-                block: r.block,
+                run_id: r.run.row.run_id,
+                freq_hz: r.run.row.freq_hz,
+                block: r.run.block,
                 size: SizeLatency {
                     sorted_ns: Vec::new(),
                     ..size
@@ -74,10 +70,9 @@ pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
 }
 
 /// The requests of `run` (its episodes, sample times and thinning).
-pub fn of_run(run: &GapsRun) -> RunLatency {
+pub fn of_run(run: &GapsRun) -> RunLatency<'_> {
     let lost = LostTime::new(&run.episodes);
-    let keep_every = run.keep_every;
-    let sp = spans((run.row.loop_start_ns, run.row.loop_end_ns), keep_every);
+    let sp = spans(run.window(), run.keep_every);
     let zero = run.row.freq_hz == 0;
     let sizes = SIZES_NS
         .iter()
@@ -88,10 +83,7 @@ pub fn of_run(run: &GapsRun) -> RunLatency {
         })
         .collect();
     RunLatency {
-        run_id: run.row.run_id,
-        freq_hz: run.row.freq_hz,
-        block: run.block,
-        rate_hz: run.rate_hz(),
+        run,
         sizes,
         costs_ns: costs_of(run),
     }
@@ -145,28 +137,26 @@ impl LatencyRow {
 /// The table from every gaps run's requests: blocks that hold a 0 Hz run
 /// and a run at the rate, the rate runs of a block against its first 0 Hz
 /// run.
-pub fn build(runs: &[RunLatency]) -> Vec<LatencyRow> {
+pub fn build(runs: &[RunLatency<'_>]) -> Vec<LatencyRow> {
     let mut zero_by_block: BTreeMap<u32, &RunLatency> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r.freq_hz == 0) {
-        zero_by_block.entry(r.block).or_insert(r);
+    for r in runs.iter().filter(|r| r.run.row.freq_hz == 0) {
+        zero_by_block.entry(r.run.block).or_insert(r);
     }
-    let freqs = distinct_sorted(runs.iter().map(|r| r.freq_hz).filter(|&f| f > 0));
+    let freqs = distinct_sorted(runs.iter().map(|r| r.run.row.freq_hz).filter(|&f| f > 0));
     let mut rows = Vec::new();
     for f in freqs {
         let pairs: Vec<(&RunLatency, &RunLatency)> = runs
             .iter()
-            .filter(|r| r.freq_hz == f)
-            .filter_map(|r| zero_by_block.get(&r.block).map(|z| (*z, r)))
+            .filter(|r| r.run.row.freq_hz == f)
+            .filter_map(|r| zero_by_block.get(&r.run.block).map(|z| (*z, r)))
             .collect();
         for (si, &size) in SIZES_NS.iter().enumerate() {
-            // One thread per block: the model draws 20,000 requests each.
-            let cells: Vec<Cell> = std::thread::scope(|s| {
-                let handles: Vec<_> = pairs
-                    .iter()
-                    .map(|(z, r)| s.spawn(move || cell(z, r, si)))
-                    .collect();
-                handles.into_iter().filter_map(|h| h.join().ok()).collect()
-            });
+            // The blocks in parallel: the model draws 20,000 requests each.
+            // A block whose draw panicked is left out.
+            let one = |(z, r): &(&RunLatency, &RunLatency)| {
+                std::panic::catch_unwind(|| cell(z, r, si)).ok()
+            };
+            let cells: Vec<Cell> = pairs.par_iter().filter_map(one).collect();
             for (pi, &p) in PERCENTILES.iter().enumerate() {
                 rows.push(row(f, size, p, pi, &cells));
             }
@@ -189,14 +179,14 @@ struct Cell {
 fn cell(zero: &RunLatency, run: &RunLatency, si: usize) -> Cell {
     let z = &zero.sizes[si];
     let r = &run.sizes[si];
-    let seed = (u64::from(run.run_id) << 8) | si as u64;
+    let seed = (u64::from(run.run.row.run_id) << 8) | si as u64;
+    let (costs, rate_hz) = (&run.costs_ns, run.run.rate_hz());
     let base = thinned(&z.sorted_ns, MODEL_REQUESTS);
-    let (periodic, hit_predicted) =
-        predict(&base, &run.costs_ns, run.rate_hz, Timing::Periodic, seed);
+    let (periodic, hit_predicted) = predict(&base, costs, rate_hz, Timing::Periodic, seed);
     // Poisson timing only shows what periodic timing changes: a quarter of
     // the requests.
     let few = thinned(&z.sorted_ns, MODEL_REQUESTS / 4);
-    let (poisson, _) = predict(&few, &run.costs_ns, run.rate_hz, Timing::Poisson, seed);
+    let (poisson, _) = predict(&few, costs, rate_hz, Timing::Poisson, seed);
     // The model's percentiles where the 0 Hz run resolves them.
     let at = |v: &[f64]| {
         let mut out = [f64::NAN; 3];

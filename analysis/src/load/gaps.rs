@@ -75,6 +75,11 @@ pub struct Thinned {
 }
 
 impl GapsRun {
+    /// The loop's window: where it starts and ends, ns.
+    pub fn window(&self) -> (u64, u64) {
+        (self.row.loop_start_ns, self.row.loop_end_ns)
+    }
+
     /// The loop's window, ns (0 when the timeline is empty).
     pub fn window_ns(&self) -> f64 {
         self.row.loop_end_ns.saturating_sub(self.row.loop_start_ns) as f64
@@ -191,14 +196,6 @@ pub struct GapsLoad {
 }
 
 impl GapsLoad {
-    /// The recovery bins of the loaded runs, run by run.
-    pub fn recovery(&self) -> Vec<RecoveryRow> {
-        self.runs
-            .iter()
-            .flat_map(|g| g.recovery.iter().cloned())
-            .collect()
-    }
-
     /// The part of the load that belongs to `rs`'s runs (a subset of the
     /// result set it was loaded from).
     pub fn restricted_to(&self, rs: &ResultSet) -> GapsLoad {
@@ -302,7 +299,7 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
     let (timeline, recovery) = last_rows(rs, &mut out.warnings)?;
     let mut rec_by_run = crate::stats::grouped(recovery.into_iter().map(|r| (r.run_id, r)));
     let mut seen = Vec::new();
-    for row in timeline {
+    for mut row in timeline {
         let id = row.run_id;
         let Some(run) = ok.get(&id) else {
             continue;
@@ -320,7 +317,6 @@ pub fn load_gaps(rs: &ResultSet, gaps_removed: bool) -> Result<GapsLoad, Analysi
             ));
             continue;
         };
-        let mut row = row;
         row.freq_hz = run.freq_hz;
         seen.push(id);
         let thinned = run.is_thinned().then(|| Thinned {

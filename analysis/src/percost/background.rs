@@ -5,6 +5,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use super::{GapsRun, LONG_EPISODE_NS};
 use crate::stats::{Estimate, t_interval};
@@ -131,20 +132,6 @@ pub fn coincidence_exact(
     (capped / stamps, above / stamps)
 }
 
-/// [`coincidence_exact`] on each 0 Hz run (same order as `zero`).
-pub fn coincidence_exact_by_run(zero: &[&GapsRun], rate_hz: f64, cap_ns: f64) -> Vec<(f64, f64)> {
-    zero.iter()
-        .map(|r| {
-            coincidence_exact(
-                &r.episodes,
-                (r.row.loop_start_ns, r.row.loop_end_ns),
-                rate_hz,
-                cap_ns,
-            )
-        })
-        .collect()
-}
-
 /// The replications needed on a run of `window_ns` at `rate_hz` to draw at
 /// least [`COINCIDENCE_TIMESTAMPS`] timestamps (and [`MIN_REPLICATIONS`]).
 pub fn replications_for(window_ns: f64, rate_hz: f64) -> usize {
@@ -171,8 +158,8 @@ pub fn draw_rng(run_id: u32, freq_hz: u64, draw: Draw) -> ChaCha8Rng {
 }
 
 /// Coincidence per timestamp (drawn, each episode's excess capped at
-/// `cap_ns`) on each 0 Hz run at `rate_hz` (same order as `zero`), one
-/// thread per run.
+/// `cap_ns`) on each 0 Hz run at `rate_hz` (same order as `zero`), the
+/// runs in parallel.
 pub fn coincidence_by_run_capped(
     zero: &[&GapsRun],
     freq_hz: u64,
@@ -180,29 +167,16 @@ pub fn coincidence_by_run_capped(
     draw: Draw,
     cap_ns: f64,
 ) -> Vec<f64> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = zero
-            .iter()
-            .map(|r| {
-                s.spawn(move || {
-                    let mut rng = draw_rng(r.row.run_id, freq_hz, draw);
-                    coincidence_capped(
-                        &r.episodes,
-                        (r.row.loop_start_ns, r.row.loop_end_ns),
-                        rate_hz,
-                        cap_ns,
-                        replications_for(r.window_ns(), rate_hz),
-                        &mut rng,
-                    )
-                })
-            })
-            .collect();
+    let draw_one = |r: &&GapsRun| {
+        let reps = replications_for(r.window_ns(), rate_hz);
+        let one = || {
+            let mut rng = draw_rng(r.row.run_id, freq_hz, draw);
+            coincidence_capped(&r.episodes, r.window(), rate_hz, cap_ns, reps, &mut rng)
+        };
         // A draw that panicked is NaN: b is then unavailable, not wrong.
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(f64::NAN))
-            .collect()
-    })
+        std::panic::catch_unwind(one).unwrap_or(f64::NAN)
+    };
+    zero.par_iter().map(draw_one).collect()
 }
 
 /// The A/A null control: per 0 Hz run i, its own coincidence (drawn from

@@ -3,7 +3,7 @@
 //! charged where it resolves), the after-effect (or its bound), and the
 //! tracing and paired figures beside them.
 
-use super::background::{Draw, aa_control, coincidence_by_run_capped, coincidence_exact_by_run};
+use super::background::{Draw, aa_control, coincidence_by_run_capped, coincidence_exact};
 use super::{
     GapsRun, LONG_EPISODE_NS, PerSampleRow, Remainder, after_effect_ns, agreement, nan_est,
     predicted_loss_pct, recovery_horizon_ns,
@@ -56,24 +56,16 @@ pub(super) struct Background {
 /// The background at frequency `freq_hz` (achieved `rate_hz`) over the
 /// 0 Hz runs `zero` with episodes capped at `cap_ns`, and the A/A null
 /// control (a random draw on each run against the others' exact b); NaN
-/// and None without 0 Hz runs.
+/// and None without 0 Hz runs (intervals over no run).
 pub(super) fn background_at(
     zero: &[&GapsRun],
     freq_hz: u64,
     rate_hz: f64,
     cap_ns: f64,
 ) -> Background {
-    if zero.is_empty() {
-        return Background {
-            cap_ns,
-            b_ns: nan_est(0),
-            above_ns: nan_est(0),
-            aa_null_ns: None,
-        };
-    }
-    let exact = coincidence_exact_by_run(zero, rate_hz, cap_ns);
-    let b: Vec<f64> = exact.iter().map(|e| e.0).collect();
-    let above: Vec<f64> = exact.iter().map(|e| e.1).collect();
+    let (b, above): (Vec<f64>, Vec<f64>) = (zero.iter())
+        .map(|r| coincidence_exact(&r.episodes, r.window(), rate_hz, cap_ns))
+        .unzip();
     let own = coincidence_by_run_capped(zero, freq_hz, rate_hz, Draw::Null, cap_ns);
     Background {
         cap_ns,
@@ -137,12 +129,11 @@ fn resolves_above_zero(e: &Estimate) -> bool {
     e.lo.is_finite() && e.lo > 0.0
 }
 
-/// What every row is computed against: the 0 Hz runs (their mean gap
-/// share and long-episode share, %), the cap, the util and loss tables.
+/// What every row is computed against: the 0 Hz runs (and their mean gap
+/// share, %), the util and loss tables.
 pub(super) struct RowContext<'a> {
     pub zero: &'a [&'a GapsRun],
     pub zero_gap: f64,
-    pub zero_long: f64,
     pub util: &'a [UtilRow],
     pub loss: &'a [LossRow],
 }
@@ -167,26 +158,16 @@ pub fn long_threshold_ns(rate_hz: f64, direct_ns: f64) -> f64 {
 
 impl RowContext<'_> {
     /// The 0 Hz runs' mean share of their time in episodes of
-    /// `threshold_ns` or more, %.
+    /// `threshold_ns` or more, % (NaN without 0 Hz runs).
     fn zero_long_share_pct(&self, threshold_ns: f64) -> f64 {
-        let shares: Vec<f64> = self
-            .zero
-            .iter()
-            .map(|z| {
-                let excess: u64 = z
-                    .episodes
-                    .iter()
-                    .filter(|e| e.excess_ns as f64 >= threshold_ns)
-                    .map(|e| e.excess_ns)
-                    .sum();
-                excess as f64 / z.raw_window_ns() * 100.0
-            })
-            .collect();
-        if shares.is_empty() {
-            self.zero_long
-        } else {
-            mean(&shares)
-        }
+        let share = |z: &&GapsRun| {
+            let long = z
+                .episodes
+                .iter()
+                .filter(|e| e.excess_ns as f64 >= threshold_ns);
+            long.map(|e| e.excess_ns).sum::<u64>() as f64 / z.raw_window_ns() * 100.0
+        };
+        mean_of(self.zero.iter().map(share))
     }
 
     /// Each run's parts before the charges are decided: (direct, above the
@@ -226,7 +207,7 @@ impl RowContext<'_> {
         // Every per-run quantity needs b: none without 0 Hz runs.
         let with_b = at.iter().filter(|_| !self.zero.is_empty());
         let parts: Vec<[f64; 4]> = with_b.map(|r| self.parts(r, bg, horizon)).collect();
-        let part = |k: usize| over_runs(n, parts.iter().map(|p| p[k]));
+        let part = |k: usize| over_runs(n, parts.iter().map(|p| p[k]), t_interval);
         let (above_cap_ns, long_ns) = (part(1), part(2));
         let charge = (
             resolves_above_zero(&above_cap_ns),
@@ -238,7 +219,7 @@ impl RowContext<'_> {
             .zip(&parts)
             .map(|(r, p)| run_cost(r, p, charge, after_bound))
             .collect();
-        let over = |g: &dyn Fn(&RunCost) -> f64| over_runs(n, costs.iter().map(g));
+        let over = |g: &dyn Fn(&RunCost) -> f64| over_runs(n, costs.iter().map(g), t_interval);
         let matched = MatchedEpisodes::of(at);
         let direct_ns = over(&|c| c.direct_ns);
         let predicted = over(&|c| predicted_loss_pct(c.rate_hz, c.total_ns));
@@ -251,24 +232,21 @@ impl RowContext<'_> {
         // The prediction's part inside gaps: all of it but the after-effect.
         let in_gaps_of =
             |c: &RunCost| predicted_loss_pct(c.rate_hz, c.total_ns - c.after_effect_ns);
-        // Per run, the unexplained part inside gaps, and what the samples
-        // explain with it (prediction + that part): from the same runs, so
-        // one interval over their sum carries the two parts' covariance.
-        let (in_gaps_runs, explained_runs): (Vec<f64>, Vec<f64>) = at
-            .iter()
-            .zip(&costs)
+        // Per run, the gap share over 0 Hz, the unexplained part of it, and
+        // what the samples explain with that part (prediction + it): from
+        // the same runs, so one interval over their sum carries the two
+        // parts' covariance.
+        let gap_parts: Vec<[f64; 3]> = (at.iter().zip(&costs))
             .map(|(r, c)| {
-                let in_gaps = r.gap_share_pct() - self.zero_gap - in_gaps_of(c);
-                (in_gaps, predicted_loss_pct(c.rate_hz, c.total_ns) + in_gaps)
+                let excess = r.gap_share_pct() - self.zero_gap;
+                let in_gaps = excess - in_gaps_of(c);
+                let explained = predicted_loss_pct(c.rate_hz, c.total_ns) + in_gaps;
+                [excess, in_gaps, explained]
             })
-            .unzip();
-        let (in_gaps, explained) = (over_runs(n, in_gaps_runs), over_runs(n, explained_runs));
+            .collect();
+        let gap_part = |k: usize| over_runs(n, gap_parts.iter().map(|p| p[k]), t_interval);
+        let (in_gaps, explained) = (gap_part(1), gap_part(2));
         let pooled = &matched.pooled_ns;
-        let totals: Vec<f64> = costs.iter().map(|c| c.total_ns).collect();
-        let excess_gap = at
-            .iter()
-            .zip(&parts)
-            .map(|(r, _)| r.gap_share_pct() - self.zero_gap);
         let row = PerSampleRow {
             freq_hz: f,
             runs: n,
@@ -291,11 +269,7 @@ impl RowContext<'_> {
             after_effect_ns: part(3),
             after_effect_bound_ns: after_bound,
             total_ns: over(&|c| c.total_ns),
-            total_pred_ns: if costs.is_empty() {
-                nan_est(n)
-            } else {
-                t_prediction(&totals)
-            },
+            total_pred_ns: over_runs(n, costs.iter().map(|c| c.total_ns), t_prediction),
             direct_ns,
             handler_ns,
             interrupt_ns,
@@ -307,7 +281,7 @@ impl RowContext<'_> {
                 .and_then(|p| Remainder::of(&p, &predicted, in_gaps, &explained)),
             paired_loss_pct,
             predicted_loss_pct: predicted,
-            excess_gap_share_pct: over_runs(n, excess_gap),
+            excess_gap_share_pct: gap_part(0),
             predicted_direct_loss_pct: over(&in_gaps_of),
             aa_null_ns: bg.aa_null_ns,
         };
@@ -315,14 +289,19 @@ impl RowContext<'_> {
     }
 }
 
-/// The t interval over runs of `x` (one value per run of `n`); NaN
-/// without values (no 0 Hz runs, so no b).
-fn over_runs(n: usize, x: impl IntoIterator<Item = f64>) -> Estimate {
+/// The `interval` over runs of `x` (one value per run of `n`: the t
+/// interval of the mean, or the prediction interval); NaN without values
+/// (no 0 Hz runs, so no b).
+fn over_runs(
+    n: usize,
+    x: impl IntoIterator<Item = f64>,
+    interval: fn(&[f64]) -> Estimate,
+) -> Estimate {
     let x: Vec<f64> = x.into_iter().collect();
     if x.is_empty() {
         nan_est(n)
     } else {
-        t_interval(&x)
+        interval(&x)
     }
 }
 

@@ -28,6 +28,7 @@
 
 use results_format::Design;
 
+use super::search::CostPoint;
 use crate::percost::{PerSample, PerSampleRow, predicted_loss_pct};
 use crate::row_types::LossRow;
 use crate::split::SplitRow;
@@ -190,23 +191,22 @@ fn long_episodes(r: &PerSampleRow) -> Option<Evidence> {
 
 /// Every point the set holds, by source then rate; only those with a
 /// finite value, a positive standard error and a loss in the linear range.
-/// `gaps_mean`: the gaps term's mean per sample at each of its rates;
-/// `loss`: Table 2's rows; `split`: the split design's.
+/// `(gaps, means)`: the gaps term's rates and its mean per sample at each
+/// (same order); `loss`: Table 2's rows; `split`: the split design's.
 pub fn collect(
     per_sample: Option<&PerSample>,
     loss: &[LossRow],
     split: &[SplitRow],
-    gaps_mean: &[(u64, Estimate)],
+    (gaps, means): (&[CostPoint], &[Estimate]),
 ) -> Vec<Evidence> {
-    let mut v: Vec<Evidence> = Vec::new();
-    if let Some(ps) = per_sample {
-        v.extend(ps.rows.iter().filter_map(|r| {
-            let (_, m) = gaps_mean.iter().find(|(f, _)| *f == r.freq_hz)?;
-            paired(loss, r, m)
-        }));
-        v.extend(ps.rows.iter().filter_map(long_episodes));
-    }
     let rows: &[PerSampleRow] = per_sample.map_or(&[], |ps| &ps.rows);
+    let mut v: Vec<Evidence> = (rows.iter())
+        .filter_map(|r| {
+            let i = gaps.iter().position(|p| p.freq_hz == r.freq_hz)?;
+            paired(loss, r, means.get(i)?)
+        })
+        .collect();
+    v.extend(rows.iter().filter_map(long_episodes));
     for r in split.iter().filter(|r| r.freq_hz > 0) {
         if !in_linear_range(r.total.value) {
             continue;

@@ -346,12 +346,7 @@ impl LossModel {
         let runs: &[RunCost] = per_sample.map_or(&[], |p| &p.run_costs);
         let (gaps, gaps_mean): (Vec<CostPoint>, Vec<Estimate>) =
             rows.iter().map(|r| gaps_point(r, runs)).unzip();
-        let means: Vec<(u64, Estimate)> = gaps
-            .iter()
-            .zip(&gaps_mean)
-            .map(|(p, m)| (p.freq_hz, *m))
-            .collect();
-        let evidence = evidence::collect(per_sample, loss, split, &means);
+        let evidence = evidence::collect(per_sample, loss, split, (&gaps, &gaps_mean));
         let material_ns = MATERIAL_SHARE * evidence::throughput_cost_ns(loss, split).unwrap_or(0.0);
         let by_class = grouped(evidence.iter().map(|e| (e.class(), e)));
         let mut fits: Vec<ClassFit> = (by_class.iter())

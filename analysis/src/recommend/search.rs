@@ -111,17 +111,10 @@ impl CostCurve {
 }
 
 fn is_prime(n: u64) -> bool {
-    if n < 2 {
-        return false;
-    }
-    let mut d = 2;
-    while d * d <= n {
-        if n.is_multiple_of(d) {
-            return false;
-        }
-        d += 1;
-    }
-    true
+    n >= 2
+        && (2..)
+            .take_while(|d| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
 }
 
 /// The highest rate a suggestion starts from, Hz: 100 times the kernel's
@@ -153,11 +146,8 @@ pub fn nice_prime_below(hz: f64) -> Option<u64> {
 /// cost may step up: a prime that lands on it must satisfy the budget with
 /// that frequency's cost too.
 pub(super) fn prime_within(max_hz: f64, within: impl Fn(f64) -> bool) -> Option<u64> {
-    let mut suggested = nice_prime_below(max_hz);
-    while let Some(p) = suggested.filter(|&p| !within(p as f64)) {
-        suggested = nice_prime_below((p - 1) as f64);
-    }
-    suggested
+    let below = |&p: &u64| nice_prime_below((p - 1) as f64);
+    std::iter::successors(nice_prime_below(max_hz), below).find(|&p| within(p as f64))
 }
 
 /// The first sentence at the suggested `rate`: the predicted loss with the

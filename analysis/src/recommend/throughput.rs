@@ -225,16 +225,13 @@ pub(super) fn recommend(
     budget_pct: f64,
     why: Option<String>,
 ) -> Result<Recommendation, AnalysisError> {
-    let mut rec = match recommend_throughput(a, budget_pct) {
-        Ok(rec) => rec,
-        Err(AnalysisError::Insufficient(e)) => {
-            return Err(AnalysisError::Insufficient(match why {
-                Some(w) => format!("{e}. {w}"),
-                None => e,
-            }));
+    // Nothing to answer from: the error says why there is no gaps term too.
+    let mut rec = recommend_throughput(a, budget_pct).map_err(|e| match (e, &why) {
+        (AnalysisError::Insufficient(e), Some(w)) => {
+            AnalysisError::Insufficient(format!("{e}. {w}"))
         }
-        Err(e) => return Err(e),
-    };
+        (e, _) => e,
+    })?;
     if rec.rate_hz.is_none()
         && let Some(b) = from_upper_bounds(a, budget_pct, &rec)
     {

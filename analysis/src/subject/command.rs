@@ -95,9 +95,7 @@ pub fn command_table(runs: &[Run]) -> Vec<CommandRow> {
         .iter()
         .map(|((freq_hz, sample), runs)| row(*freq_hz, sample, runs, &baseline))
         .collect();
-    rows.sort_by(|a, b| {
-        (a.freq_hz > 0, &a.sample, a.freq_hz).cmp(&(b.freq_hz > 0, &b.sample, b.freq_hz))
-    });
+    rows.sort_by_key(|r| (r.freq_hz > 0, r.sample.clone(), r.freq_hz));
     rows
 }
 

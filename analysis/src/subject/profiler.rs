@@ -152,11 +152,7 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
         .collect();
     let rows = distinct_sorted(gaps.iter().map(|r| r.freq_hz).filter(|&f| f > 0))
         .into_iter()
-        .map(|f| {
-            let mut row = row_at(f, &ok, &base, &gaps);
-            row.first_quarter_pct = first_quarter(rs, f, &ok, &tl, &base);
-            row
-        })
+        .map(|f| row_at(rs, f, &ok, &tl, &base, &gaps))
         .collect();
     Ok(Some(ProfilerTable {
         template,
@@ -166,22 +162,24 @@ pub fn profiler_table(rs: &ResultSet) -> Result<Option<ProfilerTable>, AnalysisE
     }))
 }
 
+/// The row at rate `f` from the ok gaps runs (with their timeline rows)
+/// against their blocks' 0 Hz runs (`base`); `gaps`, every gaps run.
 fn row_at(
+    rs: &ResultSet,
     f: u64,
     ok: &[(&Run, PerSecond)],
+    tl: &BTreeMap<u32, &TimelineRow>,
     base: &BTreeMap<u32, PerSecond>,
     gaps: &[&Run],
 ) -> ProfilerRow {
-    let [mut x, mut y, mut c, mut d, mut cpu, mut wps]: [Vec<f64>; 6] = Default::default();
+    let [mut x, mut y, mut c, mut d, mut cpu, mut wps, mut quarters]: [Vec<f64>; 7] =
+        Default::default();
     let mut cpus: Vec<String> = Vec::new();
     let mut rss = 0u64;
     for (r, p) in ok.iter().filter(|(r, _)| r.freq_hz == f) {
-        if let Some(ns) = r.profiler_cpu_ns {
-            cpu.push(ns as f64 / 1e9 / p.window_s * 100.0);
-        }
-        if let Some(b) = r.profiler_write_bytes {
-            wps.push(b as f64 / p.window_s);
-        }
+        let share_pct = |ns: u64| ns as f64 / 1e9 / p.window_s * 100.0;
+        cpu.extend(r.profiler_cpu_ns.map(share_pct));
+        wps.extend(r.profiler_write_bytes.map(|b| b as f64 / p.window_s));
         rss = rss.max(r.profiler_peak_rss_kb.unwrap_or(0));
         cpus.extend(
             r.profiler_cpus
@@ -200,6 +198,8 @@ fn row_at(
             c.push(yb / xb * 1e9);
         }
         d.push((b.loop_rate / p.loop_rate).ln());
+        let t = tl.get(&r.run_id);
+        quarters.extend(t.and_then(|t| first_quarter(rs, r.run_id, t, b)));
     }
     cpus.sort_by_key(|c| c.parse::<u32>().unwrap_or(u32::MAX));
     cpus.dedup();
@@ -217,41 +217,27 @@ fn row_at(
         profiler_cpus: cpus.join(","),
         profiler_peak_rss_kb: rss,
         profiler_write_bytes_per_s: mean(&wps),
-        first_quarter_pct: f64::NAN,
+        first_quarter_pct: crate::stats::median(&quarters),
         failed_runs: gaps.iter().filter(|r| !r.ok() && r.freq_hz == f).count(),
     }
 }
 
-/// [`ProfilerRow::first_quarter_pct`] at rate `f`, from the runs' gaps
-/// files (episodes joined as the driver joins them).
-fn first_quarter(
-    rs: &ResultSet,
-    f: u64,
-    ok: &[(&Run, PerSecond)],
-    tl: &BTreeMap<u32, &TimelineRow>,
-    base: &BTreeMap<u32, PerSecond>,
-) -> f64 {
+/// Run `id`'s extra interruptions per second in the first quarter of its
+/// window over those in the rest (both over its block's 0 Hz rate, `b`),
+/// %, from its gaps file (episodes joined as the driver joins them); None
+/// where the file cannot be read or the rest shows none
+/// ([`ProfilerRow::first_quarter_pct`] is their median).
+fn first_quarter(rs: &ResultSet, id: u32, t: &TimelineRow, b: &PerSecond) -> Option<f64> {
     use results_format::timeline::{episodes_of, gaps_path, read_gaps_parquet};
-    let mut ratios = Vec::new();
-    for (r, _) in ok.iter().filter(|(r, _)| r.freq_hz == f) {
-        let (Some(t), Some(b)) = (tl.get(&r.run_id), base.get(&r.block)) else {
-            continue;
-        };
-        let Ok(gaps) = read_gaps_parquet(&gaps_path(&rs.dir, r.run_id)) else {
-            continue;
-        };
-        let w = t.loop_end_ns.saturating_sub(t.loop_start_ns) as f64;
-        let split = t.loop_start_ns + (w / 4.0) as u64;
-        let eps = episodes_of(&gaps);
-        let first = eps.iter().filter(|e| e.start_ns < split).count() as f64;
-        let rest = eps.len() as f64 - first;
-        let first_x = first / (w / 4.0 * 1e-9) - b.episodes;
-        let rest_x = rest / (w * 0.75 * 1e-9) - b.episodes;
-        if rest_x > 0.0 {
-            ratios.push(first_x / rest_x * 100.0);
-        }
-    }
-    crate::stats::median(&ratios)
+    let gaps = read_gaps_parquet(&gaps_path(&rs.dir, id)).ok()?;
+    let w = t.loop_end_ns.saturating_sub(t.loop_start_ns) as f64;
+    let split = t.loop_start_ns + (w / 4.0) as u64;
+    let eps = episodes_of(&gaps);
+    let first = eps.iter().filter(|e| e.start_ns < split).count() as f64;
+    let rest = eps.len() as f64 - first;
+    let first_x = first / (w / 4.0 * 1e-9) - b.episodes;
+    let rest_x = rest / (w * 0.75 * 1e-9) - b.episodes;
+    (rest_x > 0.0).then(|| first_x / rest_x * 100.0)
 }
 
 impl ProfilerRow {
