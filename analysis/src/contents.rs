@@ -317,7 +317,10 @@ pub fn predict_throttle(
         let measured = a.util.iter().filter(|u| u.per_sample_ns.value.is_finite());
         let top = measured.max_by_key(|u| u.freq_hz)?;
         let lowered = limits.lowered_rate(top.per_sample_ns.value);
-        let runs = (rs.runs.iter()).filter(|r| r.ok() && r.freq_hz > 0 && config_key(r) == sample);
+        let runs = rs
+            .runs
+            .iter()
+            .filter(|r| r.ok() && r.freq_hz > 0 && config_key(r) == sample);
         let observed = grouped(runs.map(|r| (r.freq_hz, r)));
         Some(ThrottlePrediction {
             sample: sample.to_string(),

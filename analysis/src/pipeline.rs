@@ -195,7 +195,9 @@ pub fn analyse(rs: &ResultSet) -> Result<Findings, AnalysisError> {
     let excluded = all_excluded(&each);
     some_run_left(rs, &excluded)?;
     let mut primary = each.remove(0).1;
-    let others = (each.iter()).flat_map(|(_, a)| a.quality.warnings.iter().cloned());
+    let others = each
+        .iter()
+        .flat_map(|(_, a)| a.quality.warnings.iter().cloned());
     primary.quality.warnings.extend(others);
     primary.contents = crate::findings::ContentsTables {
         names,

@@ -136,7 +136,7 @@ fn write(
         df.vstack_mut_owned(f.select(columns.iter().copied())?)?;
     }
     let paths = df.column(PATH_COLUMN)?.str()?;
-    let stamps: Vec<Option<&Stamp>> = (paths.iter()).map(|p| now.get(Path::new(p?))).collect();
+    let stamps: Vec<Option<&Stamp>> = paths.iter().map(|p| now.get(Path::new(p?))).collect();
     for (k, name) in STAMP_COLUMNS.iter().enumerate() {
         let values: Vec<Option<i64>> = stamps.iter().map(|s| s.map(|s| s[k])).collect();
         df.with_column(Column::new((*name).into(), values))?;

@@ -73,7 +73,10 @@ pub fn compact(root: &Path, out: &Path, dates: &[String]) -> Result<Compaction, 
     }
     let read = ScanOptions::default();
     let landing = scan(root, &read).map_err(|e| AnalysisError::corrupt(root, e))?;
-    let wanted = (landing.rows.into_iter()).filter(|r| dates.is_empty() || dates.contains(&r.date));
+    let wanted = landing
+        .rows
+        .into_iter()
+        .filter(|r| dates.is_empty() || dates.contains(&r.date));
     let by_day = grouped(wanted.map(|r| (r.date.clone(), day_row(root, r))));
     let mut done = Compaction {
         skipped: landing.skipped,

@@ -46,7 +46,9 @@ pub struct LatencyRunRow {
 pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
     let measured: Vec<RunLatency> = runs.iter().map(of_run).collect();
     let rows = build(&measured);
-    let costs = (measured.iter()).map(|m| (m.run.row.freq_hz, m.run.block, m.costs_ns.as_slice()));
+    let costs = measured
+        .iter()
+        .map(|m| (m.run.row.freq_hz, m.run.block, m.costs_ns.as_slice()));
     let model = super::at_rate::Model::of(runs, costs);
     let mut out: Vec<LatencyRunRow> = (measured.into_iter())
         .flat_map(|r| {

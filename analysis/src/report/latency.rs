@@ -63,7 +63,7 @@ fn findings(t: &LatencyTable) -> Vec<String> {
             off.join("; ")
         ));
     }
-    let unresolved = (t.rows.iter()).filter(|r| {
+    let unresolved = t.rows.iter().filter(|r| {
         r.percentile == 50.0 && !r.measured.value.is_finite() && r.predicted.value.is_finite()
     });
     let unresolved: Vec<String> = (unresolved)

@@ -137,7 +137,8 @@ impl VsFreq {
         let bar = colour.stroke_width(1);
         let bars: Vec<&Point> = s.points.iter().filter(|p| p.hi > p.lo).collect();
         chart.draw_series(
-            (bars.iter()).map(|p| PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], bar)),
+            bars.iter()
+                .map(|p| PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], bar)),
         )?;
         // A bar cut at the bottom of a log axis (its end at 0 or below)
         // ends in an arrow, so the cut is not read as a lower bound.
@@ -152,8 +153,10 @@ impl VsFreq {
                 EmptyElement::at((p.x, y)) + PathElement::new(end, bar)
             })
         }))?;
-        let marked =
-            (s.points.iter()).map(|p| EmptyElement::at((p.x, p.y)) + marker(i, colour, (0, 0)));
+        let marked = s
+            .points
+            .iter()
+            .map(|p| EmptyElement::at((p.x, p.y)) + marker(i, colour, (0, 0)));
         let legend = move |(x, y)| marker(i, colour, (x + 10, y));
         chart
             .draw_series(marked)?
