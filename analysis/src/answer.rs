@@ -310,7 +310,9 @@ fn outside_term(m: &crate::recommend::LossModel) -> Option<String> {
             "between"
         }
     };
-    let ps: Vec<String> = (m.fits.iter())
+    let ps: Vec<String> = m
+        .fits
+        .iter()
         .map(|f| format!("{} p {:.2}", class(f.class), f.p_holm))
         .collect();
     let het = ["", "; HETEROGENEITY: within/between disagree"][usize::from(m.heterogeneous())];
@@ -386,7 +388,9 @@ fn host_parts(rs: &ResultSet) -> Vec<String> {
 fn profiler_body(rs: &ResultSet, a: &Findings, t: &ProfilerTable) -> (Vec<String>, Vec<String>) {
     let mut body = inside("", &host_parts(rs));
     body.extend(inside("profiler: ", std::slice::from_ref(&t.template)));
-    let cost: Vec<String> = (t.rows.iter())
+    let cost: Vec<String> = t
+        .rows
+        .iter()
         .filter(|r| r.cost_per_interruption_ns.value.is_finite() && r.resolved())
         .map(|r| {
             let c = &r.cost_per_interruption_ns;

@@ -91,7 +91,8 @@ pub fn contents_of(rs: &ResultSet) -> Vec<String> {
         workloads.push(WorkKind::Loop.name());
     }
     let samples = strs("samples");
-    let mut out: Vec<String> = (workloads.iter())
+    let mut out: Vec<String> = workloads
+        .iter()
         .flat_map(|w| samples.iter().map(|s| key(s, w)))
         .collect();
     let seen = distinct_sorted(rs.runs.iter().filter(|r| r.freq_hz > 0).map(config_key));
@@ -331,7 +332,8 @@ pub fn predict_throttle(
             throttle_above_hz: lowered
                 .map_or(limits.max_sample_rate, |l| l.min(limits.max_sample_rate)),
             applies_here: hardware_event,
-            observed: (observed.into_iter())
+            observed: observed
+                .into_iter()
                 .map(|(f, runs)| {
                     let achieved = runs.iter().map(|r| r.achieved_hz);
                     let throttled = runs.iter().map(|r| r.throttled).sum();

@@ -143,10 +143,12 @@ pub fn analyse(dir: &Path, opts: &HistoryOptions) -> Result<History, AnalysisErr
         return Err(AnalysisError::NoSuchDirectory { path });
     }
     let (rows, damage) = results_format::history::read_dir(dir);
-    let mut notes: Vec<String> = (damage.iter())
+    let mut notes: Vec<String> = damage
+        .iter()
         .map(|d| format!("{d}: its rows are left out (the file is never rewritten)"))
         .collect();
-    let rows: Vec<SummaryRow> = (rows.into_iter())
+    let rows: Vec<SummaryRow> = rows
+        .into_iter()
         .filter(|r| r.config_primary != Some(false) && r.freq_hz.is_some())
         .collect();
     let often = || most_common(rows.iter().filter_map(|r| r.freq_hz)).map(|f| f as u64);

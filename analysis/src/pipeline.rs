@@ -130,7 +130,8 @@ fn analyse_each(
 /// Every contents' excluded runs, once each (0 Hz runs are in each
 /// subset), by run id; each logged as a warning.
 fn all_excluded(each: &[(String, Findings)]) -> Vec<ExcludedRun> {
-    let mut excluded: Vec<ExcludedRun> = (each.iter())
+    let mut excluded: Vec<ExcludedRun> = each
+        .iter()
         .flat_map(|(_, a)| a.quality.excluded.iter().cloned())
         .collect();
     // A stable sort: the first configuration's record of a run is kept.
@@ -301,9 +302,7 @@ pub(crate) fn analyse_one(
             .extend(crate::warnings::per_sample(&gaps.runs, &table));
         a.gaps.per_sample = Some(table);
         // The recovery bins of the loaded runs, run by run.
-        a.gaps.recovery = (gaps.runs.iter())
-            .flat_map(|g| g.recovery.clone())
-            .collect();
+        a.gaps.recovery = gaps.runs.iter().flat_map(|g| g.recovery.clone()).collect();
         a.gaps.latency = Some(crate::latency::table::of_runs(&gaps.runs));
     }
     if !removed.gaps {

@@ -285,7 +285,8 @@ fn configs(a: &Findings, budget_pct: f64) -> Vec<Config> {
 /// The settings for `name` (one profiler, or `all`) at `budget_pct`; None
 /// for a name `--for` does not take.
 pub fn settings(a: &Findings, name: &str, budget_pct: f64) -> Option<Vec<Setting>> {
-    let chosen: Vec<&Profiler> = (PROFILERS.iter())
+    let chosen: Vec<&Profiler> = PROFILERS
+        .iter()
         .filter(|p| name == "all" || p.name == name)
         .collect();
     if chosen.is_empty() {

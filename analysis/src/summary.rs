@@ -191,7 +191,9 @@ fn row_at<'a>(
     config: Option<&str>,
     freq_hz: u64,
 ) -> (SummaryRow, Vec<&'a Run>) {
-    let runs: Vec<&Run> = (rs.runs.iter())
+    let runs: Vec<&Run> = rs
+        .runs
+        .iter()
         .filter(|r| r.freq_hz == freq_hz)
         .filter(|r| config.is_none_or(|c| crate::contents::config_key(r) == c))
         .collect();

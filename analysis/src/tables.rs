@@ -133,7 +133,8 @@ pub fn build_tables(
     // Table 2, classic design: the ok classic loss runs by rate, their
     // 0 Hz loop rates its baseline.
     let classic = by_freq(
-        (rs.runs.iter())
+        rs.runs
+            .iter()
             .filter(|r| r.ok() && r.kind == RunKind::Loss && r.design == Design::Classic),
     );
     let baseline: Vec<f64> = classic

@@ -119,7 +119,8 @@ fn fallbacks(runs: &[Run]) -> Vec<Warning> {
         !r.event.is_empty() && !r.requested_event.is_empty() && r.event != r.requested_event
     });
     let fallbacks = grouped(switched.map(|r| ((r.requested_event.clone(), r.event.clone()), r)));
-    (fallbacks.iter())
+    fallbacks
+        .iter()
         .filter_map(|((req, got), runs)| {
             let w = Warning::with_remedy(
                 Rule::Fallback,

@@ -123,7 +123,9 @@ fn compact_day(
     }
     let new_sets: std::collections::BTreeSet<&str> =
         landing.iter().map(|d| d.set_dir.as_str()).collect();
-    let kept: Vec<DayRow> = (old.rows.into_iter())
+    let kept: Vec<DayRow> = old
+        .rows
+        .into_iter()
         .map(|r| day_row(out, r))
         .filter(|d| !new_sets.contains(d.set_dir.as_str()))
         .collect();

@@ -113,7 +113,8 @@ pub fn moved_lines(days: &[ClassDay]) -> Vec<String> {
             moved.iter().filter(|d| d.moved == Some("up")).count(),
             moved.iter().filter(|d| d.moved == Some("down")).count(),
         );
-        let far = (moved.iter())
+        let far = moved
+            .iter()
             .filter_map(|d| d.ratio_to_reference)
             .max_by(|a, b| (a.ln().abs()).total_cmp(&b.ln().abs()))
             .unwrap_or(f64::NAN);
@@ -181,7 +182,8 @@ mod tests {
         }
         let days = class_days(&all);
         assert_eq!(days.len(), 40);
-        let moved: Vec<(&str, &str)> = (days.iter())
+        let moved: Vec<(&str, &str)> = days
+            .iter()
             .filter(|d| d.moved.is_some())
             .map(|d| (d.class.as_str(), d.date.as_str()))
             .collect();

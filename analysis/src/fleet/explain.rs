@@ -94,7 +94,8 @@ fn eta2(groups: &[Vec<f64>]) -> Option<f64> {
     let n = groups.iter().map(Vec::len).sum::<usize>() as f64;
     let grand = groups.iter().flatten().sum::<f64>() / n;
     let sst: f64 = groups.iter().flatten().map(|y| (y - grand).powi(2)).sum();
-    let ssb: f64 = (groups.iter())
+    let ssb: f64 = groups
+        .iter()
         .map(|g| g.len() as f64 * (g.iter().sum::<f64>() / g.len() as f64 - grand).powi(2))
         .sum();
     (sst > 0.0).then_some(ssb / sst)
@@ -183,14 +184,16 @@ fn effect(name: &str, points: &[(usize, &str, f64)], rng: &mut impl Rng) -> Trai
         return e;
     };
     let index = |v: &str| names.iter().position(|n| *n == v);
-    let kept: Vec<(usize, usize, f64)> = (points.iter())
+    let kept: Vec<(usize, usize, f64)> = points
+        .iter()
         .filter_map(|&(c, v, y)| Some((c, index(v)?, y)))
         .collect();
     let p = permutation_p(&kept, groups.len(), eta, rng);
     let (log_ratio, hi, lo) = spread(&groups);
     let (mut etas, mut ratios) = (Vec::new(), Vec::new());
     for _ in 0..RESAMPLES {
-        let again: Vec<Vec<f64>> = (groups.iter())
+        let again: Vec<Vec<f64>> = groups
+            .iter()
             .map(|g| {
                 (0..g.len())
                     .map(|_| g[rng.random_range(0..g.len())])
@@ -213,7 +216,8 @@ pub fn explain(obs: &[HostObs]) -> Explain {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2026);
     let mut traits: Vec<TraitEffect> = (HOST_TRAITS.iter().enumerate())
         .map(|(i, (name, _))| {
-            let values: Vec<(usize, &str, f64)> = (points.iter())
+            let values: Vec<(usize, &str, f64)> = points
+                .iter()
                 .map(|&(c, o, y)| (c, o.traits.get(i).map_or("-", String::as_str), y))
                 .collect();
             effect(name, &values, &mut rng)

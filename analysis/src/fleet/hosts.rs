@@ -150,7 +150,7 @@ pub fn hosts(
         ));
     }
     let by_host = grouped(
-        (rows.iter())
+        rows.iter()
             .filter(|r| in_scope((&r.row).into()))
             .map(|r| (r.host.as_str(), r)),
     );
@@ -211,7 +211,8 @@ pub fn hosts(
     }
     if !no_cost.is_empty() {
         let sets: usize = no_cost.values().sum();
-        let which: Vec<String> = (no_cost.iter())
+        let which: Vec<String> = no_cost
+            .iter()
             .map(|(k, n)| {
                 if *n == 1 {
                     k.clone()

@@ -148,7 +148,9 @@ fn some_named(names: &[String]) -> String {
 
 /// The hosts to look at, one line per kind, a few named on each.
 fn look_at(f: &Fleet) -> Vec<String> {
-    let mut outliers: Vec<(&str, &Outlier)> = (f.classes.iter())
+    let mut outliers: Vec<(&str, &Outlier)> = f
+        .classes
+        .iter()
         .flat_map(|c| c.outliers.iter().map(move |o| (c.class.as_str(), o)))
         .collect();
     outliers.sort_by(|a, b| b.1.z.abs().total_cmp(&a.1.z.abs()));

@@ -191,7 +191,8 @@ fn scan_group(
     keys: &[String],
     columns: Option<&[String]>,
 ) -> PolarsResult<DataFrame> {
-    let hive_schema: Schema = (keys.iter())
+    let hive_schema: Schema = keys
+        .iter()
         .map(|k| Field::new(k.as_str().into(), DataType::String))
         .collect();
     let args = ScanArgsParquet {
@@ -269,7 +270,8 @@ fn read_summaries(root: &Path, paths: &[PathBuf], opts: &ScanOptions, scan: &mut
         _ => None,
     };
     let stamps: Stamps = match key {
-        Some(_) => (paths.iter())
+        Some(_) => paths
+            .iter()
             .filter_map(|p| Some((p.clone(), stamp(p)?)))
             .collect(),
         None => BTreeMap::new(),
@@ -420,7 +422,8 @@ fn without_newer(df: DataFrame) -> PolarsResult<(DataFrame, BTreeMap<String, i64
     if newer.is_empty() {
         return Ok((df, newer));
     }
-    let older: BooleanChunked = (paths.iter())
+    let older: BooleanChunked = paths
+        .iter()
         .map(|p| !newer.contains_key(p.unwrap_or_default()))
         .collect();
     Ok((df.filter(&older)?, newer))

@@ -41,7 +41,9 @@ pub fn answer_box(h: &History) -> Vec<String> {
     let (p95, p95_set) = (hz(h.held_95_hz), set_hz(h.held_95_hz));
     let (median, lo, hi) = (us(h.median_cost_ns), us(h.cost_min_ns), us(h.cost_max_ns));
     let cv = (h.cost_cv).map_or_else(|| "-".into(), |c| format!("{:.1} %", c * 100.0));
-    let moved: Vec<String> = (h.periods.iter())
+    let moved: Vec<String> = h
+        .periods
+        .iter()
         .filter_map(|p| Some((&p.period, p.moved?, p.ratio_to_median.unwrap_or(f64::NAN))))
         .map(|(period, m, ratio)| format!("{period} {m} (x{ratio:.2})"))
         .collect();

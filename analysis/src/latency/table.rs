@@ -50,7 +50,8 @@ pub fn of_runs(runs: &[GapsRun]) -> LatencyTable {
         .iter()
         .map(|m| (m.run.row.freq_hz, m.run.block, m.costs_ns.as_slice()));
     let model = super::at_rate::Model::of(runs, costs);
-    let mut out: Vec<LatencyRunRow> = (measured.into_iter())
+    let mut out: Vec<LatencyRunRow> = measured
+        .into_iter()
         .flat_map(|r| {
             r.sizes.into_iter().map(move |size| LatencyRunRow {
                 run_id: r.run.row.run_id,

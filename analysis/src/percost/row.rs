@@ -63,7 +63,8 @@ pub(super) fn background_at(
     rate_hz: f64,
     cap_ns: f64,
 ) -> Background {
-    let (b, above): (Vec<f64>, Vec<f64>) = (zero.iter())
+    let (b, above): (Vec<f64>, Vec<f64>) = zero
+        .iter()
         .map(|r| coincidence_exact(&r.episodes, r.window(), rate_hz, cap_ns))
         .unzip();
     let own = coincidence_by_run_capped(zero, freq_hz, rate_hz, Draw::Null, cap_ns);

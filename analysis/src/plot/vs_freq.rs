@@ -174,7 +174,9 @@ impl PreparedFit {
     /// log x axis, densified.
     fn new(f: &FitLine, axes: Axes, place: YPlace, x_extent: Extent) -> Self {
         let Axes { log_x, log_y, .. } = axes;
-        let mut band: Vec<(f64, f64, f64)> = (f.band.iter())
+        let mut band: Vec<(f64, f64, f64)> = f
+            .band
+            .iter()
             .filter(|b| !log_x || b.0 > 0.0)
             .map(|&(x, lo, hi)| (x, place.at(lo), place.at(hi)))
             .collect();

@@ -200,7 +200,8 @@ pub fn collect(
     (gaps, means): (&[CostPoint], &[Estimate]),
 ) -> Vec<Evidence> {
     let rows: &[PerSampleRow] = per_sample.map_or(&[], |ps| &ps.rows);
-    let mut v: Vec<Evidence> = (rows.iter())
+    let mut v: Vec<Evidence> = rows
+        .iter()
         .filter_map(|r| {
             let i = gaps.iter().position(|p| p.freq_hz == r.freq_hz)?;
             paired(loss, r, means.get(i)?)

@@ -349,7 +349,8 @@ impl LossModel {
         let evidence = evidence::collect(per_sample, loss, split, (&gaps, &gaps_mean));
         let material_ns = MATERIAL_SHARE * evidence::throughput_cost_ns(loss, split).unwrap_or(0.0);
         let by_class = grouped(evidence.iter().map(|e| (e.class(), e)));
-        let mut fits: Vec<ClassFit> = (by_class.iter())
+        let mut fits: Vec<ClassFit> = by_class
+            .iter()
             .filter_map(|(&class, pts)| fit_class(class, pts, material_ns))
             .filter(|f| f.cost_ns.se.is_finite() && f.cost_ns.se > 0.0)
             .collect();

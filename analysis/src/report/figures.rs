@@ -307,7 +307,8 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
     let loss = crate::percost::predicted_loss_pct;
     Some(FitLine {
         label: "predicted loss, rate x the cost per sample charged".to_string(),
-        band: (charged.iter())
+        band: charged
+            .iter()
             .map(|&(x, c)| (x, loss(x, c.lo), loss(x, c.hi)))
             .collect(),
         curve: charged
@@ -322,7 +323,10 @@ fn model_curve(a: &Findings, answers: impl Iterator<Item = f64>) -> Option<FitLi
 
 /// The handler durations' distribution per rate.
 fn durations_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
-    let groups: Vec<(String, Vec<f64>)> = (a.tables.durations.iter())
+    let groups: Vec<(String, Vec<f64>)> = a
+        .tables
+        .durations
+        .iter()
         .filter(|g| !g.durations_ns.is_empty())
         .map(|g| {
             (
@@ -353,7 +357,8 @@ fn cost_over_time_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
         return;
     };
     let by_freq = grouped(costs.iter().map(|c| (c.freq_hz, c)));
-    let by: Vec<PointSeries> = (by_freq.into_iter())
+    let by: Vec<PointSeries> = by_freq
+        .into_iter()
         .map(|(f, at)| {
             let minutes = at
                 .iter()
@@ -387,9 +392,15 @@ fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Findings) {
         }),
     ];
     for (stem, y_label, pick) in measures {
-        let by: Vec<PointSeries> = (a.contents.names.iter())
+        let by: Vec<PointSeries> = a
+            .contents
+            .names
+            .iter()
             .filter_map(|c| {
-                let pts: Vec<(u64, Estimate)> = (a.contents.rows.iter())
+                let pts: Vec<(u64, Estimate)> = a
+                    .contents
+                    .rows
+                    .iter()
                     .filter(|r| &r.sample == c)
                     .filter_map(|r| pick(r).map(|e| (r.freq_hz, e)))
                     .filter(|(_, e)| e.value.is_finite())
@@ -411,7 +422,10 @@ fn contents_plots(files: &mut PlotOutcome, out: &Path, a: &Findings) {
 /// A paired run per rate: the loop rate per phase.
 fn paired_plot(files: &mut PlotOutcome, out: &Path, a: &Findings) {
     let mut seen = std::collections::BTreeSet::new();
-    let traces: Vec<PairedTrace> = (a.tables.paired.iter())
+    let traces: Vec<PairedTrace> = a
+        .tables
+        .paired
+        .iter()
         .filter(|t| !t.phases.is_empty() && t.phases.iter().all(|p| p.rate.is_finite()))
         .filter(|t| seen.insert(t.freq_hz))
         .take(MAX_PAIRED_TRACES)

@@ -189,7 +189,9 @@ fn reasoning(s: &mut String, at_budgets: &[crate::recommend::Budgeted]) {
     let oks = at_budgets.iter().filter_map(|(_, r)| r.as_ref().ok());
     let oks: Vec<&Recommendation> = oks.collect();
     let shared: Vec<&String> = match oks.split_first() {
-        Some((first, rest)) if !rest.is_empty() => (first.reasoning.iter())
+        Some((first, rest)) if !rest.is_empty() => first
+            .reasoning
+            .iter()
             .filter(|l| rest.iter().all(|r| r.reasoning.contains(l)))
             .collect(),
         _ => Vec::new(),

@@ -105,7 +105,8 @@ fn reasons(faults: &[&ExcludedPhase]) -> String {
         "late" => "started late",
         _ => "unreadable",
     };
-    let counts: Vec<String> = (by_code.iter())
+    let counts: Vec<String> = by_code
+        .iter()
         .map(|(code, of)| format!("{} {}", of.len(), word(code)))
         .collect();
     counts.join(", ")

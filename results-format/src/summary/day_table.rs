@@ -33,7 +33,8 @@ pub struct DayRow {
 /// with statistics as lake engines expect; every row's `format_version`
 /// is this version's, since every column of it is written.
 pub fn write_day_table(path: &Path, rows: &[DayRow]) -> Result<(), FormatError> {
-    let summary: Vec<SummaryRow> = (rows.iter())
+    let summary: Vec<SummaryRow> = rows
+        .iter()
         .map(|d| SummaryRow {
             format_version: Some(SUMMARY_VERSION),
             ..d.row.clone()
